@@ -1,0 +1,73 @@
+// Command ipvsctl drives Linux IPVS load-balancing directors.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+)
+
+// command is one subcommand: it parses its own flags and returns an exit status.
+type command struct {
+	summary string
+	run     func(env *cliEnv, args []string) int
+}
+
+// commands is filled by each verb's file in its init-free constructor below.
+func commands() map[string]command {
+	return map[string]command{
+		"apply":  {"make the desired state equal to a document, then the kernel match it", runApply},
+		"diff":   {"show what apply would change in the kernel", runDiff},
+		"status": {"show the kernel's IPVS table with connections, counters and rates", runStatus},
+	}
+}
+
+func main() {
+	env := &cliEnv{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	os.Exit(dispatch(env, os.Args[1:]))
+}
+
+func dispatch(env *cliEnv, args []string) int {
+	cmds := commands()
+	// Global flags may come before the verb: ipvsctl --db PATH VERB ...
+	var global []string
+	for len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' {
+		switch {
+		case args[0] == "-h" || args[0] == "--help" || args[0] == "help":
+			usage(env.stdout, cmds)
+			return exitOK
+		case (args[0] == "--db" || args[0] == "-db") && len(args) > 1:
+			global = append(global, args[0], args[1])
+			args = args[2:]
+		default:
+			global = append(global, args[0])
+			args = args[1:]
+		}
+	}
+	if len(args) == 0 || args[0] == "help" {
+		usage(env.stderr, cmds)
+		return exitUsage
+	}
+	cmd, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(env.stderr, "ipvsctl: unknown command %q\n", args[0])
+		usage(env.stderr, cmds)
+		return exitUsage
+	}
+	return cmd.run(env, append(global, args[1:]...))
+}
+
+func usage(w io.Writer, cmds map[string]command) {
+	fmt.Fprintln(w, "usage: ipvsctl [--db PATH] COMMAND [flags]")
+	fmt.Fprintln(w, "\ncommands:")
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'ipvsctl COMMAND --help' for a command's flags.")
+}

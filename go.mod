@@ -1,0 +1,3 @@
+module github.com/ipvsctl/ipvsctl
+
+go 1.26.8
