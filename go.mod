@@ -1,3 +1,15 @@
 module github.com/ipvsctl/ipvsctl
 
 go 1.26.8
+
+require (
+	github.com/coreos/go-iptables v0.8.0
+	github.com/moby/ipvs v1.1.0
+	github.com/vishvananda/netlink v1.3.1
+	golang.org/x/sys v0.50.0
+)
+
+require (
+	github.com/sirupsen/logrus v1.9.0 // indirect
+	github.com/vishvananda/netns v0.0.5 // indirect
+)

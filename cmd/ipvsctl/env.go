@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 )
 
 const (
@@ -20,10 +22,13 @@ const defaultDB = "/var/lib/ipvsctl/ipvsctl.db"
 type cliEnv struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// kernel, when set, replaces the real IPVS driver (tests); VIPs and fwmark
+	// rules are then left alone.
+	kernel ipvsmgr.Kernel
 }
 
-func (e *cliEnv) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+func (e *cliEnv) logger(level slog.Level) *slog.Logger {
+	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 }
 
 // newFlagSet returns a flag set for one verb that prints its usage on --help and
@@ -60,6 +65,14 @@ func (e *cliEnv) parseFlags(fs *flag.FlagSet, args []string) (status int, ok boo
 
 // fail prints err and returns the exit status its kind calls for.
 func (e *cliEnv) fail(verb string, err error, invalid bool) int {
+	var ve *ipvsmgr.ValidationError
+	if errors.As(err, &ve) {
+		fmt.Fprintf(e.stderr, "ipvsctl %s: invalid desired state:\n", verb)
+		for _, p := range ve.Problems {
+			fmt.Fprintf(e.stderr, "  %s\n", p)
+		}
+		return exitUsage
+	}
 	fmt.Fprintf(e.stderr, "ipvsctl %s: %v\n", verb, err)
 	if invalid {
 		return exitUsage

@@ -1,0 +1,314 @@
+package ipvsmgr
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// VIP is an address ipvsctl brings up on a director interface.
+type VIP struct {
+	Interface string     `json:"interface"`
+	Addr      netip.Addr `json:"address"`
+}
+
+func (v VIP) String() string { return v.Addr.String() + " on " + v.Interface }
+
+// MarkRule marks packets to a fwmark service's VIP (a mangle rule ipvsctl owns).
+type MarkRule struct {
+	Mark     uint32
+	Addr     netip.Addr
+	Protocol string
+	Ports    []int
+}
+
+// Desired is a validated state in the kernel's terms.
+type Desired struct {
+	Table    *Table // enabled services with their enabled servers
+	VIPs     []VIP
+	Marks    []MarkRule
+	Names    map[ServiceKey]string
+	Settings Settings
+}
+
+// Compile validates st and translates it into kernel terms. The error is a
+// *ValidationError listing every invalid value.
+func Compile(st *State) (*Desired, error) {
+	v := &validator{}
+	v.settings(&st.Settings)
+	d := &Desired{Table: &Table{}, Names: map[ServiceKey]string{}, Settings: st.Settings}
+	d.Table.Timeouts = Timeouts{TCP: uint32(max(st.Settings.TCPTimeout, 0)), TCPFin: uint32(max(st.Settings.TCPFinTimeout, 0)), UDP: uint32(max(st.Settings.UDPTimeout, 0))}
+	seenKeys := map[ServiceKey]string{}
+	seenNames := map[string]string{}
+	vips := map[VIP]bool{}
+	for i := range st.Services {
+		svc := &st.Services[i]
+		field := fmt.Sprintf("services[%d]", i)
+		if svc.Name != "" {
+			if prev, dup := seenNames[svc.Name]; dup {
+				v.addf(field+".name", "%q is already the name of %s", svc.Name, prev)
+			} else {
+				seenNames[svc.Name] = field
+			}
+		}
+		vs, ok := v.service(field, svc, st.Settings.Network)
+		if !ok {
+			continue
+		}
+		if prev, dup := seenKeys[vs.Key]; dup {
+			v.addf(field, "duplicate service %s: %s already defines it", vs.Key, prev)
+			continue
+		}
+		seenKeys[vs.Key] = field
+		if !svc.IsEnabled() {
+			continue
+		}
+		d.Names[vs.Key] = serviceName(svc, vs.Key)
+		d.Table.Services = append(d.Table.Services, vs)
+		if svc.Interface != "" && vs.Key.Addr.IsValid() {
+			vip := VIP{Interface: svc.Interface, Addr: vs.Key.Addr}
+			if !vips[vip] {
+				vips[vip] = true
+				d.VIPs = append(d.VIPs, vip)
+			}
+		}
+		for _, m := range svc.Match {
+			d.Marks = append(d.Marks, MarkRule{Mark: vs.Key.FWMark, Addr: vs.Key.Addr, Protocol: m.Protocol, Ports: slices.Clone(m.Ports)})
+		}
+	}
+	if len(v.problems) > 0 {
+		return nil, &ValidationError{Problems: v.problems}
+	}
+	return d, nil
+}
+
+func serviceName(svc *Service, k ServiceKey) string {
+	if svc.Name != "" {
+		return svc.Name
+	}
+	return k.String()
+}
+
+// service validates one service and builds its kernel form; ok is false when
+// its key could not be built.
+func (v *validator) service(field string, svc *Service, defaultFwd string) (*VirtualService, bool) {
+	vs := &VirtualService{}
+	k := &vs.Key
+	ok := true
+	var addr netip.Addr
+	if svc.Address != "" {
+		a, err := parseAddr(svc.Address)
+		if err != nil {
+			v.addf(field+".address", "%v", err)
+			ok = false
+		}
+		addr = a
+	}
+	if svc.FWMark > 0 {
+		k.FWMark = svc.FWMark
+		if svc.Port != 0 {
+			v.addf(field+".port", "%d: a fwmark service is keyed by its mark and has no port", svc.Port)
+		}
+		if svc.Protocol != "" {
+			v.addf(field+".protocol", "%q: a fwmark service is keyed by its mark and has no protocol (match[].protocol says which packets get the mark)", svc.Protocol)
+		}
+		k.Family = FamilyIPv4
+		if addr.IsValid() {
+			k.Addr = addr
+			k.Family = familyOf(addr)
+		} else if len(svc.Servers) > 0 {
+			if a, err := parseAddr(svc.Servers[0].Address); err == nil {
+				k.Family = familyOf(a)
+			}
+		}
+	} else {
+		proto := svc.Protocol
+		if proto == "" {
+			proto = "tcp"
+		}
+		p, known := protocolNumber(proto)
+		if !known {
+			v.addf(field+".protocol", "%q is not a protocol (want tcp, udp or sctp)", svc.Protocol)
+			ok = false
+		}
+		if svc.Address == "" {
+			v.addf(field+".address", "missing: a service needs an address (or a fwmark)")
+			ok = false
+		}
+		if svc.Port < 1 || svc.Port > 65535 {
+			v.addf(field+".port", "%d is out of range 1..65535", svc.Port)
+			ok = false
+		}
+		k.Protocol, k.Addr, k.Port = p, addr, uint16(max(min(svc.Port, 65535), 0))
+		if addr.IsValid() {
+			k.Family = familyOf(addr)
+		}
+	}
+	if len(svc.Match) > 0 {
+		v.matches(field, svc)
+	}
+	if svc.Interface != "" {
+		if !validInterfaceName(svc.Interface) {
+			v.addf(field+".interface", "%q is not an interface name", svc.Interface)
+		} else if svc.Address == "" {
+			v.addf(field+".interface", "%q: a VIP interface needs the service's address", svc.Interface)
+		}
+	}
+	v.scheduler(field, svc, vs)
+	fwd := svc.Forwarding
+	v.forwarding(field+".forwarding", fwd)
+	if fwd == "" {
+		fwd = defaultFwd
+	}
+	if fwd == "" {
+		fwd = "dr"
+	}
+	v.servers(field, svc, vs, fwd)
+	return vs, ok
+}
+
+func familyOf(a netip.Addr) uint16 {
+	if a.Is4() {
+		return FamilyIPv4
+	}
+	return FamilyIPv6
+}
+
+func (v *validator) matches(field string, svc *Service) {
+	if svc.FWMark == 0 {
+		v.addf(field+".match", "only a fwmark service marks packets: set fwmark")
+		return
+	}
+	if svc.Address == "" {
+		v.addf(field+".match", "marking packets needs the VIP: set address")
+	}
+	for j, m := range svc.Match {
+		f := fmt.Sprintf("%s.match[%d]", field, j)
+		if _, ok := protocolNumber(m.Protocol); !ok {
+			v.addf(f+".protocol", "%q is not a protocol (want tcp, udp or sctp)", m.Protocol)
+		}
+		if len(m.Ports) == 0 || len(m.Ports) > 15 {
+			v.addf(f+".ports", "%d ports given; want 1..15", len(m.Ports))
+		}
+		for x, p := range m.Ports {
+			v.rangeCheck(fmt.Sprintf("%s.ports[%d]", f, x), p, 1, 65535)
+		}
+	}
+}
+
+func (v *validator) scheduler(field string, svc *Service, vs *VirtualService) {
+	vs.Scheduler = svc.Scheduler
+	if vs.Scheduler == "" {
+		vs.Scheduler = "wlc"
+	}
+	if !schedulers[vs.Scheduler] {
+		v.addf(field+".scheduler", "%q is not a scheduler (want one of %s)", svc.Scheduler, strings.Join(Schedulers(), " "))
+	}
+	for j, f := range svc.SchedulerFlags {
+		ff := fmt.Sprintf("%s.scheduler_flags[%d]", field, j)
+		if vs.Scheduler != "sh" && vs.Scheduler != "mh" {
+			v.addf(ff, "%q: scheduler %s takes no flags (fallback and port are for sh and mh)", f, vs.Scheduler)
+			continue
+		}
+		switch f {
+		case "fallback":
+			vs.Flags |= FlagSched1
+		case "port":
+			vs.Flags |= FlagSched2
+		default:
+			v.addf(ff, "%q is not a flag of scheduler %s (want fallback or port)", f, vs.Scheduler)
+		}
+	}
+	if svc.OnePacket {
+		if svc.FWMark == 0 && svc.Protocol != "udp" {
+			v.addf(field+".one_packet", "true: one-packet scheduling is for udp (or fwmark) services, not %q", svc.Protocol)
+		}
+		vs.Flags |= FlagOnePacket
+	}
+	v.rangeCheck(field+".persistence", svc.Persistence, 0, maxPersistence)
+	vs.Netmask = 0xffffffff
+	if vs.Key.Family == FamilyIPv6 {
+		vs.Netmask = 128
+	}
+	if svc.Persistence > 0 {
+		vs.Flags |= FlagPersistent
+		vs.Timeout = uint32(min(svc.Persistence, maxPersistence))
+	}
+	if svc.PersistenceNetmask != "" {
+		if svc.Persistence <= 0 {
+			v.addf(field+".persistence_netmask", "%q: a netmask needs persistence > 0", svc.PersistenceNetmask)
+		}
+		m, err := parseNetmask(vs.Key.Family, svc.PersistenceNetmask)
+		if err != nil {
+			v.addf(field+".persistence_netmask", "%v", err)
+		} else {
+			vs.Netmask = m
+		}
+	}
+}
+
+func (v *validator) servers(field string, svc *Service, vs *VirtualService, fwd string) {
+	seenAddr := map[DestKey]string{}
+	seenName := map[string]string{}
+	for j := range svc.Servers {
+		rs := &svc.Servers[j]
+		f := fmt.Sprintf("%s.servers[%d]", field, j)
+		if rs.Name != "" {
+			if prev, dup := seenName[rs.Name]; dup {
+				v.addf(f+".name", "%q is already the name of %s", rs.Name, prev)
+			} else {
+				seenName[rs.Name] = f
+			}
+		}
+		d := &Destination{}
+		a, err := parseAddr(rs.Address)
+		if err != nil {
+			v.addf(f+".address", "%v", err)
+		} else if vs.Key.Family != 0 && familyOf(a) != vs.Key.Family {
+			v.addf(f+".address", "%s: an %s service cannot have an %s real server", rs.Address, familyName(vs.Key.Family), familyName(familyOf(a)))
+		}
+		d.Key.Addr = a
+		rfwd := rs.Forwarding
+		v.forwarding(f+".forwarding", rfwd)
+		if rfwd == "" {
+			rfwd = fwd
+		}
+		d.Forward = map[string]Forwarding{"dr": ForwardDR, "nat": ForwardNAT, "tun": ForwardTUN}[rfwd]
+		v.rangeCheck(f+".port", rs.Port, 0, 65535)
+		d.Key.Port = uint16(max(min(rs.Port, 65535), 0))
+		if d.Key.Port == 0 {
+			d.Key.Port = vs.Key.Port
+		}
+		if (rfwd == "dr" || rfwd == "tun") && d.Key.Port != vs.Key.Port {
+			v.addf(f+".port", "%d differs from the service port %d: %s forwarding cannot change the port (only nat can)", rs.Port, vs.Key.Port, rfwd)
+		}
+		w := rs.EffectiveWeight()
+		v.rangeCheck(f+".weight", w, 0, maxWeight)
+		d.Weight = uint32(max(min(w, maxWeight), 0))
+		v.rangeCheck(f+".upper_threshold", rs.UpperThreshold, 0, maxThreshold)
+		v.rangeCheck(f+".lower_threshold", rs.LowerThreshold, 0, maxThreshold)
+		if rs.LowerThreshold > rs.UpperThreshold {
+			v.addf(f+".lower_threshold", "%d is above upper_threshold %d", rs.LowerThreshold, rs.UpperThreshold)
+		}
+		d.UpperThreshold = uint32(max(min(rs.UpperThreshold, maxThreshold), 0))
+		d.LowerThreshold = uint32(max(min(rs.LowerThreshold, maxThreshold), 0))
+		if a.IsValid() {
+			if prev, dup := seenAddr[d.Key]; dup {
+				v.addf(f+".address", "duplicate real server %s: %s already lists it", d.Key, prev)
+				continue
+			}
+			seenAddr[d.Key] = f
+		}
+		if rs.IsEnabled() {
+			vs.Dests = append(vs.Dests, d)
+		}
+	}
+}
+
+func familyName(f uint16) string {
+	if f == FamilyIPv6 {
+		return "IPv6"
+	}
+	return "IPv4"
+}

@@ -1,0 +1,139 @@
+// Package ipvsmgr holds the desired-state model of an IPVS director, its
+// validation, the pure diff between desired and kernel state, and the
+// reconcile that applies that diff.
+package ipvsmgr
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// State is the desired state of a director: the document `ipvsctl apply`
+// takes and the API serves at /api/v1/state.
+type State struct {
+	Settings Settings  `json:"settings"`
+	Services []Service `json:"services"`
+}
+
+// Settings are director-wide.
+type Settings struct {
+	// Network is the default forwarding method: dr, nat or tun.
+	Network string `json:"network,omitempty"`
+	// IPVS connection timeouts in seconds; 0 leaves the kernel's value alone.
+	TCPTimeout    int `json:"tcp_timeout"`
+	TCPFinTimeout int `json:"tcpfin_timeout"`
+	UDPTimeout    int `json:"udp_timeout"`
+	// KeepForeignServices leaves kernel services that ipvsctl did not create
+	// alone (hosts that also run docker or kube-proxy). By default ipvsctl owns
+	// the whole IPVS table.
+	KeepForeignServices bool `json:"keep_foreign_services,omitempty"`
+	// DrainTimeout (seconds) bounds how long a removed real server keeps its
+	// established connections at weight 0 before it is deleted. 0 means the
+	// default, DefaultDrainTimeout.
+	DrainTimeout int `json:"drain_timeout,omitempty"`
+}
+
+// DefaultDrainTimeout is the drain bound when settings.drain_timeout is 0.
+const DefaultDrainTimeout = 60
+
+// Service is a virtual service: protocol + address + port, or a firewall mark.
+type Service struct {
+	Name               string   `json:"name,omitempty"`
+	Protocol           string   `json:"protocol,omitempty"`
+	Address            string   `json:"address,omitempty"`
+	Port               int      `json:"port,omitempty"`
+	FWMark             uint32   `json:"fwmark,omitempty"`
+	Match              []Match  `json:"match,omitempty"`
+	Interface          string   `json:"interface,omitempty"`
+	Scheduler          string   `json:"scheduler,omitempty"`
+	SchedulerFlags     []string `json:"scheduler_flags,omitempty"`
+	OnePacket          bool     `json:"one_packet,omitempty"`
+	Persistence        int      `json:"persistence,omitempty"`
+	PersistenceNetmask string   `json:"persistence_netmask,omitempty"`
+	Forwarding         string   `json:"forwarding,omitempty"`
+	Enabled            *bool    `json:"enabled,omitempty"`
+	Servers            []Server `json:"servers"`
+}
+
+// Match selects the packets to a fwmark service's VIP that ipvsctl marks.
+type Match struct {
+	Protocol string `json:"protocol"`
+	Ports    []int  `json:"ports"`
+}
+
+// Server is a real server of a virtual service.
+type Server struct {
+	Name           string `json:"name,omitempty"`
+	Address        string `json:"address"`
+	Port           int    `json:"port,omitempty"`
+	Weight         *int   `json:"weight,omitempty"`
+	Forwarding     string `json:"forwarding,omitempty"`
+	UpperThreshold int    `json:"upper_threshold,omitempty"`
+	LowerThreshold int    `json:"lower_threshold,omitempty"`
+	Enabled        *bool  `json:"enabled,omitempty"`
+}
+
+// IsEnabled reports whether the service should be in the kernel (default true).
+func (s *Service) IsEnabled() bool { return s.Enabled == nil || *s.Enabled }
+
+// IsEnabled reports whether the server should be in the kernel (default true).
+func (s *Server) IsEnabled() bool { return s.Enabled == nil || *s.Enabled }
+
+// EffectiveWeight is the weight with its default of 1.
+func (s *Server) EffectiveWeight() int {
+	if s.Weight == nil {
+		return 1
+	}
+	return *s.Weight
+}
+
+// DecodeState reads a desired-state document. Unknown fields are an error,
+// not silently dropped. It does not validate; call Validate.
+func DecodeState(r io.Reader) (*State, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read state document: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var st State
+	if err := dec.Decode(&st); err != nil {
+		return nil, &ValidationError{Problems: []Problem{{Field: "document", Message: describeJSONError(data, err)}}}
+	}
+	if dec.More() {
+		return nil, &ValidationError{Problems: []Problem{{Field: "document", Message: "trailing data after the JSON object"}}}
+	}
+	return &st, nil
+}
+
+// describeJSONError turns a decoder error into a message with the line.
+func describeJSONError(data []byte, err error) string {
+	var off int64 = -1
+	switch e := err.(type) {
+	case *json.SyntaxError:
+		off = e.Offset
+	case *json.UnmarshalTypeError:
+		off = e.Offset
+		return fmt.Sprintf("line %d: field %q: got JSON %s, want %s", lineOf(data, off), e.Field, e.Value, e.Type)
+	}
+	if off >= 0 {
+		return fmt.Sprintf("line %d: %v", lineOf(data, off), err)
+	}
+	return err.Error()
+}
+
+func lineOf(data []byte, off int64) int {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	return bytes.Count(data[:off], []byte("\n")) + 1
+}
+
+// Encode writes the state as indented JSON.
+func (st *State) Encode(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(st)
+}

@@ -1,0 +1,290 @@
+package ipvsmgr
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+)
+
+// AddressManager brings VIPs up and down on director interfaces.
+type AddressManager interface {
+	// EnsureVIP adds the VIP unless the interface has it; added says whether
+	// this call added it (an address someone else put there is not ours).
+	EnsureVIP(ctx context.Context, v VIP) (added bool, err error)
+	RemoveVIP(ctx context.Context, v VIP) error
+}
+
+// MarkManager keeps the mangle rules that mark fwmark services' packets.
+type MarkManager interface {
+	// SyncMarks makes ipvsctl's rules equal to rules, changing only what differs.
+	SyncMarks(ctx context.Context, rules []MarkRule) error
+}
+
+// Drain is a removed real server kept at weight 0 until its connections end.
+type Drain struct {
+	Service     ServiceKey `json:"service"`
+	Dest        DestKey    `json:"dest"`
+	Since       time.Time  `json:"since"`
+	ActiveConns uint32     `json:"active_conns"`
+}
+
+// Ledger is what ipvsctl remembers between reconciles about what it owns.
+type Ledger struct {
+	Services []ServiceKey `json:"services"`
+	VIPs     []VIP        `json:"vips"`
+	Drains   []Drain      `json:"drains"`
+	Marks    bool         `json:"marks"` // mangle rules were installed
+}
+
+// LedgerStore persists the ledger.
+type LedgerStore interface {
+	LoadLedger(ctx context.Context) (*Ledger, error)
+	SaveLedger(ctx context.Context, l *Ledger) error
+}
+
+// Failure is one change that did not happen, with its reason.
+type Failure struct {
+	Service string `json:"service"`
+	Change  string `json:"change"`
+	Err     string `json:"error"`
+}
+
+// Result is what one reconcile did.
+type Result struct {
+	Applied  []Op      `json:"-"`
+	Changes  []string  `json:"changes"`
+	Failures []Failure `json:"failures"`
+	Draining []Drain   `json:"draining"`
+}
+
+// Reconciler makes the kernel match a desired state.
+type Reconciler struct {
+	Kernel Kernel
+	Addrs  AddressManager // nil leaves VIPs alone
+	Marks  MarkManager    // nil leaves mangle rules alone
+	Ledger LedgerStore
+	Log    *slog.Logger
+	Now    func() time.Time
+
+	mu sync.Mutex // one reconcile at a time
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Plan computes the ops that Reconcile would apply, without applying them.
+func (r *Reconciler) Plan(ctx context.Context, d *Desired) ([]Op, []Drain, error) {
+	actual, err := r.Kernel.Table(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	led, err := r.Ledger.LoadLedger(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	ops, drains := plan(d, actual, led, r.now())
+	return ops, drains, nil
+}
+
+// plan is the pure core: desired + kernel + ledger + clock -> ops and drains.
+func plan(d *Desired, actual *Table, led *Ledger, now time.Time) ([]Op, []Drain) {
+	timeout := time.Duration(d.Settings.DrainTimeout) * time.Second
+	if timeout == 0 {
+		timeout = DefaultDrainTimeout * time.Second
+	}
+	want, drains := withDrains(d.Table, actual, led.Drains, now, timeout)
+	var opt DiffOptions
+	if d.Settings.KeepForeignServices {
+		owned := make(map[ServiceKey]bool, len(led.Services))
+		for _, k := range led.Services {
+			owned[k] = true
+		}
+		opt.Keep = func(k ServiceKey) bool { return !owned[k] }
+	}
+	return Diff(want, actual, opt), drains
+}
+
+// withDrains returns desired with every removed-but-busy real server kept at
+// weight 0, and the list of those drains. A removed server with no active
+// connection, or whose drain began more than timeout ago, is left out (deleted).
+func withDrains(desired, actual *Table, prev []Drain, now time.Time, timeout time.Duration) (*Table, []Drain) {
+	since := make(map[[2]string]time.Time, len(prev))
+	for _, dr := range prev {
+		since[[2]string{dr.Service.String(), dr.Dest.String()}] = dr.Since
+	}
+	have := make(map[ServiceKey]*VirtualService, len(actual.Services))
+	for _, s := range actual.Services {
+		have[s.Key] = s
+	}
+	out := &Table{Timeouts: desired.Timeouts, Services: make([]*VirtualService, 0, len(desired.Services))}
+	var drains []Drain
+	for _, s := range desired.Services {
+		cur := have[s.Key]
+		if cur == nil {
+			out.Services = append(out.Services, s)
+			continue
+		}
+		wanted := make(map[DestKey]bool, len(s.Dests))
+		for _, d := range s.Dests {
+			wanted[d.Key] = true
+		}
+		var extra []*Destination
+		for _, d := range cur.Dests {
+			if wanted[d.Key] || d.ActiveConns == 0 {
+				continue
+			}
+			start, ok := since[[2]string{s.Key.String(), d.Key.String()}]
+			if !ok {
+				start = now
+			}
+			if now.Sub(start) >= timeout {
+				continue
+			}
+			kept := *d
+			kept.Weight = 0
+			extra = append(extra, &kept)
+			drains = append(drains, Drain{Service: s.Key, Dest: d.Key, Since: start, ActiveConns: d.ActiveConns})
+		}
+		if len(extra) == 0 {
+			out.Services = append(out.Services, s)
+			continue
+		}
+		cp := *s
+		cp.Dests = append(slices.Clone(s.Dests), extra...)
+		out.Services = append(out.Services, &cp)
+	}
+	return out, drains
+}
+
+// Reconcile makes the kernel match d. It returns an error only when it could
+// not start (the kernel table or the ledger could not be read); each change
+// that failed is listed in the result and the others still happen.
+func (r *Reconciler) Reconcile(ctx context.Context, d *Desired) (*Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	actual, err := r.Kernel.Table(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read kernel IPVS table: %w", err)
+	}
+	led, err := r.Ledger.LoadLedger(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load ledger: %w", err)
+	}
+	res := &Result{}
+	newLed := &Ledger{}
+	r.ensureVIPs(ctx, d, led, newLed, res)
+
+	ops, drains := plan(d, actual, led, r.now())
+	res.Draining = drains
+	newLed.Drains = drains
+	errs := r.Kernel.Apply(ctx, ops)
+	for i, op := range ops {
+		name := d.Names[op.Service.Key]
+		if name == "" {
+			name = op.Service.Key.String()
+		}
+		if errs[i] != nil {
+			res.Failures = append(res.Failures, Failure{Service: name, Change: op.String(), Err: errs[i].Error()})
+			r.Log.Error("kernel change failed", "service", name, "change", op.String(), "err", errs[i])
+			continue
+		}
+		res.Applied = append(res.Applied, op)
+		res.Changes = append(res.Changes, op.String())
+		r.Log.Info("kernel changed", "service", name, "change", op.String())
+	}
+	newLed.Services = ownedServices(d, actual, led, ops, errs)
+	r.removeStaleVIPs(ctx, d, led, newLed, res)
+	if r.Marks != nil && (len(d.Marks) > 0 || led.Marks) {
+		if err := r.Marks.SyncMarks(ctx, d.Marks); err != nil {
+			res.Failures = append(res.Failures, Failure{Service: "fwmark rules", Change: "sync mangle rules", Err: err.Error()})
+			newLed.Marks = true
+		} else {
+			newLed.Marks = len(d.Marks) > 0
+		}
+	}
+	if err := r.Ledger.SaveLedger(ctx, newLed); err != nil {
+		res.Failures = append(res.Failures, Failure{Service: "ledger", Change: "save ledger", Err: err.Error()})
+	}
+	return res, nil
+}
+
+// ownedServices is the set of kernel services ipvsctl answers for after a
+// reconcile: the desired ones now in the kernel and the old ones it failed to
+// delete.
+func ownedServices(d *Desired, actual *Table, led *Ledger, ops []Op, errs []error) []ServiceKey {
+	inKernel := map[ServiceKey]bool{}
+	for _, s := range actual.Services {
+		inKernel[s.Key] = true
+	}
+	for i, op := range ops {
+		switch {
+		case op.Kind == OpAddService && errs[i] == nil:
+			inKernel[op.Service.Key] = true
+		case op.Kind == OpDelService && errs[i] == nil:
+			delete(inKernel, op.Service.Key)
+		}
+	}
+	var out []ServiceKey
+	seen := map[ServiceKey]bool{}
+	for _, s := range d.Table.Services {
+		if inKernel[s.Key] && !seen[s.Key] {
+			out = append(out, s.Key)
+			seen[s.Key] = true
+		}
+	}
+	for _, k := range led.Services {
+		if inKernel[k] && !seen[k] {
+			out = append(out, k)
+			seen[k] = true
+		}
+	}
+	return out
+}
+
+func (r *Reconciler) ensureVIPs(ctx context.Context, d *Desired, led, newLed *Ledger, res *Result) {
+	if r.Addrs == nil {
+		return
+	}
+	for _, v := range d.VIPs {
+		added, err := r.Addrs.EnsureVIP(ctx, v)
+		if err != nil {
+			res.Failures = append(res.Failures, Failure{Service: v.String(), Change: "add VIP " + v.String(), Err: err.Error()})
+			r.Log.Error("add VIP failed", "vip", v.String(), "err", err)
+			continue
+		}
+		if added {
+			res.Changes = append(res.Changes, "ip addr add "+v.Addr.String()+" dev "+v.Interface)
+			r.Log.Info("VIP added", "vip", v.String())
+		}
+		if added || slices.Contains(led.VIPs, v) {
+			newLed.VIPs = append(newLed.VIPs, v)
+		}
+	}
+}
+
+// removeStaleVIPs takes down the VIPs ipvsctl added whose last service went.
+func (r *Reconciler) removeStaleVIPs(ctx context.Context, d *Desired, led, newLed *Ledger, res *Result) {
+	if r.Addrs == nil {
+		newLed.VIPs = led.VIPs
+		return
+	}
+	for _, v := range led.VIPs {
+		if slices.Contains(d.VIPs, v) {
+			continue
+		}
+		if err := r.Addrs.RemoveVIP(ctx, v); err != nil {
+			res.Failures = append(res.Failures, Failure{Service: v.String(), Change: "remove VIP " + v.String(), Err: err.Error()})
+			newLed.VIPs = append(newLed.VIPs, v)
+			continue
+		}
+		res.Changes = append(res.Changes, "ip addr del "+v.Addr.String()+" dev "+v.Interface)
+		r.Log.Info("VIP removed", "vip", v.String())
+	}
+}
