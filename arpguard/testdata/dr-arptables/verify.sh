@@ -1,0 +1,97 @@
+#!/bin/sh
+# Written by ipvsctl realserver for real server 198.18.0.11, mode dr-arptables, VIPs 198.18.0.100.
+# Removed by ipvsctl realserver undo; do not edit.
+set -u
+PATH=$PATH:/usr/sbin:/sbin:/usr/bin:/bin
+has_addr() { ip -o addr show dev "$2" 2>/dev/null | awk -v a="$1" '$4 == a { f = 1 } END { exit !f }'; }
+link_up() { ip -o link show dev "$1" 2>/dev/null | grep -q '[<,]UP[,>]'; }
+# route_line FAMILY DST METRIC prints the main-table route to DST at METRIC, reduced to what "ip route replace" takes back.
+route_line() {
+	ip "$1" route show exact "$2" 2>/dev/null | awk -v m="$3" '{
+		x = 0; o = $1
+		for (i = 2; i <= NF; i++) {
+			if ($i == "metric") x = $(i + 1)
+			if ($i ~ /^(via|dev|proto|scope|src|metric|pref)$/) { o = o " " $i " " $(i + 1); i++ }
+			else if ($i == "onlink") o = o " onlink"
+		}
+		if (x == m) { print o; exit }
+	}'
+}
+has_route() { route_line "$1" "$2" "$4" | awk -v g="$3" '{ for (i = 1; i < NF; i++) if ($i == "via" && $(i + 1) == g) f = 1 } END { exit !f }'; }
+
+# 1. arptables -A INPUT -d 198.18.0.100 -j DROP
+if arptables -C INPUT -d 198.18.0.100 -j DROP 2>/dev/null
+then echo 'ok 1'
+else echo 'drift 1'
+fi
+
+# 2. arptables -A OUTPUT -s 198.18.0.100 -j mangle --mangle-ip-s 198.18.0.11
+if arptables -C OUTPUT -s 198.18.0.100 -j mangle --mangle-ip-s 198.18.0.11 2>/dev/null
+then echo 'ok 2'
+else echo 'drift 2'
+fi
+
+# 3. address 198.18.0.100/32 dev eth0.100
+if has_addr 198.18.0.100/32 eth0.100
+then echo 'ok 3'
+else echo 'drift 3'
+fi
+
+# 4. file /etc/ipvsctl/realserver-boot.sh
+if cmp -s /etc/ipvsctl/realserver-boot.sh - <<'IPVSCTL_EOF'
+#!/bin/sh
+# Written by ipvsctl realserver for real server 198.18.0.11, mode dr-arptables, VIPs 198.18.0.100.
+# Removed by ipvsctl realserver undo; do not edit.
+set -u
+PATH=$PATH:/usr/sbin:/sbin:/usr/bin:/bin
+has_addr() { ip -o addr show dev "$2" 2>/dev/null | awk -v a="$1" '$4 == a { f = 1 } END { exit !f }'; }
+link_up() { ip -o link show dev "$1" 2>/dev/null | grep -q '[<,]UP[,>]'; }
+# route_line FAMILY DST METRIC prints the main-table route to DST at METRIC, reduced to what "ip route replace" takes back.
+route_line() {
+	ip "$1" route show exact "$2" 2>/dev/null | awk -v m="$3" '{
+		x = 0; o = $1
+		for (i = 2; i <= NF; i++) {
+			if ($i == "metric") x = $(i + 1)
+			if ($i ~ /^(via|dev|proto|scope|src|metric|pref)$/) { o = o " " $i " " $(i + 1); i++ }
+			else if ($i == "onlink") o = o " onlink"
+		}
+		if (x == m) { print o; exit }
+	}'
+}
+has_route() { route_line "$1" "$2" "$4" | awk -v g="$3" '{ for (i = 1; i < NF; i++) if ($i == "via" && $(i + 1) == g) f = 1 } END { exit !f }'; }
+failed=0
+arptables -C INPUT -d 198.18.0.100 -j DROP 2>/dev/null || arptables -A INPUT -d 198.18.0.100 -j DROP || failed=1
+arptables -C OUTPUT -s 198.18.0.100 -j mangle --mangle-ip-s 198.18.0.11 2>/dev/null || arptables -A OUTPUT -s 198.18.0.100 -j mangle --mangle-ip-s 198.18.0.11 || failed=1
+has_addr 198.18.0.100/32 eth0.100 || ip addr add 198.18.0.100/32 dev eth0.100 || failed=1
+exit "$failed"
+IPVSCTL_EOF
+then echo 'ok 4'
+else echo 'drift 4'
+fi
+
+# 5. file /etc/systemd/system/ipvsctl-realserver.service
+if cmp -s /etc/systemd/system/ipvsctl-realserver.service - <<'IPVSCTL_EOF'
+# Written by ipvsctl realserver for real server 198.18.0.11, mode dr-arptables, VIPs 198.18.0.100.
+# Removed by ipvsctl realserver undo; do not edit.
+[Unit]
+Description=ipvsctl real-server preparation (LVS dr-arptables)
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/sh /etc/ipvsctl/realserver-boot.sh
+
+[Install]
+WantedBy=multi-user.target
+IPVSCTL_EOF
+then echo 'ok 5'
+else echo 'drift 5'
+fi
+
+# 6. symlink /etc/systemd/system/multi-user.target.wants/ipvsctl-realserver.service -> /etc/systemd/system/ipvsctl-realserver.service
+if [ "$(readlink /etc/systemd/system/multi-user.target.wants/ipvsctl-realserver.service 2>/dev/null)" = /etc/systemd/system/ipvsctl-realserver.service ]
+then echo 'ok 6'
+else echo 'drift 6'
+fi

@@ -1,0 +1,157 @@
+#!/bin/sh
+# Written by ipvsctl realserver for real server 198.18.1.11, mode nat, gateway 198.18.1.1.
+# Removed by ipvsctl realserver undo; do not edit.
+set -eu
+umask 022
+PATH=$PATH:/usr/sbin:/sbin:/usr/bin:/bin
+has_addr() { ip -o addr show dev "$2" 2>/dev/null | awk -v a="$1" '$4 == a { f = 1 } END { exit !f }'; }
+link_up() { ip -o link show dev "$1" 2>/dev/null | grep -q '[<,]UP[,>]'; }
+# route_line FAMILY DST METRIC prints the main-table route to DST at METRIC, reduced to what "ip route replace" takes back.
+route_line() {
+	ip "$1" route show exact "$2" 2>/dev/null | awk -v m="$3" '{
+		x = 0; o = $1
+		for (i = 2; i <= NF; i++) {
+			if ($i == "metric") x = $(i + 1)
+			if ($i ~ /^(via|dev|proto|scope|src|metric|pref)$/) { o = o " " $i " " $(i + 1); i++ }
+			else if ($i == "onlink") o = o " onlink"
+		}
+		if (x == m) { print o; exit }
+	}'
+}
+has_route() { route_line "$1" "$2" "$4" | awk -v g="$3" '{ for (i = 1; i < NF; i++) if ($i == "via" && $(i + 1) == g) f = 1 } END { exit !f }'; }
+J=/var/lib/ipvsctl/realserver.journal
+mkdir -p /var/lib/ipvsctl
+touch "$J"
+# journal KEY [PREVIOUS] records a change once, before it is made, with the value it replaces.
+journal() {
+	line=$1
+	[ -z "${2:-}" ] || line="$1 $2"
+	awk -v k="$1" 'index($0, k " ") == 1 || $0 == k { f = 1 } END { exit !f }' "$J" || printf '%s\n' "$line" >>"$J"
+}
+
+# 1. route 203.0.113.0/24 via 198.18.1.1
+if ! has_route -4 203.0.113.0/24 198.18.1.1 0
+then
+	prev=$(route_line -4 203.0.113.0/24 0)
+	journal 'route 203.0.113.0/24 198.18.1.1' "$prev"
+	ip -4 route replace 203.0.113.0/24 via 198.18.1.1 metric 0
+	echo 'changed: route 203.0.113.0/24 via 198.18.1.1'
+fi
+
+# 2. route 198.51.100.7/32 via 198.18.1.1
+if ! has_route -4 198.51.100.7/32 198.18.1.1 0
+then
+	prev=$(route_line -4 198.51.100.7/32 0)
+	journal 'route 198.51.100.7/32 198.18.1.1' "$prev"
+	ip -4 route replace 198.51.100.7/32 via 198.18.1.1 metric 0
+	echo 'changed: route 198.51.100.7/32 via 198.18.1.1'
+fi
+
+# 3. file /etc/ipvsctl/realserver-boot.sh
+if ! cmp -s /etc/ipvsctl/realserver-boot.sh - <<'IPVSCTL_EOF'
+#!/bin/sh
+# Written by ipvsctl realserver for real server 198.18.1.11, mode nat, gateway 198.18.1.1.
+# Removed by ipvsctl realserver undo; do not edit.
+set -u
+PATH=$PATH:/usr/sbin:/sbin:/usr/bin:/bin
+has_addr() { ip -o addr show dev "$2" 2>/dev/null | awk -v a="$1" '$4 == a { f = 1 } END { exit !f }'; }
+link_up() { ip -o link show dev "$1" 2>/dev/null | grep -q '[<,]UP[,>]'; }
+# route_line FAMILY DST METRIC prints the main-table route to DST at METRIC, reduced to what "ip route replace" takes back.
+route_line() {
+	ip "$1" route show exact "$2" 2>/dev/null | awk -v m="$3" '{
+		x = 0; o = $1
+		for (i = 2; i <= NF; i++) {
+			if ($i == "metric") x = $(i + 1)
+			if ($i ~ /^(via|dev|proto|scope|src|metric|pref)$/) { o = o " " $i " " $(i + 1); i++ }
+			else if ($i == "onlink") o = o " onlink"
+		}
+		if (x == m) { print o; exit }
+	}'
+}
+has_route() { route_line "$1" "$2" "$4" | awk -v g="$3" '{ for (i = 1; i < NF; i++) if ($i == "via" && $(i + 1) == g) f = 1 } END { exit !f }'; }
+failed=0
+has_route -4 203.0.113.0/24 198.18.1.1 0 || ip -4 route replace 203.0.113.0/24 via 198.18.1.1 metric 0 || failed=1
+has_route -4 198.51.100.7/32 198.18.1.1 0 || ip -4 route replace 198.51.100.7/32 via 198.18.1.1 metric 0 || failed=1
+exit "$failed"
+IPVSCTL_EOF
+then
+	[ -d /etc/ipvsctl ] || { journal 'dir /etc/ipvsctl'; mkdir -p /etc/ipvsctl; }
+	[ -e /etc/ipvsctl/realserver-boot.sh ] || journal 'file /etc/ipvsctl/realserver-boot.sh'
+	cat >/etc/ipvsctl/realserver-boot.sh <<'IPVSCTL_EOF'
+#!/bin/sh
+# Written by ipvsctl realserver for real server 198.18.1.11, mode nat, gateway 198.18.1.1.
+# Removed by ipvsctl realserver undo; do not edit.
+set -u
+PATH=$PATH:/usr/sbin:/sbin:/usr/bin:/bin
+has_addr() { ip -o addr show dev "$2" 2>/dev/null | awk -v a="$1" '$4 == a { f = 1 } END { exit !f }'; }
+link_up() { ip -o link show dev "$1" 2>/dev/null | grep -q '[<,]UP[,>]'; }
+# route_line FAMILY DST METRIC prints the main-table route to DST at METRIC, reduced to what "ip route replace" takes back.
+route_line() {
+	ip "$1" route show exact "$2" 2>/dev/null | awk -v m="$3" '{
+		x = 0; o = $1
+		for (i = 2; i <= NF; i++) {
+			if ($i == "metric") x = $(i + 1)
+			if ($i ~ /^(via|dev|proto|scope|src|metric|pref)$/) { o = o " " $i " " $(i + 1); i++ }
+			else if ($i == "onlink") o = o " onlink"
+		}
+		if (x == m) { print o; exit }
+	}'
+}
+has_route() { route_line "$1" "$2" "$4" | awk -v g="$3" '{ for (i = 1; i < NF; i++) if ($i == "via" && $(i + 1) == g) f = 1 } END { exit !f }'; }
+failed=0
+has_route -4 203.0.113.0/24 198.18.1.1 0 || ip -4 route replace 203.0.113.0/24 via 198.18.1.1 metric 0 || failed=1
+has_route -4 198.51.100.7/32 198.18.1.1 0 || ip -4 route replace 198.51.100.7/32 via 198.18.1.1 metric 0 || failed=1
+exit "$failed"
+IPVSCTL_EOF
+	chmod 755 /etc/ipvsctl/realserver-boot.sh
+	echo 'changed: file /etc/ipvsctl/realserver-boot.sh'
+fi
+
+# 4. file /etc/systemd/system/ipvsctl-realserver.service
+if ! cmp -s /etc/systemd/system/ipvsctl-realserver.service - <<'IPVSCTL_EOF'
+# Written by ipvsctl realserver for real server 198.18.1.11, mode nat, gateway 198.18.1.1.
+# Removed by ipvsctl realserver undo; do not edit.
+[Unit]
+Description=ipvsctl real-server preparation (LVS nat)
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/sh /etc/ipvsctl/realserver-boot.sh
+
+[Install]
+WantedBy=multi-user.target
+IPVSCTL_EOF
+then
+	[ -d /etc/systemd/system ] || { journal 'dir /etc/systemd/system'; mkdir -p /etc/systemd/system; }
+	[ -e /etc/systemd/system/ipvsctl-realserver.service ] || journal 'file /etc/systemd/system/ipvsctl-realserver.service'
+	cat >/etc/systemd/system/ipvsctl-realserver.service <<'IPVSCTL_EOF'
+# Written by ipvsctl realserver for real server 198.18.1.11, mode nat, gateway 198.18.1.1.
+# Removed by ipvsctl realserver undo; do not edit.
+[Unit]
+Description=ipvsctl real-server preparation (LVS nat)
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/sh /etc/ipvsctl/realserver-boot.sh
+
+[Install]
+WantedBy=multi-user.target
+IPVSCTL_EOF
+	chmod 644 /etc/systemd/system/ipvsctl-realserver.service
+	echo 'changed: file /etc/systemd/system/ipvsctl-realserver.service'
+fi
+
+# 5. symlink /etc/systemd/system/multi-user.target.wants/ipvsctl-realserver.service -> /etc/systemd/system/ipvsctl-realserver.service
+if ! [ "$(readlink /etc/systemd/system/multi-user.target.wants/ipvsctl-realserver.service 2>/dev/null)" = /etc/systemd/system/ipvsctl-realserver.service ]
+then
+	[ -d /etc/systemd/system/multi-user.target.wants ] || { journal 'dir /etc/systemd/system/multi-user.target.wants'; mkdir -p /etc/systemd/system/multi-user.target.wants; }
+	[ -e /etc/systemd/system/multi-user.target.wants/ipvsctl-realserver.service ] || [ -L /etc/systemd/system/multi-user.target.wants/ipvsctl-realserver.service ] || journal 'file /etc/systemd/system/multi-user.target.wants/ipvsctl-realserver.service'
+	ln -sfn /etc/systemd/system/ipvsctl-realserver.service /etc/systemd/system/multi-user.target.wants/ipvsctl-realserver.service
+	echo 'changed: symlink /etc/systemd/system/multi-user.target.wants/ipvsctl-realserver.service -> /etc/systemd/system/ipvsctl-realserver.service'
+fi
