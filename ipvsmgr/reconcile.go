@@ -186,9 +186,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, d *Desired) (*Result, error)
 	newLed.Drains = drains
 	errs := r.Kernel.Apply(ctx, ops)
 	for i, op := range ops {
-		name := d.Names[op.Service.Key]
-		if name == "" {
-			name = op.Service.Key.String()
+		name := "timeouts"
+		if op.Service != nil {
+			if name = d.Names[op.Service.Key]; name == "" {
+				name = op.Service.Key.String()
+			}
 		}
 		if errs[i] != nil {
 			res.Failures = append(res.Failures, Failure{Service: name, Change: op.String(), Err: errs[i].Error()})
@@ -225,6 +227,7 @@ func ownedServices(d *Desired, actual *Table, led *Ledger, ops []Op, errs []erro
 	}
 	for i, op := range ops {
 		switch {
+		case op.Service == nil:
 		case op.Kind == OpAddService && errs[i] == nil:
 			inKernel[op.Service.Key] = true
 		case op.Kind == OpDelService && errs[i] == nil:

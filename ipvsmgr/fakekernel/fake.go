@@ -102,7 +102,10 @@ func (k *Kernel) Apply(_ context.Context, ops []ipvsmgr.Op) []error {
 }
 
 func (k *Kernel) apply(op ipvsmgr.Op) error {
-	svc := k.find(op.Service.Key)
+	var svc *ipvsmgr.VirtualService
+	if op.Service != nil {
+		svc = k.find(op.Service.Key)
+	}
 	switch op.Kind {
 	case ipvsmgr.OpAddService:
 		if svc != nil {

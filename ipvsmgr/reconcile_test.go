@@ -1,0 +1,262 @@
+package ipvsmgr_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
+)
+
+func mustCompile(t *testing.T, doc string) *ipvsmgr.Desired {
+	t.Helper()
+	st, err := ipvsmgr.DecodeState(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := ipvsmgr.Compile(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+type fakeVIPs struct{ have map[ipvsmgr.VIP]bool }
+
+func (f *fakeVIPs) EnsureVIP(_ context.Context, v ipvsmgr.VIP) (bool, error) {
+	if f.have[v] {
+		return false, nil
+	}
+	f.have[v] = true
+	return true, nil
+}
+
+func (f *fakeVIPs) RemoveVIP(_ context.Context, v ipvsmgr.VIP) error {
+	delete(f.have, v)
+	return nil
+}
+
+type rig struct {
+	k    *fakekernel.Kernel
+	vips *fakeVIPs
+	r    *ipvsmgr.Reconciler
+	now  time.Time
+}
+
+func newRig(t *testing.T) *rig {
+	g := &rig{k: fakekernel.New(), vips: &fakeVIPs{have: map[ipvsmgr.VIP]bool{}}, now: time.Unix(1_800_000_000, 0)}
+	g.r = &ipvsmgr.Reconciler{
+		Kernel: g.k, Addrs: g.vips,
+		Ledger: ipvsmgr.FileLedger{Path: filepath.Join(t.TempDir(), "ledger.json")},
+		Log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Now:    func() time.Time { return g.now },
+	}
+	return g
+}
+
+func (g *rig) reconcile(t *testing.T, doc string) (*ipvsmgr.Result, []string) {
+	t.Helper()
+	res, err := g.r.Reconcile(context.Background(), mustCompile(t, doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, g.k.Ops()
+}
+
+const twoServers = `{"services":[{"name":"web","address":"198.18.0.100","port":80,"interface":"eth0","scheduler":"wlc",
+ "servers":[{"address":"198.18.0.11","weight":1},{"address":"198.18.0.12","weight":3}]}]}`
+
+func TestReconcileFromEmptyThenNoop(t *testing.T) {
+	g := newRig(t)
+	res, ops := g.reconcile(t, twoServers)
+	want := []string{
+		"ipvsadm -A -t 198.18.0.100:80 -s wlc",
+		"ipvsadm -a -t 198.18.0.100:80 -r 198.18.0.11:80 -g -w 1",
+		"ipvsadm -a -t 198.18.0.100:80 -r 198.18.0.12:80 -g -w 3",
+	}
+	if diff := cmp.Diff(want, ops); diff != "" {
+		t.Fatalf("ops (-want +got):\n%s", diff)
+	}
+	if len(res.Failures) != 0 || !g.vips.have[ipvsmgr.VIP{Interface: "eth0", Addr: mustAddr("198.18.0.100")}] {
+		t.Fatalf("failures %v, vips %v", res.Failures, g.vips.have)
+	}
+	if _, ops := g.reconcile(t, twoServers); len(ops) != 0 {
+		t.Fatalf("second reconcile changed the kernel: %v", ops)
+	}
+}
+
+func TestEditsAreInPlace(t *testing.T) {
+	g := newRig(t)
+	g.reconcile(t, twoServers)
+	edited := strings.NewReplacer(`"scheduler":"wlc"`, `"scheduler":"sh","scheduler_flags":["port"],"persistence":30`,
+		`"weight":3}`, `"weight":5,"upper_threshold":100,"forwarding":"tun"}`).Replace(twoServers)
+	_, ops := g.reconcile(t, edited)
+	want := []string{
+		"ipvsadm -E -t 198.18.0.100:80 -s sh -b sh-port -p 30",
+		"ipvsadm -e -t 198.18.0.100:80 -r 198.18.0.12:80 -i -w 5 -x 100",
+	}
+	if diff := cmp.Diff(want, ops); diff != "" {
+		t.Fatalf("ops (-want +got):\n%s", diff)
+	}
+}
+
+func TestRemovedServerDrains(t *testing.T) {
+	g := newRig(t)
+	g.reconcile(t, twoServers)
+	svc := ipvsmgr.ServiceKey{Family: ipvsmgr.FamilyIPv4, Protocol: ipvsmgr.ProtoTCP, Addr: mustAddr("198.18.0.100"), Port: 80}
+	r2 := ipvsmgr.DestKey{Addr: mustAddr("198.18.0.12"), Port: 80}
+	g.k.SetActive(svc, r2, 4)
+	oneServer := strings.Replace(twoServers, `,{"address":"198.18.0.12","weight":3}`, "", 1)
+
+	res, ops := g.reconcile(t, oneServer)
+	if diff := cmp.Diff([]string{"ipvsadm -e -t 198.18.0.100:80 -r 198.18.0.12:80 -g -w 0"}, ops); diff != "" {
+		t.Fatalf("busy server not drained (-want +got):\n%s", diff)
+	}
+	if len(res.Draining) != 1 || res.Draining[0].ActiveConns != 4 {
+		t.Fatalf("draining = %+v", res.Draining)
+	}
+	g.now = g.now.Add(10 * time.Second)
+	if _, ops := g.reconcile(t, oneServer); len(ops) != 0 {
+		t.Fatalf("still busy, yet changed: %v", ops)
+	}
+	g.k.SetActive(svc, r2, 0)
+	res, ops = g.reconcile(t, oneServer)
+	if diff := cmp.Diff([]string{"ipvsadm -d -t 198.18.0.100:80 -r 198.18.0.12:80"}, ops); diff != "" || len(res.Draining) != 0 {
+		t.Fatalf("idle drained server not deleted (-want +got):\n%s draining=%v", diff, res.Draining)
+	}
+}
+
+func TestDrainTimeoutDeletes(t *testing.T) {
+	g := newRig(t)
+	doc := strings.Replace(twoServers, `"services"`, `"settings":{"drain_timeout":30},"services"`, 1)
+	g.reconcile(t, doc)
+	svc := ipvsmgr.ServiceKey{Family: ipvsmgr.FamilyIPv4, Protocol: ipvsmgr.ProtoTCP, Addr: mustAddr("198.18.0.100"), Port: 80}
+	g.k.SetActive(svc, ipvsmgr.DestKey{Addr: mustAddr("198.18.0.11"), Port: 80}, 2)
+	oneServer := strings.Replace(doc, `{"address":"198.18.0.11","weight":1},`, "", 1)
+	g.reconcile(t, oneServer)
+	g.now = g.now.Add(31 * time.Second)
+	_, ops := g.reconcile(t, oneServer)
+	if diff := cmp.Diff([]string{"ipvsadm -d -t 198.18.0.100:80 -r 198.18.0.11:80"}, ops); diff != "" {
+		t.Fatalf("drain timeout not honoured (-want +got):\n%s", diff)
+	}
+}
+
+func TestOutOfBandChangeRepaired(t *testing.T) {
+	g := newRig(t)
+	g.reconcile(t, twoServers)
+	// Someone runs ipvsadm -D, then ipvsadm -A of a stray service.
+	tbl, _ := g.k.Table(context.Background())
+	stray := &ipvsmgr.VirtualService{Key: ipvsmgr.ServiceKey{Family: ipvsmgr.FamilyIPv4, Protocol: ipvsmgr.ProtoUDP, Addr: mustAddr("198.18.0.9"), Port: 53}, Scheduler: "rr"}
+	g.k.Apply(context.Background(), []ipvsmgr.Op{{Kind: ipvsmgr.OpDelService, Service: tbl.Services[0]}, {Kind: ipvsmgr.OpAddService, Service: stray}})
+	g.k.Ops()
+	_, ops := g.reconcile(t, twoServers)
+	want := []string{
+		"ipvsadm -D -u 198.18.0.9:53",
+		"ipvsadm -A -t 198.18.0.100:80 -s wlc",
+		"ipvsadm -a -t 198.18.0.100:80 -r 198.18.0.11:80 -g -w 1",
+		"ipvsadm -a -t 198.18.0.100:80 -r 198.18.0.12:80 -g -w 3",
+	}
+	if diff := cmp.Diff(want, ops); diff != "" {
+		t.Fatalf("repair (-want +got):\n%s", diff)
+	}
+}
+
+func TestKeepForeignServices(t *testing.T) {
+	g := newRig(t)
+	foreign := &ipvsmgr.VirtualService{Key: ipvsmgr.ServiceKey{Family: ipvsmgr.FamilyIPv4, Protocol: ipvsmgr.ProtoTCP, Addr: mustAddr("198.18.5.1"), Port: 443}, Scheduler: "rr"}
+	g.k.Apply(context.Background(), []ipvsmgr.Op{{Kind: ipvsmgr.OpAddService, Service: foreign}})
+	g.k.Ops()
+	shared := strings.Replace(twoServers, `"services"`, `"settings":{"keep_foreign_services":true},"services"`, 1)
+	g.reconcile(t, shared)
+	// Our service goes away: it is deleted, the foreign one stays.
+	_, ops := g.reconcile(t, `{"settings":{"keep_foreign_services":true},"services":[]}`)
+	if diff := cmp.Diff([]string{"ipvsadm -D -t 198.18.0.100:80"}, ops); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	tbl, _ := g.k.Table(context.Background())
+	if len(tbl.Services) != 1 || tbl.Services[0].Key != foreign.Key {
+		t.Fatalf("foreign service not kept: %+v", tbl.Services)
+	}
+	if len(g.vips.have) != 0 {
+		t.Fatalf("VIP of the removed service still up: %v", g.vips.have)
+	}
+	// Owning the whole table (the default) removes it.
+	if _, ops := g.reconcile(t, `{"services":[]}`); !cmp.Equal(ops, []string{"ipvsadm -D -t 198.18.5.1:443"}) {
+		t.Fatalf("foreign service not removed in owner mode: %v", ops)
+	}
+}
+
+func TestOneFailingServiceDoesNotStopOthers(t *testing.T) {
+	g := newRig(t)
+	g.k.FailOn = func(op ipvsmgr.Op) error {
+		if op.Kind == ipvsmgr.OpAddService && op.Service.Key.Port == 81 {
+			return syscall.ENOENT
+		}
+		return nil
+	}
+	doc := `{"services":[{"name":"a","address":"198.18.0.100","port":81,"scheduler":"mh","servers":[{"address":"198.18.0.11"}]},
+	{"name":"b","address":"198.18.0.100","port":82,"servers":[{"address":"198.18.0.11"}]}]}`
+	res, ops := g.reconcile(t, doc)
+	if len(ops) != 2 || !strings.Contains(ops[0], ":82") {
+		t.Fatalf("service b not applied: %v", ops)
+	}
+	if len(res.Failures) != 2 || res.Failures[0].Service != "a" || !strings.Contains(res.Failures[0].Err, "no such file") {
+		t.Fatalf("failures = %+v", res.Failures)
+	}
+}
+
+func TestVIPOwnership(t *testing.T) {
+	g := newRig(t)
+	// The operator's own address on the interface is never removed.
+	pre := ipvsmgr.VIP{Interface: "eth0", Addr: mustAddr("198.18.0.100")}
+	g.vips.have[pre] = true
+	g.reconcile(t, twoServers)
+	g.reconcile(t, `{"services":[]}`)
+	if !g.vips.have[pre] {
+		t.Fatal("removed an address ipvsctl did not add")
+	}
+	delete(g.vips.have, pre)
+	g.reconcile(t, twoServers)
+	g.reconcile(t, `{"services":[]}`)
+	if g.vips.have[pre] {
+		t.Fatal("VIP ipvsctl added was not removed with its last service")
+	}
+}
+
+// TestTransitionsInRandomOrder replays several states in random orders: every
+// transition must converge (a second reconcile changes nothing) and leave the
+// kernel equal to the state, whatever came before it.
+func TestTransitionsInRandomOrder(t *testing.T) {
+	states := []string{
+		`{"services":[]}`,
+		twoServers,
+		strings.Replace(twoServers, `"weight":3`, `"weight":0`, 1),
+		`{"settings":{"network":"nat","tcp_timeout":900},"services":[{"address":"198.18.0.100","port":80,"scheduler":"rr","servers":[{"address":"198.18.0.11","port":8080}]},
+		  {"protocol":"udp","address":"2001:db8::1","port":53,"scheduler":"sh","scheduler_flags":["fallback"],"servers":[{"address":"2001:db8::11"}]}]}`,
+		`{"services":[{"fwmark":9,"address":"198.18.0.100","scheduler":"wrr","persistence":120,"persistence_netmask":"255.255.0.0","servers":[{"address":"198.18.0.13","weight":7}]}]}`,
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 20 {
+		g := newRig(t)
+		for _, i := range rng.Perm(len(states)) {
+			g.reconcile(t, states[i])
+			if _, ops := g.reconcile(t, states[i]); len(ops) != 0 {
+				t.Fatalf("round %d state %d did not converge: %v", round, i, ops)
+			}
+			tbl, _ := g.k.Table(context.Background())
+			want := mustCompile(t, states[i]).Table
+			if len(tbl.Services) != len(want.Services) {
+				t.Fatalf("round %d state %d: kernel has %d services, want %d", round, i, len(tbl.Services), len(want.Services))
+			}
+		}
+	}
+}
