@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,9 +67,6 @@ func (j *journal) add(key, prev string) error {
 	line := key
 	if prev != "" {
 		line += " " + prev
-	}
-	if err := os.MkdirAll(filepath.Dir(j.path), 0o755); err != nil {
-		return fmt.Errorf("create journal directory: %w", err)
 	}
 	f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {

@@ -52,6 +52,17 @@ func (l *Local) Apply(ctx context.Context, steps []Step) ([]Step, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The journal cannot record its own directory before it exists: create
+	// the missing levels, then record them.
+	missing := missingDirs(filepath.Dir(l.Paths.Journal))
+	if err := os.MkdirAll(filepath.Dir(l.Paths.Journal), 0o755); err != nil {
+		return nil, fmt.Errorf("create journal directory: %w", err)
+	}
+	for _, d := range missing {
+		if err := j.add("dir "+d, ""); err != nil {
+			return nil, err
+		}
+	}
 	var changed []Step
 	for _, s := range steps {
 		if err := ctx.Err(); err != nil {
@@ -190,14 +201,29 @@ func (l *Local) apply(ctx context.Context, j *journal, s Step) error {
 	return fmt.Errorf("unknown step %T", s)
 }
 
+// ensureDir creates dir and its missing parents, recording each, outermost first.
 func (l *Local) ensureDir(j *journal, dir string) error {
-	if _, err := os.Stat(dir); err == nil {
-		return nil
+	for _, d := range missingDirs(dir) {
+		if err := j.add("dir "+d, ""); err != nil {
+			return err
+		}
+		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("create directory: %w", err)
+		}
 	}
-	if err := j.add("dir "+dir, ""); err != nil {
-		return err
+	return nil
+}
+
+// missingDirs lists dir and those of its parents that do not exist, outermost first.
+func missingDirs(dir string) []string {
+	var out []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || d == filepath.Dir(d) {
+			break
+		}
+		out = append([]string{d}, out...)
 	}
-	return os.MkdirAll(dir, 0o755)
+	return out
 }
 
 func writeFileAtomic(path string, data []byte, perm fs.FileMode) error {
@@ -230,9 +256,16 @@ func (l *Local) Undo(ctx context.Context) ([]string, error) {
 	}
 	var undone []string
 	var errs []error
+	var dirs []string
 	for _, line := range slices.Backward(j.lines) {
 		if err := ctx.Err(); err != nil {
 			return undone, fmt.Errorf("undo %q: %w", line, err)
+		}
+		// Directories go last, once the files in them (the journal
+		// among them) are gone.
+		if strings.HasPrefix(line, "dir ") {
+			dirs = append(dirs, line)
+			continue
 		}
 		if err := l.undo(ctx, line); err != nil {
 			errs = append(errs, fmt.Errorf("undo %q: %w", line, err))
@@ -246,6 +279,12 @@ func (l *Local) Undo(ctx context.Context) ([]string, error) {
 	}
 	if err := os.Remove(l.Paths.Journal); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return undone, fmt.Errorf("remove journal: %w", err)
+	}
+	for _, line := range dirs {
+		// Not empty: something else lives there now, and stays.
+		if err := os.Remove(strings.TrimPrefix(line, "dir ")); err == nil {
+			undone = append(undone, line)
+		}
 	}
 	return undone, nil
 }
@@ -342,13 +381,18 @@ func (l *Local) undo(ctx context.Context, line string) error {
 			return err
 		}
 		return nil
-	case "dir":
-		if err := need(1); err != nil {
-			return err
-		}
-		// Not empty: something else lives there now, and stays.
-		_ = os.Remove(f[1])
-		return nil
 	}
 	return fmt.Errorf("unknown journal record %q", f[0])
+}
+
+// driftSummary is the status words for a set of steps not in effect.
+func driftSummary(drift []Step) string {
+	if len(drift) == 0 {
+		return "prepared"
+	}
+	words := make([]string, len(drift))
+	for i, s := range drift {
+		words[i] = s.Drift()
+	}
+	return "drift: " + strings.Join(words, "; ")
 }

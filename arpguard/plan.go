@@ -85,7 +85,9 @@ func (s Sysctl) Drift() string {
 func (s Module) Drift() string  { return "module " + s.Name + " not loaded" }
 func (s LinkUp) Drift() string  { return s.Dev + " down or missing" }
 func (s Address) Drift() string { return "VIP " + s.Prefix.Addr().String() + " missing on " + s.Dev }
-func (s ArpRule) Drift() string { return "arptables rule missing: " + s.Chain + " " + strings.Join(s.Args, " ") }
+func (s ArpRule) Drift() string {
+	return "arptables rule missing: " + s.Chain + " " + strings.Join(s.Args, " ")
+}
 func (s Route) Drift() string {
 	if s.Dst.Bits() == 0 {
 		return "default route not via " + s.Gateway.String()
@@ -239,4 +241,3 @@ func unspecified(a netip.Addr) netip.Addr {
 	}
 	return netip.IPv6Unspecified()
 }
-

@@ -34,6 +34,8 @@ journal() {
 	[ -z "${2:-}" ] || line="$1 $2"
 	awk -v k="$1" 'index($0, k " ") == 1 || $0 == k { f = 1 } END { exit !f }' "$J" || printf '%s\n' "$line" >>"$J"
 }
+# mkdir_j DIR creates DIR and its missing parents, recording each, outermost first.
+mkdir_j() { [ -d "$1" ] || { mkdir_j "$(dirname "$1")" && journal "dir $1" && mkdir "$1"; }; }
 `
 
 // RenderApply renders the plan as an idempotent shell script that makes every
@@ -41,7 +43,18 @@ journal() {
 func RenderApply(t Target, steps []Step, p Paths) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "#!/bin/sh\n%sset -eu\numask 022\n%s", header(t, "#"), shellPrelude)
-	fmt.Fprintf(&b, "J=%s\nmkdir -p %s\ntouch \"$J\"\n%s", shq(p.Journal), shq(path.Dir(p.Journal)), journalFuncs)
+	fmt.Fprintf(&b, "J=%s\n%s", shq(p.Journal), journalFuncs)
+	b.WriteString(`# The journal cannot record its own directory before it exists: create the missing levels, then record them.
+jdirs=
+d=$(dirname "$J")
+while [ ! -d "$d" ]; do
+	jdirs="$d $jdirs"
+	d=$(dirname "$d")
+done
+mkdir -p "$(dirname "$J")"
+touch "$J"
+for d in $jdirs; do journal "dir $d"; done
+`)
 	for i, s := range steps {
 		fmt.Fprintf(&b, "\n# %d. %s\nif ! %s\nthen\n", i+1, s, check(s))
 		for _, l := range apply(s) {
@@ -89,7 +102,6 @@ func RenderUndo(p Paths) string {
 		[ $# -eq 0 ] || ip $f route replace "$@"
 		;;
 	file) rm -f "$1" ;;
-	dir) rmdir "$1" 2>/dev/null || true ;; # not empty: something else lives there now
 	*)
 		echo "unknown journal record: $kind" >&2
 		return 1
@@ -102,8 +114,16 @@ if [ ! -f "$J" ]; then
 fi
 failed=0
 lines=$(awk '{ l[NR] = $0 } END { for (i = NR; i > 0; i--) print l[i] }' "$J")
+dirs=
 while IFS= read -r line; do
-	[ -n "$line" ] || continue
+	case $line in
+	'') continue ;;
+	# Directories go last, once the files in them (the journal among them) are gone.
+	"dir "*)
+		dirs="$dirs ${line#dir }"
+		continue
+		;;
+	esac
 	# shellcheck disable=SC2086 # records are plain words
 	if undo_one $line; then
 		echo "undone: $line"
@@ -115,8 +135,12 @@ done <<IPVSCTL_EOF
 $lines
 IPVSCTL_EOF
 # A failed record stays journaled: every undo is guarded, so running undo again is safe.
-[ "$failed" -ne 0 ] || rm -f "$J"
-exit "$failed"
+[ "$failed" -eq 0 ] || exit 1
+rm -f "$J"
+for d in $dirs; do
+	# Not empty: something else lives there now, and stays.
+	! rmdir "$d" 2>/dev/null || echo "undone: dir $d"
+done
 `)
 	return b.String()
 }
@@ -169,9 +193,9 @@ func apply(s Step) []string {
 			fmt.Sprintf("echo %s >%s", shq(s.Value), p),
 		}
 	case Module:
-		return []string{"journal " + shq("module " + s.Name), "modprobe " + shq(s.Name)}
+		return []string{"journal " + shq("module "+s.Name), "modprobe " + shq(s.Name)}
 	case LinkUp:
-		return []string{"journal " + shq("linkup " + s.Dev), "ip link set dev " + shq(s.Dev) + " up"}
+		return []string{"journal " + shq("linkup "+s.Dev), "ip link set dev " + shq(s.Dev) + " up"}
 	case Address:
 		return []string{
 			"journal " + shq(fmt.Sprintf("address %s %s", s.Prefix, s.Dev)),
@@ -192,7 +216,7 @@ func apply(s Step) []string {
 	case File:
 		dir := path.Dir(s.Path)
 		return []string{
-			fmt.Sprintf("[ -d %s ] || { journal %s; mkdir -p %s; }", shq(dir), shq("dir "+dir), shq(dir)),
+			"mkdir_j " + shq(dir),
 			fmt.Sprintf("[ -e %s ] || journal %s", shq(s.Path), shq("file "+s.Path)),
 			fmt.Sprintf("cat >%s <<'IPVSCTL_EOF'\n%sIPVSCTL_EOF", shq(s.Path), s.Content),
 			fmt.Sprintf("chmod %o %s", s.Perm, shq(s.Path)),
@@ -200,7 +224,7 @@ func apply(s Step) []string {
 	case Symlink:
 		dir := path.Dir(s.Path)
 		return []string{
-			fmt.Sprintf("[ -d %s ] || { journal %s; mkdir -p %s; }", shq(dir), shq("dir "+dir), shq(dir)),
+			"mkdir_j " + shq(dir),
 			fmt.Sprintf("[ -e %s ] || [ -L %s ] || journal %s", shq(s.Path), shq(s.Path), shq("file "+s.Path)),
 			fmt.Sprintf("ln -sfn %s %s", shq(s.Target), shq(s.Path)),
 		}

@@ -36,7 +36,6 @@ undo_one() {
 		[ $# -eq 0 ] || ip $f route replace "$@"
 		;;
 	file) rm -f "$1" ;;
-	dir) rmdir "$1" 2>/dev/null || true ;; # not empty: something else lives there now
 	*)
 		echo "unknown journal record: $kind" >&2
 		return 1
@@ -49,8 +48,16 @@ if [ ! -f "$J" ]; then
 fi
 failed=0
 lines=$(awk '{ l[NR] = $0 } END { for (i = NR; i > 0; i--) print l[i] }' "$J")
+dirs=
 while IFS= read -r line; do
-	[ -n "$line" ] || continue
+	case $line in
+	'') continue ;;
+	# Directories go last, once the files in them (the journal among them) are gone.
+	"dir "*)
+		dirs="$dirs ${line#dir }"
+		continue
+		;;
+	esac
 	# shellcheck disable=SC2086 # records are plain words
 	if undo_one $line; then
 		echo "undone: $line"
@@ -62,5 +69,9 @@ done <<IPVSCTL_EOF
 $lines
 IPVSCTL_EOF
 # A failed record stays journaled: every undo is guarded, so running undo again is safe.
-[ "$failed" -ne 0 ] || rm -f "$J"
-exit "$failed"
+[ "$failed" -eq 0 ] || exit 1
+rm -f "$J"
+for d in $dirs; do
+	# Not empty: something else lives there now, and stays.
+	! rmdir "$d" 2>/dev/null || echo "undone: dir $d"
+done

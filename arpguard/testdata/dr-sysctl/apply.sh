@@ -20,14 +20,24 @@ route_line() {
 }
 has_route() { route_line "$1" "$2" "$4" | awk -v g="$3" '{ for (i = 1; i < NF; i++) if ($i == "via" && $(i + 1) == g) f = 1 } END { exit !f }'; }
 J=/var/lib/ipvsctl/realserver.journal
-mkdir -p /var/lib/ipvsctl
-touch "$J"
 # journal KEY [PREVIOUS] records a change once, before it is made, with the value it replaces.
 journal() {
 	line=$1
 	[ -z "${2:-}" ] || line="$1 $2"
 	awk -v k="$1" 'index($0, k " ") == 1 || $0 == k { f = 1 } END { exit !f }' "$J" || printf '%s\n' "$line" >>"$J"
 }
+# mkdir_j DIR creates DIR and its missing parents, recording each, outermost first.
+mkdir_j() { [ -d "$1" ] || { mkdir_j "$(dirname "$1")" && journal "dir $1" && mkdir "$1"; }; }
+# The journal cannot record its own directory before it exists: create the missing levels, then record them.
+jdirs=
+d=$(dirname "$J")
+while [ ! -d "$d" ]; do
+	jdirs="$d $jdirs"
+	d=$(dirname "$d")
+done
+mkdir -p "$(dirname "$J")"
+touch "$J"
+for d in $jdirs; do journal "dir $d"; done
 
 # 1. sysctl net/ipv4/conf/all/arp_ignore=1
 if ! [ "$(cat /proc/sys/net/ipv4/conf/all/arp_ignore 2>/dev/null)" = 1 ]
@@ -91,7 +101,7 @@ net/ipv4/conf/eth0/arp_ignore = 1
 net/ipv4/conf/eth0/arp_announce = 2
 IPVSCTL_EOF
 then
-	[ -d /etc/sysctl.d ] || { journal 'dir /etc/sysctl.d'; mkdir -p /etc/sysctl.d; }
+	mkdir_j /etc/sysctl.d
 	[ -e /etc/sysctl.d/90-ipvsctl-realserver.conf ] || journal 'file /etc/sysctl.d/90-ipvsctl-realserver.conf'
 	cat >/etc/sysctl.d/90-ipvsctl-realserver.conf <<'IPVSCTL_EOF'
 # Written by ipvsctl realserver for real server 198.18.0.11, mode dr-sysctl, VIPs 198.18.0.100,198.18.0.101.
@@ -137,7 +147,7 @@ has_addr 198.18.0.101/32 lo || ip addr add 198.18.0.101/32 dev lo || failed=1
 exit "$failed"
 IPVSCTL_EOF
 then
-	[ -d /etc/ipvsctl ] || { journal 'dir /etc/ipvsctl'; mkdir -p /etc/ipvsctl; }
+	mkdir_j /etc/ipvsctl
 	[ -e /etc/ipvsctl/realserver-boot.sh ] || journal 'file /etc/ipvsctl/realserver-boot.sh'
 	cat >/etc/ipvsctl/realserver-boot.sh <<'IPVSCTL_EOF'
 #!/bin/sh
@@ -191,7 +201,7 @@ ExecStart=/bin/sh /etc/ipvsctl/realserver-boot.sh
 WantedBy=multi-user.target
 IPVSCTL_EOF
 then
-	[ -d /etc/systemd/system ] || { journal 'dir /etc/systemd/system'; mkdir -p /etc/systemd/system; }
+	mkdir_j /etc/systemd/system
 	[ -e /etc/systemd/system/ipvsctl-realserver.service ] || journal 'file /etc/systemd/system/ipvsctl-realserver.service'
 	cat >/etc/systemd/system/ipvsctl-realserver.service <<'IPVSCTL_EOF'
 # Written by ipvsctl realserver for real server 198.18.0.11, mode dr-sysctl, VIPs 198.18.0.100,198.18.0.101.
@@ -216,7 +226,7 @@ fi
 # 10. symlink /etc/systemd/system/multi-user.target.wants/ipvsctl-realserver.service -> /etc/systemd/system/ipvsctl-realserver.service
 if ! [ "$(readlink /etc/systemd/system/multi-user.target.wants/ipvsctl-realserver.service 2>/dev/null)" = /etc/systemd/system/ipvsctl-realserver.service ]
 then
-	[ -d /etc/systemd/system/multi-user.target.wants ] || { journal 'dir /etc/systemd/system/multi-user.target.wants'; mkdir -p /etc/systemd/system/multi-user.target.wants; }
+	mkdir_j /etc/systemd/system/multi-user.target.wants
 	[ -e /etc/systemd/system/multi-user.target.wants/ipvsctl-realserver.service ] || [ -L /etc/systemd/system/multi-user.target.wants/ipvsctl-realserver.service ] || journal 'file /etc/systemd/system/multi-user.target.wants/ipvsctl-realserver.service'
 	ln -sfn /etc/systemd/system/ipvsctl-realserver.service /etc/systemd/system/multi-user.target.wants/ipvsctl-realserver.service
 	echo 'changed: symlink /etc/systemd/system/multi-user.target.wants/ipvsctl-realserver.service -> /etc/systemd/system/ipvsctl-realserver.service'
