@@ -112,7 +112,7 @@ func viewOf(t *ipvsmgr.Table) *statusView {
 func printStatus(env *cliEnv, v *statusView) {
 	fmt.Fprintf(env.stdout, "IP Virtual Server table: %d services (timeouts tcp %ds, tcpfin %ds, udp %ds)\n",
 		len(v.Services), v.Timeouts.TCP, v.Timeouts.TCPFin, v.Timeouts.UDP)
-	tw := tabwriter.NewWriter(env.stdout, 0, 0, 1, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "Prot LocalAddress:Port Scheduler Flags\t\t\tActiveConn\tInActConn\tConns\tInPkts\tOutPkts\tInBytes\tOutBytes\tCPS\tInPPS\tOutPPS\tInBPS\tOutBPS\t")
 	fmt.Fprintln(tw, "  -> RemoteAddress:Port\tForward\tWeight\t\t\t\t\t\t\t\t\t\t\t\t\t")
 	for _, s := range v.Services {

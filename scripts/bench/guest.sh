@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Runs inside the VM (scripts/bench.sh boots it): times ipvsctl against ipvsadm and keepalived on one table,
+# each contender in its own fresh network namespace (IPVS keeps deleted destinations in a trash list that
+# slows later re-adds, so a shared namespace would favour whoever runs first).
+# Usage: guest.sh IPVSCTL_BIN DATA_DIR
+set -euo pipefail
+bin=$1 data=$2
+entries=$(cat "$data/entries")
+lines=$((entries + 3)) # /proc/net/ip_vs has a 3-line header
+
+now() { date +%s%N; }
+ms() { echo $((($2 - $1) / 1000000)); }
+
+fresh_ns() {
+	ip netns add "$1"
+	ip netns exec "$1" ip link set lo up
+	# DR real servers must be reachable unicast from the director.
+	ip netns exec "$1" ip link add dummy0 type dummy
+	ip netns exec "$1" ip addr add 198.18.0.1/24 dev dummy0
+	ip netns exec "$1" ip link set dummy0 up
+}
+
+modprobe ip_vs
+modprobe ip_vs_wlc
+
+# ipvsctl: full apply from empty, one weight change, a no-op reconcile.
+fresh_ns b1
+in1() { ip netns exec b1 "$@"; }
+t0=$(now); in1 "$bin" --db /tmp/bench.db apply -f "$data/state.json" >/dev/null; t1=$(now)
+full=$(ms "$t0" "$t1")
+
+[ "$(in1 ipvsadm -Sn | wc -l)" = "$entries" ] || { echo "ipvsctl apply left $(in1 ipvsadm -Sn | wc -l) entries, want $entries"; exit 1; }
+t0=$(now); in1 "$bin" --db /tmp/bench.db apply -f "$data/state-weight.json" >/tmp/weight.out; t1=$(now)
+weight=$(ms "$t0" "$t1")
+grep -q '^1 changes applied' /tmp/weight.out || { echo "weight change was not one change:"; tail -3 /tmp/weight.out; exit 1; }
+t0=$(now); in1 "$bin" --db /tmp/bench.db apply -f "$data/state-weight.json" >/tmp/noop.out; t1=$(now)
+noop=$(ms "$t0" "$t1")
+grep -q '^0 changes applied' /tmp/noop.out || { echo "no-op reconcile changed something"; exit 1; }
+t0=$(now); in1 ipvsadm -Sn >/tmp/saved; t1=$(now)
+save=$(ms "$t0" "$t1")
+
+# ipvsadm -R of the same table.
+fresh_ns b2
+t0=$(now); ip netns exec b2 ipvsadm -R <"$data/rules.ipvsadm"; t1=$(now)
+restore=$(ms "$t0" "$t1")
+
+
+# keepalived reaching the same table.
+fresh_ns b3
+t0=$(now)
+ip netns exec b3 keepalived --dont-fork --check --log-console -f "$data/keepalived.conf" \
+	-p /run/bench-keepalived.pid -c /run/bench-checkers.pid >/tmp/keepalived.log 2>&1 &
+kpid=$!
+deadline=$(($(date +%s) + 300))
+until [ "$(ip netns exec b3 wc -l </proc/net/ip_vs)" -ge "$lines" ]; do
+	[ "$(date +%s)" -lt "$deadline" ] || { echo "keepalived did not reach $entries entries in 300 s"; tail -5 /tmp/keepalived.log; exit 1; }
+	kill -0 "$kpid" 2>/dev/null || { echo "keepalived exited:"; tail -5 /tmp/keepalived.log; exit 1; }
+	sleep 0.05
+done
+t1=$(now)
+keep=$(ms "$t0" "$t1")
+kill "$kpid"; wait "$kpid" 2>/dev/null || true
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+echo "BENCH table: $entries entries (services + real servers)"
+echo "BENCH ipvsctl apply from empty:   ${full} ms  = $(ratio "$full" "$keep")x keepalived (${keep} ms), $(ratio "$full" "$restore")x ipvsadm -R (${restore} ms)"
+echo "BENCH ipvsctl one weight change:  ${weight} ms  = $(ratio "$weight" "$save")x ipvsadm -Sn (${save} ms)"
+echo "BENCH ipvsctl no-op reconcile:    ${noop} ms  = $(ratio "$noop" "$save")x ipvsadm -Sn (${save} ms)"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Kernel tier: builds ipvsctl and the VM-tier test binary on the host, boots the VM test bed (Debian's stock
+# kernel with IPVS, no network device) and runs the tests inside. The first test runs before anything loads
+# ip_vs, to see the error a kernel without IPVS gives.
+# Usage: scripts/vmtest.sh [go test -run regexp]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$(mktemp -d /tmp/ipvsctl-vmtest.XXXXXX)
+trap 'rm -rf "$out"' EXIT
+cd "$root"
+go build -o "$out/ipvsctl" ./cmd/ipvsctl
+go test -c -tags vmtest -o "$out/vmtest.test" ./scripts/vmtest
+run=${1:-.}
+cat >"$out/guest.sh" <<GUEST
+#!/bin/sh
+set -e
+export IPVSCTL_BIN=$out/ipvsctl
+cd $root/scripts/vmtest
+$out/vmtest.test -test.v -test.timeout 900s -test.run '^TestNoIPVSModuleIsAClearError\$'
+$out/vmtest.test -test.v -test.timeout 900s -test.run '$run' -test.skip '^TestNoIPVSModuleIsAClearError\$'
+GUEST
+chmod +x "$out/guest.sh"
+"$root/scripts/vm/run.sh" --timeout 1500 -- "$out/guest.sh"
