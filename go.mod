@@ -13,4 +13,5 @@ require (
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/sirupsen/logrus v1.9.0 // indirect
 	github.com/vishvananda/netns v0.0.5 // indirect
+	golang.org/x/crypto v0.59.0 // indirect
 )
