@@ -1,0 +1,397 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/arpguard"
+	"golang.org/x/crypto/ssh"
+)
+
+const realserverUsage = `usage: ipvsctl realserver push|verify|undo|script|apply [flags]
+
+Prepare LVS real servers for the director's forwarding method (ARP hiding for
+direct routing, IPIP for tunnelling, routes back through the director for NAT),
+persistently across their reboots, and reversibly.
+
+  push     prepare real servers over SSH, then read their state back
+  verify   read real servers' state back over SSH: prepared, drift or unreachable
+  undo     remove over SSH exactly what push added
+  script   print the shell script, for an operator who will not let a tool log in
+  apply    prepare (or --undo) the machine ipvsctl runs on, without a shell
+
+Run 'ipvsctl realserver VERB --help' for a verb's flags.
+`
+
+func runRealserver(env *cliEnv, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(env.stderr, realserverUsage)
+		return exitUsage
+	}
+	verb, rest := args[0], args[1:]
+	switch verb {
+	case "push", "verify", "undo":
+		return runRealserverSSH(env, verb, rest)
+	case "script":
+		return runRealserverScript(env, rest)
+	case "apply":
+		return runRealserverApply(env, rest)
+	case "-h", "--help", "help":
+		fmt.Fprint(env.stdout, realserverUsage)
+		return exitOK
+	}
+	fmt.Fprintf(env.stderr, "ipvsctl realserver: unknown verb %q\n", verb)
+	fmt.Fprint(env.stderr, realserverUsage)
+	return exitUsage
+}
+
+// targetFlags describe real servers on the command line: one target per RIP,
+// all with the same VIPs and mode, or a JSON file of targets.
+type targetFlags struct {
+	file, rips, vips, mode, iface, gateway, route, clients *string
+	port                                                   *int
+}
+
+func addTargetFlags(fs *flag.FlagSet) *targetFlags {
+	return &targetFlags{
+		file:    fs.String("targets", "", "JSON file with a list of targets (instead of --rip/--vip/...)"),
+		rips:    fs.String("rip", "", "real server address(es), comma-separated"),
+		port:    fs.Int("ssh-port", 22, "SSH port of the real servers"),
+		vips:    fs.String("vip", "", "VIP(s) the real servers serve, comma-separated"),
+		mode:    fs.String("mode", "dr-sysctl", "dr-sysctl, dr-arptables, tun or nat"),
+		iface:   fs.String("interface", "eth0", "the real servers' interface holding the RIP"),
+		gateway: fs.String("gateway", "", "nat: the director's address on the real servers' network"),
+		route:   fs.String("route", "default", "nat: default (default route via --gateway) or host (--client-prefix routes only)"),
+		clients: fs.String("client-prefix", "", "nat with --route host: client prefixes routed via --gateway, comma-separated"),
+	}
+}
+
+// targets builds the targets; validate is false for undo, which needs only addresses.
+func (f *targetFlags) targets(validate bool) ([]arpguard.Target, error) {
+	if *f.file != "" {
+		b, err := os.ReadFile(*f.file)
+		if err != nil {
+			return nil, fmt.Errorf("read targets: %w", err)
+		}
+		dec := json.NewDecoder(strings.NewReader(string(b)))
+		dec.DisallowUnknownFields()
+		var ts []arpguard.Target
+		if err := dec.Decode(&ts); err != nil {
+			return nil, fmt.Errorf("parse targets %s: %w", *f.file, err)
+		}
+		return ts, checkTargets(ts, validate)
+	}
+	rips, err := parseAddrs("rip", *f.rips)
+	if err != nil {
+		return nil, err
+	}
+	if len(rips) == 0 {
+		return nil, errors.New("rip: at least one real server address is needed (or --targets FILE)")
+	}
+	vips, err := parseAddrs("vip", *f.vips)
+	if err != nil {
+		return nil, err
+	}
+	mode, err := arpguard.ParseMode(*f.mode)
+	if err != nil {
+		return nil, err
+	}
+	var gw netip.Addr
+	if *f.gateway != "" {
+		if gw, err = netip.ParseAddr(*f.gateway); err != nil {
+			return nil, fmt.Errorf("gateway: %q is not an address", *f.gateway)
+		}
+	}
+	var clients []netip.Prefix
+	for _, s := range splitList(*f.clients) {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("client-prefix: %q is not a prefix", s)
+		}
+		clients = append(clients, p)
+	}
+	var ts []arpguard.Target
+	for _, rip := range rips {
+		ts = append(ts, arpguard.Target{
+			Host: netipJoin(rip, *f.port), RIP: rip, Interface: *f.iface, VIPs: vips, Mode: mode,
+			Gateway: gw, Route: arpguard.RouteMode(*f.route), ClientPrefixes: clients,
+		})
+	}
+	return ts, checkTargets(ts, validate)
+}
+
+func checkTargets(ts []arpguard.Target, validate bool) error {
+	for _, t := range ts {
+		if !t.RIP.IsValid() {
+			return errors.New("rip: missing in a target")
+		}
+		if validate {
+			if err := t.Validate(); err != nil {
+				return fmt.Errorf("real server %s: %w", t.Label(), err)
+			}
+		}
+	}
+	return nil
+}
+
+func netipJoin(a netip.Addr, port int) string { return netip.AddrPortFrom(a, uint16(port)).String() }
+
+func parseAddrs(field, s string) ([]netip.Addr, error) {
+	var out []netip.Addr
+	for _, v := range splitList(s) {
+		a, err := netip.ParseAddr(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not an address", field, v)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func runRealserverSSH(env *cliEnv, verb string, args []string) int {
+	name := "realserver " + verb
+	summary := map[string]string{
+		"push":   "Prepare each real server over SSH (idempotent: a second push changes nothing), then read its state back.",
+		"verify": "Read each real server's state back over SSH and report prepared, drift or unreachable; the result is stored.",
+		"undo":   "Remove over SSH exactly what push added on each real server, as recorded in its journal.",
+	}[verb]
+	fs, db := env.newFlagSet(name, "--rip IP[,IP...] --vip VIP[,VIP...] [--mode MODE] [flags] | --targets FILE", summary)
+	tf := addTargetFlags(fs)
+	home := env.getenv("HOME")
+	user := fs.String("user", "root", "SSH user; scripts run through sudo -n when it is not root")
+	identity := fs.String("identity", filepath.Join(home, ".ssh", "id_ed25519"), "SSH private key (unencrypted)")
+	knownHosts := fs.String("known-hosts", filepath.Join(home, ".ssh", "known_hosts"), "known_hosts file with the real servers' host keys")
+	acceptNew := fs.Bool("accept-new-host-key", false, "record host keys not yet in known_hosts (a changed key is still refused)")
+	sudo := fs.String("sudo", "auto", "auto (when --user is not root), always or never")
+	parallel := fs.Int("parallel", 8, "how many real servers at once")
+	timeout := fs.Duration("timeout", 2*time.Minute, "time allowed per real server")
+	results := fs.String("results", "", "file keeping the last result per real server (default: beside --db)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if st, ok := env.parseFlags(fs, args); !ok {
+		return st
+	}
+	if fs.NArg() > 0 {
+		return env.fail(name, fmt.Errorf("unexpected argument %q", fs.Arg(0)), true)
+	}
+	targets, err := tf.targets(verb != "undo")
+	if err != nil {
+		return env.fail(name, err, true)
+	}
+	signer, err := arpguard.LoadSigner(*identity)
+	if err != nil {
+		return env.fail(name, err, true)
+	}
+	log := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	p, err := arpguard.NewPusher(arpguard.SSHConfig{
+		User: *user, Signers: []ssh.Signer{signer}, KnownHostsFile: *knownHosts, AcceptNewHostKeys: *acceptNew,
+		Sudo: arpguard.SudoMode(*sudo), Parallel: *parallel, Timeout: *timeout, Paths: arpguard.DefaultPaths(), Logger: log,
+	})
+	if err != nil {
+		return env.fail(name, err, true)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var rs []arpguard.Result
+	switch verb {
+	case "push":
+		rs = p.Push(ctx, targets)
+	case "verify":
+		rs = p.Verify(ctx, targets)
+	case "undo":
+		rs = p.Undo(ctx, targets)
+	}
+	if *results == "" {
+		*results = filepath.Join(filepath.Dir(*db), "realserver-results.json")
+	}
+	store := &arpguard.JSONFileStore{Path: *results}
+	if err := store.SaveResults(ctx, rs); err != nil {
+		log.Error("results not stored", "err", err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rs); err != nil {
+			return env.fail(name, err, false)
+		}
+	} else {
+		tw := tabwriter.NewWriter(env.stdout, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "REAL SERVER\tHOST\tRESULT\tCHANGED")
+		for _, r := range rs {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", r.Target, r.Host, r.Summary(), len(r.Changed))
+		}
+		tw.Flush()
+	}
+	for _, r := range rs {
+		if !r.OK() {
+			return exitFail
+		}
+	}
+	return exitOK
+}
+
+func runRealserverScript(env *cliEnv, args []string) int {
+	const name = "realserver script"
+	fs, _ := env.newFlagSet(name, "--rip IP --vip VIP[,VIP...] [--mode MODE] [flags] | --undo",
+		"Print the shell script that prepares one real server (run it there as root with sh), the\n"+
+			"read-only script that checks it (--verify), or the one that undoes a preparation (--undo).")
+	tf := addTargetFlags(fs)
+	undo := fs.Bool("undo", false, "print the undo script (needs no target)")
+	verify := fs.Bool("verify", false, "print the read-only verify script")
+	if st, ok := env.parseFlags(fs, args); !ok {
+		return st
+	}
+	if fs.NArg() > 0 {
+		return env.fail(name, fmt.Errorf("unexpected argument %q", fs.Arg(0)), true)
+	}
+	paths := arpguard.DefaultPaths()
+	if *undo {
+		fmt.Fprint(env.stdout, arpguard.RenderUndo(paths))
+		return exitOK
+	}
+	ts, err := tf.targets(true)
+	if err != nil {
+		return env.fail(name, err, true)
+	}
+	if len(ts) != 1 {
+		return env.fail(name, fmt.Errorf("rip: one real server at a time, got %d", len(ts)), true)
+	}
+	steps, err := arpguard.Plan(ts[0], paths)
+	if err != nil {
+		return env.fail(name, err, true)
+	}
+	if *verify {
+		fmt.Fprint(env.stdout, arpguard.RenderVerify(ts[0], steps))
+	} else {
+		fmt.Fprint(env.stdout, arpguard.RenderApply(ts[0], steps, paths))
+	}
+	return exitOK
+}
+
+func runRealserverApply(env *cliEnv, args []string) int {
+	const name = "realserver apply"
+	fs, _ := env.newFlagSet(name, "--vip VIP[,VIP...] --mode dr-sysctl|dr-arptables|tun|nat [--gateway IP] [--undo]",
+		"Prepare the machine ipvsctl runs on as a real server, with netlink and /proc/sys (no shell;\n"+
+			"arptables and modprobe run as commands), or undo exactly what an earlier preparation added.")
+	vips := fs.String("vip", "", "VIP(s) this real server serves, comma-separated")
+	mode := fs.String("mode", "dr-sysctl", "dr-sysctl, dr-arptables, tun or nat")
+	iface := fs.String("interface", "", "interface holding the RIP (default: that of the IPv4 default route)")
+	rip := fs.String("rip", "", "this real server's address (default: the interface's first global address)")
+	gateway := fs.String("gateway", "", "nat: the director's address on this network")
+	route := fs.String("route", "default", "nat: default or host")
+	clients := fs.String("client-prefix", "", "nat with --route host: client prefixes, comma-separated")
+	undo := fs.Bool("undo", false, "undo what an earlier apply or push added")
+	check := fs.Bool("check", false, "only report whether this machine is prepared")
+	if st, ok := env.parseFlags(fs, args); !ok {
+		return st
+	}
+	if fs.NArg() > 0 {
+		return env.fail(name, fmt.Errorf("unexpected argument %q", fs.Arg(0)), true)
+	}
+	log := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	sys, err := arpguard.NewNetlinkSystem()
+	if err != nil {
+		return env.fail(name, err, false)
+	}
+	defer sys.Close()
+	l := &arpguard.Local{Sys: sys, Paths: arpguard.DefaultPaths(), Logger: log}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if *undo {
+		undone, err := l.Undo(ctx)
+		for _, u := range undone {
+			fmt.Fprintln(env.stdout, "undone:", u)
+		}
+		if err != nil {
+			return env.fail(name, err, false)
+		}
+		return exitOK
+	}
+
+	t := arpguard.Target{Interface: *iface, Gateway: netip.Addr{}, Route: arpguard.RouteMode(*route)}
+	if t.Mode, err = arpguard.ParseMode(*mode); err != nil {
+		return env.fail(name, err, true)
+	}
+	if t.VIPs, err = parseAddrs("vip", *vips); err != nil {
+		return env.fail(name, err, true)
+	}
+	if *gateway != "" {
+		if t.Gateway, err = netip.ParseAddr(*gateway); err != nil {
+			return env.fail(name, fmt.Errorf("gateway: %q is not an address", *gateway), true)
+		}
+	}
+	for _, s := range splitList(*clients) {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return env.fail(name, fmt.Errorf("client-prefix: %q is not a prefix", s), true)
+		}
+		t.ClientPrefixes = append(t.ClientPrefixes, p)
+	}
+	if t.Interface == "" {
+		if t.Interface, err = sys.DefaultRouteInterface(); err != nil {
+			return env.fail(name, fmt.Errorf("interface: %w; pass --interface", err), true)
+		}
+	}
+	if *rip != "" {
+		if t.RIP, err = netip.ParseAddr(*rip); err != nil {
+			return env.fail(name, fmt.Errorf("rip: %q is not an address", *rip), true)
+		}
+	} else {
+		v4 := len(t.VIPs) == 0 || t.VIPs[0].Is4()
+		if t.Mode == arpguard.ModeNAT && t.Gateway.IsValid() {
+			v4 = t.Gateway.Is4()
+		}
+		if t.RIP, err = sys.PrimaryAddress(t.Interface, v4); err != nil {
+			return env.fail(name, fmt.Errorf("rip: %w; pass --rip", err), true)
+		}
+	}
+	steps, err := arpguard.Plan(t, l.Paths)
+	if err != nil {
+		return env.fail(name, err, true)
+	}
+	if *check {
+		drift, err := l.Check(ctx, steps)
+		if err != nil {
+			return env.fail(name, err, false)
+		}
+		if len(drift) == 0 {
+			fmt.Fprintln(env.stdout, "prepared")
+			return exitOK
+		}
+		for _, s := range drift {
+			fmt.Fprintln(env.stdout, "drift:", s.Drift())
+		}
+		return exitFail
+	}
+	changed, err := l.Apply(ctx, steps)
+	for _, s := range changed {
+		fmt.Fprintln(env.stdout, "changed:", s)
+	}
+	if err != nil {
+		return env.fail(name, err, false)
+	}
+	if len(changed) == 0 {
+		fmt.Fprintln(env.stdout, "already prepared: nothing changed")
+	}
+	return exitOK
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"encoding/pem"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ipvsctl/ipvsctl/arpguard"
+	"golang.org/x/crypto/ssh"
+)
+
+func runRealserverCLI(t *testing.T, home string, args ...string) cliRun {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := &cliEnv{stdout: &out, stderr: &errb, getenv: func(k string) string {
+		if k == "HOME" {
+			return home
+		}
+		return ""
+	}}
+	code := runRealserver(env, args)
+	return cliRun{code, out.String(), errb.String()}
+}
+
+func TestRealserverScript(t *testing.T) {
+	r := runRealserverCLI(t, "", "script", "--rip", "198.18.0.11", "--vip", "198.18.0.100,198.18.0.101", "--interface", "eth1")
+	if r.code != exitOK || !strings.Contains(r.stdout, "ip addr add 198.18.0.100/32 dev lo") ||
+		!strings.Contains(r.stdout, "/proc/sys/net/ipv4/conf/eth1/arp_ignore") {
+		t.Fatalf("script: %+v", r)
+	}
+	if r := runRealserverCLI(t, "", "script", "--undo"); r.code != exitOK || !strings.Contains(r.stdout, "undo_one") {
+		t.Fatalf("script --undo: %+v", r)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"script", "--rip", "198.18.0.11", "--vip", "198.18.0.300"}, `vip: "198.18.0.300"`},
+		{[]string{"script", "--rip", "198.18.1.11", "--mode", "nat"}, "gateway"},
+		{[]string{"script", "--rip", "198.18.0.11", "--vip", "198.18.0.100", "--mode", "lvs"}, `mode "lvs"`},
+		{[]string{"frobnicate"}, "unknown verb"},
+	} {
+		r := runRealserverCLI(t, "", c.args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, r.code, r.stderr, exitUsage, c.want)
+		}
+	}
+}
+
+// TestRealserverVerifyUnreachable: a real server whose SSH port refuses
+// connections is reported unreachable, the verb fails, and the result is
+// stored beside the database.
+func TestRealserverVerifyUnreachable(t *testing.T) {
+	home := t.TempDir()
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, err := ssh.MarshalPrivateKey(key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".ssh", "id_ed25519"), pem.EncodeToMemory(blk), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A loopback port that was just free: nothing listens there.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	db := filepath.Join(t.TempDir(), "ipvsctl.db")
+	r := runRealserverCLI(t, home, "verify", "--db", db, "--rip", "127.0.0.1", "--ssh-port", strconv.Itoa(port),
+		"--vip", "198.18.0.100", "--json")
+	if r.code != exitFail {
+		t.Fatalf("exit %d, want %d: %+v", r.code, exitFail, r)
+	}
+	var rs []arpguard.Result
+	if err := json.Unmarshal([]byte(r.stdout), &rs); err != nil || len(rs) != 1 || rs[0].State != arpguard.StateUnreachable {
+		t.Fatalf("results %+v (err %v), want one unreachable", rs, err)
+	}
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(db), "realserver-results.json"))
+	if err != nil || !strings.Contains(string(b), `"unreachable"`) {
+		t.Fatalf("stored results: %s, err %v", b, err)
+	}
+}
