@@ -297,10 +297,7 @@ func (p *Pusher) run(ctx context.Context, c *ssh.Client, script string) (stdout 
 	defer stop()
 	var out, errOut bytes.Buffer
 	s.Stdin, s.Stdout, s.Stderr = strings.NewReader(script), &out, &errOut
-	cmd := "sh -s"
-	if p.cfg.Sudo == SudoAlways || p.cfg.Sudo == SudoAuto && p.cfg.User != "root" {
-		cmd = "sudo -n sh -s"
-	}
+	cmd := p.remoteCommand()
 	if err := s.Run(cmd); err != nil {
 		if ctx.Err() != nil {
 			err = ctx.Err()
@@ -315,6 +312,15 @@ func (p *Pusher) run(ctx context.Context, c *ssh.Client, script string) (stdout 
 		return out.String(), fmt.Errorf("run %s: %w", cmd, err)
 	}
 	return out.String(), nil
+}
+
+// remoteCommand reads the script from stdin; sudo -n fails at once rather
+// than wait for a password nobody will type.
+func (p *Pusher) remoteCommand() string {
+	if p.cfg.Sudo == SudoAlways || p.cfg.Sudo == SudoAuto && p.cfg.User != "root" {
+		return "sudo -n sh -s"
+	}
+	return "sh -s"
 }
 
 func (p *Pusher) push(ctx context.Context, c *ssh.Client, t Target, r *Result) error {

@@ -64,6 +64,24 @@ func TestPushBoundedConcurrency(t *testing.T) {
 	}
 }
 
+func TestRemoteCommandSudo(t *testing.T) {
+	for _, c := range []struct {
+		user string
+		sudo SudoMode
+		want string
+	}{
+		{"root", SudoAuto, "sh -s"},
+		{"deploy", SudoAuto, "sudo -n sh -s"},
+		{"root", SudoAlways, "sudo -n sh -s"},
+		{"deploy", SudoNever, "sh -s"},
+	} {
+		p := newTestPusher(t, SSHConfig{User: c.user, Sudo: c.sudo, KnownHostsFile: "/nonexistent"})
+		if got := p.remoteCommand(); got != c.want {
+			t.Errorf("user %s, sudo %s: %q, want %q", c.user, c.sudo, got, c.want)
+		}
+	}
+}
+
 func newTestPusher(t *testing.T, cfg SSHConfig) *Pusher {
 	t.Helper()
 	_, key, err := ed25519.GenerateKey(rand.Reader)
@@ -367,6 +385,20 @@ func TestSSHPushVerifyUndo(t *testing.T) {
 		t.Fatalf("push with a changed host key: %s, want it refused", r.Summary())
 	}
 	journalAbsent("changed host key")
+
+	// Through sudo, as a non-root user's push would run (root may sudo).
+	if _, err := exec.LookPath("sudo"); err == nil {
+		sp := newTestPusher(t, SSHConfig{Signers: []ssh.Signer{b.signer}, Dial: b.dial, Paths: paths,
+			KnownHostsFile: known, Sudo: SudoAlways})
+		if r = one(sp.Push(ctx, []Target{target})); r.State != StatePrepared || len(r.Changed) == 0 {
+			t.Fatalf("push through sudo: %s, changed %v", r.Summary(), r.Changed)
+		}
+		if r = one(sp.Undo(ctx, []Target{target})); r.State != StateUndone {
+			t.Fatalf("undo through sudo: %s", r.Summary())
+		}
+	} else {
+		t.Log("sudo not installed: the push through sudo is not exercised")
+	}
 
 	// TEST-NET-1 has no route in the client namespace.
 	gone := target
