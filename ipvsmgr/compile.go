@@ -52,7 +52,7 @@ func Compile(st *State) (*Desired, error) {
 				seenNames[svc.Name] = field
 			}
 		}
-		vs, ok := v.service(field, svc, st.Settings.Network)
+		vs, vipAddr, ok := v.service(field, svc, st.Settings.Network)
 		if !ok {
 			continue
 		}
@@ -66,15 +66,15 @@ func Compile(st *State) (*Desired, error) {
 		}
 		d.Names[vs.Key] = serviceName(svc, vs.Key)
 		d.Table.Services = append(d.Table.Services, vs)
-		if svc.Interface != "" && vs.Key.Addr.IsValid() {
-			vip := VIP{Interface: svc.Interface, Addr: vs.Key.Addr}
+		if svc.Interface != "" && vipAddr.IsValid() {
+			vip := VIP{Interface: svc.Interface, Addr: vipAddr}
 			if !vips[vip] {
 				vips[vip] = true
 				d.VIPs = append(d.VIPs, vip)
 			}
 		}
 		for _, m := range svc.Match {
-			d.Marks = append(d.Marks, MarkRule{Mark: vs.Key.FWMark, Addr: vs.Key.Addr, Protocol: m.Protocol, Ports: slices.Clone(m.Ports)})
+			d.Marks = append(d.Marks, MarkRule{Mark: vs.Key.FWMark, Addr: vipAddr, Protocol: m.Protocol, Ports: slices.Clone(m.Ports)})
 		}
 	}
 	if len(v.problems) > 0 {
@@ -90,9 +90,10 @@ func serviceName(svc *Service, k ServiceKey) string {
 	return k.String()
 }
 
-// service validates one service and builds its kernel form; ok is false when
-// its key could not be built.
-func (v *validator) service(field string, svc *Service, defaultFwd string) (*VirtualService, bool) {
+// service validates one service and builds its kernel form and its VIP (the
+// address, which for a fwmark service is not part of the kernel key); ok is
+// false when its key could not be built.
+func (v *validator) service(field string, svc *Service, defaultFwd string) (*VirtualService, netip.Addr, bool) {
 	vs := &VirtualService{}
 	k := &vs.Key
 	ok := true
@@ -115,7 +116,6 @@ func (v *validator) service(field string, svc *Service, defaultFwd string) (*Vir
 		}
 		k.Family = FamilyIPv4
 		if addr.IsValid() {
-			k.Addr = addr
 			k.Family = familyOf(addr)
 		} else if len(svc.Servers) > 0 {
 			if a, err := parseAddr(svc.Servers[0].Address); err == nil {
@@ -165,7 +165,7 @@ func (v *validator) service(field string, svc *Service, defaultFwd string) (*Vir
 		fwd = "dr"
 	}
 	v.servers(field, svc, vs, fwd)
-	return vs, ok
+	return vs, addr, ok
 }
 
 func familyOf(a netip.Addr) uint16 {

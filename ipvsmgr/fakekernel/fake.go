@@ -6,6 +6,7 @@ package fakekernel
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"sync"
 	"syscall"
@@ -113,6 +114,9 @@ func (k *Kernel) apply(op ipvsmgr.Op) error {
 		}
 		cp := *op.Service
 		cp.Dests = nil
+		if cp.Key.FWMark != 0 {
+			cp.Key.Addr = netip.Addr{} // the kernel keys a fwmark service by mark and family only
+		}
 		k.table.Services = append(k.table.Services, &cp)
 	case ipvsmgr.OpEditService:
 		if svc == nil {

@@ -158,11 +158,16 @@ func TestInPlaceChangeKeepsConnection(t *testing.T) {
 	if strings.Contains(out, "ipvsadm -D") || strings.Contains(out, "ipvsadm -d") || strings.Contains(out, "ipvsadm -A") {
 		t.Fatalf("an edit deleted or re-added something:\n%s", out)
 	}
-	want := "-A -t 198.18.0.100:80 -s sh -b sh-port -p 60 -M 255.255.255.0\n" +
-		"-a -t 198.18.0.100:80 -r 198.18.0.11:80 -g -w 5 -x 100 -y 0\n" +
-		"-a -t 198.18.0.100:80 -r 198.18.0.12:80 -g -w 7 -x 50 -y 1\n"
+	want := "-A -t 198.18.0.100:80 -s sh -p 60 -M 255.255.255.0 -b sh-port\n" +
+		"-a -t 198.18.0.100:80 -r 198.18.0.11:80 -g -w 5\n" +
+		"-a -t 198.18.0.100:80 -r 198.18.0.12:80 -g -w 7\n"
 	if got := l.saved(); got != want {
 		t.Fatalf("ipvsadm -Sn after edit:\n%s\nwant:\n%s", got, want)
+	}
+	// ipvsadm -S does not save thresholds; its listing shows them.
+	thr := strings.Join(strings.Fields(l.ns(l.dir, "ipvsadm -Ln --thresholds")), " ")
+	if !strings.Contains(thr, "-> 198.18.0.11:80 100 0") || !strings.Contains(thr, "-> 198.18.0.12:80 50 1") {
+		t.Fatalf("thresholds after edit: %s", thr)
 	}
 	for i := range 3 {
 		again, err := ask(c)

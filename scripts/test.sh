@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs every test tier:
+#   1. go test -race ./...   (no root needed: model, diff, fake kernel, netlink encoding, CLI, arpguard generators)
+#   2. the same run as root also covers the host-kernel tests (namespaces, sysctls, sshd in a namespace)
+#   3. scripts/vmtest.sh     (the real IPVS kernel in the VM test bed: real traffic, ipvsadm reading back)
+# Usage: scripts/test.sh [--no-vm]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+echo "== tier 1+2: go test -race ./..."
+go vet ./...
+go vet -tags vmtest ./scripts/vmtest
+go test -race -count=1 ./...
+if [ "${1:-}" = "--no-vm" ]; then
+	exit 0
+fi
+echo "== tier 3: VM test bed (Debian kernel with IPVS)"
+scripts/vm/setup.sh >/dev/null
+scripts/vmtest.sh
