@@ -14,12 +14,13 @@ type command struct {
 	run     func(env *cliEnv, args []string) int
 }
 
-// commands is filled by each verb's file in its init-free constructor below.
+// commands maps each verb to its file's run function.
 func commands() map[string]command {
 	return map[string]command{
-		"apply":  {"make the desired state equal to a document, then the kernel match it", runApply},
-		"diff":   {"show what apply would change in the kernel", runDiff},
-		"status": {"show the kernel's IPVS table with connections, counters and rates", runStatus},
+		"apply":      {"make the desired state equal to a document, then the kernel match it", runApply},
+		"diff":       {"show what apply would change in the kernel", runDiff},
+		"status":     {"show the kernel's IPVS table with connections, counters and rates", runStatus},
+		"realserver": {"prepare real servers for DR/TUN/NAT: push|verify|undo|script|apply", runRealserver},
 	}
 }
 
