@@ -44,7 +44,8 @@ func main() {
 	}
 	write(*out, "state.json", st)
 	w := 5
-	st.Services[len(st.Services)/2].Servers[3].Weight = &w
+	srv := st.Services[len(st.Services)/2].Servers
+	srv[len(srv)/2].Weight = &w
 	write(*out, "state-weight.json", st)
 	mustWrite(filepath.Join(*out, "rules.ipvsadm"), ipvsadm.String())
 	mustWrite(filepath.Join(*out, "keepalived.conf"), keep.String())
