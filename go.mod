@@ -4,14 +4,12 @@ go 1.26.8
 
 require (
 	github.com/coreos/go-iptables v0.8.0
+	github.com/google/go-cmp v0.7.0
 	github.com/moby/ipvs v1.1.0
 	github.com/vishvananda/netlink v1.3.1
+	github.com/vishvananda/netns v0.0.5
+	golang.org/x/crypto v0.59.0
 	golang.org/x/sys v0.50.0
 )
 
-require (
-	github.com/google/go-cmp v0.7.0 // indirect
-	github.com/sirupsen/logrus v1.9.0 // indirect
-	github.com/vishvananda/netns v0.0.5 // indirect
-	golang.org/x/crypto v0.59.0 // indirect
-)
+require github.com/sirupsen/logrus v1.9.0 // indirect

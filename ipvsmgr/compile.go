@@ -248,57 +248,82 @@ func (v *validator) scheduler(field string, svc *Service, vs *VirtualService) {
 	}
 }
 
+// servers validates a service's real servers. It runs for every server of
+// every apply, so field paths are only built for a problem.
 func (v *validator) servers(field string, svc *Service, vs *VirtualService, fwd string) {
-	seenAddr := map[DestKey]string{}
-	seenName := map[string]string{}
+	seenAddr := make(map[DestKey]int, len(svc.Servers))
+	seenName := map[string]int{}
+	vs.Dests = make([]*Destination, 0, len(svc.Servers))
 	for j := range svc.Servers {
 		rs := &svc.Servers[j]
-		f := fmt.Sprintf("%s.servers[%d]", field, j)
+		f := func(leaf string) string {
+			if leaf == "" {
+				return fmt.Sprintf("%s.servers[%d]", field, j)
+			}
+			return fmt.Sprintf("%s.servers[%d].%s", field, j, leaf)
+		}
 		if rs.Name != "" {
 			if prev, dup := seenName[rs.Name]; dup {
-				v.addf(f+".name", "%q is already the name of %s", rs.Name, prev)
+				v.addf(f("name"), "%q is already the name of %s.servers[%d]", rs.Name, field, prev)
 			} else {
-				seenName[rs.Name] = f
+				seenName[rs.Name] = j
 			}
 		}
 		d := &Destination{}
 		a, err := parseAddr(rs.Address)
 		if err != nil {
-			v.addf(f+".address", "%v", err)
+			v.addf(f("address"), "%v", err)
 		} else if vs.Key.Family != 0 && familyOf(a) != vs.Key.Family {
-			v.addf(f+".address", "%s: an %s service cannot have an %s real server", rs.Address, familyName(vs.Key.Family), familyName(familyOf(a)))
+			v.addf(f("address"), "%s: an %s service cannot have an %s real server", rs.Address, familyName(vs.Key.Family), familyName(familyOf(a)))
 		}
 		d.Key.Addr = a
 		rfwd := rs.Forwarding
-		v.forwarding(f+".forwarding", rfwd)
+		if rfwd != "" && rfwd != "dr" && rfwd != "nat" && rfwd != "tun" {
+			v.forwarding(f("forwarding"), rfwd)
+		}
 		if rfwd == "" {
 			rfwd = fwd
 		}
-		d.Forward = map[string]Forwarding{"dr": ForwardDR, "nat": ForwardNAT, "tun": ForwardTUN}[rfwd]
-		v.rangeCheck(f+".port", rs.Port, 0, 65535)
+		switch rfwd {
+		case "dr":
+			d.Forward = ForwardDR
+		case "tun":
+			d.Forward = ForwardTUN
+		default:
+			d.Forward = ForwardNAT
+		}
+		if rs.Port < 0 || rs.Port > 65535 {
+			v.rangeCheck(f("port"), rs.Port, 0, 65535)
+		}
 		d.Key.Port = uint16(max(min(rs.Port, 65535), 0))
 		if d.Key.Port == 0 {
 			d.Key.Port = vs.Key.Port
 		}
 		if (rfwd == "dr" || rfwd == "tun") && d.Key.Port != vs.Key.Port {
-			v.addf(f+".port", "%d differs from the service port %d: %s forwarding cannot change the port (only nat can)", rs.Port, vs.Key.Port, rfwd)
+			v.addf(f("port"), "%d differs from the service port %d: %s forwarding cannot change the port (only nat can)", rs.Port, vs.Key.Port, rfwd)
 		}
 		w := rs.EffectiveWeight()
-		v.rangeCheck(f+".weight", w, 0, maxWeight)
+		if w < 0 || w > maxWeight {
+			v.rangeCheck(f("weight"), w, 0, maxWeight)
+		}
 		d.Weight = uint32(max(min(w, maxWeight), 0))
-		v.rangeCheck(f+".upper_threshold", rs.UpperThreshold, 0, maxThreshold)
-		v.rangeCheck(f+".lower_threshold", rs.LowerThreshold, 0, maxThreshold)
+		if rs.UpperThreshold < 0 || rs.UpperThreshold > maxThreshold {
+			v.rangeCheck(f("upper_threshold"), rs.UpperThreshold, 0, maxThreshold)
+		}
+		if rs.LowerThreshold < 0 || rs.LowerThreshold > maxThreshold {
+			v.rangeCheck(f("lower_threshold"), rs.LowerThreshold, 0, maxThreshold)
+		}
 		if rs.LowerThreshold > rs.UpperThreshold {
-			v.addf(f+".lower_threshold", "%d is above upper_threshold %d", rs.LowerThreshold, rs.UpperThreshold)
+			v.addf(f("lower_threshold"), "%d is above upper_threshold %d", rs.LowerThreshold, rs.UpperThreshold)
 		}
 		d.UpperThreshold = uint32(max(min(rs.UpperThreshold, maxThreshold), 0))
 		d.LowerThreshold = uint32(max(min(rs.LowerThreshold, maxThreshold), 0))
 		if a.IsValid() {
 			if prev, dup := seenAddr[d.Key]; dup {
-				v.addf(f+".address", "duplicate real server %s: %s already lists it", d.Key, prev)
+				v.addf(f("address"), "duplicate real server %s: %s.servers[%d] already lists it", d.Key, field, prev)
 				continue
 			}
-			seenAddr[d.Key] = f
+			seenAddr[d.Key] = j
 		}
 		if rs.IsEnabled() {
 			vs.Dests = append(vs.Dests, d)

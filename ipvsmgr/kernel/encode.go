@@ -14,7 +14,10 @@ const (
 	cmdNewDest    = 5
 	cmdSetDest    = 6
 	cmdDelDest    = 7
+	cmdGetService = 4
+	cmdGetDest    = 8
 	cmdSetConfig  = 12
+	cmdGetConfig  = 13
 
 	attrCmdService    = 1
 	attrCmdDest       = 2
@@ -31,6 +34,8 @@ const (
 	attrSvcFlags    = 7
 	attrSvcTimeout  = 8
 	attrSvcNetmask  = 9
+	attrSvcStats    = 10
+	attrSvcStats64  = 12
 
 	attrDestAddr    = 1
 	attrDestPort    = 2
@@ -38,7 +43,11 @@ const (
 	attrDestWeight  = 4
 	attrDestUThresh = 5
 	attrDestLThresh = 6
+	attrDestActive  = 7
+	attrDestInact   = 8
+	attrDestStats   = 10
 	attrDestAF      = 11
+	attrDestStats64 = 12
 
 	nlmsgHdrLen  = 16
 	genlHdrLen   = 4
@@ -58,13 +67,18 @@ type encoder struct {
 
 func align4(n int) int { return (n + 3) &^ 3 }
 
-// begin starts a generic netlink request and returns its offset.
+// begin starts a generic netlink request that asks for an ack and returns its
+// offset.
 func (e *encoder) begin(family uint16, cmd uint8, seq uint32) int {
+	return e.beginFlags(family, cmd, seq, nlmFRequest|nlmFAck)
+}
+
+func (e *encoder) beginFlags(family uint16, cmd uint8, seq uint32, flags uint16) int {
 	start := len(e.buf)
 	e.buf = append(e.buf, make([]byte, nlmsgHdrLen+genlHdrLen)...)
 	h := e.buf[start:]
 	native.PutUint16(h[4:], family)
-	native.PutUint16(h[6:], nlmFRequest|nlmFAck)
+	native.PutUint16(h[6:], flags)
 	native.PutUint32(h[8:], seq)
 	h[16] = cmd
 	h[17] = genlVersion

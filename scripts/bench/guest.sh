@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs inside the VM (scripts/bench.sh boots it): times ipvsctl against ipvsadm and keepalived on one table,
-# each contender in its own fresh network namespace (IPVS keeps deleted destinations in a trash list that
-# slows later re-adds, so a shared namespace would favour whoever runs first).
+# each contender in its own fresh network namespace, torn down before the next one starts (IPVS keeps deleted
+# destinations in a trash list that slows later re-adds, and every namespace's services share the kernel's
+# hash tables, so leftovers would favour whoever runs first).
 # Usage: guest.sh IPVSCTL_BIN DATA_DIR
 set -euo pipefail
 bin=$1 data=$2
@@ -19,57 +20,59 @@ fresh_ns() {
 	ip netns exec "$1" ip addr add 198.18.0.1/24 dev dummy0
 	ip netns exec "$1" ip link set dummy0 up
 }
+drop_ns() {
+	ip netns exec "$1" ipvsadm -C
+	ip netns del "$1"
+}
+count() { ip netns exec "$1" ipvsadm -Sn | wc -l; }
 
 modprobe ip_vs
 modprobe ip_vs_wlc
+# A syslog daemon takes keepalived's log: without one, glibc's syslog falls back to the slow serial console.
+busybox syslogd -n -O /dev/null &
+slpid=$!
+trap 'kill $slpid 2>/dev/null || true' EXIT
+
+# keepalived reaching the table: polled by one shell inside its namespace.
+fresh_ns bk
+t0=$(now)
+ip netns exec bk keepalived --dont-fork --check --log-console -f "$data/keepalived.conf" \
+	-p /run/bench-keepalived.pid -c /run/bench-checkers.pid >/tmp/keepalived.log 2>&1 &
+kpid=$!
+if ! ip netns exec bk timeout 300 sh -c "until [ \$(wc -l </proc/net/ip_vs) -ge $lines ]; do sleep 0.02; done"; then
+	echo "keepalived did not reach $entries entries in 300 s: $(count bk)"
+	exit 1
+fi
+t1=$(now)
+keep=$(ms "$t0" "$t1")
+kill "$kpid"
+wait "$kpid" 2>/dev/null || true
+drop_ns bk
+
+# ipvsadm -R of the same table, then ipvsadm -Sn of it.
+fresh_ns br
+t0=$(now); ip netns exec br ipvsadm -R <"$data/rules.ipvsadm"; t1=$(now)
+restore=$(ms "$t0" "$t1")
+t0=$(now); ip netns exec br ipvsadm -Sn >/tmp/saved; t1=$(now)
+save=$(ms "$t0" "$t1")
+drop_ns br
 
 # ipvsctl: full apply from empty, one weight change, a no-op reconcile.
-fresh_ns b1
-in1() { ip netns exec b1 "$@"; }
+fresh_ns bi
+in1() { ip netns exec bi "$@"; }
 t0=$(now); in1 "$bin" --db /tmp/bench.db apply -f "$data/state.json" >/dev/null; t1=$(now)
 full=$(ms "$t0" "$t1")
-
-[ "$(in1 ipvsadm -Sn | wc -l)" = "$entries" ] || { echo "ipvsctl apply left $(in1 ipvsadm -Sn | wc -l) entries, want $entries"; exit 1; }
+[ "$(count bi)" = "$entries" ] || { echo "ipvsctl apply left $(count bi) entries, want $entries"; exit 1; }
+in1 ipvsadm -Sn | sort >/tmp/mine
+sort /tmp/saved >/tmp/theirs
+cmp -s /tmp/mine /tmp/theirs || { echo "ipvsctl's table differs from ipvsadm -R's:"; diff /tmp/mine /tmp/theirs | head; exit 1; }
 t0=$(now); in1 "$bin" --db /tmp/bench.db apply -f "$data/state-weight.json" >/tmp/weight.out; t1=$(now)
 weight=$(ms "$t0" "$t1")
 grep -q '^1 changes applied' /tmp/weight.out || { echo "weight change was not one change:"; tail -3 /tmp/weight.out; exit 1; }
 t0=$(now); in1 "$bin" --db /tmp/bench.db apply -f "$data/state-weight.json" >/tmp/noop.out; t1=$(now)
 noop=$(ms "$t0" "$t1")
 grep -q '^0 changes applied' /tmp/noop.out || { echo "no-op reconcile changed something"; exit 1; }
-t0=$(now); in1 ipvsadm -Sn >/tmp/saved; t1=$(now)
-save=$(ms "$t0" "$t1")
-
-# ipvsadm -R of the same table.
-fresh_ns b2
-t0=$(now); ip netns exec b2 ipvsadm -R <"$data/rules.ipvsadm"; t1=$(now)
-restore=$(ms "$t0" "$t1")
-
-
-# keepalived reaching the same table. A syslog daemon takes its log: without one, glibc's syslog falls back to
-# the console, which is slow under emulation and would slow keepalived down.
-busybox syslogd -n -O /dev/null &
-slpid=$!
-sleep 0.5
-fresh_ns b3
-t0=$(now)
-ip netns exec b3 keepalived --dont-fork --check --log-console -f "$data/keepalived.conf" \
-	-p /run/bench-keepalived.pid -c /run/bench-checkers.pid >/tmp/keepalived.log 2>&1 &
-kpid=$!
-deadline=$(($(date +%s) + 300))
-until [ "$(ip netns exec b3 sh -c "wc -l </proc/net/ip_vs")" -ge "$lines" ]; do
-	[ "$(date +%s)" -lt "$deadline" ] || {
-		echo "keepalived did not reach $entries entries in 300 s: /proc/net/ip_vs has $(ip netns exec b3 sh -c "wc -l </proc/net/ip_vs") lines"
-		ip netns exec b3 ipvsadm -Ln | head -5
-		tail -5 /tmp/keepalived.log
-		exit 1
-	}
-	kill -0 "$kpid" 2>/dev/null || { echo "keepalived exited:"; tail -5 /tmp/keepalived.log; exit 1; }
-	sleep 0.05
-done
-t1=$(now)
-keep=$(ms "$t0" "$t1")
-kill "$kpid"; wait "$kpid" 2>/dev/null || true
-kill "$slpid" 2>/dev/null || true
+drop_ns bi
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 echo "BENCH table: $entries entries (services + real servers)"

@@ -46,6 +46,7 @@ type lab struct {
 	cli    string
 	rs     []string // DR real servers, rs[i] has 198.18.0.(11+i)
 	nat    []string // NAT real servers behind the director, 198.18.1.(11+i)
+	bare   bool     // real servers left as installed: no VIP, no ARP hiding
 	db     string
 	stopFn []func()
 }
@@ -61,8 +62,21 @@ func run(t *testing.T, name string, args ...string) string {
 
 func newLab(t *testing.T, nRS int, withNAT bool) *lab {
 	t.Helper()
+	return buildLab(t, nRS, withNAT, false)
+}
+
+// newBareLab is a lab whose real servers serve HTTP on their RIPs and nothing
+// more: no VIP, no ARP hiding, as a freshly installed machine would be. The
+// tests of `ipvsctl realserver` prepare them.
+func newBareLab(t *testing.T, nRS int) *lab {
+	t.Helper()
+	return buildLab(t, nRS, false, true)
+}
+
+func buildLab(t *testing.T, nRS int, withNAT, bare bool) *lab {
+	t.Helper()
 	n := labSeq.Add(1)
-	l := &lab{t: t, id: fmt.Sprintf("l%d", n), db: t.TempDir() + "/ipvsctl.db"}
+	l := &lab{t: t, id: fmt.Sprintf("l%d", n), bare: bare, db: t.TempDir() + "/ipvsctl.db"}
 	l.dir, l.cli = l.id+"dir", l.id+"cli"
 	sw := l.id + "sw"
 	names := []string{sw, l.dir, l.cli}
@@ -99,6 +113,10 @@ func newLab(t *testing.T, nRS int, withNAT bool) *lab {
 	plug(l.cli, "eth0", "br0", labNet+".2/24", labNet6+":2/64")
 	for i, ns := range l.rs {
 		plug(ns, "eth0", "br0", fmt.Sprintf("%s.%d/24", labNet, 11+i), fmt.Sprintf("%s:%x/64", labNet6, 0x11+i))
+		if bare {
+			l.serveHTTP(ns, ns[len(l.id):])
+			continue
+		}
 		// A DR real server holds the VIPs on lo and never answers ARP for them.
 		l.ns(ns, "sysctl -qw net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2 net.ipv4.conf.eth0.arp_ignore=1 net.ipv4.conf.eth0.arp_announce=2")
 		l.ns(ns, "ip addr add "+vip+"/32 dev lo")

@@ -1,0 +1,272 @@
+package kernel
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"syscall"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+)
+
+// attrs walks the attributes in b, calling f with each type and value.
+func attrs(b []byte, f func(typ uint16, val []byte)) {
+	for len(b) >= nlaHdrLen {
+		l := int(native.Uint16(b))
+		if l < nlaHdrLen || l > len(b) {
+			return
+		}
+		f(native.Uint16(b[2:])&0x3fff, b[nlaHdrLen:l]) // strip NESTED and BYTEORDER bits
+		b = b[min(align4(l), len(b)):]
+	}
+}
+
+func u16(b []byte) uint16 {
+	if len(b) < 2 {
+		return 0
+	}
+	return native.Uint16(b)
+}
+
+func u32(b []byte) uint32 {
+	if len(b) < 4 {
+		return 0
+	}
+	return native.Uint32(b)
+}
+
+// counter reads a stats value: u32 in the old STATS attribute, u64 in STATS64.
+func counter(b []byte) uint64 {
+	switch len(b) {
+	case 4:
+		return uint64(native.Uint32(b))
+	case 8:
+		return native.Uint64(b)
+	}
+	return 0
+}
+
+func parseStats(b []byte) ipvsmgr.Stats {
+	var s ipvsmgr.Stats
+	dst := []*uint64{nil, &s.Conns, &s.InPkts, &s.OutPkts, &s.InBytes, &s.OutBytes, &s.CPS, &s.InPPS, &s.OutPPS, &s.InBPS, &s.OutBPS}
+	attrs(b, func(typ uint16, val []byte) {
+		if int(typ) < len(dst) && dst[typ] != nil {
+			*dst[typ] = counter(val)
+		}
+	})
+	return s
+}
+
+func parseAddr(b []byte, family uint16) netip.Addr {
+	if family == ipvsmgr.FamilyIPv4 && len(b) >= 4 {
+		return netip.AddrFrom4([4]byte(b[:4]))
+	}
+	if len(b) >= 16 {
+		return netip.AddrFrom16([16]byte(b[:16]))
+	}
+	return netip.Addr{}
+}
+
+// nestedPayload returns the value of the top-level attribute typ of a reply.
+func nestedPayload(payload []byte, typ uint16) []byte {
+	var out []byte
+	if len(payload) < genlHdrLen {
+		return nil
+	}
+	attrs(payload[genlHdrLen:], func(t uint16, val []byte) {
+		if t == typ {
+			out = val
+		}
+	})
+	return out
+}
+
+func parseService(b []byte) *ipvsmgr.VirtualService {
+	s := &ipvsmgr.VirtualService{}
+	var addr []byte
+	var stats32, stats64 []byte
+	var rawMask uint32
+	attrs(b, func(typ uint16, val []byte) {
+		switch typ {
+		case attrSvcAF:
+			s.Key.Family = u16(val)
+		case attrSvcProtocol:
+			s.Key.Protocol = u16(val)
+		case attrSvcAddr:
+			addr = val
+		case attrSvcPort:
+			if len(val) >= 2 {
+				s.Key.Port = binary.BigEndian.Uint16(val)
+			}
+		case attrSvcFWMark:
+			s.Key.FWMark = u32(val)
+		case attrSvcSched:
+			s.Scheduler = cString(val)
+		case attrSvcFlags:
+			s.Flags = u32(val) &^ ipvsmgr.FlagHashed
+		case attrSvcTimeout:
+			s.Timeout = u32(val)
+		case attrSvcNetmask:
+			rawMask = u32(val)
+		case attrSvcStats:
+			stats32 = val
+		case attrSvcStats64:
+			stats64 = val
+		}
+	})
+	if s.Key.FWMark == 0 {
+		s.Key.Addr = parseAddr(addr, s.Key.Family)
+	}
+	s.Netmask = decodeNetmask(s.Key.Family, rawMask)
+	s.Stats = pickStats(stats32, stats64)
+	return s
+}
+
+func pickStats(s32, s64 []byte) ipvsmgr.Stats {
+	if s64 != nil {
+		return parseStats(s64)
+	}
+	return parseStats(s32)
+}
+
+func cString(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}
+
+func parseDest(b []byte, svcFamily uint16) *ipvsmgr.Destination {
+	d := &ipvsmgr.Destination{}
+	var addr, stats32, stats64 []byte
+	family := svcFamily
+	attrs(b, func(typ uint16, val []byte) {
+		switch typ {
+		case attrDestAddr:
+			addr = val
+		case attrDestPort:
+			if len(val) >= 2 {
+				d.Key.Port = binary.BigEndian.Uint16(val)
+			}
+		case attrDestFwd:
+			d.Forward = ipvsmgr.Forwarding(u32(val) & 0x7)
+		case attrDestWeight:
+			d.Weight = u32(val)
+		case attrDestUThresh:
+			d.UpperThreshold = u32(val)
+		case attrDestLThresh:
+			d.LowerThreshold = u32(val)
+		case attrDestActive:
+			d.ActiveConns = u32(val)
+		case attrDestInact:
+			d.InactiveConns = u32(val)
+		case attrDestAF:
+			family = u16(val)
+		case attrDestStats:
+			stats32 = val
+		case attrDestStats64:
+			stats64 = val
+		}
+	})
+	d.Key.Addr = parseAddr(addr, family)
+	d.Stats = pickStats(stats32, stats64)
+	return d
+}
+
+// readTable dumps every service, then the real servers of many services per
+// sendmsg, then the timeouts.
+func (c *conn) readTable(ctx context.Context, deadline time.Duration) (*ipvsmgr.Table, error) {
+	t := &ipvsmgr.Table{}
+	errs, err := c.exchange(ctx, 1, func(e *encoder, _ int, seq uint32) {
+		e.end(e.beginFlags(c.family, cmdGetService, seq, nlmFRequest|nlmFDump))
+	}, func(_ int, payload []byte) {
+		if b := nestedPayload(payload, attrCmdService); b != nil {
+			t.Services = append(t.Services, parseService(b))
+		}
+	}, deadline)
+	if err == nil {
+		err = errors.Join(errs...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list IPVS services: %w", err)
+	}
+	if err := c.readDests(ctx, t.Services, deadline); err != nil {
+		return nil, err
+	}
+	errs, err = c.exchange(ctx, 1, func(e *encoder, _ int, seq uint32) {
+		e.end(e.begin(c.family, cmdGetConfig, seq))
+	}, func(_ int, payload []byte) {
+		if len(payload) < genlHdrLen {
+			return
+		}
+		attrs(payload[genlHdrLen:], func(typ uint16, val []byte) {
+			switch typ {
+			case attrCmdTimeoutTCP:
+				t.Timeouts.TCP = u32(val)
+			case attrCmdTimeoutFin:
+				t.Timeouts.TCPFin = u32(val)
+			case attrCmdTimeoutUDP:
+				t.Timeouts.UDP = u32(val)
+			}
+		})
+	}, deadline)
+	if err == nil {
+		err = errors.Join(errs...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read IPVS timeouts: %w", err)
+	}
+	return t, nil
+}
+
+// readDests fills each service's real servers. A dump that does not fit in
+// one reply keeps the socket busy, so the dumps after it in the same send get
+// EBUSY; those are asked again, one at a time.
+func (c *conn) readDests(ctx context.Context, svcs []*ipvsmgr.VirtualService, deadline time.Duration) error {
+	var retry []*ipvsmgr.VirtualService
+	for lo := 0; lo < len(svcs); lo += chunkDumps {
+		chunk := svcs[lo:min(lo+chunkDumps, len(svcs))]
+		errs, err := c.dumpDests(ctx, chunk, deadline)
+		if err != nil {
+			return err
+		}
+		for i, err := range errs {
+			switch {
+			case err == nil:
+			case errors.Is(err, syscall.EBUSY):
+				chunk[i].Dests = nil
+				retry = append(retry, chunk[i])
+			default:
+				return fmt.Errorf("list real servers of %s: %w", chunk[i].Key, err)
+			}
+		}
+	}
+	for len(retry) > 0 {
+		errs, err := c.dumpDests(ctx, retry[:1], deadline)
+		if err != nil {
+			return err
+		}
+		if errs[0] != nil {
+			return fmt.Errorf("list real servers of %s: %w", retry[0].Key, errs[0])
+		}
+		retry = retry[1:]
+	}
+	return nil
+}
+
+func (c *conn) dumpDests(ctx context.Context, chunk []*ipvsmgr.VirtualService, deadline time.Duration) ([]error, error) {
+	return c.exchange(ctx, len(chunk), func(e *encoder, i int, seq uint32) {
+		start := e.beginFlags(c.family, cmdGetDest, seq, nlmFRequest|nlmFDump)
+		e.service(chunk[i], false)
+		e.end(start)
+	}, func(i int, payload []byte) {
+		if b := nestedPayload(payload, attrCmdDest); b != nil {
+			chunk[i].Dests = append(chunk[i].Dests, parseDest(b, chunk[i].Key.Family))
+		}
+	}, deadline)
+}
