@@ -15,6 +15,19 @@ import (
 type State struct {
 	Settings Settings  `json:"settings"`
 	Services []Service `json:"services"`
+	// Imported keeps what an import found that has no equivalent in this
+	// model yet (a Piranha send/expect, a keepalived checker block), so that
+	// nothing is silently dropped and later features can take it up.
+	Imported []ImportedKey `json:"imported,omitempty"`
+}
+
+// ImportedKey is one setting an import could not map.
+type ImportedKey struct {
+	Source string `json:"source"`          // format: lvs.cf, keepalived, ipvsadm
+	Line   int    `json:"line"`            // where it was in the input
+	Scope  string `json:"scope,omitempty"` // e.g. "virtual web", "virtual_server 198.18.0.1 80"
+	Key    string `json:"key"`
+	Value  string `json:"value"`
 }
 
 // Settings are director-wide.
