@@ -126,7 +126,9 @@ func observe(t *testing.T, ctx context.Context) string {
 	}
 	for _, l := range strings.Split(sh(t, ctx, "ip -o link show"), "\n") {
 		if f := strings.Fields(l); len(f) >= 3 {
-			fmt.Fprintf(&b, "link %s up=%t\n", strings.TrimSuffix(f[1], ":"), regexp.MustCompile(`[<,]UP[,>]`).MatchString(f[2]))
+			// "tunl0@NONE:", "eth0@eth0p:": the name is what comes before the @.
+			name, _, _ := strings.Cut(strings.TrimSuffix(f[1], ":"), "@")
+			fmt.Fprintf(&b, "link %s up=%t\n", name, regexp.MustCompile(`[<,]UP[,>]`).MatchString(f[2]))
 		}
 	}
 	b.WriteString(sh(t, ctx, "ip -4 route show table main; ip -6 route show table main"))

@@ -10,11 +10,13 @@ trap 'rm -rf "$out"' EXIT
 cd "$root"
 go build -o "$out/ipvsctl" ./cmd/ipvsctl
 go test -c -tags vmtest -o "$out/vmtest.test" ./scripts/vmtest
+# arpguard's real-kernel tests, for the modes the host kernel lacks (ipip): run by TestRealserverTunNetnsApplyUndo.
+go test -c -o "$out/arpguard.test" ./arpguard
 run=${1:-.}
 cat >"$out/guest.sh" <<GUEST
 #!/bin/sh
 set -e
-export IPVSCTL_BIN=$out/ipvsctl
+export IPVSCTL_BIN=$out/ipvsctl ARPGUARD_TEST_BIN=$out/arpguard.test
 cd $root/scripts/vmtest
 $out/vmtest.test -test.v -test.timeout 900s -test.run '^TestNoIPVSModuleIsAClearError\$'
 $out/vmtest.test -test.v -test.timeout 900s -test.run '$run' -test.skip '^TestNoIPVSModuleIsAClearError\$'

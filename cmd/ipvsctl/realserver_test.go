@@ -96,3 +96,25 @@ func TestRealserverVerifyUnreachable(t *testing.T) {
 		t.Fatalf("stored results: %s, err %v", b, err)
 	}
 }
+
+// TestRealserverGlobalFlagsBeforeVerb: `ipvsctl --db PATH realserver VERB`
+// (the global flag where the design puts it) reaches the verb, which stores
+// its results beside that database.
+func TestRealserverGlobalFlagsBeforeVerb(t *testing.T) {
+	var out, errb bytes.Buffer
+	env := &cliEnv{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}
+	if code := dispatch(env, []string{"--db", filepath.Join(t.TempDir(), "x.db"), "realserver", "script", "--undo"}); code != exitOK ||
+		!strings.Contains(out.String(), "undo_one") {
+		t.Fatalf("ipvsctl --db PATH realserver script --undo: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	home := t.TempDir()
+	db := filepath.Join(t.TempDir(), "ipvsctl.db")
+	out.Reset()
+	errb.Reset()
+	// No identity in HOME: the verb parsed --db and its flags, then failed on the key.
+	code := dispatch(env, []string{"--db", db, "realserver", "verify", "--rip", "127.0.0.1", "--vip", "198.18.0.100",
+		"--identity", filepath.Join(home, "missing")})
+	if code != exitUsage || !strings.Contains(errb.String(), "read ssh identity") {
+		t.Fatalf("ipvsctl --db PATH realserver verify: exit %d, stderr %q", code, errb.String())
+	}
+}
