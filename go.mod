@@ -12,4 +12,7 @@ require (
 	golang.org/x/sys v0.50.0
 )
 
-require github.com/sirupsen/logrus v1.9.0 // indirect
+require (
+	github.com/mattn/go-sqlite3 v1.14.53 // indirect
+	github.com/sirupsen/logrus v1.9.0 // indirect
+)

@@ -1,0 +1,315 @@
+// Package store keeps the desired cluster state in SQLite: the one source of
+// truth that the CLI, the API and the panel write, with every change kept as
+// a revision.
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // the SQLite driver
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/migrations"
+)
+
+var (
+	// ErrNotFound means no such revision.
+	ErrNotFound = errors.New("not found")
+	// ErrSchemaNewer means the database was written by a newer ipvsctl.
+	ErrSchemaNewer = errors.New("database schema is newer than this ipvsctl")
+)
+
+// StaleError refuses a write based on a revision that is no longer current.
+type StaleError struct {
+	Base, Current int64
+}
+
+func (e *StaleError) Error() string {
+	return fmt.Sprintf("the desired state changed since revision %d (now at revision %d): reload it and make the change again", e.Base, e.Current)
+}
+
+// Store is the state database.
+type Store struct {
+	db   *sql.DB
+	path string
+}
+
+// Open opens (creating it and its directory if needed, mode 0600) the state
+// database at path and brings its schema up to date.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("create database directory: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	f.Close()
+	dsn := "file:" + path + "?_busy_timeout=10000&_journal_mode=WAL&_foreign_keys=on&_txlock=immediate&_synchronous=NORMAL"
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	s := &Store{db: db, path: path}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+func (s *Store) migrate(ctx context.Context) error {
+	all, err := migrations.All()
+	if err != nil {
+		return err
+	}
+	return s.migrateTo(ctx, all)
+}
+
+// migrateTo applies the migrations in all that the database lacks, each in
+// its own transaction, and refuses a database that is ahead of all.
+func (s *Store) migrateTo(ctx context.Context, all []migrations.Migration) error {
+	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`); err != nil {
+		return fmt.Errorf("create schema table: %w", busy(err))
+	}
+	for {
+		done, err := s.migrateOne(ctx, all)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+func (s *Store) migrateOne(ctx context.Context, all []migrations.Migration) (done bool, err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("migrate database: %w", busy(err))
+	}
+	defer tx.Rollback()
+	var cur int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&cur); err != nil {
+		return false, fmt.Errorf("read schema version: %w", busy(err))
+	}
+	if cur > len(all) {
+		return false, fmt.Errorf("%w: %s is at schema version %d, this ipvsctl knows up to %d; upgrade ipvsctl", ErrSchemaNewer, s.path, cur, len(all))
+	}
+	if cur == len(all) {
+		return true, nil
+	}
+	m := all[cur]
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+		return false, fmt.Errorf("migration %04d_%s: %w", m.Version, m.Name, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+		m.Version, m.Name, time.Now().UTC().Format(time.RFC3339)); err != nil {
+		return false, fmt.Errorf("record migration %04d_%s: %w", m.Version, m.Name, err)
+	}
+	return false, tx.Commit()
+}
+
+// SchemaVersion is the number of migrations applied.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v)
+	return v, err
+}
+
+// busy turns SQLite's lock errors into a message a user can act on.
+func busy(err error) error {
+	if err != nil && (strings.Contains(err.Error(), "database is locked") || strings.Contains(err.Error(), "SQLITE_BUSY")) {
+		return fmt.Errorf("the state database stayed busy for 10 s (another ipvsctl is writing); try again: %w", err)
+	}
+	return err
+}
+
+// Revision is one change of the desired state.
+type Revision struct {
+	ID      int64          `json:"id"`
+	At      time.Time      `json:"at"`
+	Author  string         `json:"author"`
+	Via     string         `json:"via"`
+	Summary string         `json:"summary"`
+	State   *ipvsmgr.State `json:"state,omitempty"`
+}
+
+func hashState(st *ipvsmgr.State) (string, string, error) {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return "", "", fmt.Errorf("encode state: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return string(b), hex.EncodeToString(sum[:]), nil
+}
+
+func decodeState(doc string) (*ipvsmgr.State, error) {
+	st, err := ipvsmgr.DecodeState(strings.NewReader(doc))
+	if err != nil {
+		return nil, fmt.Errorf("stored state: %w", err)
+	}
+	return st, nil
+}
+
+// Current returns the desired state and its revision (0 and an empty state
+// before the first change).
+func (s *Store) Current(ctx context.Context) (*ipvsmgr.State, int64, error) {
+	var id int64
+	var doc string
+	err := s.db.QueryRowContext(ctx, `SELECT id, state FROM revisions ORDER BY id DESC LIMIT 1`).Scan(&id, &doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return &ipvsmgr.State{Services: []ipvsmgr.Service{}}, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("read desired state: %w", busy(err))
+	}
+	st, err := decodeState(doc)
+	return st, id, err
+}
+
+// CurrentRevision returns the number of the current revision (0 if none).
+func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
+	var id int64
+	err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM revisions`).Scan(&id)
+	return id, busy(err)
+}
+
+// Commit stores st as the new desired state if the current revision is still
+// base; otherwise it returns a *StaleError and stores nothing. A state equal
+// to the current one makes no revision: it returns base and changed false.
+func (s *Store) Commit(ctx context.Context, base int64, st *ipvsmgr.State, author, via, summary string) (rev int64, changed bool, err error) {
+	doc, hash, err := hashState(st)
+	if err != nil {
+		return 0, false, err
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, false, fmt.Errorf("store desired state: %w", busy(err))
+	}
+	defer tx.Rollback()
+	var cur int64
+	var curHash string
+	err = tx.QueryRowContext(ctx, `SELECT id, state_hash FROM revisions ORDER BY id DESC LIMIT 1`).Scan(&cur, &curHash)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, false, fmt.Errorf("store desired state: %w", busy(err))
+	}
+	if cur != base {
+		return 0, false, &StaleError{Base: base, Current: cur}
+	}
+	if cur != 0 && curHash == hash {
+		return cur, false, nil
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO revisions (created_at, author, via, summary, state, state_hash) VALUES (?, ?, ?, ?, ?, ?)`,
+		time.Now().UTC().Format(time.RFC3339Nano), author, via, summary, doc, hash)
+	if err != nil {
+		return 0, false, fmt.Errorf("store desired state: %w", busy(err))
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, false, fmt.Errorf("store desired state: %w", busy(err))
+	}
+	rev, err = res.LastInsertId()
+	return rev, true, err
+}
+
+// Update applies change to the current state and commits the result; when
+// another writer got in between it starts again from the new current state,
+// so no update is lost. change returns the summary of what it did.
+func (s *Store) Update(ctx context.Context, author, via string, change func(st *ipvsmgr.State) (string, error)) (rev int64, changed bool, err error) {
+	for attempt := 0; ; attempt++ {
+		st, base, err := s.Current(ctx)
+		if err != nil {
+			return 0, false, err
+		}
+		summary, err := change(st)
+		if err != nil {
+			return 0, false, err
+		}
+		rev, changed, err = s.Commit(ctx, base, st, author, via, summary)
+		var stale *StaleError
+		if errors.As(err, &stale) && attempt < 50 {
+			continue
+		}
+		return rev, changed, err
+	}
+}
+
+// History lists the latest revisions, newest first, without their states.
+func (s *Store) History(ctx context.Context, limit int) ([]Revision, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, created_at, author, via, summary FROM revisions ORDER BY id DESC LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list revisions: %w", busy(err))
+	}
+	defer rows.Close()
+	var out []Revision
+	for rows.Next() {
+		var r Revision
+		var at string
+		if err := rows.Scan(&r.ID, &at, &r.Author, &r.Via, &r.Summary); err != nil {
+			return nil, fmt.Errorf("list revisions: %w", err)
+		}
+		r.At, _ = time.Parse(time.RFC3339Nano, at)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Revision returns one revision with its state.
+func (s *Store) Revision(ctx context.Context, id int64) (*Revision, error) {
+	r := &Revision{ID: id}
+	var at, doc string
+	err := s.db.QueryRowContext(ctx, `SELECT created_at, author, via, summary, state FROM revisions WHERE id = ?`, id).
+		Scan(&at, &r.Author, &r.Via, &r.Summary, &doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("revision %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read revision %d: %w", id, busy(err))
+	}
+	r.At, _ = time.Parse(time.RFC3339Nano, at)
+	if r.State, err = decodeState(doc); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// LoadLedger reads what ipvsctl owns in the kernel.
+func (s *Store) LoadLedger(ctx context.Context) (*ipvsmgr.Ledger, error) {
+	var data string
+	err := s.db.QueryRowContext(ctx, `SELECT data FROM ledger WHERE id = 1`).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return &ipvsmgr.Ledger{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read ledger: %w", busy(err))
+	}
+	var l ipvsmgr.Ledger
+	if err := json.Unmarshal([]byte(data), &l); err != nil {
+		return nil, fmt.Errorf("parse ledger: %w", err)
+	}
+	return &l, nil
+}
+
+// SaveLedger stores what ipvsctl owns in the kernel.
+func (s *Store) SaveLedger(ctx context.Context, l *ipvsmgr.Ledger) error {
+	b, err := json.Marshal(l)
+	if err != nil {
+		return fmt.Errorf("encode ledger: %w", err)
+	}
+	_, err = s.db.ExecContext(ctx, `INSERT INTO ledger (id, data) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET data = excluded.data`, string(b))
+	if err != nil {
+		return fmt.Errorf("save ledger: %w", busy(err))
+	}
+	return nil
+}
