@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -56,7 +55,7 @@ func newRig(t *testing.T) *rig {
 	g := &rig{k: fakekernel.New(), vips: &fakeVIPs{have: map[ipvsmgr.VIP]bool{}}, now: time.Unix(1_800_000_000, 0)}
 	g.r = &ipvsmgr.Reconciler{
 		Kernel: g.k, Addrs: g.vips,
-		Ledger: ipvsmgr.FileLedger{Path: filepath.Join(t.TempDir(), "ledger.json")},
+		Ledger: &fakekernel.Ledger{},
 		Log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now:    func() time.Time { return g.now },
 	}

@@ -11,16 +11,30 @@ import (
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
+// writeOpts are the flags every writing verb shares.
+type writeOpts struct {
+	noApply, noWait, asJSON bool
+}
+
+func (o *writeOpts) register(fs interface {
+	BoolVar(*bool, string, bool, string)
+}) {
+	fs.BoolVar(&o.noApply, "no-apply", false, "only store the change; do not touch the kernel")
+	fs.BoolVar(&o.noWait, "no-wait", false, "do not wait for draining real servers; a later reconcile deletes them")
+	fs.BoolVar(&o.asJSON, "json", false, "print the result as JSON")
+}
+
 func runApply(env *cliEnv, args []string) int {
-	fs, db := env.newFlagSet("apply", "-f FILE [--no-wait] [--json]",
-		"Make the kernel's IPVS table, VIPs and fwmark rules match the desired-state document.\n"+
-			"Removed real servers with active connections are drained at weight 0 first; apply waits\n"+
-			"for them (up to settings.drain_timeout) unless --no-wait.")
+	fs, db := env.newFlagSet("apply", "-f FILE [--no-apply] [--no-wait] [--json]",
+		"Replace the desired state with the document (stored as a new revision), then make the kernel's IPVS\n"+
+			"table, VIPs and fwmark rules match it. Removed real servers with active connections are drained at\n"+
+			"weight 0 first; apply waits for them (up to settings.drain_timeout) unless --no-wait.")
 	file := fs.String("f", "", "desired-state JSON document (- for stdin)")
-	noWait := fs.Bool("no-wait", false, "do not wait for draining real servers; a later apply deletes them")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
+	var o writeOpts
+	o.register(fs)
 	if st, ok := env.parseFlags(fs, args); !ok {
 		return st
 	}
@@ -28,24 +42,76 @@ func runApply(env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "ipvsctl apply: -f FILE is required and no other arguments are taken")
 		return exitUsage
 	}
-	desired, err := readState(*file)
+	doc, _, err := readDocument(*file)
 	if err != nil {
 		return env.fail("apply", err, isInvalid(err))
 	}
+	return env.commitAndReconcile("apply", *db, o, func(cur *ipvsmgr.State) (string, error) {
+		summary := "apply -f " + *file + ": " + ipvsmgr.Summary(ipvsmgr.Changes(cur, doc))
+		*cur = *doc
+		return summary, nil
+	})
+}
+
+// commitAndReconcile changes the stored desired state with change (retried
+// on a concurrent write), refuses a result that does not validate, then makes
+// the kernel match the stored state unless --no-apply.
+func (env *cliEnv) commitAndReconcile(verb, db string, o writeOpts, change func(cur *ipvsmgr.State) (string, error)) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	rec, closeKernel, err := env.reconciler(*db, env.logger(slog.LevelWarn))
+	st, err := env.openStore(ctx, db)
 	if err != nil {
-		return env.fail("apply", err, false)
+		return env.fail(verb, err, false)
+	}
+	defer st.Close()
+	rev, changed, err := st.Update(ctx, env.author(), "cli", func(cur *ipvsmgr.State) (string, error) {
+		summary, err := change(cur)
+		if err != nil {
+			return "", err
+		}
+		if _, err := ipvsmgr.Compile(cur); err != nil {
+			return "", err
+		}
+		return summary, nil
+	})
+	if err != nil {
+		return env.fail(verb, err, isInvalid(err) || errors.Is(err, errUsage))
+	}
+	if !o.asJSON {
+		if changed {
+			fmt.Fprintf(env.stderr, "stored revision %d\n", rev)
+		} else {
+			fmt.Fprintf(env.stderr, "desired state unchanged (revision %d)\n", rev)
+		}
+	}
+	if o.noApply {
+		return exitOK
+	}
+	return env.reconcileStored(ctx, verb, st, o)
+}
+
+// reconcileStored makes the kernel match the stored desired state.
+func (env *cliEnv) reconcileStored(ctx context.Context, verb string, st *store.Store, o writeOpts) int {
+	state, _, err := st.Current(ctx)
+	if err != nil {
+		return env.fail(verb, err, false)
+	}
+	desired, err := ipvsmgr.Compile(state)
+	if err != nil {
+		return env.fail(verb, fmt.Errorf("stored desired state: %w", err), false)
+	}
+	rec, closeKernel, err := env.reconciler(st, env.logger(slog.LevelWarn))
+	if err != nil {
+		return env.fail(verb, err, false)
 	}
 	defer closeKernel()
 	res, err := rec.Reconcile(ctx, desired)
 	if err != nil {
-		return env.fail("apply", err, false)
+		return env.fail(verb, err, false)
 	}
 	total := *res
-	for !*noWait && len(res.Draining) > 0 && ctx.Err() == nil {
-		if !*asJSON {
+	for !o.noWait && len(res.Draining) > 0 && ctx.Err() == nil {
+		if !o.asJSON {
 			for _, d := range res.Draining {
 				fmt.Fprintf(env.stderr, "draining %s from %s: %d active connections\n", d.Dest, d.Service, d.ActiveConns)
 			}
@@ -55,13 +121,13 @@ func runApply(env *cliEnv, args []string) int {
 		case <-time.After(time.Second):
 		}
 		if res, err = rec.Reconcile(ctx, desired); err != nil {
-			return env.fail("apply", err, false)
+			return env.fail(verb, err, false)
 		}
 		total.Changes = append(total.Changes, res.Changes...)
 		total.Failures = append(total.Failures, res.Failures...)
 		total.Draining = res.Draining
 	}
-	printResult(env, &total, *asJSON)
+	printResult(env, &total, o.asJSON)
 	if len(total.Failures) > 0 {
 		return exitFail
 	}
@@ -87,7 +153,10 @@ func printResult(env *cliEnv, res *ipvsmgr.Result, asJSON bool) {
 	fmt.Fprintf(env.stdout, "%d changes applied, %d failed\n", len(res.Changes), len(res.Failures))
 }
 
+// errUsage marks an error in what the user asked for (exit status 2).
+var errUsage = errors.New("bad usage")
+
 func isInvalid(err error) bool {
 	var ve *ipvsmgr.ValidationError
-	return errors.As(err, &ve)
+	return errors.As(err, &ve) || errors.Is(err, errUsage)
 }

@@ -4,29 +4,48 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 )
 
 func runDiff(env *cliEnv, args []string) int {
-	fs, db := env.newFlagSet("diff", "-f FILE",
-		"Print the kernel changes (as ipvsadm commands) that `ipvsctl apply -f FILE` would make.")
-	file := fs.String("f", "", "desired-state JSON document (- for stdin)")
+	fs, db := env.newFlagSet("diff", "[-f FILE]",
+		"Print the kernel changes (as ipvsadm commands) that would make the kernel match the stored desired\n"+
+			"state, or the document given with -f. Changes nothing.")
+	file := fs.String("f", "", "desired-state JSON document (- for stdin) instead of the stored state")
 	if st, ok := env.parseFlags(fs, args); !ok {
 		return st
 	}
-	if *file == "" || fs.NArg() > 0 {
-		fmt.Fprintln(env.stderr, "ipvsctl diff: -f FILE is required and no other arguments are taken")
+	if fs.NArg() > 0 {
+		fmt.Fprintln(env.stderr, "ipvsctl diff: takes no arguments")
 		return exitUsage
 	}
-	desired, err := readState(*file)
+	ctx := context.Background()
+	st, err := env.openStore(ctx, *db)
 	if err != nil {
-		return env.fail("diff", err, isInvalid(err))
+		return env.fail("diff", err, false)
 	}
-	rec, closeKernel, err := env.reconciler(*db, env.logger(slog.LevelWarn))
+	defer st.Close()
+	var desired *ipvsmgr.Desired
+	if *file != "" {
+		if _, desired, err = readDocument(*file); err != nil {
+			return env.fail("diff", err, isInvalid(err))
+		}
+	} else {
+		state, _, err := st.Current(ctx)
+		if err != nil {
+			return env.fail("diff", err, false)
+		}
+		if desired, err = ipvsmgr.Compile(state); err != nil {
+			return env.fail("diff", err, false)
+		}
+	}
+	rec, closeKernel, err := env.reconciler(st, env.logger(slog.LevelWarn))
 	if err != nil {
 		return env.fail("diff", err, false)
 	}
 	defer closeKernel()
-	ops, drains, err := rec.Plan(context.Background(), desired)
+	ops, drains, err := rec.Plan(ctx, desired)
 	if err != nil {
 		return env.fail("diff", err, false)
 	}

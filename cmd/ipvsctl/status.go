@@ -58,7 +58,12 @@ func runStatus(env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "ipvsctl status: takes no arguments")
 		return exitUsage
 	}
-	rec, closeKernel, err := env.reconciler(*db, env.logger(slog.LevelWarn))
+	st, err := env.openStore(context.Background(), *db)
+	if err != nil {
+		return env.fail("status", err, false)
+	}
+	defer st.Close()
+	rec, closeKernel, err := env.reconciler(st, env.logger(slog.LevelWarn))
 	if err != nil {
 		return env.fail("status", err, false)
 	}

@@ -176,3 +176,25 @@ func applyDest(svc *ipvsmgr.VirtualService, op ipvsmgr.Op) error {
 	}
 	return nil
 }
+
+// Ledger is an in-memory ipvsmgr.LedgerStore.
+type Ledger struct {
+	mu sync.Mutex
+	l  ipvsmgr.Ledger
+}
+
+// LoadLedger returns a copy of the ledger.
+func (m *Ledger) LoadLedger(context.Context) (*ipvsmgr.Ledger, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cp := m.l
+	return &cp, nil
+}
+
+// SaveLedger replaces the ledger.
+func (m *Ledger) SaveLedger(_ context.Context, l *ipvsmgr.Ledger) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.l = *l
+	return nil
+}
