@@ -79,3 +79,20 @@ func (e *cliEnv) fail(verb string, err error, invalid bool) int {
 	}
 	return exitFail
 }
+
+// moveGlobalFlags puts the global flags that the dispatcher passes before a
+// sub-verb (ipvsctl --db PATH vs add ...) after it, with the sub-verb's own.
+func moveGlobalFlags(args []string) []string {
+	var global []string
+	for len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' && args[0] != "-h" && args[0] != "--help" {
+		n := 1
+		if (args[0] == "--db" || args[0] == "-db") && len(args) > 1 {
+			n = 2
+		}
+		global, args = append(global, args[:n]...), args[n:]
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	return append(append([]string{args[0]}, global...), args[1:]...)
+}

@@ -35,19 +35,7 @@ Run 'ipvsctl realserver VERB --help' for a verb's flags.
 `
 
 func runRealserver(env *cliEnv, args []string) int {
-	// The dispatcher puts global flags (ipvsctl --db PATH realserver VERB ...)
-	// before the verb: they belong after it, with the verb's own flags.
-	var global []string
-	for len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' && args[0] != "-h" && args[0] != "--help" {
-		n := 1
-		if (args[0] == "--db" || args[0] == "-db") && len(args) > 1 {
-			n = 2
-		}
-		global, args = append(global, args[:n]...), args[n:]
-	}
-	if len(args) > 0 {
-		args = append(append([]string{args[0]}, global...), args[1:]...)
-	}
+	args = moveGlobalFlags(args)
 	if len(args) == 0 {
 		fmt.Fprint(env.stderr, realserverUsage)
 		return exitUsage

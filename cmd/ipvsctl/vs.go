@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+)
+
+// parseInterspersed parses flags that may come before or after the
+// positional arguments, and returns the positionals.
+func (e *cliEnv) parseInterspersed(fs *flag.FlagSet, args []string) ([]string, int, bool) {
+	var pos []string
+	for {
+		if st, ok := e.parseFlags(fs, args); !ok {
+			return nil, st, false
+		}
+		if fs.NArg() == 0 {
+			return pos, exitOK, true
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// findService returns the index of the service named id: its name, or
+// PROTO:ADDRESS:PORT, or fwmark:N.
+func findService(st *ipvsmgr.State, id string) (int, error) {
+	for i := range st.Services {
+		s := &st.Services[i]
+		key := fmt.Sprintf("%s:%s:%d", strings.ToLower(orDefault(s.Protocol, "tcp")), s.Address, s.Port)
+		if s.FWMark != 0 {
+			key = fmt.Sprintf("fwmark:%d", s.FWMark)
+		}
+		if s.Name == id || key == id {
+			return i, nil
+		}
+	}
+	return -1, fmt.Errorf("%w: no virtual service %q (give its name, PROTO:ADDRESS:PORT or fwmark:N)", errUsage, id)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// serviceFlags binds the flags that describe a virtual service.
+type serviceFlags struct {
+	protocol, address, iface, scheduler, flags, netmask, forwarding string
+	port, persistence                                               int
+	fwmark                                                          uint
+	onePacket                                                       bool
+}
+
+func (f *serviceFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.protocol, "protocol", "tcp", "tcp, udp or sctp")
+	fs.StringVar(&f.address, "address", "", "virtual IP address")
+	fs.IntVar(&f.port, "port", 0, "virtual port (not for a fwmark service)")
+	fs.UintVar(&f.fwmark, "fwmark", 0, "firewall mark: the service is keyed by the mark")
+	fs.StringVar(&f.iface, "interface", "", "interface the VIP is brought up on")
+	fs.StringVar(&f.scheduler, "scheduler", "wlc", "rr wrr lc wlc lblc lblcr dh sh sed nq mh fo ovf twos")
+	fs.StringVar(&f.flags, "scheduler-flags", "", "comma-separated: fallback, port (sh and mh)")
+	fs.BoolVar(&f.onePacket, "one-packet", false, "one-packet scheduling (udp)")
+	fs.IntVar(&f.persistence, "persistence", 0, "persistence timeout in seconds")
+	fs.StringVar(&f.netmask, "persistence-netmask", "", "persistence granularity (255.255.255.0, or a prefix length for IPv6)")
+	fs.StringVar(&f.forwarding, "forwarding", "", "dr, nat or tun (default: settings.network)")
+}
+
+// applyTo copies onto s the flags that were given (all of them for add).
+func (f *serviceFlags) applyTo(fs *flag.FlagSet, s *ipvsmgr.Service, all bool) {
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	given := func(n string) bool { return all || set[n] }
+	if given("protocol") && (f.fwmark == 0 || set["protocol"]) {
+		s.Protocol = f.protocol
+	}
+	if given("address") {
+		s.Address = f.address
+	}
+	if given("port") {
+		s.Port = f.port
+	}
+	if given("fwmark") {
+		s.FWMark = uint32(f.fwmark)
+		if f.fwmark != 0 && !set["protocol"] {
+			s.Protocol = ""
+		}
+	}
+	if given("interface") {
+		s.Interface = f.iface
+	}
+	if given("scheduler") {
+		s.Scheduler = f.scheduler
+	}
+	if given("scheduler-flags") {
+		s.SchedulerFlags = splitList(f.flags)
+	}
+	if given("one-packet") {
+		s.OnePacket = f.onePacket
+	}
+	if given("persistence") {
+		s.Persistence = f.persistence
+	}
+	if given("persistence-netmask") {
+		s.PersistenceNetmask = f.netmask
+	}
+	if given("forwarding") {
+		s.Forwarding = f.forwarding
+	}
+}
+
+func runVS(env *cliEnv, args []string) int {
+	args = moveGlobalFlags(args)
+	if len(args) == 0 {
+		fmt.Fprintln(env.stderr, "usage: ipvsctl vs add|set|rm|list|enable|disable [NAME] [flags]")
+		return exitUsage
+	}
+	verb, rest := args[0], args[1:]
+	switch verb {
+	case "list":
+		return vsList(env, rest)
+	case "add", "set":
+		return vsAddSet(env, verb, rest)
+	case "rm", "enable", "disable":
+		return vsSimple(env, verb, rest)
+	case "-h", "--help", "help":
+		fmt.Fprintln(env.stdout, "usage: ipvsctl vs add|set|rm|list|enable|disable [NAME] [flags]\n\nRun 'ipvsctl vs VERB --help' for a verb's flags.")
+		return exitOK
+	}
+	fmt.Fprintf(env.stderr, "ipvsctl vs: unknown verb %q (want add, set, rm, list, enable or disable)\n", verb)
+	return exitUsage
+}
+
+func vsAddSet(env *cliEnv, verb string, args []string) int {
+	summary := map[string]string{
+		"add": "Add a virtual service named NAME to the desired state, then reconcile the kernel.",
+		"set": "Change the given attributes of virtual service NAME, then reconcile the kernel.",
+	}[verb]
+	fs, db := env.newFlagSet("vs "+verb, "NAME [flags]", summary)
+	var sf serviceFlags
+	sf.register(fs)
+	var o writeOpts
+	o.register(fs)
+	pos, st, ok := env.parseInterspersed(fs, args)
+	if !ok {
+		return st
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(env.stderr, "ipvsctl vs %s: want exactly one service NAME, got %d arguments\n", verb, len(pos))
+		return exitUsage
+	}
+	name := pos[0]
+	return env.commitAndReconcile("vs "+verb, *db, o, func(cur *ipvsmgr.State) (string, error) {
+		if verb == "add" {
+			if _, err := findService(cur, name); err == nil {
+				return "", fmt.Errorf("%w: virtual service %q already exists (use vs set)", errUsage, name)
+			}
+			s := ipvsmgr.Service{Name: name, Servers: []ipvsmgr.Server{}}
+			sf.applyTo(fs, &s, true)
+			cur.Services = append(cur.Services, s)
+			return "vs add " + name, nil
+		}
+		i, err := findService(cur, name)
+		if err != nil {
+			return "", err
+		}
+		old := cur.Services[i]
+		sf.applyTo(fs, &cur.Services[i], false)
+		return "vs set " + name + ": " + ipvsmgr.Summary(ipvsmgr.Changes(&ipvsmgr.State{Services: []ipvsmgr.Service{old}}, &ipvsmgr.State{Services: []ipvsmgr.Service{cur.Services[i]}})), nil
+	})
+}
+
+func vsSimple(env *cliEnv, verb string, args []string) int {
+	fs, db := env.newFlagSet("vs "+verb, "NAME", map[string]string{
+		"rm":      "Remove virtual service NAME (and its real servers), then reconcile the kernel.",
+		"enable":  "Put virtual service NAME back into the kernel.",
+		"disable": "Keep virtual service NAME in the desired state but take it out of the kernel.",
+	}[verb])
+	var o writeOpts
+	o.register(fs)
+	pos, st, ok := env.parseInterspersed(fs, args)
+	if !ok {
+		return st
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(env.stderr, "ipvsctl vs %s: want exactly one service NAME, got %d arguments\n", verb, len(pos))
+		return exitUsage
+	}
+	return env.commitAndReconcile("vs "+verb, *db, o, func(cur *ipvsmgr.State) (string, error) {
+		i, err := findService(cur, pos[0])
+		if err != nil {
+			return "", err
+		}
+		switch verb {
+		case "rm":
+			cur.Services = append(cur.Services[:i], cur.Services[i+1:]...)
+		default:
+			on := verb == "enable"
+			cur.Services[i].Enabled = &on
+		}
+		return "vs " + verb + " " + pos[0], nil
+	})
+}
+
+func vsList(env *cliEnv, args []string) int {
+	fs, db := env.newFlagSet("vs list", "[--json]", "List the virtual services of the desired state.")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if st, ok := env.parseFlags(fs, args); !ok {
+		return st
+	}
+	state, rev, code := env.loadState("vs list", *db)
+	if state == nil {
+		return code
+	}
+	if *asJSON {
+		return env.printJSON("vs list", state.Services)
+	}
+	fmt.Fprintf(env.stdout, "# desired state, revision %d\n", rev)
+	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSERVICE\tSCHEDULER\tFORWARDING\tSERVERS\tENABLED")
+	for _, s := range state.Services {
+		key := fmt.Sprintf("%s %s:%d", orDefault(s.Protocol, "tcp"), s.Address, s.Port)
+		if s.FWMark != 0 {
+			key = fmt.Sprintf("fwmark %d %s", s.FWMark, s.Address)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%v\n", s.Name, key, orDefault(s.Scheduler, "wlc"),
+			orDefault(s.Forwarding, orDefault(state.Settings.Network, "dr")), len(s.Servers), s.IsEnabled())
+	}
+	tw.Flush()
+	return exitOK
+}
+
+// loadState reads the stored desired state; on failure it returns nil and the
+// exit status.
+func (env *cliEnv) loadState(verb, db string) (*ipvsmgr.State, int64, int) {
+	ctx := context.Background()
+	st, err := env.openStore(ctx, db)
+	if err != nil {
+		return nil, 0, env.fail(verb, err, false)
+	}
+	defer st.Close()
+	state, rev, err := st.Current(ctx)
+	if err != nil {
+		return nil, 0, env.fail(verb, err, false)
+	}
+	return state, rev, exitOK
+}
+
+func (env *cliEnv) printJSON(verb string, v any) int {
+	enc := json.NewEncoder(env.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return env.fail(verb, err, false)
+	}
+	return exitOK
+}
