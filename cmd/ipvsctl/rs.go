@@ -22,7 +22,7 @@ func findServer(s *ipvsmgr.Service, id string) (int, error) {
 }
 
 type serverFlags struct {
-	name, address, forwarding string
+	name, address, forwarding  string
 	port, weight, upper, lower int
 }
 
