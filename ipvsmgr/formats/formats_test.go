@@ -1,0 +1,131 @@
+package formats
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+// importFile imports a sample and checks the result against its golden JSON
+// (the sample's path + ".golden.json").
+func importFile(t *testing.T, format, path string) *ipvsmgr.State {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := Import(format, bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("import %s: %v", path, err)
+	}
+	if _, err := ipvsmgr.Compile(st); err != nil {
+		t.Fatalf("import %s: the state does not compile: %v", path, err)
+	}
+	var got bytes.Buffer
+	if err := st.Encode(&got); err != nil {
+		t.Fatal(err)
+	}
+	golden := path + ".golden.json"
+	if *update {
+		if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if d := cmp.Diff(string(want), got.String()); d != "" {
+		t.Errorf("import %s differs from %s (-want +got):\n%s", path, golden, d)
+	}
+	// The golden JSON is itself a valid document that imports to the same state.
+	again, err := Import(FormatJSON, bytes.NewReader(got.Bytes()))
+	if err != nil {
+		t.Fatalf("re-import of the golden JSON: %v", err)
+	}
+	if d := cmp.Diff(st, again, cmpopts.EquateEmpty()); d != "" {
+		t.Errorf("JSON round trip of %s (-first +second):\n%s", path, d)
+	}
+	return st
+}
+
+func samples(t *testing.T, dir string) []string {
+	t.Helper()
+	all, err := filepath.Glob(filepath.Join("testdata", dir, "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range all {
+		if strings.HasSuffix(p, ".golden.json") || strings.HasSuffix(p, ".md") || strings.HasSuffix(p, ".out") {
+			continue
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		t.Fatalf("no samples in testdata/%s", dir)
+	}
+	return out
+}
+
+// errorCase is malformed input and what its error must say.
+type errorCase struct {
+	name, in string
+	line     int
+	msg      string // substring of the message
+}
+
+func checkErrors(t *testing.T, format string, cases []errorCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st, err := Import(format, strings.NewReader(c.in))
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("want a *ParseError, got %v (state %v)", err, st)
+			}
+			if st != nil {
+				t.Errorf("a state came back with the error")
+			}
+			if pe.Format != format || pe.Line != c.line || !strings.Contains(pe.Msg, c.msg) {
+				t.Errorf("got %q (line %d), want line %d with %q", pe.Error(), pe.Line, c.line, c.msg)
+			}
+			if !strings.HasPrefix(pe.Error(), format+" line ") {
+				t.Errorf("Error() = %q, want it to start with %q", pe.Error(), format+" line ")
+			}
+		})
+	}
+}
+
+func TestFormats(t *testing.T) {
+	in, out := Formats()
+	if d := cmp.Diff([]string{"json", "ipvsadm", "lvs.cf", "keepalived"}, in); d != "" {
+		t.Error(d)
+	}
+	if d := cmp.Diff([]string{"json", "ipvsadm", "lvs.cf"}, out); d != "" {
+		t.Error(d)
+	}
+	if _, err := Import("yaml", strings.NewReader("")); err == nil || !strings.Contains(err.Error(), `"yaml"`) {
+		t.Errorf("unknown import format: %v", err)
+	}
+	if err := Export("keepalived", &ipvsmgr.State{}, &bytes.Buffer{}); err == nil {
+		t.Error("keepalived export: want an error")
+	}
+}
+
+func TestParseErrorText(t *testing.T) {
+	e := &ParseError{Format: "lvs.cf", Line: 12, Msg: "what"}
+	if e.Error() != "lvs.cf line 12: what" {
+		t.Error(e.Error())
+	}
+}

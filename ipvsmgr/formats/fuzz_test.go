@@ -1,0 +1,114 @@
+package formats
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+)
+
+// Each fuzz target feeds an importer arbitrary bytes: it must not panic, an
+// error must come with a nil state, and a state it returns must compile and
+// survive an export and a re-import.
+
+func seed(f *testing.F, dir string, extra ...string) {
+	f.Helper()
+	paths, _ := filepath.Glob(filepath.Join("testdata", dir, "*"))
+	for _, p := range paths {
+		if strings.HasSuffix(p, ".golden.json") || strings.HasSuffix(p, ".md") {
+			continue
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	for _, s := range extra {
+		f.Add([]byte(s))
+	}
+}
+
+// fuzzImport imports data; it fails on a panic (by not recovering), on an
+// error paired with a state, and on a state that does not compile.
+func fuzzImport(t *testing.T, format string, data []byte) *ipvsmgr.State {
+	st, err := Import(format, bytes.NewReader(data))
+	if err != nil {
+		if st != nil {
+			t.Fatalf("error %v came with a state", err)
+		}
+		var pe *ParseError
+		if !errors.As(err, &pe) {
+			t.Fatalf("error is not a *ParseError: %v", err)
+		}
+		if pe.Line < 1 {
+			t.Fatalf("error names line %d: %v", pe.Line, err)
+		}
+		return nil
+	}
+	if _, err := ipvsmgr.Compile(st); err != nil {
+		t.Fatalf("imported state does not compile: %v", err)
+	}
+	return st
+}
+
+// reexport checks that exporting st to format and importing that gives a
+// document that exports to the same bytes again.
+func reexport(t *testing.T, format string, st *ipvsmgr.State) {
+	var first bytes.Buffer
+	if err := Export(format, st, &first); err != nil {
+		return // a state the format cannot express is an error, not a crash
+	}
+	back, err := Import(format, bytes.NewReader(first.Bytes()))
+	if err != nil {
+		t.Fatalf("re-import of the %s export: %v\n%s", format, err, first.String())
+	}
+	var second bytes.Buffer
+	if err := Export(format, back, &second); err != nil {
+		t.Fatalf("second export: %v", err)
+	}
+	if d := cmp.Diff(first.String(), second.String()); d != "" {
+		t.Fatalf("export is not stable (-first +second):\n%s", d)
+	}
+}
+
+func FuzzImportIpvsadm(f *testing.F) {
+	seed(f, "ipvsadm", "-A -f 7 -6 -s rr\n", "--set 900 120 300\n-C\n",
+		"-A -u 198.18.0.5:5060 -s rr -p 30 --pe sip\n-a -u 198.18.0.5:5060 -r 198.18.2.11:5060 -i -w 1 --tun-type gue --tun-port 6080 --tun-nocsum\n")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st := fuzzImport(t, FormatIpvsadm, data)
+		if st == nil {
+			return
+		}
+		reexport(t, FormatIpvsadm, st)
+		reexport(t, FormatJSON, st)
+	})
+}
+
+func FuzzImportJSON(f *testing.F) {
+	seed(f, "json", `{"services":[{"fwmark":5,"address":"198.18.0.101","interface":"eth0","scheduler":"mh","scheduler_flags":["port"],"match":[{"protocol":"tcp","ports":[80,443]}],"servers":[{"address":"198.18.0.11"}]}]}`)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st := fuzzImport(t, FormatJSON, data)
+		if st == nil {
+			return
+		}
+		var out bytes.Buffer
+		if err := Export(FormatJSON, st, &out); err != nil {
+			t.Fatal(err)
+		}
+		back, err := Import(FormatJSON, &out)
+		if err != nil {
+			t.Fatalf("re-import: %v", err)
+		}
+		if d := cmp.Diff(st, back, cmpopts.EquateEmpty()); d != "" {
+			t.Fatalf("JSON round trip:\n%s", d)
+		}
+		reexport(t, FormatIpvsadm, st)
+	})
+}

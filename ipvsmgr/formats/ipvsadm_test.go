@@ -1,0 +1,149 @@
+package formats
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+)
+
+func TestImportIpvsadmSamples(t *testing.T) {
+	for _, p := range samples(t, "ipvsadm") {
+		if strings.HasSuffix(p, "names.s") {
+			continue // saved without -n: an error, see TestImportIpvsadmErrors
+		}
+		t.Run(p, func(t *testing.T) { importFile(t, FormatIpvsadm, p) })
+	}
+}
+
+// TestIpvsadmRoundTrip: what `ipvsadm -S -n` printed in the VM comes back
+// byte for byte after import and export.
+func TestIpvsadmRoundTrip(t *testing.T) {
+	data, err := os.ReadFile("testdata/ipvsadm/full.sn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := Import(FormatIpvsadm, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := Export(FormatIpvsadm, st, &out); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(string(data), out.String()); d != "" {
+		t.Errorf("round trip (-saved +exported):\n%s", d)
+	}
+}
+
+// The restore file the capture was made from: same table, other order and
+// spellings (-p without a timeout, thresholds, ipvsadm's order of options).
+func TestIpvsadmRestoreFileMatchesSave(t *testing.T) {
+	a := importFile(t, FormatIpvsadm, "testdata/ipvsadm/full.rules")
+	data, _ := os.ReadFile("testdata/ipvsadm/full.sn")
+	b, err := Import(FormatIpvsadm, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(s ipvsmgr.Service) string {
+		return s.Protocol + s.Address + string(rune(s.Port)) + string(rune(s.FWMark))
+	}
+	byKey := map[string]ipvsmgr.Service{}
+	for _, s := range b.Services {
+		byKey[key(s)] = s
+	}
+	for _, s := range a.Services {
+		want := byKey[key(s)]
+		// ipvsadm -S does not save thresholds.
+		for j := range s.Servers {
+			s.Servers[j].UpperThreshold, s.Servers[j].LowerThreshold = 0, 0
+		}
+		if d := cmp.Diff(want, s); d != "" {
+			t.Errorf("service %s %s:%d: (-saved +restore file)\n%s", s.Protocol, s.Address, s.Port, d)
+		}
+	}
+}
+
+func TestExportIpvsadmThresholdsAndDisabled(t *testing.T) {
+	off := false
+	st := &ipvsmgr.State{Settings: ipvsmgr.Settings{Network: "nat", TCPTimeout: 900, TCPFinTimeout: 120, UDPTimeout: 300},
+		Services: []ipvsmgr.Service{
+			{Name: "web", Address: "198.18.0.100", Port: 80, Interface: "eth0", Servers: []ipvsmgr.Server{
+				{Address: "198.18.1.11", Port: 8080, UpperThreshold: 100, LowerThreshold: 10},
+				{Address: "198.18.1.12", Enabled: &off},
+			}},
+			{Name: "off", Address: "198.18.0.100", Port: 81, Enabled: &off},
+		}}
+	var out bytes.Buffer
+	if err := Export(FormatIpvsadm, st, &out); err != nil {
+		t.Fatal(err)
+	}
+	want := "--set 900 120 300\n" +
+		"-A -t 198.18.0.100:80 -s wlc\n" +
+		"-a -t 198.18.0.100:80 -r 198.18.1.11:8080 -m -w 1 -x 100 -y 10\n"
+	if d := cmp.Diff(want, out.String()); d != "" {
+		t.Error(d)
+	}
+	back, err := Import(FormatIpvsadm, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs := back.Services[0].Servers[0]; rs.UpperThreshold != 100 || rs.LowerThreshold != 10 || back.Settings.TCPTimeout != 900 {
+		t.Errorf("thresholds or timeouts lost: %+v %+v", rs, back.Settings)
+	}
+}
+
+func TestIpvsadmKeepsWhatTheModelLacks(t *testing.T) {
+	in := "-A -u 198.18.0.5:5060 -s rr -p 30 --pe sip\n" +
+		"-a -u 198.18.0.5:5060 -r 198.18.2.11:5060 -i -w 1 --tun-type gue --tun-port 6080 --tun-nocsum\n" +
+		"-A -f 7 -6 -s rr\n"
+	st, err := Import(FormatIpvsadm, strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ipvsmgr.ImportedKey{
+		{Source: "ipvsadm", Line: 1, Scope: "-u 198.18.0.5:5060", Key: "--pe", Value: "sip"},
+		{Source: "ipvsadm", Line: 2, Scope: "-u 198.18.0.5:5060 -r 198.18.2.11:5060", Key: "--tun-type", Value: "gue"},
+		{Source: "ipvsadm", Line: 2, Scope: "-u 198.18.0.5:5060 -r 198.18.2.11:5060", Key: "--tun-port", Value: "6080"},
+		{Source: "ipvsadm", Line: 2, Scope: "-u 198.18.0.5:5060 -r 198.18.2.11:5060", Key: "--tun-nocsum"},
+		{Source: "ipvsadm", Line: 3, Scope: "-f 7 -6", Key: "-6"},
+	}
+	if d := cmp.Diff(want, st.Imported); d != "" {
+		t.Error(d)
+	}
+	var out bytes.Buffer
+	if err := Export(FormatIpvsadm, st, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != in {
+		t.Errorf("round trip:\n%s\nwant:\n%s", out.String(), in)
+	}
+}
+
+func TestImportIpvsadmErrors(t *testing.T) {
+	names, err := os.ReadFile("testdata/ipvsadm/names.s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkErrors(t, FormatIpvsadm, []errorCase{
+		{"saved without -n", string(names), 1, "ipvsadm -S -n"},
+		{"host name", "-A -t 198.18.0.1:80 -s rr\n-a -t 198.18.0.1:80 -r web1.example.com:80 -g -w 1\n", 2, "ipvsadm -S -n"},
+		{"unknown command", "-A -t 198.18.0.1:80 -s rr\n\n-E -t 198.18.0.1:80 -s wlc\n", 3, `"-E" is not a command`},
+		{"server before service", "-a -t 198.18.0.1:80 -r 198.18.0.2:80 -g -w 1\n", 1, "no -A line before it defines"},
+		{"duplicate service", "-A -t 198.18.0.1:80 -s rr\n-A -t 198.18.0.1:80 -s wlc\n", 2, "already defined on line 1"},
+		{"bad weight", "-A -t 198.18.0.1:80 -s rr\n-a -t 198.18.0.1:80 -r 198.18.0.2:80 -g -w heavy\n", 2, `-w "heavy"`},
+		{"missing value", "-A -t 198.18.0.1:80 -s\n", 1, "-s needs a value"},
+		{"unknown scheduler", "-A -t 198.18.0.1:80 -s fastest\n", 1, `"fastest" is not a scheduler`},
+		{"bad flag", "-A -t 198.18.0.1:80 -s sh -b sh-magic\n", 1, `"sh-magic" is not a scheduler flag`},
+		{"no port", "-A -t 198.18.0.1 -s rr\n", 1, "needs a port"},
+		{"bad mark", "-A -f zero -s rr\n", 1, "firewall mark"},
+		{"family mix", "-A -t 198.18.0.1:80 -s rr\n-a -t 198.18.0.1:80 -r [2001:db8::1]:80 -g -w 1\n", 2, "IPv4 service cannot have an IPv6 real server"},
+		{"second problem named", "-A -t 198.18.0.1:80 -s rr\n-a -t 198.18.0.1:80 -r 198.18.0.2:80 -g -w 1\n-A -t 198.18.0.1:81 -s nope\n", 3, "nope"},
+		{"set", "--set 1 2\n", 1, "three timeouts"},
+		{"bad bracket", "-A -t [2001:db8::1:80 -s rr\n", 1, "missing ]"},
+		{"-6 on address", "-A -t 198.18.0.1:80 -6 -s rr\n", 1, "-6 is for fwmark"},
+	})
+}

@@ -1,0 +1,30 @@
+-A -t 198.18.0.100:http -s wlc
+-a -t 198.18.0.100:http -r 198.18.0.11:http -g -w 1
+-a -t 198.18.0.100:http -r 198.18.0.12:http -g -w 3
+-a -t 198.18.0.100:http -r 198.18.0.13:http -g -w 0
+-A -t 198.18.0.100:https -s sh -p 600 -M 255.255.255.0 -b sh-fallback,sh-port
+-a -t 198.18.0.100:https -r 198.18.0.11:https -g -w 1
+-a -t 198.18.0.100:https -r 198.18.0.12:https -g -w 1
+-A -t 198.18.0.102:http-alt -s mh -b mh-port
+-a -t 198.18.0.102:http-alt -r 198.18.2.11:http-alt -i -w 1 --tun-type ipip
+-a -t 198.18.0.102:http-alt -r 198.18.2.12:http-alt -i -w 1 --tun-type ipip
+-A -t 198.18.0.104:http -s mh -b mh-fallback
+-a -t 198.18.0.104:http -r 198.18.0.11:http -g -w 1
+-A -t 198.18.0.106:smtp -s lblcr -p 360
+-a -t 198.18.0.106:smtp -r 198.18.0.11:smtp -g -w 1
+-A -u 198.18.0.101:domain -s rr -o
+-a -u 198.18.0.101:domain -r 198.18.1.11:mdns -m -w 1
+-a -u 198.18.0.101:domain -r 198.18.1.12:mdns -m -w 2
+-A -u 198.18.0.105:syslog -s sh -o -b sh-fallback
+-a -u 198.18.0.105:syslog -r 198.18.0.11:syslog -g -w 1
+-A --sctp-service 198.18.0.103:3868 -s rr
+-a --sctp-service 198.18.0.103:3868 -r 198.18.0.11:3868 -g -w 1
+-A -t [2001:db8::100]:http -s rr
+-a -t [2001:db8::100]:http -r [2001:db8::11]:http -g -w 1
+-a -t [2001:db8::100]:http -r [2001:db8::12]:http-alt -m -w 1
+-A -f 5 -s wrr -p 300
+-a -f 5 -r 198.18.0.11:0 -g -w 2
+-a -f 5 -r 198.18.0.12:0 -g -w 1
+-A -f 7 -6 -s lc -p 60 -M 64
+-a -f 7 -6 -r [2001:db8::11]:0 -g -w 1
+-A -f 9 -s fo -o
