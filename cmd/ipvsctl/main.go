@@ -26,6 +26,8 @@ func commands() map[string]command {
 		"rs":         {"real servers in the desired state: add|set|rm|list|drain|enable|disable", runRS},
 		"history":    {"list the revisions of the desired state, or show one", runHistory},
 		"rollback":   {"return to a revision's desired state and reconcile", runRollback},
+		"export":     {"print the desired state as JSON, an ipvsadm -R script or Piranha's lvs.cf", runExport},
+		"import":     {"replace the desired state with a JSON, ipvsadm -S, lvs.cf or keepalived.conf file", runImport},
 	}
 }
 

@@ -107,3 +107,28 @@ func TestRestore(t *testing.T) {
 		t.Fatalf("restored table differs from the one before: %v", ops)
 	}
 }
+
+func TestImportExport(t *testing.T) {
+	k := fakekernel.New()
+	db := filepath.Join(t.TempDir(), "ipvsctl.db")
+	saved := "-A -t 198.18.0.100:80 -s wrr\n-a -t 198.18.0.100:80 -r 198.18.0.11:80 -g -w 3\n-a -t 198.18.0.100:80 -r 198.18.0.12:80 -g -w 1\n"
+	r := runCLI(t, k, "--db", db, "import", "--format", "ipvsadm", writeDoc(t, saved))
+	if r.code != 0 || !strings.Contains(r.stdout, "3 changes applied, 0 failed") {
+		t.Fatalf("import: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, k, "--db", db, "export", "--format", "ipvsadm")
+	if r.code != 0 || r.stdout != saved {
+		t.Fatalf("export round trip: %d\n%q\nwant\n%q", r.code, r.stdout, saved)
+	}
+	// Malformed input names the line and leaves the stored state alone.
+	r = runCLI(t, k, "--db", db, "import", "--format", "ipvsadm", writeDoc(t, saved+"-a -t 198.18.0.100:80 -r bogus -g\n"))
+	if r.code != 2 || !strings.Contains(r.stderr, "line 4") {
+		t.Fatalf("bad import: %d\n%s", r.code, r.stderr)
+	}
+	if r = runCLI(t, k, "--db", db, "export"); !strings.Contains(r.stdout, `"198.18.0.12"`) {
+		t.Fatalf("stored state changed by a failed import:\n%s", r.stdout)
+	}
+	if r = runCLI(t, k, "--db", db, "export", "--format", "xml"); r.code != 2 {
+		t.Fatalf("unknown format: %d %s", r.code, r.stderr)
+	}
+}
