@@ -112,3 +112,15 @@ func FuzzImportJSON(f *testing.F) {
 		reexport(t, FormatIpvsadm, st)
 	})
 }
+
+func FuzzImportLVSCF(f *testing.F) {
+	seed(f, "lvs.cf", "virtual web\n{\naddress = 198.18.0.1\nport = 80\nserver a\n{\naddress = 198.18.0.2\n}\n}\n")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st := fuzzImport(t, FormatLVSCF, data)
+		if st == nil {
+			return
+		}
+		reexport(t, FormatLVSCF, st)
+		reexport(t, FormatIpvsadm, st)
+	})
+}

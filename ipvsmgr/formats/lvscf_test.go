@@ -1,0 +1,148 @@
+package formats
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+)
+
+func TestImportLVSCFSamples(t *testing.T) {
+	for _, p := range samples(t, "lvs.cf") {
+		t.Run(p, func(t *testing.T) { importFile(t, FormatLVSCF, p) })
+	}
+}
+
+// TestLVSCFRoundTrip: import, export, import again gives the same state,
+// imported keys included (only their line numbers move).
+func TestLVSCFRoundTrip(t *testing.T) {
+	for _, p := range samples(t, "lvs.cf") {
+		t.Run(p, func(t *testing.T) {
+			first := importFile(t, FormatLVSCF, p)
+			var out bytes.Buffer
+			if err := Export(FormatLVSCF, first, &out); err != nil {
+				t.Fatal(err)
+			}
+			second, err := Import(FormatLVSCF, bytes.NewReader(out.Bytes()))
+			if err != nil {
+				t.Fatalf("re-import: %v\n%s", err, out.String())
+			}
+			noLines := cmpopts.IgnoreFields(ipvsmgr.ImportedKey{}, "Line")
+			byScopeKey := cmpopts.SortSlices(func(a, b ipvsmgr.ImportedKey) bool {
+				return a.Scope+"\x00"+a.Key+"\x00"+a.Value < b.Scope+"\x00"+b.Key+"\x00"+b.Value
+			})
+			if d := cmp.Diff(first, second, noLines, byScopeKey); d != "" {
+				t.Errorf("round trip (-first +second):\n%s\nexported:\n%s", d, out.String())
+			}
+			if len(first.Imported) == 0 {
+				t.Error("sample keeps no imported keys; the round trip proves nothing about them")
+			}
+		})
+	}
+}
+
+func TestExportLVSCF(t *testing.T) {
+	st, err := Import(FormatLVSCF, strings.NewReader(`primary = 198.18.0.2
+network = nat
+nat_router = 198.18.1.254 eth1:1
+virtual web {
+     address = 198.18.0.100 eth0:1
+     port = 80
+     send = "GET / HTTP/1.0\r\n\r\n"
+     server a {
+         address = 198.18.1.11
+         port = 8080
+         nmask = 255.255.255.255
+     }
+}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Services = append(st.Services, ipvsmgr.Service{Address: "198.18.0.100", Port: 443, Interface: "eth0",
+		Servers: []ipvsmgr.Server{{Address: "198.18.1.11"}}})
+	var out bytes.Buffer
+	if err := Export(FormatLVSCF, st, &out); err != nil {
+		t.Fatal(err)
+	}
+	want := `primary = 198.18.0.2
+service = lvs
+network = nat
+nat_router = 198.18.1.254 eth1:1
+virtual web {
+    active = 1
+    address = 198.18.0.100 eth0:1
+    port = 80
+    protocol = tcp
+    scheduler = wlc
+    send = "GET / HTTP/1.0\r\n\r\n"
+    server a {
+        address = 198.18.1.11
+        active = 1
+        port = 8080
+        weight = 1
+        nmask = 255.255.255.255
+    }
+}
+virtual vs1 {
+    active = 1
+    address = 198.18.0.100 eth0:1
+    port = 443
+    protocol = tcp
+    scheduler = wlc
+    server rs1 {
+        address = 198.18.1.11
+        active = 1
+        weight = 1
+    }
+}
+`
+	if d := cmp.Diff(want, out.String()); d != "" {
+		t.Error(d)
+	}
+}
+
+func TestExportLVSCFRefusesWhatItCannotSay(t *testing.T) {
+	st := &ipvsmgr.State{Settings: ipvsmgr.Settings{Network: "dr"}, Services: []ipvsmgr.Service{
+		{Name: "dns", Protocol: "udp", Address: "198.18.0.1", Port: 53, OnePacket: true, Forwarding: "nat",
+			Servers: []ipvsmgr.Server{{Address: "198.18.1.1", UpperThreshold: 10}}},
+		{Name: "sip", Protocol: "sctp", Address: "198.18.0.1", Port: 5060, Scheduler: "sh", SchedulerFlags: []string{"port"},
+			Servers: []ipvsmgr.Server{{Address: "198.18.0.11", Forwarding: "tun"}}},
+	}}
+	err := Export(FormatLVSCF, st, &bytes.Buffer{})
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	for _, want := range []string{"services[0].forwarding", "services[0].one_packet", "services[0].servers[0]: lvs.cf has no connection thresholds",
+		"services[1].protocol", "services[1].scheduler_flags", "services[1].servers[0].forwarding"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not name %s: %v", want, err)
+		}
+	}
+}
+
+func TestImportLVSCFErrors(t *testing.T) {
+	checkErrors(t, FormatLVSCF, []errorCase{
+		{"bad network", "primary = 198.18.0.2\nnetwork = bridge\n", 2, `network "bridge"`},
+		{"unclosed", "virtual web {\n  address = 198.18.0.1 eth0:1\n  port = 80\n", 1, "not closed"},
+		{"stray brace", "network = nat\n}\n", 2, "closes no block"},
+		{"server outside", "server a {\n}\n", 1, "outside a virtual block"},
+		{"nested virtual", "virtual a {\nvirtual b {\n", 2, "inside virtual a"},
+		{"no address", "virtual web {\n  port = 80\n}\n", 1, "has no address"},
+		{"bad address", "virtual web {\n  address = www.example.com eth0:1\n}\n", 2, "not an IP address"},
+		{"bad server address", "virtual web {\n  address = 198.18.0.1\n  port = 80\n  server a {\n    address = web1\n  }\n}\n", 5, "not an IP address"},
+		{"bad active", "virtual web {\n  address = 198.18.0.1\n  active = yes\n}\n", 3, "want 0 or 1"},
+		{"bad port", "virtual web {\n  address = 198.18.0.1\n  port = http\n}\n", 3, `port "http"`},
+		{"bad protocol", "virtual web {\n  address = 198.18.0.1\n  port = 80\n  protocol = icmp\n}\n", 4, "want tcp or udp"},
+		{"bad scheduler", "virtual web {\n  address = 198.18.0.1\n  port = 80\n  scheduler = best\n}\n", 4, `"best" is not a scheduler`},
+		{"bad weight", "virtual web {\n  address = 198.18.0.1\n  port = 80\n  server a {\n    address = 198.18.0.2\n    weight = 70000\n  }\n}\n", 6, "70000 is out of range"},
+		{"dr port change", "network = direct\nvirtual web {\n  address = 198.18.0.1\n  port = 80\n  server a {\n    address = 198.18.0.2\n    port = 8080\n  }\n}\n", 7, "dr forwarding cannot change the port"},
+		{"duplicate names", "virtual web {\n  address = 198.18.0.1\n  port = 80\n}\nvirtual web {\n  address = 198.18.0.1\n  port = 81\n}\n", 5, "already the name"},
+		{"no brace", "virtual web\naddress = 198.18.0.1\n", 2, "want { to open virtual web"},
+		{"garbage", "primary = 198.18.0.2\n{ what\n", 2, "want KEY = VALUE"},
+		{"missing port", "virtual web {\n  address = 198.18.0.1\n}\n", 1, "services[0].port"},
+	})
+}
