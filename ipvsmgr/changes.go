@@ -140,3 +140,48 @@ func Summary(changes []string) string {
 	}
 	return fmt.Sprintf("%s; %s; and %d more changes", changes[0], changes[1], len(changes)-2)
 }
+
+// ChangesSince is Changes from a stored document (the compact JSON of a
+// State) to new. Only the services whose JSON differs are decoded, so a
+// large state with a small change costs little more than one scan.
+func ChangesSince(old []byte, new *State) ([]string, error) {
+	var raw struct {
+		Settings Settings          `json:"settings"`
+		Services []json.RawMessage `json:"services"`
+		Imported []ImportedKey     `json:"imported"`
+	}
+	if len(old) > 0 {
+		if err := json.Unmarshal(old, &raw); err != nil {
+			return nil, fmt.Errorf("read stored state: %w", err)
+		}
+	}
+	same := make(map[string]bool, len(raw.Services))
+	for i := range new.Services {
+		b, err := json.Marshal(&new.Services[i])
+		if err != nil {
+			return nil, err
+		}
+		same[string(b)] = true
+	}
+	oldSub := &State{Settings: raw.Settings, Imported: raw.Imported}
+	kept := map[string]bool{}
+	for _, r := range raw.Services {
+		if same[string(r)] {
+			kept[string(r)] = true
+			continue
+		}
+		var s Service
+		if err := json.Unmarshal(r, &s); err != nil {
+			return nil, fmt.Errorf("read stored state: %w", err)
+		}
+		oldSub.Services = append(oldSub.Services, s)
+	}
+	newSub := &State{Settings: new.Settings, Imported: new.Imported}
+	for i := range new.Services {
+		b, _ := json.Marshal(&new.Services[i])
+		if !kept[string(b)] {
+			newSub.Services = append(newSub.Services, new.Services[i])
+		}
+	}
+	return Changes(oldSub, newSub), nil
+}

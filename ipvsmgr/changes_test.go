@@ -1,6 +1,7 @@
 package ipvsmgr
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -35,5 +36,30 @@ func TestChanges(t *testing.T) {
 	}
 	if c := Changes(new, new); len(c) != 0 {
 		t.Errorf("no change listed %v", c)
+	}
+}
+
+func TestChangesSinceMatchesChanges(t *testing.T) {
+	w3, w0 := 3, 0
+	old := &State{Services: []Service{
+		{Name: "same", Address: "198.18.0.99", Port: 80, Servers: []Server{{Address: "198.18.0.11"}}},
+		{Name: "web", Address: "198.18.0.100", Port: 80, Servers: []Server{{Name: "r2", Address: "198.18.0.12", Weight: &w3}}},
+		{Name: "gone", Address: "198.18.0.101", Port: 80},
+	}}
+	new := &State{Settings: Settings{Network: "nat"}, Services: []Service{
+		{Name: "same", Address: "198.18.0.99", Port: 80, Servers: []Server{{Address: "198.18.0.11"}}},
+		{Name: "web", Address: "198.18.0.100", Port: 80, Servers: []Server{{Name: "r2", Address: "198.18.0.12", Weight: &w0}}},
+		{Name: "new", Address: "198.18.0.102", Port: 80},
+	}}
+	doc, _ := json.Marshal(old)
+	got, err := ChangesSince(doc, new)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(Changes(old, new), got); d != "" {
+		t.Fatalf("(-Changes +ChangesSince):\n%s", d)
+	}
+	if got, _ := ChangesSince(nil, new); len(got) != 4 {
+		t.Fatalf("from nothing: %v", got)
 	}
 }

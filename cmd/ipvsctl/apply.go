@@ -42,15 +42,58 @@ func runApply(env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "ipvsctl apply: -f FILE is required and no other arguments are taken")
 		return exitUsage
 	}
-	doc, _, err := readDocument(*file)
+	doc, desired, err := readDocument(*file)
 	if err != nil {
 		return env.fail("apply", err, isInvalid(err))
 	}
-	return env.commitAndReconcile("apply", *db, o, func(cur *ipvsmgr.State) (string, error) {
-		summary := "apply -f " + *file + ": " + ipvsmgr.Summary(ipvsmgr.Changes(cur, doc))
-		*cur = *doc
-		return summary, nil
-	})
+	return env.replaceAndReconcile("apply", *db, "apply -f "+*file, o, doc, desired)
+}
+
+// replaceAndReconcile stores doc as the whole desired state (a new revision
+// unless it equals the current one), then makes the kernel match it.
+func (env *cliEnv) replaceAndReconcile(verb, db, label string, o writeOpts, doc *ipvsmgr.State, desired *ipvsmgr.Desired) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	st, err := env.openStore(ctx, db)
+	if err != nil {
+		return env.fail(verb, err, false)
+	}
+	defer st.Close()
+	for attempt := 0; ; attempt++ {
+		base, cur, err := st.CurrentDocument(ctx)
+		if err != nil {
+			return env.fail(verb, err, false)
+		}
+		changes, err := ipvsmgr.ChangesSince(cur, doc)
+		if err != nil {
+			return env.fail(verb, err, false)
+		}
+		rev, changed, err := st.Commit(ctx, base, doc, env.author(), "cli", label+": "+ipvsmgr.Summary(changes))
+		var stale *store.StaleError
+		if errors.As(err, &stale) && attempt < 50 {
+			continue // another writer got in between: describe the change again
+		}
+		if err != nil {
+			return env.fail(verb, err, false)
+		}
+		env.reportCommit(rev, changed, o)
+		break
+	}
+	if o.noApply {
+		return exitOK
+	}
+	return env.reconcile(ctx, verb, st, desired, o)
+}
+
+func (env *cliEnv) reportCommit(rev int64, changed bool, o writeOpts) {
+	if o.asJSON {
+		return
+	}
+	if changed {
+		fmt.Fprintf(env.stderr, "stored revision %d\n", rev)
+	} else {
+		fmt.Fprintf(env.stderr, "desired state unchanged (revision %d)\n", rev)
+	}
 }
 
 // commitAndReconcile changes the stored desired state with change (retried
@@ -64,42 +107,29 @@ func (env *cliEnv) commitAndReconcile(verb, db string, o writeOpts, change func(
 		return env.fail(verb, err, false)
 	}
 	defer st.Close()
+	var desired *ipvsmgr.Desired
 	rev, changed, err := st.Update(ctx, env.author(), "cli", func(cur *ipvsmgr.State) (string, error) {
 		summary, err := change(cur)
 		if err != nil {
 			return "", err
 		}
-		if _, err := ipvsmgr.Compile(cur); err != nil {
+		if desired, err = ipvsmgr.Compile(cur); err != nil {
 			return "", err
 		}
 		return summary, nil
 	})
 	if err != nil {
-		return env.fail(verb, err, isInvalid(err) || errors.Is(err, errUsage))
+		return env.fail(verb, err, isInvalid(err))
 	}
-	if !o.asJSON {
-		if changed {
-			fmt.Fprintf(env.stderr, "stored revision %d\n", rev)
-		} else {
-			fmt.Fprintf(env.stderr, "desired state unchanged (revision %d)\n", rev)
-		}
-	}
+	env.reportCommit(rev, changed, o)
 	if o.noApply {
 		return exitOK
 	}
-	return env.reconcileStored(ctx, verb, st, o)
+	return env.reconcile(ctx, verb, st, desired, o)
 }
 
-// reconcileStored makes the kernel match the stored desired state.
-func (env *cliEnv) reconcileStored(ctx context.Context, verb string, st *store.Store, o writeOpts) int {
-	state, _, err := st.Current(ctx)
-	if err != nil {
-		return env.fail(verb, err, false)
-	}
-	desired, err := ipvsmgr.Compile(state)
-	if err != nil {
-		return env.fail(verb, fmt.Errorf("stored desired state: %w", err), false)
-	}
+// reconcile makes the kernel match desired, waiting for drains unless told not to.
+func (env *cliEnv) reconcile(ctx context.Context, verb string, st *store.Store, desired *ipvsmgr.Desired, o writeOpts) int {
 	rec, closeKernel, err := env.reconciler(st, env.logger(slog.LevelWarn))
 	if err != nil {
 		return env.fail(verb, err, false)

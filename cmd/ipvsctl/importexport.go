@@ -65,9 +65,9 @@ func runImport(env *cliEnv, args []string) int {
 	for _, k := range doc.Imported {
 		fmt.Fprintf(env.stderr, "kept, no equivalent yet: %s line %d: %s %s = %q\n", k.Source, k.Line, k.Scope, k.Key, k.Value)
 	}
-	return env.commitAndReconcile("import", *db, o, func(cur *ipvsmgr.State) (string, error) {
-		summary := fmt.Sprintf("import --format %s %s: %s", *format, pos[0], ipvsmgr.Summary(ipvsmgr.Changes(cur, doc)))
-		*cur = *doc
-		return summary, nil
-	})
+	desired, err := ipvsmgr.Compile(doc)
+	if err != nil {
+		return env.fail("import", err, true)
+	}
+	return env.replaceAndReconcile("import", *db, fmt.Sprintf("import --format %s %s", *format, pos[0]), o, doc, desired)
 }

@@ -179,6 +179,21 @@ func (s *Store) Current(ctx context.Context) (*ipvsmgr.State, int64, error) {
 	return st, id, err
 }
 
+// CurrentDocument returns the current revision and its document as stored
+// (compact JSON), without decoding it; nil before the first change.
+func (s *Store) CurrentDocument(ctx context.Context) (int64, []byte, error) {
+	var id int64
+	var doc string
+	err := s.db.QueryRowContext(ctx, `SELECT id, state FROM revisions ORDER BY id DESC LIMIT 1`).Scan(&id, &doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil, nil
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("read desired state: %w", busy(err))
+	}
+	return id, []byte(doc), nil
+}
+
 // CurrentRevision returns the number of the current revision (0 if none).
 func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
 	var id int64
