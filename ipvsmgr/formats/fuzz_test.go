@@ -124,3 +124,15 @@ func FuzzImportLVSCF(f *testing.F) {
 		reexport(t, FormatIpvsadm, st)
 	})
 }
+
+func FuzzImportKeepalived(f *testing.F) {
+	seed(f, "keepalived", "virtual_server 198.18.0.1 80\n{\n lb_kind DR\n real_server 198.18.0.2 80 { weight 2 }\n}\n", "a {\n\"b\" }\n! c\n")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st := fuzzImport(t, FormatKeepalived, data)
+		if st == nil {
+			return
+		}
+		reexport(t, FormatIpvsadm, st)
+		reexport(t, FormatJSON, st)
+	})
+}
