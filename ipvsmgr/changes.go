@@ -156,12 +156,14 @@ func ChangesSince(old []byte, new *State) ([]string, error) {
 		}
 	}
 	same := make(map[string]bool, len(raw.Services))
+	encoded := make([]string, len(new.Services))
 	for i := range new.Services {
 		b, err := json.Marshal(&new.Services[i])
 		if err != nil {
 			return nil, err
 		}
-		same[string(b)] = true
+		encoded[i] = string(b)
+		same[encoded[i]] = true
 	}
 	oldSub := &State{Settings: raw.Settings, Imported: raw.Imported}
 	kept := map[string]bool{}
@@ -178,8 +180,7 @@ func ChangesSince(old []byte, new *State) ([]string, error) {
 	}
 	newSub := &State{Settings: new.Settings, Imported: new.Imported}
 	for i := range new.Services {
-		b, _ := json.Marshal(&new.Services[i])
-		if !kept[string(b)] {
+		if !kept[encoded[i]] {
 			newSub.Services = append(newSub.Services, new.Services[i])
 		}
 	}

@@ -228,13 +228,19 @@ func serviceArgs(s *VirtualService) string {
 }
 
 func destArgs(d *Destination) string {
-	fwd := map[Forwarding]string{ForwardNAT: "-m", ForwardTUN: "-i", ForwardDR: "-g", ForwardLocal: "-g"}[d.Forward]
-	s := fmt.Sprintf("-r %s %s -w %d", d.Key, fwd, d.Weight)
+	fwd := "-g"
+	switch d.Forward {
+	case ForwardNAT:
+		fwd = "-m"
+	case ForwardTUN:
+		fwd = "-i"
+	}
+	s := "-r " + d.Key.String() + " " + fwd + " -w " + strconv.FormatUint(uint64(d.Weight), 10)
 	if d.UpperThreshold != 0 {
-		s += fmt.Sprintf(" -x %d", d.UpperThreshold)
+		s += " -x " + strconv.FormatUint(uint64(d.UpperThreshold), 10)
 	}
 	if d.LowerThreshold != 0 {
-		s += fmt.Sprintf(" -y %d", d.LowerThreshold)
+		s += " -y " + strconv.FormatUint(uint64(d.LowerThreshold), 10)
 	}
 	return s
 }

@@ -185,6 +185,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, d *Desired) (*Result, error)
 	res.Draining = drains
 	newLed.Drains = drains
 	errs := r.Kernel.Apply(ctx, ops)
+	logChanges := r.Log.Enabled(ctx, slog.LevelInfo)
 	for i, op := range ops {
 		name := "timeouts"
 		if op.Service != nil {
@@ -192,14 +193,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, d *Desired) (*Result, error)
 				name = op.Service.Key.String()
 			}
 		}
+		change := op.String()
 		if errs[i] != nil {
-			res.Failures = append(res.Failures, Failure{Service: name, Change: op.String(), Err: errs[i].Error()})
-			r.Log.Error("kernel change failed", "service", name, "change", op.String(), "err", errs[i])
+			res.Failures = append(res.Failures, Failure{Service: name, Change: change, Err: errs[i].Error()})
+			r.Log.Error("kernel change failed", "service", name, "change", change, "err", errs[i])
 			continue
 		}
 		res.Applied = append(res.Applied, op)
-		res.Changes = append(res.Changes, op.String())
-		r.Log.Info("kernel changed", "service", name, "change", op.String())
+		res.Changes = append(res.Changes, change)
+		if logChanges {
+			r.Log.Info("kernel changed", "service", name, "change", change)
+		}
 	}
 	newLed.Services = ownedServices(d, actual, led, ops, errs)
 	r.removeStaleVIPs(ctx, d, led, newLed, res)

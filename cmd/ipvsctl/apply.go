@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,7 +17,7 @@ import (
 
 // writeOpts are the flags every writing verb shares.
 type writeOpts struct {
-	noApply, noWait, asJSON bool
+	noApply, noWait, asJSON, verbose bool
 }
 
 func (o *writeOpts) register(fs interface {
@@ -25,6 +26,7 @@ func (o *writeOpts) register(fs interface {
 	fs.BoolVar(&o.noApply, "no-apply", false, "only store the change; do not touch the kernel")
 	fs.BoolVar(&o.noWait, "no-wait", false, "do not wait for draining real servers; a later reconcile deletes them")
 	fs.BoolVar(&o.asJSON, "json", false, "print the result as JSON")
+	fs.BoolVar(&o.verbose, "v", false, fmt.Sprintf("list every kernel change (past %d they are counted)", maxListedChanges))
 }
 
 func runApply(env *cliEnv, args []string) int {
@@ -59,16 +61,24 @@ func (env *cliEnv) replaceAndReconcile(verb, db, label string, o writeOpts, doc 
 		return env.fail(verb, err, false)
 	}
 	defer st.Close()
+	enc, err := store.Encode(doc)
+	if err != nil {
+		return env.fail(verb, err, false)
+	}
 	for attempt := 0; ; attempt++ {
 		base, cur, err := st.CurrentDocument(ctx)
 		if err != nil {
 			return env.fail(verb, err, false)
 		}
+		if base != 0 && bytes.Equal(cur, enc) {
+			env.reportCommit(base, false, o)
+			break
+		}
 		changes, err := ipvsmgr.ChangesSince(cur, doc)
 		if err != nil {
 			return env.fail(verb, err, false)
 		}
-		rev, changed, err := st.Commit(ctx, base, doc, env.author(), "cli", label+": "+ipvsmgr.Summary(changes))
+		rev, changed, err := st.CommitDocument(ctx, base, enc, env.author(), "cli", label+": "+ipvsmgr.Summary(changes))
 		var stale *store.StaleError
 		if errors.As(err, &stale) && attempt < 50 {
 			continue // another writer got in between: describe the change again
@@ -157,22 +167,26 @@ func (env *cliEnv) reconcile(ctx context.Context, verb string, st *store.Store, 
 		total.Failures = append(total.Failures, res.Failures...)
 		total.Draining = res.Draining
 	}
-	printResult(env, &total, o.asJSON)
+	printResult(env, &total, o.asJSON, o.verbose)
 	if len(total.Failures) > 0 {
 		return exitFail
 	}
 	return exitOK
 }
 
-func printResult(env *cliEnv, res *ipvsmgr.Result, asJSON bool) {
+func printResult(env *cliEnv, res *ipvsmgr.Result, asJSON, verbose bool) {
 	if asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(res)
 		return
 	}
-	for _, c := range res.Changes {
-		fmt.Fprintln(env.stdout, c)
+	if len(res.Changes) <= maxListedChanges || verbose {
+		for _, c := range res.Changes {
+			fmt.Fprintln(env.stdout, c)
+		}
+	} else {
+		fmt.Fprintln(env.stdout, changeCounts(res.Applied))
 	}
 	for _, f := range res.Failures {
 		fmt.Fprintf(env.stderr, "failed: %s: %s: %s\n", f.Service, f.Change, f.Err)
@@ -189,4 +203,17 @@ var errUsage = errors.New("bad usage")
 func isInvalid(err error) bool {
 	var ve *ipvsmgr.ValidationError
 	return errors.As(err, &ve) || errors.Is(err, errUsage)
+}
+
+// maxListedChanges bounds the changes apply lists one per line; past it, it
+// counts them by kind (-v lists them all).
+const maxListedChanges = 50
+
+func changeCounts(ops []ipvsmgr.Op) string {
+	var n [ipvsmgr.OpSetTimeouts + 1]int
+	for _, op := range ops {
+		n[op.Kind]++
+	}
+	return fmt.Sprintf("services: %d added, %d edited, %d deleted; real servers: %d added, %d edited, %d deleted (-v lists each change)",
+		n[ipvsmgr.OpAddService], n[ipvsmgr.OpEditService], n[ipvsmgr.OpDelService], n[ipvsmgr.OpAddDest], n[ipvsmgr.OpEditDest], n[ipvsmgr.OpDelDest])
 }

@@ -43,7 +43,7 @@ func runRestore(env *cliEnv, args []string) int {
 	rec, closeKernel, err := env.reconciler(st, env.logger(slog.LevelWarn))
 	if err != nil {
 		res.Failures = append(res.Failures, ipvsmgr.Failure{Service: "kernel", Change: "open IPVS", Err: err.Error()})
-		printResult(env, res, *asJSON)
+		printResult(env, res, *asJSON, false)
 		return exitFail
 	}
 	defer closeKernel()
@@ -56,7 +56,7 @@ func runRestore(env *cliEnv, args []string) int {
 	if !*asJSON {
 		fmt.Fprintf(env.stderr, "restoring revision %d\n", rev)
 	}
-	printResult(env, res, *asJSON)
+	printResult(env, res, *asJSON, false)
 	if len(res.Failures) > 0 {
 		return exitFail
 	}

@@ -146,15 +146,6 @@ type Revision struct {
 	State   *ipvsmgr.State `json:"state,omitempty"`
 }
 
-func hashState(st *ipvsmgr.State) (string, string, error) {
-	b, err := json.Marshal(st)
-	if err != nil {
-		return "", "", fmt.Errorf("encode state: %w", err)
-	}
-	sum := sha256.Sum256(b)
-	return string(b), hex.EncodeToString(sum[:]), nil
-}
-
 func decodeState(doc string) (*ipvsmgr.State, error) {
 	st, err := ipvsmgr.DecodeState(strings.NewReader(doc))
 	if err != nil {
@@ -205,10 +196,27 @@ func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
 // base; otherwise it returns a *StaleError and stores nothing. A state equal
 // to the current one makes no revision: it returns base and changed false.
 func (s *Store) Commit(ctx context.Context, base int64, st *ipvsmgr.State, author, via, summary string) (rev int64, changed bool, err error) {
-	doc, hash, err := hashState(st)
+	doc, err := Encode(st)
 	if err != nil {
 		return 0, false, err
 	}
+	return s.CommitDocument(ctx, base, doc, author, via, summary)
+}
+
+// Encode is a state as the store keeps it (compact JSON); CommitDocument
+// takes it, and CurrentDocument returns it.
+func Encode(st *ipvsmgr.State) ([]byte, error) {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("encode state: %w", err)
+	}
+	return b, nil
+}
+
+// CommitDocument is Commit for a state already encoded with Encode.
+func (s *Store) CommitDocument(ctx context.Context, base int64, docBytes []byte, author, via, summary string) (rev int64, changed bool, err error) {
+	sum := sha256.Sum256(docBytes)
+	doc, hash := string(docBytes), hex.EncodeToString(sum[:])
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, false, fmt.Errorf("store desired state: %w", busy(err))
