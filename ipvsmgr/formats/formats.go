@@ -9,6 +9,7 @@
 package formats
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -72,6 +73,9 @@ func Import(format string, r io.Reader) (*ipvsmgr.State, error) {
 	if len(data) > maxDocument {
 		return nil, fmt.Errorf("import %s: document larger than %d bytes", format, maxDocument)
 	}
+	// The state is JSON, which has no room for invalid UTF-8 (an old
+	// Latin-1 comment); encoding/json would replace it anyway, later.
+	data = bytes.ToValidUTF8(data, []byte("\uFFFD"))
 	st, lines, err := parse(data)
 	if err != nil {
 		return nil, err
