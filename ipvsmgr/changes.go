@@ -141,35 +141,37 @@ func Summary(changes []string) string {
 	return fmt.Sprintf("%s; %s; and %d more changes", changes[0], changes[1], len(changes)-2)
 }
 
-// ChangesSince is Changes from a stored document (the compact JSON of a
-// State) to new. Only the services whose JSON differs are decoded, so a
-// large state with a small change costs little more than one scan.
-func ChangesSince(old []byte, new *State) ([]string, error) {
-	var raw struct {
+// ChangesSince is Changes between two encoded documents (the compact JSON of
+// a State, as the store keeps it): old, and newDoc, the encoding of new. Only
+// the services whose JSON differs are decoded, so a large state with a small
+// change costs little more than one scan of each document.
+func ChangesSince(old, newDoc []byte, new *State) ([]string, error) {
+	type rawState struct {
 		Settings Settings          `json:"settings"`
 		Services []json.RawMessage `json:"services"`
 		Imported []ImportedKey     `json:"imported"`
 	}
+	var was, now rawState
 	if len(old) > 0 {
-		if err := json.Unmarshal(old, &raw); err != nil {
+		if err := json.Unmarshal(old, &was); err != nil {
 			return nil, fmt.Errorf("read stored state: %w", err)
 		}
 	}
-	same := make(map[string]bool, len(raw.Services))
-	encoded := make([]string, len(new.Services))
-	for i := range new.Services {
-		b, err := json.Marshal(&new.Services[i])
-		if err != nil {
-			return nil, err
-		}
-		encoded[i] = string(b)
-		same[encoded[i]] = true
+	if err := json.Unmarshal(newDoc, &now); err != nil {
+		return nil, fmt.Errorf("read new state: %w", err)
 	}
-	oldSub := &State{Settings: raw.Settings, Imported: raw.Imported}
-	kept := map[string]bool{}
-	for _, r := range raw.Services {
-		if same[string(r)] {
-			kept[string(r)] = true
+	if len(now.Services) != len(new.Services) {
+		return nil, fmt.Errorf("new document has %d services, the state %d", len(now.Services), len(new.Services))
+	}
+	inNew := make(map[string]bool, len(now.Services))
+	for _, r := range now.Services {
+		inNew[string(r)] = true
+	}
+	oldSub := &State{Settings: was.Settings, Imported: was.Imported}
+	inOld := make(map[string]bool, len(was.Services))
+	for _, r := range was.Services {
+		inOld[string(r)] = true
+		if inNew[string(r)] {
 			continue
 		}
 		var s Service
@@ -179,8 +181,8 @@ func ChangesSince(old []byte, new *State) ([]string, error) {
 		oldSub.Services = append(oldSub.Services, s)
 	}
 	newSub := &State{Settings: new.Settings, Imported: new.Imported}
-	for i := range new.Services {
-		if !kept[encoded[i]] {
+	for i, r := range now.Services {
+		if !inOld[string(r)] {
 			newSub.Services = append(newSub.Services, new.Services[i])
 		}
 	}

@@ -52,14 +52,15 @@ func TestChangesSinceMatchesChanges(t *testing.T) {
 		{Name: "new", Address: "198.18.0.102", Port: 80},
 	}}
 	doc, _ := json.Marshal(old)
-	got, err := ChangesSince(doc, new)
+	newDoc, _ := json.Marshal(new)
+	got, err := ChangesSince(doc, newDoc, new)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d := cmp.Diff(Changes(old, new), got); d != "" {
 		t.Fatalf("(-Changes +ChangesSince):\n%s", d)
 	}
-	if got, _ := ChangesSince(nil, new); len(got) != 4 {
+	if got, _ := ChangesSince(nil, newDoc, new); len(got) != 4 {
 		t.Fatalf("from nothing: %v", got)
 	}
 }

@@ -74,7 +74,7 @@ func (env *cliEnv) replaceAndReconcile(verb, db, label string, o writeOpts, doc 
 			env.reportCommit(base, false, o)
 			break
 		}
-		changes, err := ipvsmgr.ChangesSince(cur, doc)
+		changes, err := ipvsmgr.ChangesSince(cur, enc, doc)
 		if err != nil {
 			return env.fail(verb, err, false)
 		}

@@ -28,6 +28,11 @@ count() { ip netns exec "$1" ipvsadm -Sn | wc -l; }
 
 modprobe ip_vs
 modprobe ip_vs_wlc
+# The guest reads every binary over 9p the first time it runs: warm each contender once, as a director's page
+# cache would be, so that none pays for the test bed.
+"$bin" --help >/dev/null 2>&1 || true
+keepalived --version >/dev/null 2>&1 || true
+ipvsadm --version >/dev/null 2>&1 || true
 # A syslog daemon takes keepalived's log: without one, glibc's syslog falls back to the slow serial console.
 busybox syslogd -n -O /dev/null &
 slpid=$!
