@@ -37,8 +37,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 }
 
 func (f *serverFlags) applyTo(fs *flag.FlagSet, rs *ipvsmgr.Server, all bool) {
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	set := flagsGiven(fs)
 	given := func(n string) bool { return all || set[n] }
 	if given("name") {
 		rs.Name = f.name

@@ -27,6 +27,13 @@ func (e *cliEnv) parseInterspersed(fs *flag.FlagSet, args []string) ([]string, i
 	}
 }
 
+// flagsGiven names the flags given on the command line.
+func flagsGiven(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	return set
+}
+
 // findService returns the index of the service named id: its name, or
 // PROTO:ADDRESS:PORT, or fwmark:N.
 func findService(st *ipvsmgr.State, id string) (int, error) {
@@ -74,8 +81,7 @@ func (f *serviceFlags) register(fs *flag.FlagSet) {
 
 // applyTo copies onto s the flags that were given (all of them for add).
 func (f *serviceFlags) applyTo(fs *flag.FlagSet, s *ipvsmgr.Service, all bool) {
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	set := flagsGiven(fs)
 	given := func(n string) bool { return all || set[n] }
 	if given("protocol") && (f.fwmark == 0 || set["protocol"]) {
 		s.Protocol = f.protocol
