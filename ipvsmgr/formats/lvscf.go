@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 )
@@ -136,10 +137,10 @@ func (p *lvsParser) parseLine(text string) error {
 		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
 	} else {
 		// Piranha's own reader also takes `key value`.
-		key, value, _ = strings.Cut(text, " ")
-		value = strings.TrimSpace(value)
+		key = words[0]
+		value = strings.TrimSpace(text[len(key):])
 	}
-	if key == "" || strings.ContainsAny(key, " \t{}") {
+	if key == "" || strings.ContainsAny(key, "{}") || strings.IndexFunc(key, unicode.IsSpace) >= 0 {
 		return p.errf("want KEY = VALUE, got %q", text)
 	}
 	b := p.top()
@@ -544,6 +545,10 @@ func blockNames(n int, name func(int) string, prefix string) []string {
 	return names
 }
 
+func badBlockName(name string) bool {
+	return strings.ContainsAny(name, "{}=\"#") || strings.IndexFunc(name, unicode.IsSpace) >= 0
+}
+
 func activeValue(on bool) string {
 	if on {
 		return "1"
@@ -591,7 +596,7 @@ func lvsNetwork(st *ipvsmgr.State) (string, error) {
 		if len(svc.Match) > 0 {
 			bad("%s.match: lvs.cf does not mark packets (Piranha left fwmark rules to iptables)", f)
 		}
-		if strings.ContainsAny(svc.Name, " \t{}=\"") {
+		if badBlockName(svc.Name) {
 			bad("%s.name: %q cannot be an lvs.cf block name", f, svc.Name)
 		}
 		for j := range svc.Servers {
@@ -603,7 +608,7 @@ func lvsNetwork(st *ipvsmgr.State) (string, error) {
 			if rs.UpperThreshold != 0 || rs.LowerThreshold != 0 {
 				bad("%s: lvs.cf has no connection thresholds", rf)
 			}
-			if strings.ContainsAny(rs.Name, " \t{}=\"") {
+			if badBlockName(rs.Name) {
 				bad("%s.name: %q cannot be an lvs.cf block name", rf, rs.Name)
 			}
 		}
