@@ -18,6 +18,7 @@ import (
 // writeOpts are the flags every writing verb shares.
 type writeOpts struct {
 	noApply, noWait, asJSON, verbose bool
+	base                             int64 // 0: replace whatever is current
 }
 
 func (o *writeOpts) register(fs interface {
@@ -37,6 +38,7 @@ func runApply(env *cliEnv, args []string) int {
 	file := fs.String("f", "", "desired-state JSON document (- for stdin)")
 	var o writeOpts
 	o.register(fs)
+	fs.Int64Var(&o.base, "base", 0, "refuse unless the stored state is still at this revision (the one the document was made from)")
 	if st, ok := env.parseFlags(fs, args); !ok {
 		return st
 	}
@@ -69,6 +71,9 @@ func (env *cliEnv) replaceAndReconcile(verb, db, label string, o writeOpts, doc 
 		base, cur, err := st.CurrentDocument(ctx)
 		if err != nil {
 			return env.fail(verb, err, false)
+		}
+		if o.base != 0 && o.base != base {
+			return env.fail(verb, &store.StaleError{Base: o.base, Current: base}, false)
 		}
 		if base != 0 && bytes.Equal(cur, enc) {
 			env.reportCommit(base, false, o)

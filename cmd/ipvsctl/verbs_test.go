@@ -132,3 +132,18 @@ func TestImportExport(t *testing.T) {
 		t.Fatalf("unknown format: %d %s", r.code, r.stderr)
 	}
 }
+
+func TestApplyBaseRevision(t *testing.T) {
+	k := fakekernel.New()
+	db := filepath.Join(t.TempDir(), "ipvsctl.db")
+	doc := writeDoc(t, webDoc)
+	runCLI(t, k, "--db", db, "apply", "-f", doc)
+	runCLI(t, k, "--db", db, "rs", "drain", "web", "198.18.0.12")
+	r := runCLI(t, k, "--db", db, "apply", "--base", "1", "-f", doc)
+	if r.code != 1 || !strings.Contains(r.stderr, "changed since revision 1 (now at revision 2)") {
+		t.Fatalf("stale apply: %d %s", r.code, r.stderr)
+	}
+	if r := runCLI(t, k, "--db", db, "apply", "--base", "2", "-f", doc); r.code != 0 {
+		t.Fatalf("current base refused: %s", r.stderr)
+	}
+}

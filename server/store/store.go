@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // the SQLite driver
+	"github.com/mattn/go-sqlite3"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/migrations"
@@ -27,6 +27,8 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrSchemaNewer means the database was written by a newer ipvsctl.
 	ErrSchemaNewer = errors.New("database schema is newer than this ipvsctl")
+	// ErrBusy means another writer held the database longer than the busy timeout.
+	ErrBusy = errors.New("the state database stayed busy for 10 s (another ipvsctl is writing); try again")
 )
 
 // StaleError refuses a write based on a revision that is no longer current.
@@ -128,10 +130,11 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	return v, err
 }
 
-// busy turns SQLite's lock errors into a message a user can act on.
+// busy turns SQLite's lock errors into ErrBusy, a message a user can act on.
 func busy(err error) error {
-	if err != nil && (strings.Contains(err.Error(), "database is locked") || strings.Contains(err.Error(), "SQLITE_BUSY")) {
-		return fmt.Errorf("the state database stayed busy for 10 s (another ipvsctl is writing); try again: %w", err)
+	var se sqlite3.Error
+	if errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked) {
+		return ErrBusy
 	}
 	return err
 }
