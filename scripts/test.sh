@@ -13,7 +13,7 @@ go vet -tags vmtest ./scripts/vmtest
 go test -race -count=1 ./...
 echo "== fuzz: each importer for a few seconds"
 for target in FuzzImportIpvsadm FuzzImportJSON FuzzImportLVSCF FuzzImportKeepalived; do
-	go test -run '^$' -fuzz "^$target\$" -fuzztime "${FUZZTIME:-10s}" ./ipvsmgr/formats
+	go test -run "^$" -fuzz "^$target\$" -fuzztime "${FUZZTIME:-10s}" -fuzzminimizetime 50x ./ipvsmgr/formats
 done
 if [ "${1:-}" = "--no-vm" ]; then
 	exit 0

@@ -21,6 +21,7 @@ func commands() map[string]command {
 		"diff":       {"show what apply would change in the kernel", runDiff},
 		"status":     {"show the kernel's IPVS table with connections, counters and rates", runStatus},
 		"realserver": {"prepare real servers for DR/TUN/NAT: push|verify|undo|script|apply", runRealserver},
+		"serve":      {"the daemon: restore, then keep the kernel matching the stored state", runServe},
 		"restore":    {"boot-time restore: stored desired state -> kernel (modules, sysctls, VIPs, services)", runRestore},
 		"vs":         {"virtual services in the desired state: add|set|rm|list|enable|disable", runVS},
 		"rs":         {"real servers in the desired state: add|set|rm|list|drain|enable|disable", runRS},

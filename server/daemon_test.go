@@ -1,0 +1,63 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
+	"github.com/ipvsctl/ipvsctl/server/store"
+)
+
+func TestDaemonFollowsRevisionsAndRepairs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	k := fakekernel.New()
+	var logs strings.Builder
+	d := &Daemon{
+		Store:      st,
+		Reconciler: &ipvsmgr.Reconciler{Kernel: k, Ledger: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		Log:        slog.New(slog.NewTextHandler(&syncWriter{b: &logs}, nil)),
+		Interval:   50 * time.Millisecond, Poll: 10 * time.Millisecond,
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+
+	state := &ipvsmgr.State{Services: []ipvsmgr.Service{{Name: "web", Address: "198.18.0.100", Port: 80,
+		Servers: []ipvsmgr.Server{{Address: "198.18.0.11"}}}}}
+	if _, _, err := st.Commit(ctx, 0, state, "t", "test", "add web"); err != nil {
+		t.Fatal(err)
+	}
+	waitKernel := func(what string, ok func(*ipvsmgr.Table) bool) {
+		t.Helper()
+		for ctx.Err() == nil {
+			if tbl, _ := k.Table(ctx); ok(tbl) {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		t.Fatalf("timed out waiting for %s", what)
+	}
+	waitKernel("the new revision in the kernel", func(t *ipvsmgr.Table) bool { return len(t.Services) == 1 && len(t.Services[0].Dests) == 1 })
+	// Someone runs ipvsadm -C: the daemon puts the service back.
+	tbl, _ := k.Table(ctx)
+	k.Apply(ctx, []ipvsmgr.Op{{Kind: ipvsmgr.OpDelService, Service: tbl.Services[0]}})
+	waitKernel("the repair", func(t *ipvsmgr.Table) bool { return len(t.Services) == 1 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "repaired") {
+		t.Errorf("repair not logged: %s", logs.String())
+	}
+}
