@@ -46,16 +46,29 @@ func runApply(env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "ipvsctl apply: -f FILE is required and no other arguments are taken")
 		return exitUsage
 	}
+	var wait func() (*kernelConn, error)
+	if !o.noApply {
+		wait = env.prefetch(context.Background())
+	}
 	doc, desired, err := readDocument(*file)
 	if err != nil {
+		if wait != nil {
+			if kc, err := wait(); err == nil {
+				kc.close()
+			}
+		}
 		return env.fail("apply", err, isInvalid(err))
 	}
-	return env.replaceAndReconcile("apply", *db, "apply -f "+*file, o, doc, desired)
+	return env.replaceAndReconcile("apply", *db, "apply -f "+*file, o, doc, desired, wait)
 }
 
 // replaceAndReconcile stores doc as the whole desired state (a new revision
 // unless it equals the current one), then makes the kernel match it.
-func (env *cliEnv) replaceAndReconcile(verb, db, label string, o writeOpts, doc *ipvsmgr.State, desired *ipvsmgr.Desired) int {
+// wait, if not nil, gives the kernel opened (and its table read) ahead.
+func (env *cliEnv) replaceAndReconcile(verb, db, label string, o writeOpts, doc *ipvsmgr.State, desired *ipvsmgr.Desired, wait func() (*kernelConn, error)) int {
+	if wait == nil {
+		wait = env.openKernel
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	st, err := env.openStore(ctx, db)
@@ -97,7 +110,12 @@ func (env *cliEnv) replaceAndReconcile(verb, db, label string, o writeOpts, doc 
 	if o.noApply {
 		return exitOK
 	}
-	return env.reconcile(ctx, verb, st, desired, o)
+	kc, err := wait()
+	if err != nil {
+		return env.fail(verb, err, false)
+	}
+	defer kc.close()
+	return env.reconcile(ctx, verb, kc.reconciler(st, env.logger(slog.LevelWarn)), desired, o)
 }
 
 func (env *cliEnv) reportCommit(rev int64, changed bool, o writeOpts) {
@@ -140,16 +158,16 @@ func (env *cliEnv) commitAndReconcile(verb, db string, o writeOpts, change func(
 	if o.noApply {
 		return exitOK
 	}
-	return env.reconcile(ctx, verb, st, desired, o)
-}
-
-// reconcile makes the kernel match desired, waiting for drains unless told not to.
-func (env *cliEnv) reconcile(ctx context.Context, verb string, st *store.Store, desired *ipvsmgr.Desired, o writeOpts) int {
 	rec, closeKernel, err := env.reconciler(st, env.logger(slog.LevelWarn))
 	if err != nil {
 		return env.fail(verb, err, false)
 	}
 	defer closeKernel()
+	return env.reconcile(ctx, verb, rec, desired, o)
+}
+
+// reconcile makes the kernel match desired, waiting for drains unless told not to.
+func (env *cliEnv) reconcile(ctx context.Context, verb string, rec *ipvsmgr.Reconciler, desired *ipvsmgr.Desired, o writeOpts) int {
 	res, err := rec.Reconcile(ctx, desired)
 	if err != nil {
 		return env.fail(verb, err, false)

@@ -69,5 +69,5 @@ func runImport(env *cliEnv, args []string) int {
 	if err != nil {
 		return env.fail("import", err, true)
 	}
-	return env.replaceAndReconcile("import", *db, fmt.Sprintf("import --format %s %s", *format, pos[0]), o, doc, desired)
+	return env.replaceAndReconcile("import", *db, fmt.Sprintf("import --format %s %s", *format, pos[0]), o, doc, desired, nil)
 }

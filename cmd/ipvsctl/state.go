@@ -18,19 +18,81 @@ func (e *cliEnv) openStore(ctx context.Context, db string) (*store.Store, error)
 	return store.Open(ctx, db)
 }
 
-// reconciler opens the kernel; the ledger lives in the state database.
-func (e *cliEnv) reconciler(st *store.Store, log *slog.Logger) (*ipvsmgr.Reconciler, func(), error) {
-	r := &ipvsmgr.Reconciler{Ledger: st, Log: log}
+// kernelConn is an opened kernel with the VIP and fwmark managers that go
+// with it (none for a fake kernel).
+type kernelConn struct {
+	kernel ipvsmgr.Kernel
+	addrs  ipvsmgr.AddressManager
+	marks  ipvsmgr.MarkManager
+	close  func()
+}
+
+func (e *cliEnv) openKernel() (*kernelConn, error) {
 	if e.kernel != nil {
-		r.Kernel = e.kernel
-		return r, func() {}, nil
+		return &kernelConn{kernel: e.kernel, close: func() {}}, nil
 	}
 	drv, err := kernel.Open(kernel.Options{LoadModule: true})
 	if err != nil {
+		return nil, err
+	}
+	return &kernelConn{kernel: drv, addrs: kernel.VIPs{}, marks: kernel.Marks{}, close: drv.Close}, nil
+}
+
+// reconciler opens the kernel; the ledger lives in the state database.
+func (e *cliEnv) reconciler(st *store.Store, log *slog.Logger) (*ipvsmgr.Reconciler, func(), error) {
+	kc, err := e.openKernel()
+	if err != nil {
 		return nil, nil, err
 	}
-	r.Kernel, r.Addrs, r.Marks = drv, kernel.VIPs{}, kernel.Marks{}
-	return r, drv.Close, nil
+	return kc.reconciler(st, log), kc.close, nil
+}
+
+func (kc *kernelConn) reconciler(st *store.Store, log *slog.Logger) *ipvsmgr.Reconciler {
+	return &ipvsmgr.Reconciler{Kernel: kc.kernel, Addrs: kc.addrs, Marks: kc.marks, Ledger: st, Log: log}
+}
+
+// prefetch opens the kernel and reads its table in the background, so that
+// the read overlaps with decoding a large document. The returned function
+// waits for it; the table it gives serves the reconcile's first read.
+func (e *cliEnv) prefetch(ctx context.Context) func() (*kernelConn, error) {
+	type result struct {
+		kc  *kernelConn
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		kc, err := e.openKernel()
+		if err != nil {
+			ch <- result{nil, err}
+			return
+		}
+		t, err := kc.kernel.Table(ctx)
+		if err != nil {
+			kc.close()
+			ch <- result{nil, err}
+			return
+		}
+		kc.kernel = &prefetched{Kernel: kc.kernel, table: t}
+		ch <- result{kc, nil}
+	}()
+	return func() (*kernelConn, error) {
+		r := <-ch
+		return r.kc, r.err
+	}
+}
+
+// prefetched answers the first Table call with a table read ahead of time.
+type prefetched struct {
+	ipvsmgr.Kernel
+	table *ipvsmgr.Table
+}
+
+func (p *prefetched) Table(ctx context.Context) (*ipvsmgr.Table, error) {
+	if t := p.table; t != nil {
+		p.table = nil
+		return t, nil
+	}
+	return p.Kernel.Table(ctx)
 }
 
 // author names who makes a change: the user behind sudo, else the user.

@@ -14,7 +14,7 @@ const (
 	// Requests per sendmsg. Every reply is its own skb; the receive buffer must
 	// hold a whole chunk's replies or the kernel drops them (ENOBUFS).
 	chunkOps     = 256
-	chunkDumps   = 64
+	chunkDumps   = 256
 	recvBufForce = 8 << 20
 	recvTimeout  = 500 * time.Millisecond
 
