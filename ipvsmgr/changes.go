@@ -141,30 +141,27 @@ func Summary(changes []string) string {
 	return fmt.Sprintf("%s; %s; and %d more changes", changes[0], changes[1], len(changes)-2)
 }
 
-// ChangesSince is Changes between two encoded documents (the compact JSON of
-// a State, as the store keeps it): old, and newDoc, the encoding of new. Only
-// the services whose JSON differs are decoded, so a large state with a small
-// change costs little more than one scan of each document.
-func ChangesSince(old, newDoc []byte, new *State) ([]string, error) {
-	type rawState struct {
+// ChangesSince is Changes from a stored document (the compact JSON of a
+// State, as the store keeps it) to new, whose services are also given
+// encoded the same way (newServices[i] for new.Services[i]). Only the
+// services whose JSON differs are decoded, so a large state with a small
+// change costs about one scan of the old document.
+func ChangesSince(old []byte, newServices [][]byte, new *State) ([]string, error) {
+	var was struct {
 		Settings Settings          `json:"settings"`
 		Services []json.RawMessage `json:"services"`
 		Imported []ImportedKey     `json:"imported"`
 	}
-	var was, now rawState
 	if len(old) > 0 {
 		if err := json.Unmarshal(old, &was); err != nil {
 			return nil, fmt.Errorf("read stored state: %w", err)
 		}
 	}
-	if err := json.Unmarshal(newDoc, &now); err != nil {
-		return nil, fmt.Errorf("read new state: %w", err)
+	if len(newServices) != len(new.Services) {
+		return nil, fmt.Errorf("%d encoded services for %d services", len(newServices), len(new.Services))
 	}
-	if len(now.Services) != len(new.Services) {
-		return nil, fmt.Errorf("new document has %d services, the state %d", len(now.Services), len(new.Services))
-	}
-	inNew := make(map[string]bool, len(now.Services))
-	for _, r := range now.Services {
+	inNew := make(map[string]bool, len(newServices))
+	for _, r := range newServices {
 		inNew[string(r)] = true
 	}
 	oldSub := &State{Settings: was.Settings, Imported: was.Imported}
@@ -181,7 +178,7 @@ func ChangesSince(old, newDoc []byte, new *State) ([]string, error) {
 		oldSub.Services = append(oldSub.Services, s)
 	}
 	newSub := &State{Settings: new.Settings, Imported: new.Imported}
-	for i, r := range now.Services {
+	for i, r := range newServices {
 		if !inOld[string(r)] {
 			newSub.Services = append(newSub.Services, new.Services[i])
 		}

@@ -52,15 +52,19 @@ func TestChangesSinceMatchesChanges(t *testing.T) {
 		{Name: "new", Address: "198.18.0.102", Port: 80},
 	}}
 	doc, _ := json.Marshal(old)
-	newDoc, _ := json.Marshal(new)
-	got, err := ChangesSince(doc, newDoc, new)
+	var encoded [][]byte
+	for i := range new.Services {
+		b, _ := json.Marshal(&new.Services[i])
+		encoded = append(encoded, b)
+	}
+	got, err := ChangesSince(doc, encoded, new)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d := cmp.Diff(Changes(old, new), got); d != "" {
 		t.Fatalf("(-Changes +ChangesSince):\n%s", d)
 	}
-	if got, _ := ChangesSince(nil, newDoc, new); len(got) != 4 {
+	if got, _ := ChangesSince(nil, encoded, new); len(got) != 4 {
 		t.Fatalf("from nothing: %v", got)
 	}
 }

@@ -76,7 +76,7 @@ func (env *cliEnv) replaceAndReconcile(verb, db, label string, o writeOpts, doc 
 		return env.fail(verb, err, false)
 	}
 	defer st.Close()
-	enc, err := store.Encode(doc)
+	enc, encServices, err := store.EncodeServices(doc)
 	if err != nil {
 		return env.fail(verb, err, false)
 	}
@@ -92,7 +92,7 @@ func (env *cliEnv) replaceAndReconcile(verb, db, label string, o writeOpts, doc 
 			env.reportCommit(base, false, o)
 			break
 		}
-		changes, err := ipvsmgr.ChangesSince(cur, enc, doc)
+		changes, err := ipvsmgr.ChangesSince(cur, encServices, doc)
 		if err != nil {
 			return env.fail(verb, err, false)
 		}

@@ -30,6 +30,7 @@ modprobe ip_vs
 modprobe ip_vs_wlc
 # The guest reads every binary over 9p the first time it runs: warm each contender once, as a director's page
 # cache would be, so that none pays for the test bed.
+cat "$bin" "$(command -v keepalived)" "$(command -v ipvsadm)" >/dev/null
 "$bin" --help >/dev/null 2>&1 || true
 keepalived --version >/dev/null 2>&1 || true
 ipvsadm --version >/dev/null 2>&1 || true

@@ -206,14 +206,52 @@ func (s *Store) Commit(ctx context.Context, base int64, st *ipvsmgr.State, autho
 	return s.CommitDocument(ctx, base, doc, author, via, summary)
 }
 
-// Encode is a state as the store keeps it (compact JSON); CommitDocument
-// takes it, and CurrentDocument returns it.
+// Encode is a state as the store keeps it (compact JSON, as json.Marshal
+// writes it); CommitDocument takes it, and CurrentDocument returns it.
 func Encode(st *ipvsmgr.State) ([]byte, error) {
-	b, err := json.Marshal(st)
+	doc, _, err := EncodeServices(st)
+	return doc, err
+}
+
+// EncodeServices is Encode that also returns each service's encoding (a
+// slice of the document), for comparing documents service by service.
+func EncodeServices(st *ipvsmgr.State) (doc []byte, services [][]byte, err error) {
+	settings, err := json.Marshal(st.Settings)
 	if err != nil {
-		return nil, fmt.Errorf("encode state: %w", err)
+		return nil, nil, fmt.Errorf("encode settings: %w", err)
 	}
-	return b, nil
+	doc = append(append([]byte(`{"settings":`), settings...), `,"services":`...)
+	bounds := make([][2]int, len(st.Services))
+	if st.Services == nil {
+		doc = append(doc, "null"...)
+	} else {
+		doc = append(doc, '[')
+		for i := range st.Services {
+			b, err := json.Marshal(&st.Services[i])
+			if err != nil {
+				return nil, nil, fmt.Errorf("encode service %d: %w", i, err)
+			}
+			if i > 0 {
+				doc = append(doc, ',')
+			}
+			bounds[i] = [2]int{len(doc), len(doc) + len(b)}
+			doc = append(doc, b...)
+		}
+		doc = append(doc, ']')
+	}
+	if len(st.Imported) > 0 {
+		imp, err := json.Marshal(st.Imported)
+		if err != nil {
+			return nil, nil, fmt.Errorf("encode imported keys: %w", err)
+		}
+		doc = append(append(doc, `,"imported":`...), imp...)
+	}
+	doc = append(doc, '}')
+	services = make([][]byte, len(bounds))
+	for i, b := range bounds {
+		services[i] = doc[b[0]:b[1]]
+	}
+	return doc, services, nil
 }
 
 // CommitDocument is Commit for a state already encoded with Encode.

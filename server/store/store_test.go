@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -194,5 +195,30 @@ func TestLedgerRoundTrip(t *testing.T) {
 	got, err := s.LoadLedger(ctx)
 	if err != nil || len(got.VIPs) != 1 || !got.Marks {
 		t.Fatalf("ledger = %+v %v", got, err)
+	}
+}
+
+// The store compares documents byte for byte: its encoding must be exactly
+// json.Marshal's, whichever way a state was built.
+func TestEncodeIsJSONMarshal(t *testing.T) {
+	w := 3
+	for _, st := range []*ipvsmgr.State{
+		{},
+		{Services: []ipvsmgr.Service{}},
+		webState(2),
+		{Settings: ipvsmgr.Settings{Network: "nat"}, Services: []ipvsmgr.Service{{Name: "a<&>", Servers: []ipvsmgr.Server{{Address: "198.18.0.1", Weight: &w}}}, {FWMark: 3}},
+			Imported: []ipvsmgr.ImportedKey{{Source: "lvs.cf", Line: 3, Key: "send", Value: "GET / \"x\"\n"}}},
+	} {
+		want, _ := json.Marshal(st)
+		got, svcs, err := EncodeServices(st)
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("EncodeServices = %s (%v)\njson.Marshal = %s", got, err, want)
+		}
+		for i := range st.Services {
+			b, _ := json.Marshal(&st.Services[i])
+			if string(svcs[i]) != string(b) {
+				t.Fatalf("service %d encoded as %s, want %s", i, svcs[i], b)
+			}
+		}
 	}
 }
