@@ -28,16 +28,36 @@ count() { ip netns exec "$1" ipvsadm -Sn | wc -l; }
 
 modprobe ip_vs
 modprobe ip_vs_wlc
-# The guest reads every binary over 9p the first time it runs: warm each contender once, as a director's page
-# cache would be, so that none pays for the test bed.
-cat "$bin" "$(command -v keepalived)" "$(command -v ipvsadm)" >/dev/null
-"$bin" --help >/dev/null 2>&1 || true
-keepalived --version >/dev/null 2>&1 || true
-ipvsadm --version >/dev/null 2>&1 || true
 # A syslog daemon takes keepalived's log: without one, glibc's syslog falls back to the slow serial console.
 busybox syslogd -n -O /dev/null &
 slpid=$!
 trap 'kill $slpid 2>/dev/null || true' EXIT
+
+# The guest reads every binary over 9p, and pays one-time costs (page faults, libraries, SQLite's first use) the
+# first time a program runs after boot. A director's page cache is warm: so each contender first does its job once
+# on a one-service table in a throwaway namespace.
+warm_ns() {
+	ip netns add warm
+	ip netns exec warm ip link set lo up
+	ip netns exec warm ip link add dummy0 type dummy
+	ip netns exec warm ip addr add 198.18.0.1/24 dev dummy0
+	ip netns exec warm ip link set dummy0 up
+}
+warm_ns
+cat >/tmp/warm.json <<'JSON'
+{"services":[{"address":"198.18.99.1","port":80,"servers":[{"address":"198.18.0.11"}]}]}
+JSON
+printf 'virtual_server 198.18.99.2 80 {\n  lb_kind DR\n  protocol TCP\n  real_server 198.18.0.11 80 {\n  }\n}\n' >/tmp/warm.conf
+ip netns exec warm "$bin" --db /tmp/warm.db apply -f /tmp/warm.json >/dev/null
+printf -- '-A -t 198.18.99.3:80 -s wlc\n-a -t 198.18.99.3:80 -r 198.18.0.11:80 -g\n' | ip netns exec warm ipvsadm -R
+ip netns exec warm ipvsadm -Sn >/dev/null
+timeout 20 ip netns exec warm keepalived --dont-fork --check --log-console -f /tmp/warm.conf \
+	-p /run/warm-keepalived.pid -c /run/warm-checkers.pid >/dev/null 2>&1 &
+wpid=$!
+ip netns exec warm timeout 20 sh -c 'until grep -q C6126302 /proc/net/ip_vs; do sleep 0.05; done' || true
+kill "$wpid" 2>/dev/null || true
+wait "$wpid" 2>/dev/null || true
+drop_ns warm
 
 # keepalived reaching the table: polled by one shell inside its namespace.
 fresh_ns bk
