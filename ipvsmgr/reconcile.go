@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -214,6 +215,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, d *Desired) (*Result, error)
 		} else {
 			newLed.Marks = len(d.Marks) > 0
 		}
+	}
+	if reflect.DeepEqual(led, newLed) {
+		return res, nil
 	}
 	if err := r.Ledger.SaveLedger(ctx, newLed); err != nil {
 		res.Failures = append(res.Failures, Failure{Service: "ledger", Change: "save ledger", Err: err.Error()})
