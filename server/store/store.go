@@ -160,16 +160,14 @@ func decodeState(doc string) (*ipvsmgr.State, error) {
 // Current returns the desired state and its revision (0 and an empty state
 // before the first change).
 func (s *Store) Current(ctx context.Context) (*ipvsmgr.State, int64, error) {
-	var id int64
-	var doc string
-	err := s.db.QueryRowContext(ctx, `SELECT id, state FROM revisions ORDER BY id DESC LIMIT 1`).Scan(&id, &doc)
-	if errors.Is(err, sql.ErrNoRows) {
+	id, doc, err := s.CurrentDocument(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	if doc == nil {
 		return &ipvsmgr.State{Services: []ipvsmgr.Service{}}, 0, nil
 	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("read desired state: %w", busy(err))
-	}
-	st, err := decodeState(doc)
+	st, err := decodeState(string(doc))
 	return st, id, err
 }
 
