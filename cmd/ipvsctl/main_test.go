@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/ipvsctl/ipvsctl/arpguard"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
 )
@@ -70,6 +72,16 @@ func TestApplyDiffStatus(t *testing.T) {
 	r = runCLI(t, k, "--db", db, "status", "--json")
 	if r.code != 0 || !strings.Contains(r.stdout, `"scheduler": "wrr"`) || !strings.Contains(r.stdout, `"weight": 3`) {
 		t.Fatalf("status --json:\n%s", r.stdout)
+	}
+	// The last real-server verify shows beside the table.
+	results := &arpguard.JSONFileStore{Path: resultsPath(db)}
+	if err := results.SaveResults(context.Background(), []arpguard.Result{{Target: "198.18.0.11", Host: "198.18.0.11", Action: "verify",
+		State: arpguard.StateDrift, Drift: []string{"VIP 198.18.0.100 missing on lo"}}}); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, k, "--db", db, "status")
+	if !strings.Contains(r.stdout, "198.18.0.11") || !strings.Contains(r.stdout, "drift: VIP 198.18.0.100 missing on lo") {
+		t.Fatalf("status without the real-server result:\n%s", r.stdout)
 	}
 }
 

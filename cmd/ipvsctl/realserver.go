@@ -223,7 +223,7 @@ func runRealserverSSH(env *cliEnv, verb string, args []string) int {
 		rs = p.Undo(ctx, targets)
 	}
 	if *results == "" {
-		*results = filepath.Join(filepath.Dir(*db), "realserver-results.json")
+		*results = resultsPath(*db)
 	}
 	store := &arpguard.JSONFileStore{Path: *results}
 	if err := store.SaveResults(ctx, rs); err != nil {
@@ -395,4 +395,9 @@ func runRealserverApply(env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stdout, "already prepared: nothing changed")
 	}
 	return exitOK
+}
+
+// resultsPath is where the last real-server results are kept by default.
+func resultsPath(db string) string {
+	return filepath.Join(filepath.Dir(db), "realserver-results.json")
 }

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"strconv"
 	"text/tabwriter"
+	"time"
 
+	"github.com/ipvsctl/ipvsctl/arpguard"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 )
 
@@ -38,7 +40,9 @@ type statusServer struct {
 }
 
 type statusView struct {
-	Timeouts struct {
+	// RealServers is the last push/verify/undo result per real server.
+	RealServers []arpguard.Result `json:"real_servers"`
+	Timeouts    struct {
 		TCP    uint32 `json:"tcp"`
 		TCPFin uint32 `json:"tcpfin"`
 		UDP    uint32 `json:"udp"`
@@ -73,6 +77,14 @@ func runStatus(env *cliEnv, args []string) int {
 		return env.fail("status", err, false)
 	}
 	v := viewOf(t)
+	rs, err := (&arpguard.JSONFileStore{Path: resultsPath(*db)}).Results(context.Background())
+	if err != nil {
+		fmt.Fprintf(env.stderr, "ipvsctl status: %v\n", err)
+	}
+	v.RealServers = rs
+	if v.RealServers == nil {
+		v.RealServers = []arpguard.Result{}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
@@ -143,6 +155,14 @@ func printStatus(env *cliEnv, v *statusView) {
 		}
 	}
 	tw.Flush()
+	if len(v.RealServers) > 0 {
+		fmt.Fprintln(env.stdout, "\nReal-server preparation (last push, verify or undo):")
+		tw = tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
+		for _, r := range v.RealServers {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.Target, r.Action, r.At.Local().Format(time.DateTime), r.Summary())
+		}
+		tw.Flush()
+	}
 }
 
 func hostPort(addr string, port uint16) string {
