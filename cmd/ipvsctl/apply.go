@@ -220,12 +220,19 @@ func printResult(env *cliEnv, res *ipvsmgr.Result, asJSON, verbose bool) {
 	fmt.Fprintf(env.stdout, "%d changes applied, %d failed\n", len(res.Changes), len(res.Failures))
 }
 
-// errUsage marks an error in what the user asked for (exit status 2).
-var errUsage = errors.New("bad usage")
+// usageError is an error in what the user asked for (exit status 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
 
 func isInvalid(err error) bool {
 	var ve *ipvsmgr.ValidationError
-	return errors.As(err, &ve) || errors.Is(err, errUsage)
+	var ue *usageError
+	return errors.As(err, &ve) || errors.As(err, &ue)
 }
 
 // maxListedChanges bounds the changes apply lists one per line; past it, it

@@ -56,7 +56,7 @@ func runHistory(env *cliEnv, args []string) int {
 func parseRev(s string) (int64, error) {
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 1 {
-		return 0, fmt.Errorf("%w: revision %q is not a revision number", errUsage, s)
+		return 0, usageErrorf("revision %q is not a revision number", s)
 	}
 	return n, nil
 }

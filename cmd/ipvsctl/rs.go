@@ -18,7 +18,7 @@ func findServer(s *ipvsmgr.Service, id string) (int, error) {
 			return i, nil
 		}
 	}
-	return -1, fmt.Errorf("%w: virtual service %q has no real server %q", errUsage, orDefault(s.Name, s.Address), id)
+	return -1, usageErrorf("virtual service %q has no real server %q", orDefault(s.Name, s.Address), id)
 }
 
 type serverFlags struct {
@@ -125,7 +125,7 @@ func rsWrite(env *cliEnv, verb string, args []string) int {
 		svc := &cur.Services[si]
 		if verb == "add" {
 			if sf.address == "" {
-				return "", fmt.Errorf("%w: --address is required", errUsage)
+				return "", usageErrorf("--address is required")
 			}
 			var rs ipvsmgr.Server
 			sf.applyTo(fs, &rs, true)

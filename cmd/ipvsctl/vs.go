@@ -47,7 +47,7 @@ func findService(st *ipvsmgr.State, id string) (int, error) {
 			return i, nil
 		}
 	}
-	return -1, fmt.Errorf("%w: no virtual service %q (give its name, PROTO:ADDRESS:PORT or fwmark:N)", errUsage, id)
+	return -1, usageErrorf("no virtual service %q (give its name, PROTO:ADDRESS:PORT or fwmark:N)", id)
 }
 
 func orDefault(s, def string) string {
@@ -165,7 +165,7 @@ func vsAddSet(env *cliEnv, verb string, args []string) int {
 	return env.commitAndReconcile("vs "+verb, *db, o, func(cur *ipvsmgr.State) (string, error) {
 		if verb == "add" {
 			if _, err := findService(cur, name); err == nil {
-				return "", fmt.Errorf("%w: virtual service %q already exists (use vs set)", errUsage, name)
+				return "", usageErrorf("virtual service %q already exists (use vs set)", name)
 			}
 			s := ipvsmgr.Service{Name: name, Servers: []ipvsmgr.Server{}}
 			sf.applyTo(fs, &s, true)
