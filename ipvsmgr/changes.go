@@ -141,22 +141,30 @@ func Summary(changes []string) string {
 	return fmt.Sprintf("%s; %s; and %d more changes", changes[0], changes[1], len(changes)-2)
 }
 
-// ChangesSince is Changes from a stored document (the compact JSON of a
-// State, as the store keeps it) to new, whose services are also given
-// encoded the same way (newServices[i] for new.Services[i]). Only the
-// services whose JSON differs are decoded, so a large state with a small
-// change costs about one scan of the old document.
-func ChangesSince(old []byte, newServices [][]byte, new *State) ([]string, error) {
-	var was struct {
-		Settings Settings          `json:"settings"`
-		Services []json.RawMessage `json:"services"`
-		Imported []ImportedKey     `json:"imported"`
-	}
-	if len(old) > 0 {
-		if err := json.Unmarshal(old, &was); err != nil {
+// StoredState is a stored document (the compact JSON of a State, as the
+// store keeps it) split into its services, each still encoded.
+type StoredState struct {
+	Settings Settings          `json:"settings"`
+	Services []json.RawMessage `json:"services"`
+	Imported []ImportedKey     `json:"imported"`
+}
+
+// ParseStored splits a stored document; nil is the empty state.
+func ParseStored(doc []byte) (*StoredState, error) {
+	was := &StoredState{}
+	if len(doc) > 0 {
+		if err := json.Unmarshal(doc, was); err != nil {
 			return nil, fmt.Errorf("read stored state: %w", err)
 		}
 	}
+	return was, nil
+}
+
+// ChangesTo is Changes from the stored state to new, whose services are also
+// given encoded the same way (newServices[i] for new.Services[i]). Only the
+// services whose JSON differs are decoded, so a large state with a small
+// change costs little.
+func (was *StoredState) ChangesTo(newServices [][]byte, new *State) ([]string, error) {
 	if len(newServices) != len(new.Services) {
 		return nil, fmt.Errorf("%d encoded services for %d services", len(newServices), len(new.Services))
 	}

@@ -39,7 +39,7 @@ func TestChanges(t *testing.T) {
 	}
 }
 
-func TestChangesSinceMatchesChanges(t *testing.T) {
+func TestChangesToMatchesChanges(t *testing.T) {
 	w3, w0 := 3, 0
 	old := &State{Services: []Service{
 		{Name: "same", Address: "198.18.0.99", Port: 80, Servers: []Server{{Address: "198.18.0.11"}}},
@@ -57,14 +57,19 @@ func TestChangesSinceMatchesChanges(t *testing.T) {
 		b, _ := json.Marshal(&new.Services[i])
 		encoded = append(encoded, b)
 	}
-	got, err := ChangesSince(doc, encoded, new)
+	was, err := ParseStored(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := was.ChangesTo(encoded, new)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d := cmp.Diff(Changes(old, new), got); d != "" {
 		t.Fatalf("(-Changes +ChangesSince):\n%s", d)
 	}
-	if got, _ := ChangesSince(nil, encoded, new); len(got) != 4 {
+	empty, _ := ParseStored(nil)
+	if got, _ := empty.ChangesTo(encoded, new); len(got) != 4 {
 		t.Fatalf("from nothing: %v", got)
 	}
 }

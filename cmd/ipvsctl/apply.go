@@ -46,10 +46,13 @@ func runApply(env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "ipvsctl apply: -f FILE is required and no other arguments are taken")
 		return exitUsage
 	}
+	// The kernel table and the stored document are read while the new
+	// document is decoded.
 	var wait func() (*kernelConn, error)
 	if !o.noApply {
 		wait = env.prefetch(context.Background())
 	}
+	stored := env.readStored(context.Background(), *db)
 	doc, desired, err := readDocument(*file)
 	if err != nil {
 		if wait != nil {
@@ -57,33 +60,86 @@ func runApply(env *cliEnv, args []string) int {
 				kc.close()
 			}
 		}
+		if sd, err := stored(); err == nil {
+			sd.st.Close()
+		}
 		return env.fail("apply", err, isInvalid(err))
 	}
-	return env.replaceAndReconcile("apply", *db, "apply -f "+*file, o, doc, desired, wait)
+	return env.replaceAndReconcile("apply", "apply -f "+*file, o, doc, desired, wait, stored)
+}
+
+// storedDoc is the state database with its current document, as read when a
+// write began; parsed splits the document (in the background).
+type storedDoc struct {
+	st     *store.Store
+	base   int64
+	doc    []byte
+	parsed func() (*ipvsmgr.StoredState, error)
+}
+
+// readStored opens the database and reads its current document in the
+// background; the returned function waits for it.
+func (env *cliEnv) readStored(ctx context.Context, db string) func() (*storedDoc, error) {
+	ch := make(chan error, 1)
+	sd := &storedDoc{}
+	go func() {
+		st, err := env.openStore(ctx, db)
+		if err != nil {
+			ch <- err
+			return
+		}
+		sd.st = st
+		sd.base, sd.doc, err = st.CurrentDocument(ctx)
+		if err != nil {
+			st.Close()
+		}
+		parsed := make(chan struct{})
+		var was *ipvsmgr.StoredState
+		var perr error
+		sd.parsed = func() (*ipvsmgr.StoredState, error) { <-parsed; return was, perr }
+		ch <- err
+		if err == nil {
+			was, perr = ipvsmgr.ParseStored(sd.doc)
+		}
+		close(parsed)
+	}()
+	return func() (*storedDoc, error) {
+		if err := <-ch; err != nil {
+			return nil, err
+		}
+		return sd, nil
+	}
 }
 
 // replaceAndReconcile stores doc as the whole desired state (a new revision
 // unless it equals the current one), then makes the kernel match it.
 // wait, if not nil, gives the kernel opened (and its table read) ahead.
-func (env *cliEnv) replaceAndReconcile(verb, db, label string, o writeOpts, doc *ipvsmgr.State, desired *ipvsmgr.Desired, wait func() (*kernelConn, error)) int {
+// stored gives the database and its document as read when the write began
+// (readStored).
+func (env *cliEnv) replaceAndReconcile(verb, label string, o writeOpts, doc *ipvsmgr.State, desired *ipvsmgr.Desired,
+	wait func() (*kernelConn, error), stored func() (*storedDoc, error)) int {
 	if wait == nil {
 		wait = env.openKernel
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	st, err := env.openStore(ctx, db)
+	sd, err := stored()
 	if err != nil {
 		return env.fail(verb, err, false)
 	}
+	st := sd.st
 	defer st.Close()
 	enc, encServices, err := store.EncodeServices(doc)
 	if err != nil {
 		return env.fail(verb, err, false)
 	}
 	for attempt := 0; ; attempt++ {
-		base, cur, err := st.CurrentDocument(ctx)
-		if err != nil {
-			return env.fail(verb, err, false)
+		base, cur, parsed := sd.base, sd.doc, sd.parsed
+		if attempt > 0 { // another writer got in between: read again
+			if base, cur, err = st.CurrentDocument(ctx); err != nil {
+				return env.fail(verb, err, false)
+			}
+			parsed = func() (*ipvsmgr.StoredState, error) { return ipvsmgr.ParseStored(cur) }
 		}
 		if o.base != 0 && o.base != base {
 			return env.fail(verb, &store.StaleError{Base: o.base, Current: base}, false)
@@ -92,7 +148,11 @@ func (env *cliEnv) replaceAndReconcile(verb, db, label string, o writeOpts, doc 
 			env.reportCommit(base, false, o)
 			break
 		}
-		changes, err := ipvsmgr.ChangesSince(cur, encServices, doc)
+		was, err := parsed()
+		if err != nil {
+			return env.fail(verb, err, false)
+		}
+		changes, err := was.ChangesTo(encServices, doc)
 		if err != nil {
 			return env.fail(verb, err, false)
 		}

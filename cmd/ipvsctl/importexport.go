@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -69,5 +70,5 @@ func runImport(env *cliEnv, args []string) int {
 	if err != nil {
 		return env.fail("import", err, true)
 	}
-	return env.replaceAndReconcile("import", *db, fmt.Sprintf("import --format %s %s", *format, pos[0]), o, doc, desired, nil)
+	return env.replaceAndReconcile("import", fmt.Sprintf("import --format %s %s", *format, pos[0]), o, doc, desired, nil, env.readStored(context.Background(), *db))
 }

@@ -202,7 +202,12 @@ func TestLedgerRoundTrip(t *testing.T) {
 // json.Marshal's, whichever way a state was built.
 func TestEncodeIsJSONMarshal(t *testing.T) {
 	w := 3
+	big := webState(0)
+	for i := range 600 { // enough to encode on several goroutines
+		big.Services = append(big.Services, ipvsmgr.Service{Name: fmt.Sprintf("s%d", i), Address: "198.18.0.1", Port: 1 + i})
+	}
 	for _, st := range []*ipvsmgr.State{
+		big,
 		{},
 		{Services: []ipvsmgr.Service{}},
 		webState(2),
