@@ -4,7 +4,6 @@ package kernel
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -108,6 +107,3 @@ func (d *Driver) Apply(ctx context.Context, ops []ipvsmgr.Op) []error {
 	}
 	return d.conn.apply(ctx, ops, d.timeout)
 }
-
-// IsUnavailable reports whether err means the kernel has no IPVS.
-func IsUnavailable(err error) bool { return errors.Is(err, ipvsmgr.ErrIPVSUnavailable) }
