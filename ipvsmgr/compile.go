@@ -202,7 +202,7 @@ func (v *validator) scheduler(field string, svc *Service, vs *VirtualService) {
 	if vs.Scheduler == "" {
 		vs.Scheduler = "wlc"
 	}
-	if !schedulers[vs.Scheduler] {
+	if !slices.Contains(Schedulers(), vs.Scheduler) {
 		v.addf(field+".scheduler", "%q is not a scheduler (want one of %s)", svc.Scheduler, strings.Join(Schedulers(), " "))
 	}
 	for j, f := range svc.SchedulerFlags {

@@ -247,19 +247,15 @@ func destArgs(d *Destination) string {
 
 // schedFlagNames names the scheduler flags set in flags, as ipvsadm's -b does.
 func schedFlagNames(sched string, flags uint32) []string {
-	var out []string
-	prefix := "flag-"
+	names := [3]string{"flag-1", "flag-2", "flag-3"}
 	if sched == "sh" || sched == "mh" {
-		prefix = sched + "-"
+		names[0], names[1] = sched+"-fallback", sched+"-port"
 	}
-	if flags&FlagSched1 != 0 {
-		out = append(out, prefix+map[bool]string{true: "fallback", false: "1"}[prefix != "flag-"])
-	}
-	if flags&FlagSched2 != 0 {
-		out = append(out, prefix+map[bool]string{true: "port", false: "2"}[prefix != "flag-"])
-	}
-	if flags&FlagSched3 != 0 {
-		out = append(out, "flag-3")
+	var out []string
+	for i, f := range []uint32{FlagSched1, FlagSched2, FlagSched3} {
+		if flags&f != 0 {
+			out = append(out, names[i])
+		}
 	}
 	return out
 }

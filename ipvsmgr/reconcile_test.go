@@ -253,8 +253,8 @@ func TestTransitionsInRandomOrder(t *testing.T) {
 			}
 			tbl, _ := g.k.Table(context.Background())
 			want := mustCompile(t, states[i]).Table
-			if len(tbl.Services) != len(want.Services) {
-				t.Fatalf("round %d state %d: kernel has %d services, want %d", round, i, len(tbl.Services), len(want.Services))
+			if ops := ipvsmgr.Diff(want, tbl, ipvsmgr.DiffOptions{}); len(ops) != 0 || len(tbl.Services) != len(want.Services) {
+				t.Fatalf("round %d state %d: kernel differs from the state: %v", round, i, ops)
 			}
 		}
 	}

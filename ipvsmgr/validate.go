@@ -29,13 +29,7 @@ func (e *ValidationError) Error() string {
 	return "invalid desired state: " + strings.Join(msgs, "; ")
 }
 
-// Schedulers are the kernel's IPVS schedulers (each an ip_vs_NAME module).
-var schedulers = map[string]bool{
-	"rr": true, "wrr": true, "lc": true, "wlc": true, "lblc": true, "lblcr": true, "dh": true,
-	"sh": true, "sed": true, "nq": true, "mh": true, "fo": true, "ovf": true, "twos": true,
-}
-
-// Schedulers lists the scheduler names ipvsctl accepts.
+// Schedulers lists the kernel's IPVS schedulers (each an ip_vs_NAME module).
 func Schedulers() []string {
 	return []string{"rr", "wrr", "lc", "wlc", "lblc", "lblcr", "dh", "sh", "sed", "nq", "mh", "fo", "ovf", "twos"}
 }
@@ -86,13 +80,6 @@ func parseAddr(s string) (netip.Addr, error) {
 
 func validInterfaceName(s string) bool {
 	return len(s) > 0 && len(s) < 16 && !strings.ContainsAny(s, "/ \t\n:") && s != "." && s != ".."
-}
-
-// Validate checks the whole document and returns a *ValidationError naming
-// every invalid field and value, or nil.
-func (st *State) Validate() error {
-	_, err := Compile(st)
-	return err
 }
 
 func (v *validator) settings(s *Settings) {

@@ -246,6 +246,7 @@ func (env *cliEnv) reconcile(ctx context.Context, verb string, rec *ipvsmgr.Reco
 		if res, err = rec.Reconcile(ctx, desired); err != nil {
 			return env.fail(verb, err, false)
 		}
+		total.Applied = append(total.Applied, res.Applied...)
 		total.Changes = append(total.Changes, res.Changes...)
 		total.Failures = append(total.Failures, res.Failures...)
 		total.Draining = res.Draining

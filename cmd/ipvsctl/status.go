@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -62,17 +61,12 @@ func runStatus(env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "ipvsctl status: takes no arguments")
 		return exitUsage
 	}
-	st, err := env.openStore(context.Background(), *db)
+	kc, err := env.openKernel()
 	if err != nil {
 		return env.fail("status", err, false)
 	}
-	defer st.Close()
-	rec, closeKernel, err := env.reconciler(st, env.logger(slog.LevelWarn))
-	if err != nil {
-		return env.fail("status", err, false)
-	}
-	defer closeKernel()
-	t, err := rec.Kernel.Table(context.Background())
+	defer kc.close()
+	t, err := kc.kernel.Table(context.Background())
 	if err != nil {
 		return env.fail("status", err, false)
 	}

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"encoding/binary"
+	"net/netip"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 )
@@ -131,13 +132,17 @@ func (e *encoder) endNest(start int) {
 	native.PutUint16(e.buf[start:], uint16(len(e.buf)-start))
 }
 
-func addr16(a [16]byte, is4 bool, v4 [4]byte) []byte {
-	if is4 {
+// addrBytes is an address as the kernel's nf_inet_addr: 16 bytes, an IPv4
+// address in the first four.
+func addrBytes(a netip.Addr) []byte {
+	if a.Is4() {
 		var b [16]byte
+		v4 := a.As4()
 		copy(b[:], v4[:])
 		return b[:]
 	}
-	return a[:]
+	b := a.As16()
+	return b[:]
 }
 
 // service encodes a service attribute: the key, and the attributes an add or
@@ -150,7 +155,7 @@ func (e *encoder) service(s *ipvsmgr.VirtualService, full bool) {
 		e.u32(attrSvcFWMark, k.FWMark)
 	} else {
 		e.u16(attrSvcProtocol, k.Protocol)
-		e.attr(attrSvcAddr, addr16(k.Addr.As16(), k.Addr.Is4(), as4(k)))
+		e.attr(attrSvcAddr, addrBytes(k.Addr))
 		e.be16(attrSvcPort, k.Port)
 	}
 	if full {
@@ -163,13 +168,6 @@ func (e *encoder) service(s *ipvsmgr.VirtualService, full bool) {
 		e.attr(attrSvcNetmask, netmaskBytes(k.Family, s.Netmask))
 	}
 	e.endNest(n)
-}
-
-func as4(k ipvsmgr.ServiceKey) [4]byte {
-	if k.Addr.Is4() {
-		return k.Addr.As4()
-	}
-	return [4]byte{}
 }
 
 // netmaskBytes encodes the persistence netmask the way the kernel reads it: an
@@ -197,14 +195,11 @@ func decodeNetmask(family uint16, raw uint32) uint32 {
 
 func (e *encoder) dest(d *ipvsmgr.Destination, full bool) {
 	n := e.nest(attrCmdDest)
-	a := d.Key.Addr
-	var v4 [4]byte
 	family := ipvsmgr.FamilyIPv6
-	if a.Is4() {
-		v4 = a.As4()
+	if d.Key.Addr.Is4() {
 		family = ipvsmgr.FamilyIPv4
 	}
-	e.attr(attrDestAddr, addr16(a.As16(), a.Is4(), v4))
+	e.attr(attrDestAddr, addrBytes(d.Key.Addr))
 	e.be16(attrDestPort, d.Key.Port)
 	e.u16(attrDestAF, family)
 	if full {
