@@ -1,6 +1,7 @@
 package ipvsmgr
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -142,27 +143,35 @@ func Summary(changes []string) string {
 }
 
 // StoredState is a stored document (the compact JSON of a State, as the
-// store keeps it) split into its services, each still encoded.
+// store keeps it) with its services still encoded.
 type StoredState struct {
-	Settings Settings          `json:"settings"`
-	Services []json.RawMessage `json:"services"`
-	Imported []ImportedKey     `json:"imported"`
+	Settings Settings
+	Imported []ImportedKey
+	Services [][]byte
 }
 
 // ParseStored splits a stored document; nil is the empty state.
 func ParseStored(doc []byte) (*StoredState, error) {
-	was := &StoredState{}
-	if len(doc) > 0 {
-		if err := json.Unmarshal(doc, was); err != nil {
-			return nil, fmt.Errorf("read stored state: %w", err)
-		}
+	if len(doc) == 0 {
+		return &StoredState{}, nil
+	}
+	if st, services, ok := splitServices(doc); ok {
+		return &StoredState{st.Settings, st.Imported, services}, nil
+	}
+	st, err := DecodeState(bytes.NewReader(doc))
+	if err != nil {
+		return nil, fmt.Errorf("read stored state: %w", err)
+	}
+	was := &StoredState{Settings: st.Settings, Imported: st.Imported}
+	for i := range st.Services {
+		was.Services = append(was.Services, AppendService(nil, &st.Services[i]))
 	}
 	return was, nil
 }
 
 // ChangesTo is Changes from the stored state to new, whose services are also
 // given encoded the same way (newServices[i] for new.Services[i]). Only the
-// services whose JSON differs are decoded, so a large state with a small
+// services whose encoding differs are decoded, so a large state with a small
 // change costs little.
 func (was *StoredState) ChangesTo(newServices [][]byte, new *State) ([]string, error) {
 	if len(newServices) != len(new.Services) {

@@ -254,6 +254,7 @@ func (v *validator) servers(field string, svc *Service, vs *VirtualService, fwd 
 	seenAddr := make(map[DestKey]int, len(svc.Servers))
 	seenName := map[string]int{}
 	vs.Dests = make([]*Destination, 0, len(svc.Servers))
+	slab := make([]Destination, len(svc.Servers)) // one allocation for the service's servers
 	for j := range svc.Servers {
 		rs := &svc.Servers[j]
 		f := func(leaf string) string {
@@ -269,7 +270,7 @@ func (v *validator) servers(field string, svc *Service, vs *VirtualService, fwd 
 				seenName[rs.Name] = j
 			}
 		}
-		d := &Destination{}
+		d := &slab[j]
 		a, err := parseAddr(rs.Address)
 		if err != nil {
 			v.addf(f("address"), "%v", err)

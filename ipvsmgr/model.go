@@ -8,9 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"runtime"
-	"sync"
-	"sync/atomic"
 )
 
 // State is the desired state of a director: the document `ipvsctl apply`
@@ -112,7 +109,7 @@ func DecodeState(r io.Reader) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read state document: %w", err)
 	}
-	if st, ok := decodeParallel(data); ok {
+	if st, ok := decodeFast(data); ok {
 		return st, nil
 	}
 	// The slow path also gives the exact diagnostic, with its line.
@@ -126,52 +123,6 @@ func DecodeState(r io.Reader) (*State, error) {
 		return nil, &ValidationError{Problems: []Problem{{Field: "document", Message: "trailing data after the JSON object"}}}
 	}
 	return &st, nil
-}
-
-// decodeParallel decodes a large document's services on every CPU. It gives
-// up (ok false) on any problem, leaving the diagnostic to the sequential
-// decoder; for a valid document the result is the same.
-func decodeParallel(data []byte) (*State, bool) {
-	const minParallel = 64 << 10
-	workers := runtime.GOMAXPROCS(0)
-	if len(data) < minParallel || workers < 2 {
-		return nil, false
-	}
-	strict := func(b []byte, v any) bool {
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		return dec.Decode(v) == nil && !dec.More()
-	}
-	var top struct {
-		Settings json.RawMessage   `json:"settings"`
-		Services []json.RawMessage `json:"services"`
-		Imported json.RawMessage   `json:"imported"`
-	}
-	if !strict(data, &top) {
-		return nil, false
-	}
-	st := &State{}
-	if top.Settings != nil && !strict(top.Settings, &st.Settings) || top.Imported != nil && !strict(top.Imported, &st.Imported) {
-		return nil, false
-	}
-	if top.Services != nil {
-		st.Services = make([]Service, len(top.Services))
-	}
-	var wg sync.WaitGroup
-	var failed atomic.Bool
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < len(top.Services) && !failed.Load(); i += workers {
-				if !strict(top.Services[i], &st.Services[i]) {
-					failed.Store(true)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return st, !failed.Load()
 }
 
 // describeJSONError turns a decoder error into a message with the line.

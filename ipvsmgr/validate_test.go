@@ -1,8 +1,6 @@
 package ipvsmgr
 
 import (
-	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 )
@@ -136,45 +134,5 @@ func TestCompileKinds(t *testing.T) {
 	}
 	if got := (Op{Kind: OpAddService, Service: u}).String(); got != "ipvsadm -A -u [2001:db8::100]:53 -s sh -b sh-fallback,sh-port -o -p 300 -M 64" {
 		t.Errorf("op = %s", got)
-	}
-}
-
-// A large document decodes in parallel: the result must equal the sequential
-// decoder's, and an error in it must still name its line.
-func TestParallelDecodeMatchesSequential(t *testing.T) {
-	var b strings.Builder
-	b.WriteString(`{"settings":{"network":"nat","tcp_timeout":900},"services":[`)
-	for i := range 600 {
-		if i > 0 {
-			b.WriteString(",\n")
-		}
-		fmt.Fprintf(&b, `{"name":"s%d","address":"198.18.%d.%d","port":80,"servers":[{"address":"198.18.0.11","weight":%d},{"address":"198.18.0.12"}]}`, i, 100+i/250, 1+i%250, i%7)
-	}
-	b.WriteString("],\n\"imported\":[{\"source\":\"lvs.cf\",\"line\":3,\"key\":\"send\",\"value\":\"GET /\"}]}")
-	doc := b.String()
-	if len(doc) < 64<<10 {
-		t.Fatalf("document of %d bytes is too small to take the parallel path", len(doc))
-	}
-	par, ok := decodeParallel([]byte(doc))
-	if !ok {
-		t.Fatal("parallel decode gave up on a valid document")
-	}
-	var seq State
-	if err := json.Unmarshal([]byte(doc), &seq); err != nil {
-		t.Fatal(err)
-	}
-	pj, _ := json.Marshal(par)
-	sj, _ := json.Marshal(&seq)
-	if string(pj) != string(sj) {
-		t.Fatal("parallel and sequential decoding differ")
-	}
-	bad := strings.Replace(doc, `"name":"s500",`, `"name":"s500","weight":2,`, 1)
-	_, err := DecodeState(strings.NewReader(bad))
-	if err == nil || !strings.Contains(err.Error(), `unknown field "weight"`) {
-		t.Fatalf("unknown field in a large document: %v", err)
-	}
-	bad = strings.Replace(doc, `"port":80,"servers":[{"address":"198.18.0.11","weight":3}`, `"port":"80","servers":[{"address":"198.18.0.11","weight":3}`, 1)
-	if _, err := DecodeState(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "line ") {
-		t.Fatalf("type error in a large document without its line: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -13,10 +14,15 @@ import (
 const (
 	// Requests per sendmsg. Every reply is its own skb; the receive buffer must
 	// hold a whole chunk's replies or the kernel drops them (ENOBUFS).
-	chunkOps     = 256
-	chunkDumps   = 256
+	chunkOps = 256
+	// Sockets that read real servers in parallel (readDests).
+	destReaders  = 2
 	recvBufForce = 8 << 20
 	recvTimeout  = 500 * time.Millisecond
+	// A netlink datagram holds at most 32 KB (the kernel caps its dump
+	// buffers there); one recvmmsg reads up to recvSlots of them.
+	slotSize  = 32 << 10
+	recvSlots = 32
 
 	solNetlink    = 270
 	netlinkCapAck = 10
@@ -36,7 +42,9 @@ type conn struct {
 	fd     int
 	family uint16
 	seq    uint32
-	buf    []byte
+	bufs   []byte // recvSlots slots of slotSize
+	iovs   []unix.Iovec
+	hdrs   []unix.Mmsghdr
 }
 
 func newConn(family uint16) (*conn, error) {
@@ -58,7 +66,33 @@ func newConn(family uint16) (*conn, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("set netlink receive timeout: %w", err)
 	}
-	return &conn{fd: fd, family: family, buf: make([]byte, 1<<20)}, nil
+	c := &conn{fd: fd, family: family, bufs: make([]byte, recvSlots*slotSize),
+		iovs: make([]unix.Iovec, recvSlots), hdrs: make([]unix.Mmsghdr, recvSlots)}
+	for i := range recvSlots {
+		c.iovs[i].Base = &c.bufs[i*slotSize]
+		c.iovs[i].SetLen(slotSize)
+		c.hdrs[i].Hdr.Iov = &c.iovs[i]
+		c.hdrs[i].Hdr.SetIovlen(1)
+	}
+	return c, nil
+}
+
+// recv reads the datagrams waiting, at least one and up to recvSlots, in one
+// system call (a dump's data and its DONE, a chunk's acks), and calls f with
+// each.
+func (c *conn) recv(f func(datagram []byte)) error {
+	n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(c.fd), uintptr(unsafe.Pointer(&c.hdrs[0])), recvSlots, unix.MSG_WAITFORONE, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	for i := range int(n) {
+		h := &c.hdrs[i]
+		if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
+			return fmt.Errorf("a netlink reply did not fit in %d bytes", slotSize)
+		}
+		f(c.bufs[i*slotSize : i*slotSize+int(h.Len)])
+	}
+	return nil
 }
 
 func (c *conn) close() { unix.Close(c.fd) }
@@ -83,21 +117,8 @@ func (c *conn) exchange(ctx context.Context, n int, encode func(e *encoder, i in
 	done := make([]bool, n)
 	pending := n
 	stop := time.Now().Add(deadline)
-	for pending > 0 {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("waiting for the kernel: %w", err)
-		}
-		if time.Now().After(stop) {
-			return nil, fmt.Errorf("no answer from the kernel to %d of %d IPVS requests within %s", pending, n, deadline)
-		}
-		got, _, err := unix.Recvfrom(c.fd, c.buf, 0)
-		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("receive IPVS replies: %w", err)
-		}
-		for msg := c.buf[:got]; len(msg) >= nlmsgHdrLen; {
+	handle := func(datagram []byte) {
+		for msg := datagram; len(msg) >= nlmsgHdrLen; {
 			l := int(native.Uint32(msg[0:]))
 			if l < nlmsgHdrLen || l > len(msg) {
 				break
@@ -120,6 +141,21 @@ func (c *conn) exchange(ctx context.Context, n int, encode func(e *encoder, i in
 				}
 			}
 			msg = msg[min(align4(l), len(msg)):]
+		}
+	}
+	for pending > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("waiting for the kernel: %w", err)
+		}
+		if time.Now().After(stop) {
+			return nil, fmt.Errorf("no answer from the kernel to %d of %d IPVS requests within %s", pending, n, deadline)
+		}
+		err := c.recv(handle)
+		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("receive IPVS replies: %w", err)
 		}
 	}
 	return errs, nil

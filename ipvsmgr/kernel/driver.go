@@ -37,6 +37,7 @@ type Driver struct {
 	mu      sync.Mutex
 	timeout time.Duration
 	conn    *conn
+	readers []*conn // conn and more sockets, that read real servers in parallel
 }
 
 // procIPVS exists when the ip_vs module is loaded (per network namespace).
@@ -55,11 +56,19 @@ func Open(opt Options) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: generic netlink family IPVS: %v", ipvsmgr.ErrIPVSUnavailable, err)
 	}
-	c, err := newConn(fam.ID)
-	if err != nil {
-		return nil, err
+	// All sockets are opened here, in the caller's network namespace (a
+	// socket opened later by another thread could be in another).
+	d := &Driver{timeout: opt.Timeout}
+	for range destReaders {
+		c, err := newConn(fam.ID)
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		d.readers = append(d.readers, c)
 	}
-	return &Driver{timeout: opt.Timeout, conn: c}, nil
+	d.conn = d.readers[0]
+	return d, nil
 }
 
 func ensureModule(load bool) error {
@@ -80,11 +89,13 @@ func ensureModule(load bool) error {
 	return fmt.Errorf("%w: modprobe ip_vs: %s", ipvsmgr.ErrIPVSUnavailable, detail)
 }
 
-// Close releases the socket.
+// Close releases the sockets.
 func (d *Driver) Close() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.conn.close()
+	for _, c := range d.readers {
+		c.close()
+	}
 }
 
 // Table reads every virtual service with its real servers, counters (64-bit
@@ -95,7 +106,7 @@ func (d *Driver) Table(ctx context.Context) (*ipvsmgr.Table, error) {
 	if _, err := os.Stat(procIPVS); err != nil {
 		return nil, fmt.Errorf("%w: %s is absent", ipvsmgr.ErrIPVSUnavailable, procIPVS)
 	}
-	return d.conn.readTable(ctx, d.timeout)
+	return readTable(ctx, d.readers, d.timeout)
 }
 
 // Apply carries out ops, many to a sendmsg.

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"syscall"
+	"sync"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
@@ -178,9 +178,10 @@ func parseDest(b []byte, svcFamily uint16) *ipvsmgr.Destination {
 	return d
 }
 
-// readTable dumps every service, then the real servers of many services per
-// sendmsg, then the timeouts.
-func (c *conn) readTable(ctx context.Context, deadline time.Duration) (*ipvsmgr.Table, error) {
+// readTable dumps every service, then their real servers (over all the
+// sockets in parallel), then the timeouts.
+func readTable(ctx context.Context, conns []*conn, deadline time.Duration) (*ipvsmgr.Table, error) {
+	c := conns[0]
 	t := &ipvsmgr.Table{}
 	errs, err := c.exchange(ctx, 1, func(e *encoder, _ int, seq uint32) {
 		e.end(e.beginFlags(c.family, cmdGetService, seq, nlmFRequest|nlmFDump))
@@ -195,7 +196,7 @@ func (c *conn) readTable(ctx context.Context, deadline time.Duration) (*ipvsmgr.
 	if err != nil {
 		return nil, fmt.Errorf("list IPVS services: %w", err)
 	}
-	if err := c.readDests(ctx, t.Services, deadline); err != nil {
+	if err := readDests(ctx, conns, t.Services, deadline); err != nil {
 		return nil, err
 	}
 	errs, err = c.exchange(ctx, 1, func(e *encoder, _ int, seq uint32) {
@@ -224,49 +225,40 @@ func (c *conn) readTable(ctx context.Context, deadline time.Duration) (*ipvsmgr.
 	return t, nil
 }
 
-// readDests fills each service's real servers. A dump that does not fit in
-// one reply keeps the socket busy, so the dumps after it in the same send get
-// EBUSY; those are asked again, one at a time.
-func (c *conn) readDests(ctx context.Context, svcs []*ipvsmgr.VirtualService, deadline time.Duration) error {
-	var retry []*ipvsmgr.VirtualService
-	for lo := 0; lo < len(svcs); lo += chunkDumps {
-		chunk := svcs[lo:min(lo+chunkDumps, len(svcs))]
-		errs, err := c.dumpDests(ctx, chunk, deadline)
-		if err != nil {
-			return err
-		}
-		for i, err := range errs {
-			switch {
-			case err == nil:
-			case errors.Is(err, syscall.EBUSY):
-				chunk[i].Dests = nil
-				retry = append(retry, chunk[i])
-			default:
-				return fmt.Errorf("list real servers of %s: %w", chunk[i].Key, err)
+// readDests fills each service's real servers. The kernel answers one dump
+// per socket at a time: a dump holds its socket until its DONE is read (IPVS
+// never finishes a non-empty dump in its first reply), and a request that
+// comes meanwhile gets EBUSY. So the services are shared among the sockets,
+// read in parallel, each asking for one service's real servers at a time.
+func readDests(ctx context.Context, conns []*conn, svcs []*ipvsmgr.VirtualService, deadline time.Duration) error {
+	errs := make([]error, len(conns))
+	var wg sync.WaitGroup
+	for w, c := range conns {
+		wg.Go(func() {
+			for i := w; i < len(svcs); i += len(conns) {
+				if err := c.dumpDests(ctx, svcs[i], deadline); err != nil {
+					errs[w] = fmt.Errorf("list real servers of %s: %w", svcs[i].Key, err)
+					return
+				}
 			}
-		}
+		})
 	}
-	for len(retry) > 0 {
-		errs, err := c.dumpDests(ctx, retry[:1], deadline)
-		if err != nil {
-			return err
-		}
-		if errs[0] != nil {
-			return fmt.Errorf("list real servers of %s: %w", retry[0].Key, errs[0])
-		}
-		retry = retry[1:]
-	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
-func (c *conn) dumpDests(ctx context.Context, chunk []*ipvsmgr.VirtualService, deadline time.Duration) ([]error, error) {
-	return c.exchange(ctx, len(chunk), func(e *encoder, i int, seq uint32) {
+func (c *conn) dumpDests(ctx context.Context, svc *ipvsmgr.VirtualService, deadline time.Duration) error {
+	errs, err := c.exchange(ctx, 1, func(e *encoder, _ int, seq uint32) {
 		start := e.beginFlags(c.family, cmdGetDest, seq, nlmFRequest|nlmFDump)
-		e.service(chunk[i], false)
+		e.service(svc, false)
 		e.end(start)
-	}, func(i int, payload []byte) {
+	}, func(_ int, payload []byte) {
 		if b := nestedPayload(payload, attrCmdDest); b != nil {
-			chunk[i].Dests = append(chunk[i].Dests, parseDest(b, chunk[i].Key.Family))
+			svc.Dests = append(svc.Dests, parseDest(b, svc.Key.Family))
 		}
 	}, deadline)
+	if err == nil {
+		err = errs[0]
+	}
+	return err
 }

@@ -79,3 +79,66 @@ func TestReadBackAgreesWithMobyIPVS(t *testing.T) {
 	}
 	t.Logf("both read:\n%s", strings.Join(mine, "\n"))
 }
+
+// TestLargeTableReadBack reads a table whose real servers take many netlink
+// datagrams (one service's 1,500 real servers span several 32 KB replies) and
+// many services (read over several sockets in parallel): every real server
+// and weight ipvsctl reads agrees with ipvsadm -Sn, and a second apply of the
+// same document changes nothing.
+func TestLargeTableReadBack(t *testing.T) {
+	l := newLab(t, 0, false)
+	var b strings.Builder
+	b.WriteString(`{"services":[{"address":"198.18.0.100","port":80,"forwarding":"nat","servers":[`)
+	for j := range 1500 {
+		if j > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"address":"198.18.%d.%d","weight":%d}`, 1+j/250, 1+j%250, 1+j%97)
+	}
+	b.WriteString(`]}`)
+	for i := range 300 {
+		fmt.Fprintf(&b, `,{"address":"198.18.100.%d","port":%d,"forwarding":"nat","servers":[{"address":"198.18.0.11","weight":%d},{"address":"198.18.0.12"}]}`, 1+i%250, 80+i/250, i%7)
+	}
+	b.WriteString(`]}`)
+	l.apply(b.String())
+
+	mine := map[string]uint32{}
+	inNS(t, l.dir, func() {
+		drv, err := kernel.Open(kernel.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer drv.Close()
+		tbl, err := drv.Table(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range tbl.Services {
+			for _, d := range s.Dests {
+				mine[s.Key.String()+" -> "+d.Key.String()] = d.Weight
+			}
+		}
+	})
+	theirs := map[string]uint32{}
+	for _, line := range strings.Split(l.saved(), "\n") {
+		var svc, dst string
+		var w uint32
+		if _, err := fmt.Sscanf(line, "-a -t %s -r %s -m -w %d", &svc, &dst, &w); err == nil {
+			theirs["-t "+svc+" -> "+dst] = w
+		}
+	}
+	if len(theirs) != 2100 {
+		t.Fatalf("ipvsadm -Sn lists %d real servers, want 2100", len(theirs))
+	}
+	if len(mine) != len(theirs) {
+		t.Fatalf("ipvsctl read %d real servers, ipvsadm -Sn %d", len(mine), len(theirs))
+	}
+	for k, w := range theirs {
+		if got, ok := mine[k]; !ok || got != w {
+			t.Fatalf("%s: ipvsctl read weight %d (present %v), ipvsadm -Sn %d", k, got, ok, w)
+		}
+	}
+	if out := l.apply(b.String()); !strings.Contains(out, "0 changes applied, 0 failed") {
+		t.Fatalf("a second apply changed things:\n%s", out[max(0, len(out)-300):])
+	}
+}

@@ -13,9 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -220,22 +218,19 @@ func EncodeServices(st *ipvsmgr.State) (doc []byte, services [][]byte, err error
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode settings: %w", err)
 	}
-	parts, err := encodeEach(st.Services)
-	if err != nil {
-		return nil, nil, err
-	}
 	doc = append(append([]byte(`{"settings":`), settings...), `,"services":`...)
 	bounds := make([][2]int, len(st.Services))
 	if st.Services == nil {
 		doc = append(doc, "null"...)
 	} else {
 		doc = append(doc, '[')
-		for i, b := range parts {
+		for i := range st.Services {
 			if i > 0 {
 				doc = append(doc, ',')
 			}
-			bounds[i] = [2]int{len(doc), len(doc) + len(b)}
-			doc = append(doc, b...)
+			bounds[i][0] = len(doc)
+			doc = ipvsmgr.AppendService(doc, &st.Services[i])
+			bounds[i][1] = len(doc)
 		}
 		doc = append(doc, ']')
 	}
@@ -252,30 +247,6 @@ func EncodeServices(st *ipvsmgr.State) (doc []byte, services [][]byte, err error
 		services[i] = doc[b[0]:b[1]]
 	}
 	return doc, services, nil
-}
-
-// encodeEach marshals the services on every CPU: a large state has thousands.
-func encodeEach(svcs []ipvsmgr.Service) ([][]byte, error) {
-	out := make([][]byte, len(svcs))
-	errs := make([]error, len(svcs))
-	workers := min(runtime.GOMAXPROCS(0), max(len(svcs)/256, 1))
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < len(svcs); i += workers {
-				out[i], errs[i] = json.Marshal(&svcs[i])
-			}
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("encode service %d: %w", i, err)
-		}
-	}
-	return out, nil
 }
 
 // CommitDocument is Commit for a state already encoded with Encode.

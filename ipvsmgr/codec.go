@@ -1,0 +1,601 @@
+package ipvsmgr
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// A director's document has thousands of services, and every write decodes
+// one and encodes one: encoding/json's reflection made that most of the time
+// of a one-weight change. This file decodes and encodes services directly.
+// Both are checked against encoding/json (FuzzDecodeFast, TestAppendService):
+// the decoder gives up on anything it does not handle (nulls where
+// encoding/json would leave a value alone, keys in another case, duplicate
+// keys, floats, ...) and DecodeState then uses encoding/json, which also
+// gives the diagnostic; the encoder writes exactly what json.Marshal writes.
+
+// decodeFast decodes a document; ok is false when it gave up.
+func decodeFast(data []byte) (*State, bool) {
+	st := &State{}
+	ok := walkDocument(data, st, func(d *fastDecoder) {
+		if d.null() {
+			return
+		}
+		st.Services = []Service{}
+		d.array(func() {
+			st.Services = append(st.Services, Service{})
+			d.service(&st.Services[len(st.Services)-1])
+		})
+	})
+	return st, ok
+}
+
+// splitServices decodes a document's settings and imported keys, and
+// returns its services still encoded: only the services that changed need
+// decoding.
+func splitServices(data []byte) (st *State, services [][]byte, ok bool) {
+	st = &State{}
+	ok = walkDocument(data, st, func(d *fastDecoder) {
+		if !d.null() {
+			d.array(func() { services = append(services, d.skip()) })
+		}
+	})
+	return st, services, ok
+}
+
+// walkDocument decodes a document's settings and imported keys into st and
+// calls services at the value of its services; ok is false when it gave up.
+func walkDocument(data []byte, st *State, services func(d *fastDecoder)) (ok bool) {
+	d := &fastDecoder{b: data}
+	defer func() {
+		if r := recover(); r != nil {
+			if _, bail := r.(bailout); !bail {
+				panic(r)
+			}
+			ok = false
+		}
+	}()
+	d.object(func(key []byte, seen *uint32) {
+		switch string(key) {
+		case "settings":
+			d.once(seen, 0)
+			d.strict(&st.Settings)
+		case "services":
+			d.once(seen, 1)
+			services(d)
+		case "imported":
+			d.once(seen, 2)
+			d.strict(&st.Imported)
+		default:
+			d.fail()
+		}
+	})
+	if d.ws() != len(d.b) {
+		d.fail()
+	}
+	return true
+}
+
+type bailout struct{}
+
+type fastDecoder struct {
+	b       []byte
+	i       int
+	intern  map[string]string // addresses, schedulers, ...: the same few strings recur across services
+	ints    []int             // weights are allocated from here, a chunk at a time
+	scratch []Server          // a service's servers are decoded here, then copied to a slice of their size
+}
+
+func (d *fastDecoder) fail() { panic(bailout{}) }
+
+// ws skips white space and returns the offset of what follows.
+func (d *fastDecoder) ws() int {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return d.i
+		}
+	}
+	return d.i
+}
+
+func (d *fastDecoder) peek() byte {
+	if d.ws() >= len(d.b) {
+		d.fail()
+	}
+	return d.b[d.i]
+}
+
+func (d *fastDecoder) expect(c byte) {
+	if d.peek() != c {
+		d.fail()
+	}
+	d.i++
+}
+
+func (d *fastDecoder) literal(s string) bool {
+	d.ws()
+	if bytes.HasPrefix(d.b[d.i:], []byte(s)) {
+		d.i += len(s)
+		return true
+	}
+	return false
+}
+
+func (d *fastDecoder) null() bool { return d.literal("null") }
+
+// once refuses a key seen before in the same object.
+func (d *fastDecoder) once(seen *uint32, bit uint) {
+	if *seen&(1<<bit) != 0 {
+		d.fail()
+	}
+	*seen |= 1 << bit
+}
+
+// object calls fn with each key, positioned at its value.
+func (d *fastDecoder) object(fn func(key []byte, seen *uint32)) {
+	d.expect('{')
+	if d.peek() == '}' {
+		d.i++
+		return
+	}
+	var seen uint32
+	for {
+		key := d.strBytes()
+		d.expect(':')
+		fn(key, &seen)
+		switch d.peek() {
+		case ',':
+			d.i++
+		case '}':
+			d.i++
+			return
+		default:
+			d.fail()
+		}
+	}
+}
+
+// array calls fn for each element, positioned at it.
+func (d *fastDecoder) array(fn func()) {
+	d.expect('[')
+	if d.peek() == ']' {
+		d.i++
+		return
+	}
+	for {
+		fn()
+		switch d.peek() {
+		case ',':
+			d.i++
+		case ']':
+			d.i++
+			return
+		default:
+			d.fail()
+		}
+	}
+}
+
+// strBytes reads a string; one with escapes or bytes that are not ASCII
+// is unquoted by encoding/json.
+func (d *fastDecoder) strBytes() []byte {
+	d.expect('"')
+	start, plain := d.i, true
+	for ; d.i < len(d.b); d.i++ {
+		switch c := d.b[d.i]; {
+		case c == '"':
+			d.i++
+			if plain {
+				return d.b[start : d.i-1]
+			}
+			var s string
+			if json.Unmarshal(d.b[start-1:d.i], &s) != nil {
+				d.fail()
+			}
+			return []byte(s)
+		case c == '\\':
+			plain = false
+			d.i++
+		case c < 0x20:
+			d.fail()
+		case c >= utf8.RuneSelf:
+			plain = false
+		}
+	}
+	d.fail()
+	return nil
+}
+
+func (d *fastDecoder) str() string {
+	b := d.strBytes()
+	if s, ok := d.intern[string(b)]; ok {
+		return s
+	}
+	if d.intern == nil {
+		d.intern = map[string]string{}
+	}
+	s := string(b)
+	d.intern[s] = s
+	return s
+}
+
+// integer reads an integer in [lo, hi]; a fraction or exponent gives up.
+func (d *fastDecoder) integer(lo, hi int64) int64 {
+	d.ws()
+	start := d.i
+	if d.i < len(d.b) && d.b[d.i] == '-' {
+		d.i++
+	}
+	digits := d.i
+	for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
+		d.i++
+	}
+	n := d.i - digits
+	if n == 0 || n > 18 || n > 1 && d.b[digits] == '0' {
+		d.fail()
+	}
+	if d.i < len(d.b) {
+		switch d.b[d.i] {
+		case '.', 'e', 'E':
+			d.fail()
+		}
+	}
+	v, err := strconv.ParseInt(string(d.b[start:d.i]), 10, 64)
+	if err != nil || v < lo || v > hi {
+		d.fail()
+	}
+	return v
+}
+
+func (d *fastDecoder) int() int { return int(d.integer(-1<<62, 1<<62)) }
+
+func (d *fastDecoder) bool() bool {
+	switch {
+	case d.literal("true"):
+		return true
+	case d.literal("false"):
+		return false
+	}
+	d.fail()
+	return false
+}
+
+func (d *fastDecoder) optInt() *int {
+	if d.null() {
+		return nil
+	}
+	if len(d.ints) == 0 {
+		d.ints = make([]int, 256)
+	}
+	p := &d.ints[0]
+	d.ints = d.ints[1:]
+	*p = d.int()
+	return p
+}
+
+func (d *fastDecoder) optBool() *bool {
+	if d.null() {
+		return nil
+	}
+	v := d.bool()
+	return &v
+}
+
+// skip passes over any JSON value (checked later by encoding/json) and
+// returns its bytes.
+func (d *fastDecoder) skip() []byte {
+	start := d.ws()
+	depth := 0
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		switch c {
+		case '"':
+			d.i++
+			for d.i < len(d.b) && d.b[d.i] != '"' {
+				if d.b[d.i] == '\\' {
+					d.i++
+				}
+				d.i++
+			}
+			d.i++
+		case '{', '[':
+			depth++
+			d.i++
+		case '}', ']', ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return d.b[start:d.i] // the end of a number or literal
+			}
+			if c == '}' || c == ']' {
+				depth--
+			}
+			d.i++
+		default:
+			d.i++
+		}
+		if depth == 0 && (c == '"' || c == '}' || c == ']') && d.i <= len(d.b) {
+			return d.b[start:d.i]
+		}
+	}
+	d.fail()
+	return nil
+}
+
+// strict decodes a small value with encoding/json, unknown fields refused.
+func (d *fastDecoder) strict(v any) {
+	raw := d.skip()
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if dec.Decode(v) != nil || dec.InputOffset() != int64(len(raw)) {
+		d.fail()
+	}
+}
+
+func (d *fastDecoder) strings() []string {
+	if d.null() {
+		return nil
+	}
+	out := []string{}
+	d.array(func() { out = append(out, d.str()) })
+	return out
+}
+
+func (d *fastDecoder) service(s *Service) {
+	d.object(func(key []byte, seen *uint32) {
+		switch string(key) {
+		case "name":
+			d.once(seen, 0)
+			s.Name = d.str()
+		case "protocol":
+			d.once(seen, 1)
+			s.Protocol = d.str()
+		case "address":
+			d.once(seen, 2)
+			s.Address = d.str()
+		case "port":
+			d.once(seen, 3)
+			s.Port = d.int()
+		case "fwmark":
+			d.once(seen, 4)
+			s.FWMark = uint32(d.integer(0, 1<<32-1))
+		case "match":
+			d.once(seen, 5)
+			if d.null() {
+				return
+			}
+			s.Match = []Match{}
+			d.array(func() {
+				s.Match = append(s.Match, Match{})
+				d.match(&s.Match[len(s.Match)-1])
+			})
+		case "interface":
+			d.once(seen, 6)
+			s.Interface = d.str()
+		case "scheduler":
+			d.once(seen, 7)
+			s.Scheduler = d.str()
+		case "scheduler_flags":
+			d.once(seen, 8)
+			s.SchedulerFlags = d.strings()
+		case "one_packet":
+			d.once(seen, 9)
+			s.OnePacket = d.bool()
+		case "persistence":
+			d.once(seen, 10)
+			s.Persistence = d.int()
+		case "persistence_netmask":
+			d.once(seen, 11)
+			s.PersistenceNetmask = d.str()
+		case "forwarding":
+			d.once(seen, 12)
+			s.Forwarding = d.str()
+		case "enabled":
+			d.once(seen, 13)
+			s.Enabled = d.optBool()
+		case "servers":
+			d.once(seen, 14)
+			if d.null() {
+				return
+			}
+			d.scratch = d.scratch[:0]
+			d.array(func() {
+				d.scratch = append(d.scratch, Server{})
+				d.server(&d.scratch[len(d.scratch)-1])
+			})
+			s.Servers = append(make([]Server, 0, len(d.scratch)), d.scratch...)
+		default:
+			d.fail()
+		}
+	})
+}
+
+func (d *fastDecoder) match(m *Match) {
+	d.object(func(key []byte, seen *uint32) {
+		switch string(key) {
+		case "protocol":
+			d.once(seen, 0)
+			m.Protocol = d.str()
+		case "ports":
+			d.once(seen, 1)
+			if d.null() {
+				return
+			}
+			m.Ports = []int{}
+			d.array(func() { m.Ports = append(m.Ports, d.int()) })
+		default:
+			d.fail()
+		}
+	})
+}
+
+func (d *fastDecoder) server(s *Server) {
+	d.object(func(key []byte, seen *uint32) {
+		switch string(key) {
+		case "name":
+			d.once(seen, 0)
+			s.Name = d.str()
+		case "address":
+			d.once(seen, 1)
+			s.Address = d.str()
+		case "port":
+			d.once(seen, 2)
+			s.Port = d.int()
+		case "weight":
+			d.once(seen, 3)
+			s.Weight = d.optInt()
+		case "forwarding":
+			d.once(seen, 4)
+			s.Forwarding = d.str()
+		case "upper_threshold":
+			d.once(seen, 5)
+			s.UpperThreshold = d.int()
+		case "lower_threshold":
+			d.once(seen, 6)
+			s.LowerThreshold = d.int()
+		case "enabled":
+			d.once(seen, 7)
+			s.Enabled = d.optBool()
+		default:
+			d.fail()
+		}
+	})
+}
+
+// AppendService appends the service as json.Marshal writes it.
+func AppendService(b []byte, s *Service) []byte {
+	b = append(b, '{')
+	comma := false
+	field := func(name string) {
+		if comma {
+			b = append(b, ',')
+		}
+		comma = true
+		b = append(append(append(b, '"'), name...), `":`...)
+	}
+	str := func(name, v string) {
+		if v != "" {
+			field(name)
+			b = appendString(b, v)
+		}
+	}
+	num := func(name string, v int64) {
+		if v != 0 {
+			field(name)
+			b = strconv.AppendInt(b, v, 10)
+		}
+	}
+	str("name", s.Name)
+	str("protocol", s.Protocol)
+	str("address", s.Address)
+	num("port", int64(s.Port))
+	num("fwmark", int64(s.FWMark))
+	if len(s.Match) > 0 {
+		field("match")
+		b = append(b, '[')
+		for i := range s.Match {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendMatch(b, &s.Match[i])
+		}
+		b = append(b, ']')
+	}
+	str("interface", s.Interface)
+	str("scheduler", s.Scheduler)
+	if len(s.SchedulerFlags) > 0 {
+		field("scheduler_flags")
+		b = append(b, '[')
+		for i, f := range s.SchedulerFlags {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, f)
+		}
+		b = append(b, ']')
+	}
+	if s.OnePacket {
+		field("one_packet")
+		b = append(b, "true"...)
+	}
+	num("persistence", int64(s.Persistence))
+	str("persistence_netmask", s.PersistenceNetmask)
+	str("forwarding", s.Forwarding)
+	if s.Enabled != nil {
+		field("enabled")
+		b = strconv.AppendBool(b, *s.Enabled)
+	}
+	field("servers")
+	if s.Servers == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range s.Servers {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendServer(b, &s.Servers[i])
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+func appendMatch(b []byte, m *Match) []byte {
+	b = appendString(append(b, `{"protocol":`...), m.Protocol)
+	b = append(b, `,"ports":`...)
+	if m.Ports == nil {
+		return append(b, "null}"...)
+	}
+	b = append(b, '[')
+	for i, p := range m.Ports {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(p), 10)
+	}
+	return append(b, "]}"...)
+}
+
+func appendServer(b []byte, s *Server) []byte {
+	if s.Name != "" {
+		b = appendString(append(b, `{"name":`...), s.Name)
+		b = append(b, `,"address":`...)
+	} else {
+		b = append(b, `{"address":`...)
+	}
+	b = appendString(b, s.Address)
+	if s.Port != 0 {
+		b = strconv.AppendInt(append(b, `,"port":`...), int64(s.Port), 10)
+	}
+	if s.Weight != nil {
+		b = strconv.AppendInt(append(b, `,"weight":`...), int64(*s.Weight), 10)
+	}
+	if s.Forwarding != "" {
+		b = appendString(append(b, `,"forwarding":`...), s.Forwarding)
+	}
+	if s.UpperThreshold != 0 {
+		b = strconv.AppendInt(append(b, `,"upper_threshold":`...), int64(s.UpperThreshold), 10)
+	}
+	if s.LowerThreshold != 0 {
+		b = strconv.AppendInt(append(b, `,"lower_threshold":`...), int64(s.LowerThreshold), 10)
+	}
+	if s.Enabled != nil {
+		b = strconv.AppendBool(append(b, `,"enabled":`...), *s.Enabled)
+	}
+	return append(b, '}')
+}
+
+// appendString quotes s as json.Marshal does (HTML characters escaped).
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	return append(append(append(b, '"'), s...), '"')
+}
