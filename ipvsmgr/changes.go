@@ -177,13 +177,28 @@ func (was *StoredState) ChangesTo(newServices [][]byte, new *State) ([]string, e
 	if len(newServices) != len(new.Services) {
 		return nil, fmt.Errorf("%d encoded services for %d services", len(newServices), len(new.Services))
 	}
-	inNew := make(map[string]bool, len(newServices))
-	for _, r := range newServices {
-		inNew[string(r)] = true
+	// Most services are unchanged and in the same place: those are left out
+	// at once; the others are matched by their encoding, wherever they are.
+	var oldRest, newRest []int
+	for i := range max(len(was.Services), len(newServices)) {
+		switch {
+		case i >= len(newServices):
+			oldRest = append(oldRest, i)
+		case i >= len(was.Services):
+			newRest = append(newRest, i)
+		case !bytes.Equal(was.Services[i], newServices[i]):
+			oldRest = append(oldRest, i)
+			newRest = append(newRest, i)
+		}
+	}
+	inNew := make(map[string]bool, len(newRest))
+	for _, i := range newRest {
+		inNew[string(newServices[i])] = true
 	}
 	oldSub := &State{Settings: was.Settings, Imported: was.Imported}
-	inOld := make(map[string]bool, len(was.Services))
-	for _, r := range was.Services {
+	inOld := make(map[string]bool, len(oldRest))
+	for _, i := range oldRest {
+		r := was.Services[i]
 		inOld[string(r)] = true
 		if inNew[string(r)] {
 			continue
@@ -195,8 +210,8 @@ func (was *StoredState) ChangesTo(newServices [][]byte, new *State) ([]string, e
 		oldSub.Services = append(oldSub.Services, s)
 	}
 	newSub := &State{Settings: new.Settings, Imported: new.Imported}
-	for i, r := range newServices {
-		if !inOld[string(r)] {
+	for _, i := range newRest {
+		if !inOld[string(newServices[i])] {
 			newSub.Services = append(newSub.Services, new.Services[i])
 		}
 	}

@@ -52,21 +52,29 @@ func TestChangesToMatchesChanges(t *testing.T) {
 		{Name: "new", Address: "198.18.0.102", Port: 80},
 	}}
 	doc, _ := json.Marshal(old)
-	var encoded [][]byte
-	for i := range new.Services {
-		b, _ := json.Marshal(&new.Services[i])
-		encoded = append(encoded, b)
-	}
 	was, err := ParseStored(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := was.ChangesTo(encoded, new)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := cmp.Diff(Changes(old, new), got); d != "" {
-		t.Fatalf("(-Changes +ChangesSince):\n%s", d)
+	// In the same order, and with the unchanged service moved.
+	moved := &State{Settings: new.Settings, Services: []Service{new.Services[1], new.Services[2], new.Services[0]}}
+	var encoded [][]byte
+	for _, st := range []*State{new, moved} {
+		encoded = nil
+		for i := range st.Services {
+			b, _ := json.Marshal(&st.Services[i])
+			encoded = append(encoded, b)
+		}
+		got, err := was.ChangesTo(encoded, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(Changes(old, st), got); d != "" {
+			t.Fatalf("(-Changes +ChangesTo):\n%s", d)
+		}
+		if len(got) != 4 {
+			t.Fatalf("%d changes, want 4: %v", len(got), got)
+		}
 	}
 	empty, _ := ParseStored(nil)
 	if got, _ := empty.ChangesTo(encoded, new); len(got) != 4 {

@@ -66,29 +66,42 @@ func Diff(desired, actual *Table, opt DiffOptions) []Op {
 
 func diffDests(want, have *VirtualService) []Op {
 	var ops []Op
-	cur := make(map[DestKey]*Destination, len(have.Dests))
+	cur, wanted := destFinder(have.Dests), destFinder(want.Dests)
 	for _, d := range have.Dests {
-		cur[d.Key] = d
-	}
-	keep := make(map[DestKey]bool, len(want.Dests))
-	for _, d := range want.Dests {
-		keep[d.Key] = true
-	}
-	for _, d := range have.Dests {
-		if !keep[d.Key] {
+		if wanted(d.Key) == nil {
 			ops = append(ops, Op{Kind: OpDelDest, Service: want, Dest: d})
 		}
 	}
 	for _, d := range want.Dests {
-		c, ok := cur[d.Key]
+		c := cur(d.Key)
 		switch {
-		case !ok:
+		case c == nil:
 			ops = append(ops, Op{Kind: OpAddDest, Service: want, Dest: d})
 		case !sameDestAttrs(d, c):
 			ops = append(ops, Op{Kind: OpEditDest, Service: want, Dest: d})
 		}
 	}
 	return ops
+}
+
+// destFinder looks real servers up by key: a short list (most services have
+// a few) is scanned, a long one goes through a map.
+func destFinder(ds []*Destination) func(DestKey) *Destination {
+	if len(ds) <= 16 {
+		return func(k DestKey) *Destination {
+			for _, d := range ds {
+				if d.Key == k {
+					return d
+				}
+			}
+			return nil
+		}
+	}
+	m := make(map[DestKey]*Destination, len(ds))
+	for _, d := range ds {
+		m[d.Key] = d
+	}
+	return func(k DestKey) *Destination { return m[k] }
 }
 
 func sameServiceAttrs(a, b *VirtualService) bool {

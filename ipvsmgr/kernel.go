@@ -2,6 +2,7 @@ package ipvsmgr
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -78,6 +79,69 @@ func (k ServiceKey) String() string {
 	return protoFlag(k.Protocol) + " " + netip.AddrPortFrom(k.Addr, k.Port).String()
 }
 
+// MarshalText writes the key as String does: so it is kept in the ledger and
+// shown in JSON results.
+func (k ServiceKey) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText reads what MarshalText writes.
+func (k *ServiceKey) UnmarshalText(b []byte) error {
+	f := strings.Fields(string(b))
+	if len(f) >= 2 && f[0] == "-f" && (len(f) == 2 || len(f) == 3 && f[2] == "-6") {
+		m, err := strconv.ParseUint(f[1], 10, 32)
+		if err != nil || m == 0 {
+			return fmt.Errorf("service %q: bad firewall mark", b)
+		}
+		*k = ServiceKey{Family: FamilyIPv4, FWMark: uint32(m)}
+		if len(f) == 3 {
+			k.Family = FamilyIPv6
+		}
+		return nil
+	}
+	if len(f) != 2 {
+		return fmt.Errorf("service %q: want \"-t|-u|--sctp-service ADDRESS:PORT\" or \"-f MARK [-6]\"", b)
+	}
+	proto, ok := protoFromFlag(f[0])
+	ap, err := netip.ParseAddrPort(f[1])
+	if !ok || err != nil {
+		return fmt.Errorf("service %q: want \"-t|-u|--sctp-service ADDRESS:PORT\" or \"-f MARK [-6]\"", b)
+	}
+	*k = ServiceKey{Family: FamilyIPv4, Protocol: proto, Addr: ap.Addr(), Port: ap.Port()}
+	if ap.Addr().Is6() {
+		k.Family = FamilyIPv6
+	}
+	return nil
+}
+
+// UnmarshalJSON reads the text form, and the object form ledgers were
+// written in before it.
+func (k *ServiceKey) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '{' {
+		type fields ServiceKey
+		return json.Unmarshal(b, (*fields)(k))
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	return k.UnmarshalText([]byte(s))
+}
+
+func protoFromFlag(f string) (uint16, bool) {
+	switch f {
+	case "-t":
+		return ProtoTCP, true
+	case "-u":
+		return ProtoUDP, true
+	case "--sctp-service":
+		return ProtoSCTP, true
+	}
+	if n, ok := strings.CutPrefix(f, "-proto"); ok {
+		p, err := strconv.ParseUint(n, 10, 16)
+		return uint16(p), err == nil
+	}
+	return 0, false
+}
+
 func protoFlag(p uint16) string {
 	switch p {
 	case ProtoTCP:
@@ -110,6 +174,28 @@ type DestKey struct {
 }
 
 func (k DestKey) String() string { return netip.AddrPortFrom(k.Addr, k.Port).String() }
+
+// MarshalText writes the key as String does ("198.18.0.11:80").
+func (k DestKey) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalJSON reads the text form, and the object form ledgers were
+// written in before it.
+func (k *DestKey) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '{' {
+		type fields DestKey
+		return json.Unmarshal(b, (*fields)(k))
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		return fmt.Errorf("real server %q: want ADDRESS:PORT", s)
+	}
+	*k = DestKey{Addr: ap.Addr(), Port: ap.Port()}
+	return nil
+}
 
 // Stats are IPVS counters and rates.
 type Stats struct {

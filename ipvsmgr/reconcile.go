@@ -132,13 +132,16 @@ func withDrains(desired, actual *Table, prev []Drain, now time.Time, timeout tim
 			out.Services = append(out.Services, s)
 			continue
 		}
-		wanted := make(map[DestKey]bool, len(s.Dests))
-		for _, d := range s.Dests {
-			wanted[d.Key] = true
-		}
 		var extra []*Destination
+		var wanted func(DestKey) *Destination
 		for _, d := range cur.Dests {
-			if wanted[d.Key] || d.ActiveConns == 0 {
+			if d.ActiveConns == 0 {
+				continue
+			}
+			if wanted == nil {
+				wanted = destFinder(s.Dests)
+			}
+			if wanted(d.Key) != nil {
 				continue
 			}
 			start, ok := since[[2]string{s.Key.String(), d.Key.String()}]

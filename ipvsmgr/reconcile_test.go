@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -257,5 +258,42 @@ func TestTransitionsInRandomOrder(t *testing.T) {
 				t.Fatalf("round %d state %d: kernel differs from the state: %v", round, i, ops)
 			}
 		}
+	}
+}
+
+// A service with many real servers (looked up through a map, not scanned):
+// only what differs changes.
+func TestManyServersDiff(t *testing.T) {
+	doc := func(skip, heavy int) string {
+		var b strings.Builder
+		b.WriteString(`{"services":[{"address":"198.18.0.100","port":80,"forwarding":"nat","servers":[`)
+		first := true
+		for j := range 40 {
+			if j == skip {
+				continue
+			}
+			if !first {
+				b.WriteByte(',')
+			}
+			first = false
+			w := 1
+			if j == heavy {
+				w = 7
+			}
+			b.WriteString(`{"address":"198.18.1.` + strconv.Itoa(1+j) + `","weight":` + strconv.Itoa(w) + `}`)
+		}
+		b.WriteString(`]}]}`)
+		return b.String()
+	}
+	g := newRig(t)
+	g.reconcile(t, doc(39, -1))
+	_, ops := g.reconcile(t, doc(3, 20))
+	want := []string{
+		"ipvsadm -d -t 198.18.0.100:80 -r 198.18.1.4:80",
+		"ipvsadm -e -t 198.18.0.100:80 -r 198.18.1.21:80 -m -w 7",
+		"ipvsadm -a -t 198.18.0.100:80 -r 198.18.1.40:80 -m -w 1",
+	}
+	if d := cmp.Diff(want, ops); d != "" {
+		t.Fatalf("ops (-want +got):\n%s", d)
 	}
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark (in the VM test bed, one run): ipvsctl applying 1,000 services x 10 real servers from empty, one
 # weight change and a no-op reconcile, each beside ipvsadm -R, ipvsadm -Sn and keepalived on the same table.
-# Prints the times and their ratios.
+# The contenders take turns, several times (BENCH_FULL_REPS, BENCH_EDIT_REPS); it prints the medians and ratios.
 # Usage: scripts/bench.sh [SERVICES [SERVERS]]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/user"
 	"strconv"
+	"strings"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/kernel"
@@ -97,15 +98,25 @@ func (p *prefetched) Table(ctx context.Context) (*ipvsmgr.Table, error) {
 
 // author names who makes a change: the user behind sudo, else the user.
 func (e *cliEnv) author() string {
-	for _, k := range []string{"SUDO_USER", "USER"} {
+	for _, k := range []string{"SUDO_USER", "USER", "LOGNAME"} {
 		if v := e.getenv(k); v != "" {
 			return v
+		}
+	}
+	// /etc/passwd first: user.Current asks NSS, which loads libraries, a
+	// cost every write would pay when run without a login environment.
+	uid := strconv.Itoa(os.Getuid())
+	if b, err := os.ReadFile("/etc/passwd"); err == nil {
+		for line := range strings.Lines(string(b)) {
+			if f := strings.SplitN(line, ":", 4); len(f) == 4 && f[2] == uid {
+				return f[0]
+			}
 		}
 	}
 	if u, err := user.Current(); err == nil {
 		return u.Username
 	}
-	return "uid " + strconv.Itoa(os.Getuid())
+	return "uid " + uid
 }
 
 // readDocument reads and validates a desired-state document ("-" is stdin).

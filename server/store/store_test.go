@@ -79,6 +79,57 @@ func TestMigrateFromEachOlderSchema(t *testing.T) {
 	}
 }
 
+// What an ipvsctl at schema 1 stored (revisions with a state hash, a ledger
+// with its keys as objects) is all there after the upgrade.
+func TestSchema1DataSurvivesUpgrade(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "db")
+	old, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _ := migrations.All()
+	if _, err := old.db.Exec(`DROP TABLE revisions; DROP TABLE ledger; DELETE FROM schema_migrations`); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.migrateTo(ctx, all[:1]); err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := Encode(webState(2))
+	if _, err := old.db.Exec(`INSERT INTO revisions (created_at, author, via, summary, state, state_hash) VALUES
+		('2026-11-29T10:00:00Z', 'alice', 'cli', 'add web', ?, 'c0ffee')`, string(doc)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.db.Exec(`INSERT INTO ledger (id, data) VALUES (1, '{"services":[{"Family":2,"Protocol":6,"Addr":"198.18.0.100","Port":80,"FWMark":0}],"vips":null,"drains":null,"marks":false}')`); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st, rev, err := s.Current(ctx)
+	if err != nil || rev != 1 || len(st.Services) != 1 || len(st.Services[0].Servers) != 2 {
+		t.Fatalf("current after upgrade: rev %d, %+v, %v", rev, st, err)
+	}
+	h, err := s.History(ctx, 10)
+	if err != nil || len(h) != 1 || h[0].Author != "alice" || h[0].Summary != "add web" {
+		t.Fatalf("history after upgrade: %+v, %v", h, err)
+	}
+	l, err := s.LoadLedger(ctx)
+	if err != nil || len(l.Services) != 1 || l.Services[0].String() != "-t 198.18.0.100:80" {
+		t.Fatalf("ledger after upgrade: %+v, %v", l, err)
+	}
+	if rev, changed, err := s.Commit(ctx, 1, webState(2), "bob", "cli", "same"); err != nil || rev != 1 || changed {
+		t.Fatalf("the same state again: rev %d changed %v err %v", rev, changed, err)
+	}
+	if rev, changed, err := s.Commit(ctx, 1, webState(3), "bob", "cli", "add r3"); err != nil || rev != 2 || !changed {
+		t.Fatalf("a new state: rev %d changed %v err %v", rev, changed, err)
+	}
+}
+
 func TestNewerSchemaRefused(t *testing.T) {
 	s, path := openTemp(t)
 	if _, err := s.db.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 'x')`); err != nil {
