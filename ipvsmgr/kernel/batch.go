@@ -16,8 +16,8 @@ func (c *conn) apply(ctx context.Context, ops []ipvsmgr.Op, deadline time.Durati
 	errs := make([]error, len(ops))
 	for lo := 0; lo < len(ops); lo += chunkOps {
 		chunk := ops[lo:min(lo+chunkOps, len(ops))]
-		got, err := c.exchange(ctx, len(chunk), func(e *encoder, i int, seq uint32) {
-			e.op(c.family, seq, chunk[i])
+		got, err := c.exchange(ctx, len(chunk), true, func(e *encoder, i int, seq uint32) {
+			e.op(c.family, seq, chunk[i], i == len(chunk)-1)
 		}, nil, deadline)
 		if err != nil {
 			for i := lo; i < len(ops); i++ {

@@ -103,7 +103,12 @@ func (c *conn) close() { unix.Close(c.fd) }
 // attributes) with the request's index, and the returned slice holds each
 // request's error (nil on success). The error result means the socket failed
 // or the kernel did not answer in time.
-func (c *conn) exchange(ctx context.Context, n int, encode func(e *encoder, i int, seq uint32), onData func(i int, payload []byte), deadline time.Duration) ([]error, error) {
+//
+// With quiet, the requests are writes of which only the last asks for an
+// ack: the kernel answers the others only when they fail, and answers in
+// order, so the last one's answer ends the exchange. That spares the kernel
+// an ack per write, and this side reading it.
+func (c *conn) exchange(ctx context.Context, n int, quiet bool, encode func(e *encoder, i int, seq uint32), onData func(i int, payload []byte), deadline time.Duration) ([]error, error) {
 	enc := encoder{buf: make([]byte, 0, n*128)}
 	first := c.seq + 1
 	for i := range n {
@@ -116,6 +121,9 @@ func (c *conn) exchange(ctx context.Context, n int, encode func(e *encoder, i in
 	errs := make([]error, n)
 	done := make([]bool, n)
 	pending := n
+	if quiet {
+		pending = 1
+	}
 	stop := time.Now().Add(deadline)
 	handle := func(datagram []byte) {
 		for msg := datagram; len(msg) >= nlmsgHdrLen; {
@@ -129,7 +137,9 @@ func (c *conn) exchange(ctx context.Context, n int, encode func(e *encoder, i in
 				switch {
 				case typ == nlmsgTypeErr && l >= nlmsgHdrLen+4:
 					done[idx] = true
-					pending--
+					if !quiet || idx == n-1 {
+						pending--
+					}
 					if code := int32(native.Uint32(msg[nlmsgHdrLen:])); code != 0 {
 						errs[idx] = syscall.Errno(-code)
 					}

@@ -211,33 +211,39 @@ func (e *encoder) dest(d *ipvsmgr.Destination, full bool) {
 	e.endNest(n)
 }
 
-// op encodes one reconcile op as one request.
-func (e *encoder) op(family uint16, seq uint32, op ipvsmgr.Op) {
+// op encodes one reconcile op as one request; with ack the kernel answers it
+// even when it succeeds.
+func (e *encoder) op(family uint16, seq uint32, op ipvsmgr.Op, ack bool) {
+	flags := uint16(nlmFRequest)
+	if ack {
+		flags |= nlmFAck
+	}
+	begin := func(family uint16, cmd uint8, seq uint32) int { return e.beginFlags(family, cmd, seq, flags) }
 	var start int
 	switch op.Kind {
 	case ipvsmgr.OpAddService:
-		start = e.begin(family, cmdNewService, seq)
+		start = begin(family, cmdNewService, seq)
 		e.service(op.Service, true)
 	case ipvsmgr.OpEditService:
-		start = e.begin(family, cmdSetService, seq)
+		start = begin(family, cmdSetService, seq)
 		e.service(op.Service, true)
 	case ipvsmgr.OpDelService:
-		start = e.begin(family, cmdDelService, seq)
+		start = begin(family, cmdDelService, seq)
 		e.service(op.Service, false)
 	case ipvsmgr.OpAddDest:
-		start = e.begin(family, cmdNewDest, seq)
+		start = begin(family, cmdNewDest, seq)
 		e.service(op.Service, false)
 		e.dest(op.Dest, true)
 	case ipvsmgr.OpEditDest:
-		start = e.begin(family, cmdSetDest, seq)
+		start = begin(family, cmdSetDest, seq)
 		e.service(op.Service, false)
 		e.dest(op.Dest, true)
 	case ipvsmgr.OpDelDest:
-		start = e.begin(family, cmdDelDest, seq)
+		start = begin(family, cmdDelDest, seq)
 		e.service(op.Service, false)
 		e.dest(op.Dest, false)
 	case ipvsmgr.OpSetTimeouts:
-		start = e.begin(family, cmdSetConfig, seq)
+		start = begin(family, cmdSetConfig, seq)
 		e.u32(attrCmdTimeoutTCP, op.Timeouts.TCP)
 		e.u32(attrCmdTimeoutFin, op.Timeouts.TCPFin)
 		e.u32(attrCmdTimeoutUDP, op.Timeouts.UDP)

@@ -48,7 +48,7 @@ func TestEncodeAddService(t *testing.T) {
 		Scheduler: "wlc", Flags: ipvsmgr.FlagPersistent | ipvsmgr.FlagHashed, Timeout: 300, Netmask: 0xffffff00,
 	}
 	var e encoder
-	e.op(42, 7, ipvsmgr.Op{Kind: ipvsmgr.OpAddService, Service: svc})
+	e.op(42, 7, ipvsmgr.Op{Kind: ipvsmgr.OpAddService, Service: svc}, true)
 	if native.Uint16(e.buf[4:]) != 42 || native.Uint32(e.buf[8:]) != 7 {
 		t.Fatalf("family or seq wrong: % x", e.buf[:16])
 	}
@@ -79,7 +79,7 @@ func TestEncodeAddService(t *testing.T) {
 func TestEncodeIPv6AndFWMark(t *testing.T) {
 	var e encoder
 	fw := &ipvsmgr.VirtualService{Key: ipvsmgr.ServiceKey{Family: ipvsmgr.FamilyIPv6, FWMark: 9}, Scheduler: "mh", Netmask: 64}
-	e.op(1, 1, ipvsmgr.Op{Kind: ipvsmgr.OpEditService, Service: fw})
+	e.op(1, 1, ipvsmgr.Op{Kind: ipvsmgr.OpEditService, Service: fw}, true)
 	cmd, a := attrsOf(t, e.buf, attrCmdService)
 	if cmd != cmdSetService || native.Uint32(a[attrSvcFWMark]) != 9 || a[attrSvcPort] != nil || a[attrSvcAddr] != nil {
 		t.Fatalf("fwmark service encoded as cmd %d attrs %v", cmd, a)
@@ -89,7 +89,7 @@ func TestEncodeIPv6AndFWMark(t *testing.T) {
 	}
 	e = encoder{}
 	d := &ipvsmgr.Destination{Key: ipvsmgr.DestKey{Addr: netip.MustParseAddr("2001:db8::11"), Port: 8080}, Forward: ipvsmgr.ForwardTUN, Weight: 65535, UpperThreshold: 10, LowerThreshold: 2}
-	e.op(1, 2, ipvsmgr.Op{Kind: ipvsmgr.OpAddDest, Service: fw, Dest: d})
+	e.op(1, 2, ipvsmgr.Op{Kind: ipvsmgr.OpAddDest, Service: fw, Dest: d}, true)
 	cmd, da := attrsOf(t, e.buf, attrCmdDest)
 	_, sa := attrsOf(t, e.buf, attrCmdService)
 	if cmd != cmdNewDest || sa[attrSvcSched] != nil {
@@ -104,9 +104,9 @@ func TestEncodeIPv6AndFWMark(t *testing.T) {
 func TestEncodeBatchIsConcatenated(t *testing.T) {
 	var e encoder
 	svc := &ipvsmgr.VirtualService{Key: ipvsmgr.ServiceKey{Family: 2, Protocol: 17, Addr: netip.MustParseAddr("198.18.0.1"), Port: 53}, Scheduler: "rr", Netmask: ^uint32(0)}
-	e.op(5, 1, ipvsmgr.Op{Kind: ipvsmgr.OpAddService, Service: svc})
-	e.op(5, 2, ipvsmgr.Op{Kind: ipvsmgr.OpDelService, Service: svc})
-	e.op(5, 3, ipvsmgr.Op{Kind: ipvsmgr.OpSetTimeouts, Timeouts: ipvsmgr.Timeouts{TCP: 900}})
+	e.op(5, 1, ipvsmgr.Op{Kind: ipvsmgr.OpAddService, Service: svc}, false)
+	e.op(5, 2, ipvsmgr.Op{Kind: ipvsmgr.OpDelService, Service: svc}, false)
+	e.op(5, 3, ipvsmgr.Op{Kind: ipvsmgr.OpSetTimeouts, Timeouts: ipvsmgr.Timeouts{TCP: 900}}, true)
 	msgs, err := syscall.ParseNetlinkMessage(e.buf)
 	if err != nil || len(msgs) != 3 {
 		t.Fatalf("parsed %d messages: %v", len(msgs), err)
@@ -114,6 +114,10 @@ func TestEncodeBatchIsConcatenated(t *testing.T) {
 	for i, m := range msgs {
 		if m.Header.Seq != uint32(i+1) {
 			t.Errorf("message %d has seq %d", i, m.Header.Seq)
+		}
+		// Only the last asks for an ack; the kernel still answers a failure.
+		if want := map[bool]uint16{false: nlmFRequest, true: nlmFRequest | nlmFAck}[i == 2]; m.Header.Flags != want {
+			t.Errorf("message %d has flags %#x, want %#x", i, m.Header.Flags, want)
 		}
 	}
 }

@@ -183,7 +183,7 @@ func parseDest(b []byte, svcFamily uint16) *ipvsmgr.Destination {
 func readTable(ctx context.Context, conns []*conn, deadline time.Duration) (*ipvsmgr.Table, error) {
 	c := conns[0]
 	t := &ipvsmgr.Table{}
-	errs, err := c.exchange(ctx, 1, func(e *encoder, _ int, seq uint32) {
+	errs, err := c.exchange(ctx, 1, false, func(e *encoder, _ int, seq uint32) {
 		e.end(e.beginFlags(c.family, cmdGetService, seq, nlmFRequest|nlmFDump))
 	}, func(_ int, payload []byte) {
 		if b := nestedPayload(payload, attrCmdService); b != nil {
@@ -199,7 +199,7 @@ func readTable(ctx context.Context, conns []*conn, deadline time.Duration) (*ipv
 	if err := readDests(ctx, conns, t.Services, deadline); err != nil {
 		return nil, err
 	}
-	errs, err = c.exchange(ctx, 1, func(e *encoder, _ int, seq uint32) {
+	errs, err = c.exchange(ctx, 1, false, func(e *encoder, _ int, seq uint32) {
 		e.end(e.begin(c.family, cmdGetConfig, seq))
 	}, func(_ int, payload []byte) {
 		if len(payload) < genlHdrLen {
@@ -248,7 +248,7 @@ func readDests(ctx context.Context, conns []*conn, svcs []*ipvsmgr.VirtualServic
 }
 
 func (c *conn) dumpDests(ctx context.Context, svc *ipvsmgr.VirtualService, deadline time.Duration) error {
-	errs, err := c.exchange(ctx, 1, func(e *encoder, _ int, seq uint32) {
+	errs, err := c.exchange(ctx, 1, false, func(e *encoder, _ int, seq uint32) {
 		start := e.beginFlags(c.family, cmdGetDest, seq, nlmFRequest|nlmFDump)
 		e.service(svc, false)
 		e.end(start)

@@ -257,3 +257,41 @@ func TestOutOfBandDeleteRepaired(t *testing.T) {
 		t.Fatalf("traffic after repair: %v", c)
 	}
 }
+
+// TestFailuresAreNamedOthersApplied: the kernel refuses two real servers (the
+// lab subnet's broadcast address, which only the kernel knows is not
+// unicast), one in the middle of a batch and one last; each is named with its
+// reason, and everything else is applied.
+func TestFailuresAreNamedOthersApplied(t *testing.T) {
+	l := newLab(t, 2, false)
+	f := t.TempDir() + "/state.json"
+	doc := `{"services":[
+	 {"name":"a","address":"198.18.0.101","port":80,"servers":[{"address":"198.18.0.11"}]},
+	 {"name":"b","address":"198.18.0.102","port":80,"servers":[{"address":"198.18.0.11"},{"address":"198.18.0.255"},{"address":"198.18.0.12"}]},
+	 {"name":"c","address":"198.18.0.103","port":80,"servers":[{"address":"198.18.0.12"},{"address":"198.18.0.255"}]}]}`
+	if err := os.WriteFile(f, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := l.ipvsctl("apply", "-f", f)
+	if err == nil {
+		t.Fatalf("apply with refused real servers exited 0:\n%s", out)
+	}
+	for _, want := range []string{
+		"failed: b: ipvsadm -a -t 198.18.0.102:80 -r 198.18.0.255:80 -g -w 1: invalid argument: for dr/tun the real server's address must be reachable unicast",
+		"failed: c: ipvsadm -a -t 198.18.0.103:80 -r 198.18.0.255:80 -g -w 1: invalid argument",
+		"7 changes applied, 2 failed",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("apply output lacks %q:\n%s", want, out)
+		}
+	}
+	saved := l.saved()
+	for _, want := range []string{"-r 198.18.0.11:80", "-a -t 198.18.0.102:80 -r 198.18.0.12:80", "-a -t 198.18.0.103:80 -r 198.18.0.12:80"} {
+		if !strings.Contains(saved, want) {
+			t.Errorf("ipvsadm -Sn lacks %q:\n%s", want, saved)
+		}
+	}
+	if strings.Contains(saved, "198.18.0.255") {
+		t.Errorf("a refused real server is in the kernel:\n%s", saved)
+	}
+}
