@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/coreos/go-iptables v0.8.0
 	github.com/google/go-cmp v0.7.0
+	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/moby/ipvs v1.1.0
 	github.com/vishvananda/netlink v1.3.1
 	github.com/vishvananda/netns v0.0.5
@@ -12,7 +13,4 @@ require (
 	golang.org/x/sys v0.50.0
 )
 
-require (
-	github.com/mattn/go-sqlite3 v1.14.53 // indirect
-	github.com/sirupsen/logrus v1.9.0 // indirect
-)
+require github.com/sirupsen/logrus v1.9.0 // indirect

@@ -10,7 +10,7 @@ import (
 // A director's document has thousands of services, and every write decodes
 // one and encodes one: encoding/json's reflection made that most of the time
 // of a one-weight change. This file decodes and encodes services directly.
-// Both are checked against encoding/json (FuzzDecodeFast, TestAppendService):
+// Both are checked against encoding/json (FuzzDecodeFast, TestFastCodecRoundTrip):
 // the decoder gives up on anything it does not handle (nulls where
 // encoding/json would leave a value alone, keys in another case, duplicate
 // keys, floats, ...) and DecodeState then uses encoding/json, which also
@@ -286,8 +286,9 @@ func (d *fastDecoder) optBool() *bool {
 	return &v
 }
 
-// skip passes over any JSON value (checked later by encoding/json) and
-// returns its bytes.
+// skip passes over any JSON value and returns its bytes, unchecked: strict
+// checks what it decodes, and a stored service is either byte-equal to a new
+// encoding or decoded by encoding/json (ChangesTo).
 func (d *fastDecoder) skip() []byte {
 	start := d.ws()
 	depth := 0

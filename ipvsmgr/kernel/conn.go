@@ -13,7 +13,8 @@ import (
 
 const (
 	// Requests per sendmsg. Every reply is its own skb; the receive buffer must
-	// hold a whole chunk's replies or the kernel drops them (ENOBUFS).
+	// hold a whole chunk's replies (at worst one failure per write) or the
+	// kernel drops them, and the next read says ENOBUFS.
 	chunkOps = 256
 	// Sockets that read real servers in parallel (readDests).
 	destReaders  = 2

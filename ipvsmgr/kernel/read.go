@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 	"net/netip"
 	"sync"
 	"time"
@@ -12,15 +13,19 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 )
 
-// attrs walks the attributes in b, calling f with each type and value.
-func attrs(b []byte, f func(typ uint16, val []byte)) {
-	for len(b) >= nlaHdrLen {
-		l := int(native.Uint16(b))
-		if l < nlaHdrLen || l > len(b) {
-			return
+// attrs yields the attributes in b: each type and value.
+func attrs(b []byte) iter.Seq2[uint16, []byte] {
+	return func(yield func(uint16, []byte) bool) {
+		for len(b) >= nlaHdrLen {
+			l := int(native.Uint16(b))
+			if l < nlaHdrLen || l > len(b) {
+				return
+			}
+			if !yield(native.Uint16(b[2:])&0x3fff, b[nlaHdrLen:l]) { // strip NESTED and BYTEORDER bits
+				return
+			}
+			b = b[min(align4(l), len(b)):]
 		}
-		f(native.Uint16(b[2:])&0x3fff, b[nlaHdrLen:l]) // strip NESTED and BYTEORDER bits
-		b = b[min(align4(l), len(b)):]
 	}
 }
 
@@ -51,12 +56,34 @@ func counter(b []byte) uint64 {
 
 func parseStats(b []byte) ipvsmgr.Stats {
 	var s ipvsmgr.Stats
-	dst := []*uint64{nil, &s.Conns, &s.InPkts, &s.OutPkts, &s.InBytes, &s.OutBytes, &s.CPS, &s.InPPS, &s.OutPPS, &s.InBPS, &s.OutBPS}
-	attrs(b, func(typ uint16, val []byte) {
-		if int(typ) < len(dst) && dst[typ] != nil {
-			*dst[typ] = counter(val)
+	for typ, val := range attrs(b) {
+		var dst *uint64
+		switch typ {
+		case 1:
+			dst = &s.Conns
+		case 2:
+			dst = &s.InPkts
+		case 3:
+			dst = &s.OutPkts
+		case 4:
+			dst = &s.InBytes
+		case 5:
+			dst = &s.OutBytes
+		case 6:
+			dst = &s.CPS
+		case 7:
+			dst = &s.InPPS
+		case 8:
+			dst = &s.OutPPS
+		case 9:
+			dst = &s.InBPS
+		case 10:
+			dst = &s.OutBPS
+		default:
+			continue
 		}
-	})
+		*dst = counter(val)
+	}
 	return s
 }
 
@@ -76,11 +103,11 @@ func nestedPayload(payload []byte, typ uint16) []byte {
 	if len(payload) < genlHdrLen {
 		return nil
 	}
-	attrs(payload[genlHdrLen:], func(t uint16, val []byte) {
+	for t, val := range attrs(payload[genlHdrLen:]) {
 		if t == typ {
 			out = val
 		}
-	})
+	}
 	return out
 }
 
@@ -89,7 +116,7 @@ func parseService(b []byte) *ipvsmgr.VirtualService {
 	var addr []byte
 	var stats32, stats64 []byte
 	var rawMask uint32
-	attrs(b, func(typ uint16, val []byte) {
+	for typ, val := range attrs(b) {
 		switch typ {
 		case attrSvcAF:
 			s.Key.Family = u16(val)
@@ -116,7 +143,7 @@ func parseService(b []byte) *ipvsmgr.VirtualService {
 		case attrSvcStats64:
 			stats64 = val
 		}
-	})
+	}
 	if s.Key.FWMark == 0 {
 		s.Key.Addr = parseAddr(addr, s.Key.Family)
 	}
@@ -145,7 +172,7 @@ func parseDest(b []byte, svcFamily uint16) *ipvsmgr.Destination {
 	d := &ipvsmgr.Destination{}
 	var addr, stats32, stats64 []byte
 	family := svcFamily
-	attrs(b, func(typ uint16, val []byte) {
+	for typ, val := range attrs(b) {
 		switch typ {
 		case attrDestAddr:
 			addr = val
@@ -172,7 +199,7 @@ func parseDest(b []byte, svcFamily uint16) *ipvsmgr.Destination {
 		case attrDestStats64:
 			stats64 = val
 		}
-	})
+	}
 	d.Key.Addr = parseAddr(addr, family)
 	d.Stats = pickStats(stats32, stats64)
 	return d
@@ -205,7 +232,7 @@ func readTable(ctx context.Context, conns []*conn, deadline time.Duration) (*ipv
 		if len(payload) < genlHdrLen {
 			return
 		}
-		attrs(payload[genlHdrLen:], func(typ uint16, val []byte) {
+		for typ, val := range attrs(payload[genlHdrLen:]) {
 			switch typ {
 			case attrCmdTimeoutTCP:
 				t.Timeouts.TCP = u32(val)
@@ -214,7 +241,7 @@ func readTable(ctx context.Context, conns []*conn, deadline time.Duration) (*ipv
 			case attrCmdTimeoutUDP:
 				t.Timeouts.UDP = u32(val)
 			}
-		})
+		}
 	}, deadline)
 	if err == nil {
 		err = errors.Join(errs...)
