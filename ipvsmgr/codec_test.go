@@ -93,7 +93,8 @@ func TestFastDecode(t *testing.T) {
 		{`{"services":[]}]`, false},
 		{`null`, false},
 		{`{"services":[{"name":"a` + "\x01" + `"}]}`, false},
-		{`{"services":[{"name":"\xff"}]}`, false},
+		{`{"services":[{"name":"\xff"}]}`, false}, // not a JSON escape
+		{"{\"services\":[{\"name\":\"a\xffb\",\"address\":\"198.18.0.1\",\"servers\":[]}]}", true}, // invalid UTF-8, replaced as encoding/json does
 		{`{"services":[{"servers":[{"address":"198.18.0.11",}]}]}`, false},
 		{`{"services":[`, false},
 	} {

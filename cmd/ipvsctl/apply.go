@@ -55,11 +55,7 @@ func runApply(env *cliEnv, args []string) int {
 	stored := env.readStored(context.Background(), *db)
 	doc, desired, err := readDocument(*file)
 	if err != nil {
-		if wait != nil {
-			if kc, err := wait(); err == nil {
-				kc.close()
-			}
-		}
+		discardKernel(wait)
 		if sd, err := stored(); err == nil {
 			sd.st.Close()
 		}
@@ -195,8 +191,14 @@ func (env *cliEnv) reportCommit(rev int64, changed bool, o writeOpts) {
 func (env *cliEnv) commitAndReconcile(verb, db string, o writeOpts, change func(cur *ipvsmgr.State) (string, error)) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// The kernel table is read while the change is made and stored.
+	var wait func() (*kernelConn, error)
+	if !o.noApply {
+		wait = env.prefetch(ctx)
+	}
 	st, err := env.openStore(ctx, db)
 	if err != nil {
+		discardKernel(wait)
 		return env.fail(verb, err, false)
 	}
 	defer st.Close()
@@ -212,18 +214,30 @@ func (env *cliEnv) commitAndReconcile(verb, db string, o writeOpts, change func(
 		return summary, nil
 	})
 	if err != nil {
+		discardKernel(wait)
 		return env.fail(verb, err, isInvalid(err))
 	}
 	env.reportCommit(rev, changed, o)
 	if o.noApply {
 		return exitOK
 	}
-	rec, closeKernel, err := env.reconciler(st, env.logger(slog.LevelWarn))
+	kc, err := wait()
 	if err != nil {
 		return env.fail(verb, err, false)
 	}
-	defer closeKernel()
-	return env.reconcile(ctx, verb, rec, desired, o)
+	defer kc.close()
+	return env.reconcile(ctx, verb, kc.reconciler(st, env.logger(slog.LevelWarn)), desired, o)
+}
+
+// discardKernel closes a kernel opened ahead (prefetch) that will not be
+// used; wait may be nil (none was).
+func discardKernel(wait func() (*kernelConn, error)) {
+	if wait == nil {
+		return
+	}
+	if kc, err := wait(); err == nil {
+		kc.close()
+	}
 }
 
 // reconcile makes the kernel match desired, waiting for drains unless told not to.
