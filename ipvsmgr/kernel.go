@@ -115,15 +115,21 @@ func (k *ServiceKey) UnmarshalText(b []byte) error {
 // UnmarshalJSON reads the text form, and the object form ledgers were
 // written in before it.
 func (k *ServiceKey) UnmarshalJSON(b []byte) error {
+	type fields ServiceKey
+	return unmarshalKey(b, (*fields)(k), func(s string) error { return k.UnmarshalText([]byte(s)) })
+}
+
+// unmarshalKey reads a key written as text, or as the object (fields) it was
+// written as before.
+func unmarshalKey(b []byte, fields any, fromText func(string) error) error {
 	if len(b) > 0 && b[0] == '{' {
-		type fields ServiceKey
-		return json.Unmarshal(b, (*fields)(k))
+		return json.Unmarshal(b, fields)
 	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return err
 	}
-	return k.UnmarshalText([]byte(s))
+	return fromText(s)
 }
 
 func protoFromFlag(f string) (uint16, bool) {
@@ -181,20 +187,15 @@ func (k DestKey) MarshalText() ([]byte, error) { return []byte(k.String()), nil 
 // UnmarshalJSON reads the text form, and the object form ledgers were
 // written in before it.
 func (k *DestKey) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '{' {
-		type fields DestKey
-		return json.Unmarshal(b, (*fields)(k))
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	ap, err := netip.ParseAddrPort(s)
-	if err != nil {
-		return fmt.Errorf("real server %q: want ADDRESS:PORT", s)
-	}
-	*k = DestKey{Addr: ap.Addr(), Port: ap.Port()}
-	return nil
+	type fields DestKey
+	return unmarshalKey(b, (*fields)(k), func(s string) error {
+		ap, err := netip.ParseAddrPort(s)
+		if err != nil {
+			return fmt.Errorf("real server %q: want ADDRESS:PORT", s)
+		}
+		*k = DestKey{Addr: ap.Addr(), Port: ap.Port()}
+		return nil
+	})
 }
 
 // Stats are IPVS counters and rates.

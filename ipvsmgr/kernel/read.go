@@ -56,33 +56,12 @@ func counter(b []byte) uint64 {
 
 func parseStats(b []byte) ipvsmgr.Stats {
 	var s ipvsmgr.Stats
+	// Indexed by IPVS_STATS_ATTR_*.
+	dst := [...]*uint64{nil, &s.Conns, &s.InPkts, &s.OutPkts, &s.InBytes, &s.OutBytes, &s.CPS, &s.InPPS, &s.OutPPS, &s.InBPS, &s.OutBPS}
 	for typ, val := range attrs(b) {
-		var dst *uint64
-		switch typ {
-		case 1:
-			dst = &s.Conns
-		case 2:
-			dst = &s.InPkts
-		case 3:
-			dst = &s.OutPkts
-		case 4:
-			dst = &s.InBytes
-		case 5:
-			dst = &s.OutBytes
-		case 6:
-			dst = &s.CPS
-		case 7:
-			dst = &s.InPPS
-		case 8:
-			dst = &s.OutPPS
-		case 9:
-			dst = &s.InBPS
-		case 10:
-			dst = &s.OutBPS
-		default:
-			continue
+		if int(typ) < len(dst) && dst[typ] != nil {
+			*dst[typ] = counter(val)
 		}
-		*dst = counter(val)
 	}
 	return s
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/moby/ipvs"
 
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/kernel"
 )
 
@@ -26,24 +27,13 @@ func TestReadBackAgreesWithMobyIPVS(t *testing.T) {
 	 {"protocol":"udp","address":"%s","port":53,"scheduler":"sh","one_packet":true,"servers":[{"address":"2001:db8::11"}]}]}`, vip, vip6))
 
 	var mine, theirs []string
-	inNS(t, l.dir, func() {
-		drv, err := kernel.Open(kernel.Options{})
-		if err != nil {
-			t.Fatal(err)
+	for _, s := range kernelTable(t, l.dir).Services {
+		for _, d := range s.Dests {
+			mine = append(mine, fmt.Sprintf("%d/%d/%s/%d/%d %s flags=%#x timeout=%d -> %s w=%d fwd=%d x=%d y=%d",
+				s.Key.Family, s.Key.Protocol, s.Key.Addr, s.Key.Port, s.Key.FWMark, s.Scheduler, s.Flags, s.Timeout,
+				d.Key, d.Weight, d.Forward, d.UpperThreshold, d.LowerThreshold))
 		}
-		defer drv.Close()
-		tbl, err := drv.Table(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range tbl.Services {
-			for _, d := range s.Dests {
-				mine = append(mine, fmt.Sprintf("%d/%d/%s/%d/%d %s flags=%#x timeout=%d -> %s w=%d fwd=%d x=%d y=%d",
-					s.Key.Family, s.Key.Protocol, s.Key.Addr, s.Key.Port, s.Key.FWMark, s.Scheduler, s.Flags, s.Timeout,
-					d.Key, d.Weight, d.Forward, d.UpperThreshold, d.LowerThreshold))
-			}
-		}
-	})
+	}
 	h, err := ipvs.New("/run/netns/" + l.dir)
 	if err != nil {
 		t.Fatal(err)
@@ -103,22 +93,11 @@ func TestLargeTableReadBack(t *testing.T) {
 	l.apply(b.String())
 
 	mine := map[string]uint32{}
-	inNS(t, l.dir, func() {
-		drv, err := kernel.Open(kernel.Options{})
-		if err != nil {
-			t.Fatal(err)
+	for _, s := range kernelTable(t, l.dir).Services {
+		for _, d := range s.Dests {
+			mine[s.Key.String()+" -> "+d.Key.String()] = d.Weight
 		}
-		defer drv.Close()
-		tbl, err := drv.Table(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range tbl.Services {
-			for _, d := range s.Dests {
-				mine[s.Key.String()+" -> "+d.Key.String()] = d.Weight
-			}
-		}
-	})
+	}
 	theirs := map[string]uint32{}
 	for _, line := range strings.Split(l.saved(), "\n") {
 		var svc, dst string
@@ -141,4 +120,21 @@ func TestLargeTableReadBack(t *testing.T) {
 	if out := l.apply(b.String()); !strings.Contains(out, "0 changes applied, 0 failed") {
 		t.Fatalf("a second apply changed things:\n%s", out[max(0, len(out)-300):])
 	}
+}
+
+// kernelTable is the table ipvsctl's own reader finds in namespace ns.
+func kernelTable(t *testing.T, ns string) *ipvsmgr.Table {
+	t.Helper()
+	var tbl *ipvsmgr.Table
+	inNS(t, ns, func() {
+		drv, err := kernel.Open(kernel.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer drv.Close()
+		if tbl, err = drv.Table(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return tbl
 }
