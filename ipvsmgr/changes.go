@@ -148,6 +148,7 @@ type StoredState struct {
 	Settings Settings
 	Imported []ImportedKey
 	Services [][]byte
+	parts    docParts // the document as stored; none when it is empty or was not in the stored form
 }
 
 // ParseStored splits a stored document; nil is the empty state.
@@ -155,8 +156,11 @@ func ParseStored(doc []byte) (*StoredState, error) {
 	if len(doc) == 0 {
 		return &StoredState{}, nil
 	}
-	if st, services, ok := splitServices(doc); ok {
-		return &StoredState{st.Settings, st.Imported, services}, nil
+	if p, ok := splitDocument(doc); ok {
+		was := &StoredState{Services: p.services, parts: p}
+		if decodeStrict(p.settings, &was.Settings) && (p.imported == nil || decodeStrict(p.imported, &was.Imported)) {
+			return was, nil
+		}
 	}
 	st, err := DecodeState(bytes.NewReader(doc))
 	if err != nil {
@@ -167,6 +171,16 @@ func ParseStored(doc []byte) (*StoredState, error) {
 		was.Services = append(was.Services, AppendService(nil, &st.Services[i]))
 	}
 	return was, nil
+}
+
+// ReverseDelta is ReverseDelta(the stored document, new) from what is
+// already split: newServices are new's services as EncodeServices gives
+// them. nil when the stored document was empty or not in the stored form.
+func (was *StoredState) ReverseDelta(newServices [][]byte) []byte {
+	if was.parts.settings == nil {
+		return nil
+	}
+	return reverseDelta(was.parts, newServices)
 }
 
 // ChangesTo is Changes from the stored state to new, whose services are also

@@ -32,19 +32,6 @@ func decodeFast(data []byte) (*State, bool) {
 	return st, ok
 }
 
-// splitServices decodes a document's settings and imported keys, and
-// returns its services still encoded: only the services that changed need
-// decoding.
-func splitServices(data []byte) (st *State, services [][]byte, ok bool) {
-	st = &State{}
-	ok = walkDocument(data, st, func(d *fastDecoder) {
-		if !d.null() {
-			d.array(func() { services = append(services, d.skip()) })
-		}
-	})
-	return st, services, ok
-}
-
 // walkDocument decodes a document's settings and imported keys into st and
 // calls services at the value of its services; ok is false when it gave up.
 func walkDocument(data []byte, st *State, services func(d *fastDecoder)) (ok bool) {
@@ -293,47 +280,68 @@ func (d *fastDecoder) skip() []byte {
 	start := d.ws()
 	depth := 0
 	for d.i < len(d.b) {
-		c := d.b[d.i]
-		switch c {
+		switch d.b[d.i] {
 		case '"':
-			d.i++
-			for d.i < len(d.b) && d.b[d.i] != '"' {
-				if d.b[d.i] == '\\' {
-					d.i++
-				}
-				d.i++
+			d.skipString()
+			if depth == 0 {
+				return d.b[start:d.i]
 			}
-			d.i++
 		case '{', '[':
 			depth++
 			d.i++
-		case '}', ']', ',', ' ', '\t', '\n', '\r':
+		case '}', ']':
 			if depth == 0 {
 				return d.b[start:d.i] // the end of a number or literal
 			}
-			if c == '}' || c == ']' {
-				depth--
+			depth--
+			d.i++
+			if depth == 0 {
+				return d.b[start:d.i]
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return d.b[start:d.i]
 			}
 			d.i++
 		default:
 			d.i++
-		}
-		if depth == 0 && (c == '"' || c == '}' || c == ']') && d.i <= len(d.b) {
-			return d.b[start:d.i]
 		}
 	}
 	d.fail()
 	return nil
 }
 
+// skipString passes over a string, escapes and all.
+func (d *fastDecoder) skipString() {
+	d.i++
+	for {
+		j := bytes.IndexByte(d.b[d.i:], '"')
+		if j < 0 {
+			d.fail()
+		}
+		d.i += j + 1
+		backslashes := 0
+		for k := d.i - 2; d.b[k] == '\\'; k-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return
+		}
+	}
+}
+
 // strict decodes a small value with encoding/json, unknown fields refused.
 func (d *fastDecoder) strict(v any) {
-	raw := d.skip()
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if dec.Decode(v) != nil || dec.InputOffset() != int64(len(raw)) {
+	if !decodeStrict(d.skip(), v) {
 		d.fail()
 	}
+}
+
+// decodeStrict decodes one whole JSON value, unknown fields refused.
+func decodeStrict(raw []byte, v any) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v) == nil && dec.InputOffset() == int64(len(raw))
 }
 
 func (d *fastDecoder) strings() []string {

@@ -152,7 +152,7 @@ func (env *cliEnv) replaceAndReconcile(verb, label string, o writeOpts, doc *ipv
 		if err != nil {
 			return env.fail(verb, err, false)
 		}
-		rev, changed, err := st.CommitDocument(ctx, base, enc, env.author(), "cli", label+": "+ipvsmgr.Summary(changes))
+		rev, changed, err := st.CommitDocument(ctx, base, enc, was.ReverseDelta(encServices), env.author(), "cli", label+": "+ipvsmgr.Summary(changes))
 		var stale *store.StaleError
 		if errors.As(err, &stale) && attempt < 50 {
 			continue // another writer got in between: describe the change again

@@ -203,7 +203,7 @@ func (s *Store) Commit(ctx context.Context, base int64, st *ipvsmgr.State, autho
 	if err != nil {
 		return 0, false, err
 	}
-	return s.CommitDocument(ctx, base, doc, author, via, summary)
+	return s.CommitDocument(ctx, base, doc, nil, author, via, summary)
 }
 
 // Encode is a state as the store keeps it (compact JSON, as json.Marshal
@@ -252,7 +252,10 @@ func EncodeServices(st *ipvsmgr.State) (doc []byte, services [][]byte, err error
 }
 
 // CommitDocument is Commit for a state already encoded with Encode.
-func (s *Store) CommitDocument(ctx context.Context, base int64, docBytes []byte, author, via, summary string) (rev int64, changed bool, err error) {
+// prevDelta, if not nil, is the base revision's document as a reverse delta
+// against this one (StoredState.ReverseDelta), made by a caller that has both
+// split already; without it the store makes it.
+func (s *Store) CommitDocument(ctx context.Context, base int64, docBytes, prevDelta []byte, author, via, summary string) (rev int64, changed bool, err error) {
 	doc := string(docBytes)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -271,10 +274,24 @@ func (s *Store) CommitDocument(ctx context.Context, base int64, docBytes []byte,
 	if cur != 0 && same {
 		return cur, false, nil
 	}
+	if cur != 0 && prevDelta == nil {
+		var prev string
+		if err := tx.QueryRowContext(ctx, `SELECT state FROM revisions WHERE id = ?`, cur).Scan(&prev); err != nil {
+			return 0, false, fmt.Errorf("store desired state: %w", busy(err))
+		}
+		// One not in the stored form (edited by hand) stays whole.
+		prevDelta, _ = ipvsmgr.ReverseDelta([]byte(prev), docBytes)
+	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO revisions (created_at, author, via, summary, state) VALUES (?, ?, ?, ?, ?)`,
 		time.Now().UTC().Format(time.RFC3339Nano), author, via, summary, doc)
 	if err != nil {
 		return 0, false, fmt.Errorf("store desired state: %w", busy(err))
+	}
+	// The revision before keeps only what this one does not have.
+	if cur != 0 && prevDelta != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE revisions SET state = ?, delta = 1 WHERE id = ?`, string(prevDelta), cur); err != nil {
+			return 0, false, fmt.Errorf("store desired state: %w", busy(err))
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, false, fmt.Errorf("store desired state: %w", busy(err))
@@ -329,8 +346,9 @@ func (s *Store) History(ctx context.Context, limit int) ([]Revision, error) {
 func (s *Store) Revision(ctx context.Context, id int64) (*Revision, error) {
 	r := &Revision{ID: id}
 	var at, doc string
-	err := s.db.QueryRowContext(ctx, `SELECT created_at, author, via, summary, state FROM revisions WHERE id = ?`, id).
-		Scan(&at, &r.Author, &r.Via, &r.Summary, &doc)
+	var delta bool
+	err := s.db.QueryRowContext(ctx, `SELECT created_at, author, via, summary, state, delta FROM revisions WHERE id = ?`, id).
+		Scan(&at, &r.Author, &r.Via, &r.Summary, &doc, &delta)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("revision %d: %w", id, ErrNotFound)
 	}
@@ -338,10 +356,52 @@ func (s *Store) Revision(ctx context.Context, id int64) (*Revision, error) {
 		return nil, fmt.Errorf("read revision %d: %w", id, busy(err))
 	}
 	r.At, _ = time.Parse(time.RFC3339Nano, at)
+	if delta {
+		if doc, err = s.undoDeltas(ctx, id, doc); err != nil {
+			return nil, fmt.Errorf("read revision %d: %w", id, err)
+		}
+	}
 	if r.State, err = decodeState(doc); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// undoDeltas rebuilds revision id's document from its reverse delta and the
+// revisions after it, up to the first one kept whole.
+func (s *Store) undoDeltas(ctx context.Context, id int64, delta string) (string, error) {
+	deltas := []string{delta}
+	rows, err := s.db.QueryContext(ctx, `SELECT state, delta FROM revisions WHERE id > ? ORDER BY id`, id)
+	if err != nil {
+		return "", busy(err)
+	}
+	defer rows.Close()
+	var doc string
+	for whole := false; !whole; {
+		if !rows.Next() {
+			if err := rows.Err(); err != nil {
+				return "", busy(err)
+			}
+			return "", errors.New("no whole document after a reverse delta")
+		}
+		var state string
+		var isDelta bool
+		if err := rows.Scan(&state, &isDelta); err != nil {
+			return "", err
+		}
+		if whole = !isDelta; whole {
+			doc = state
+		} else {
+			deltas = append(deltas, state)
+		}
+	}
+	b := []byte(doc)
+	for i := len(deltas) - 1; i >= 0; i-- {
+		if b, err = ipvsmgr.UndoDelta([]byte(deltas[i]), b); err != nil {
+			return "", err
+		}
+	}
+	return string(b), nil
 }
 
 // LoadLedger reads what ipvsctl owns in the kernel.

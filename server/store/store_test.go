@@ -278,3 +278,56 @@ func TestEncodeIsJSONMarshal(t *testing.T) {
 		}
 	}
 }
+
+// Only the newest revision keeps the whole document; every older one comes
+// back exactly from its reverse delta, and the history of many one-weight
+// changes to a large state costs little more than one document.
+func TestHistoryKeptAsReverseDeltas(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	st := &ipvsmgr.State{Settings: ipvsmgr.Settings{Network: "dr"}, Services: []ipvsmgr.Service{}}
+	for i := range 300 {
+		svc := ipvsmgr.Service{Name: fmt.Sprintf("s%d", i), Address: fmt.Sprintf("198.18.%d.%d", 100+i/250, 1+i%250), Port: 80}
+		for j := range 10 {
+			svc.Servers = append(svc.Servers, ipvsmgr.Server{Address: fmt.Sprintf("198.18.0.%d", 11+j)})
+		}
+		st.Services = append(st.Services, svc)
+	}
+	var docs []string
+	for rev := int64(1); rev <= 40; rev++ {
+		switch {
+		case rev == 20: // a service moved to the end and one removed
+			st.Services = append(st.Services[2:], st.Services[0])
+		case rev == 30:
+			st.Imported = []ipvsmgr.ImportedKey{{Source: "lvs.cf", Line: 3, Key: "send", Value: "GET /"}}
+		case rev > 1:
+			w := int(rev)
+			st.Services[int(rev)*7%len(st.Services)].Servers[3].Weight = &w
+		}
+		doc, _ := Encode(st)
+		docs = append(docs, string(doc))
+		if got, changed, err := s.Commit(ctx, rev-1, st, "t", "test", fmt.Sprintf("change %d", rev)); err != nil || got != rev || !changed {
+			t.Fatalf("commit %d: rev %d changed %v err %v", rev, got, changed, err)
+		}
+	}
+	for rev := int64(1); rev <= 40; rev++ {
+		r, err := s.Revision(ctx, rev)
+		if err != nil {
+			t.Fatalf("revision %d: %v", rev, err)
+		}
+		if doc, _ := Encode(r.State); string(doc) != docs[rev-1] {
+			t.Fatalf("revision %d read back differs", rev)
+		}
+	}
+	var whole, deltas, stored int
+	if err := s.db.QueryRow(`SELECT SUM(delta = 0), SUM(delta = 1), SUM(length(state)) FROM revisions`).Scan(&whole, &deltas, &stored); err != nil {
+		t.Fatal(err)
+	}
+	if whole != 1 || deltas != 39 {
+		t.Errorf("%d whole documents and %d deltas, want 1 and 39", whole, deltas)
+	}
+	if stored > 2*len(docs[0]) {
+		t.Errorf("40 revisions take %d bytes; one document is %d", stored, len(docs[0]))
+	}
+	t.Logf("40 revisions of a %d-byte document take %d bytes", len(docs[0]), stored)
+}
