@@ -34,8 +34,35 @@ func decodeFast(data []byte) (*State, bool) {
 
 // walkDocument decodes a document's settings and imported keys into st and
 // calls services at the value of its services; ok is false when it gave up.
-func walkDocument(data []byte, st *State, services func(d *fastDecoder)) (ok bool) {
+func walkDocument(data []byte, st *State, services func(d *fastDecoder)) bool {
 	d := &fastDecoder{b: data}
+	return d.run(func() {
+		d.object(func(key []byte, seen *uint32) {
+			switch string(key) {
+			case "settings":
+				d.once(seen, 0)
+				d.strict(&st.Settings)
+			case "services":
+				d.once(seen, 1)
+				services(d)
+			case "imported":
+				d.once(seen, 2)
+				d.strict(&st.Imported)
+			default:
+				d.fail()
+			}
+		})
+		if d.ws() != len(d.b) {
+			d.fail()
+		}
+	})
+}
+
+// bailout is what fail panics with; run recovers it.
+type bailout struct{}
+
+// run calls f, which reads d; ok is false when it gave up (fail).
+func (d *fastDecoder) run(f func()) (ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			if _, bail := r.(bailout); !bail {
@@ -44,28 +71,9 @@ func walkDocument(data []byte, st *State, services func(d *fastDecoder)) (ok boo
 			ok = false
 		}
 	}()
-	d.object(func(key []byte, seen *uint32) {
-		switch string(key) {
-		case "settings":
-			d.once(seen, 0)
-			d.strict(&st.Settings)
-		case "services":
-			d.once(seen, 1)
-			services(d)
-		case "imported":
-			d.once(seen, 2)
-			d.strict(&st.Imported)
-		default:
-			d.fail()
-		}
-	})
-	if d.ws() != len(d.b) {
-		d.fail()
-	}
+	f()
 	return true
 }
-
-type bailout struct{}
 
 type fastDecoder struct {
 	b       []byte

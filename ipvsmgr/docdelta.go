@@ -30,35 +30,29 @@ type docParts struct {
 // order, no white space (so that join gives the same bytes back).
 func splitDocument(doc []byte) (p docParts, ok bool) {
 	d := &fastDecoder{b: doc}
-	defer func() {
-		if r := recover(); r != nil {
-			if _, bail := r.(bailout); !bail {
-				panic(r)
+	ok = d.run(func() {
+		next := 0 // the keys come in the order join writes them
+		d.object(func(key []byte, _ *uint32) {
+			switch {
+			case string(key) == "settings" && next == 0:
+				p.settings = d.skip()
+			case string(key) == "services" && next == 1:
+				if p.servicesNull = d.null(); !p.servicesNull {
+					p.services = [][]byte{}
+					d.array(func() { p.services = append(p.services, d.skip()) })
+				}
+			case string(key) == "imported" && next == 2:
+				p.imported = d.skip()
+			default:
+				d.fail()
 			}
-			ok = false
-		}
-	}()
-	next := 0 // the keys come in the order join writes them
-	d.object(func(key []byte, seen *uint32) {
-		switch {
-		case string(key) == "settings" && next == 0:
-			p.settings = d.skip()
-		case string(key) == "services" && next == 1:
-			if p.servicesNull = d.null(); !p.servicesNull {
-				p.services = [][]byte{}
-				d.array(func() { p.services = append(p.services, d.skip()) })
-			}
-		case string(key) == "imported" && next == 2:
-			p.imported = d.skip()
-		default:
+			next++
+		})
+		if next < 2 || p.joinedLen() != len(doc) {
 			d.fail()
 		}
-		next++
 	})
-	if next < 2 || p.joinedLen() != len(doc) {
-		d.fail()
-	}
-	return p, true
+	return p, ok
 }
 
 // joinedLen is the length of join's result.
