@@ -51,6 +51,12 @@ func checkFastDecode(t *testing.T, data []byte) (ok bool) {
 	if !ok || len(raw) != len(fast.Services) {
 		t.Fatalf("split: ok %v, %d services for %d: %s", ok, len(raw), len(fast.Services), data)
 	}
+	// Against itself, a document's reverse delta is all indexes, and undoing it gives the document back.
+	if delta, err := ReverseDelta(data, data); err != nil {
+		t.Fatalf("reverse delta of a stored document: %v", err)
+	} else if back, err := UndoDelta(delta, data); err != nil || !bytes.Equal(back, data) {
+		t.Fatalf("undo of its own delta %s gave %s (%v)", delta, back, err)
+	}
 	for i := range fast.Services {
 		want, _ := json.Marshal(&fast.Services[i])
 		if got := AppendService(nil, &fast.Services[i]); !bytes.Equal(got, want) {
