@@ -135,8 +135,8 @@ func UndoDelta(delta, new []byte) ([]byte, error) {
 		return nil, errNotStored
 	}
 	for i, s := range p.services {
-		if len(s) > 0 && s[0] == '{' {
-			continue
+		if len(s) == 0 || s[0] < '0' || s[0] > '9' {
+			continue // a service kept whole
 		}
 		j, err := strconv.Atoi(string(s))
 		if err != nil || j < 0 || j >= len(n.services) {
