@@ -173,61 +173,66 @@ func ParseStored(doc []byte) (*StoredState, error) {
 	return was, nil
 }
 
-// ReverseDelta is ReverseDelta(the stored document, new) from what is
-// already split: newServices are new's services as EncodeServices gives
-// them. nil when the stored document was empty or not in the stored form.
-func (was *StoredState) ReverseDelta(newServices [][]byte) []byte {
-	if was.parts.settings == nil {
-		return nil
-	}
-	return reverseDelta(was.parts, newServices)
-}
-
 // ChangesTo is Changes from the stored state to new, whose services are also
 // given encoded the same way (newServices[i] for new.Services[i]). Only the
 // services whose encoding differs are decoded, so a large state with a small
-// change costs little.
-func (was *StoredState) ChangesTo(newServices [][]byte, new *State) ([]string, error) {
+// change costs little. It also gives the stored document as a reverse delta
+// against new (ReverseDelta), for the store: nil when the stored document was
+// empty or not in the stored form.
+func (was *StoredState) ChangesTo(newServices [][]byte, new *State) (changes []string, prevDelta []byte, err error) {
 	if len(newServices) != len(new.Services) {
-		return nil, fmt.Errorf("%d encoded services for %d services", len(newServices), len(new.Services))
+		return nil, nil, fmt.Errorf("%d encoded services for %d services", len(newServices), len(new.Services))
 	}
-	// Most services are unchanged and in the same place: those are left out
-	// at once; the others are matched by their encoding, wherever they are.
-	var oldRest, newRest []int
-	for i := range max(len(was.Services), len(newServices)) {
-		switch {
-		case i >= len(newServices):
-			oldRest = append(oldRest, i)
-		case i >= len(was.Services):
-			newRest = append(newRest, i)
-		case !bytes.Equal(was.Services[i], newServices[i]):
-			oldRest = append(oldRest, i)
-			newRest = append(newRest, i)
-		}
-	}
-	inNew := make(map[string]bool, len(newRest))
-	for _, i := range newRest {
-		inNew[string(newServices[i])] = true
-	}
+	match := matchServices(was.Services, newServices)
+	matched := make([]bool, len(newServices))
 	oldSub := &State{Settings: was.Settings, Imported: was.Imported}
-	inOld := make(map[string]bool, len(oldRest))
-	for _, i := range oldRest {
-		r := was.Services[i]
-		inOld[string(r)] = true
-		if inNew[string(r)] {
+	for i, j := range match {
+		if j >= 0 {
+			matched[j] = true
 			continue
 		}
 		var s Service
-		if err := json.Unmarshal(r, &s); err != nil {
-			return nil, fmt.Errorf("read stored state: %w", err)
+		if err := json.Unmarshal(was.Services[i], &s); err != nil {
+			return nil, nil, fmt.Errorf("read stored state: %w", err)
 		}
 		oldSub.Services = append(oldSub.Services, s)
 	}
 	newSub := &State{Settings: new.Settings, Imported: new.Imported}
-	for _, i := range newRest {
-		if !inOld[string(newServices[i])] {
-			newSub.Services = append(newSub.Services, new.Services[i])
+	for j, m := range matched {
+		if !m {
+			newSub.Services = append(newSub.Services, new.Services[j])
 		}
 	}
-	return Changes(oldSub, newSub), nil
+	if was.parts.settings != nil {
+		prevDelta = reverseDelta(was.parts, match)
+	}
+	return Changes(oldSub, newSub), prevDelta, nil
+}
+
+// matchServices gives, for each old service, the index of the byte-equal
+// service in new, or -1. Most are unchanged and in the same place; the others
+// are looked up by their bytes, wherever they are.
+func matchServices(old, new [][]byte) []int {
+	at := make([]int, len(old))
+	var moved map[string]int // new's services not matched in place
+	for i, s := range old {
+		if i < len(new) && bytes.Equal(s, new[i]) {
+			at[i] = i
+			continue
+		}
+		if moved == nil {
+			moved = map[string]int{}
+			for j, t := range new {
+				if j >= len(old) || !bytes.Equal(old[j], t) {
+					moved[string(t)] = j
+				}
+			}
+		}
+		j, ok := moved[string(s)]
+		if !ok {
+			j = -1
+		}
+		at[i] = j
+	}
+	return at
 }

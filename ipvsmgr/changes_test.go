@@ -65,9 +65,14 @@ func TestChangesToMatchesChanges(t *testing.T) {
 			b, _ := json.Marshal(&st.Services[i])
 			encoded = append(encoded, b)
 		}
-		got, err := was.ChangesTo(encoded, st)
+		got, delta, err := was.ChangesTo(encoded, st)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The stored document comes back from its reverse delta and the new one.
+		newDoc, _ := json.Marshal(st)
+		if back, err := UndoDelta(delta, newDoc); err != nil || string(back) != string(doc) {
+			t.Fatalf("undo of %s gave %s (%v), want %s", delta, back, err, doc)
 		}
 		if d := cmp.Diff(Changes(old, st), got); d != "" {
 			t.Fatalf("(-Changes +ChangesTo):\n%s", d)
@@ -77,7 +82,7 @@ func TestChangesToMatchesChanges(t *testing.T) {
 		}
 	}
 	empty, _ := ParseStored(nil)
-	if got, _ := empty.ChangesTo(encoded, new); len(got) != 4 {
+	if got, delta, _ := empty.ChangesTo(encoded, new); len(got) != 4 || delta != nil {
 		t.Fatalf("from nothing: %v", got)
 	}
 }

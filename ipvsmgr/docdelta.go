@@ -1,7 +1,6 @@
 package ipvsmgr
 
 import (
-	"bytes"
 	"errors"
 	"slices"
 	"strconv"
@@ -102,28 +101,19 @@ func ReverseDelta(old, new []byte) ([]byte, error) {
 	if !ok1 || !ok2 {
 		return nil, errNotStored
 	}
-	return reverseDelta(o, n.services), nil
+	return reverseDelta(o, matchServices(o.services, n.services)), nil
 }
 
-func reverseDelta(o docParts, newServices [][]byte) []byte {
-	o.services = slices.Clone(o.services)
-	var at map[string]int // new's services by their bytes, made when one moved
-	for i, s := range o.services {
-		if i < len(newServices) && bytes.Equal(s, newServices[i]) {
-			o.services[i] = strconv.AppendInt(nil, int64(i), 10)
-			continue
-		}
-		if at == nil {
-			at = make(map[string]int, len(newServices))
-			for j, t := range newServices {
-				at[string(t)] = j
-			}
-		}
-		if j, ok := at[string(s)]; ok {
-			o.services[i] = strconv.AppendInt(nil, int64(j), 10)
+// reverseDelta writes old's parts with each service that match finds in the
+// newer document replaced by its index there.
+func reverseDelta(old docParts, match []int) []byte {
+	old.services = slices.Clone(old.services)
+	for i, j := range match {
+		if j >= 0 {
+			old.services[i] = strconv.AppendInt(nil, int64(j), 10)
 		}
 	}
-	return o.join()
+	return old.join()
 }
 
 // UndoDelta rebuilds the older document from its reverse delta and the

@@ -48,14 +48,13 @@ func runApply(env *cliEnv, args []string) int {
 	}
 	// The kernel table and the stored document are read while the new
 	// document is decoded.
-	var wait func() (*kernelConn, error)
+	wait := env.openKernel
 	if !o.noApply {
 		wait = env.prefetch(context.Background())
 	}
 	stored := env.readStored(context.Background(), *db)
 	doc, desired, err := readDocument(*file)
 	if err != nil {
-		discardKernel(wait)
 		if sd, err := stored(); err == nil {
 			sd.st.Close()
 		}
@@ -109,14 +108,11 @@ func (env *cliEnv) readStored(ctx context.Context, db string) func() (*storedDoc
 
 // replaceAndReconcile stores doc as the whole desired state (a new revision
 // unless it equals the current one), then makes the kernel match it.
-// wait, if not nil, gives the kernel opened (and its table read) ahead.
+// wait gives the kernel (opened, and its table read, ahead).
 // stored gives the database and its document as read when the write began
 // (readStored).
 func (env *cliEnv) replaceAndReconcile(verb, label string, o writeOpts, doc *ipvsmgr.State, desired *ipvsmgr.Desired,
 	wait func() (*kernelConn, error), stored func() (*storedDoc, error)) int {
-	if wait == nil {
-		wait = env.openKernel
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	sd, err := stored()
@@ -148,11 +144,11 @@ func (env *cliEnv) replaceAndReconcile(verb, label string, o writeOpts, doc *ipv
 		if err != nil {
 			return env.fail(verb, err, false)
 		}
-		changes, err := was.ChangesTo(encServices, doc)
+		changes, prevDelta, err := was.ChangesTo(encServices, doc)
 		if err != nil {
 			return env.fail(verb, err, false)
 		}
-		rev, changed, err := st.CommitDocument(ctx, base, enc, was.ReverseDelta(encServices), env.author(), "cli", label+": "+ipvsmgr.Summary(changes))
+		rev, changed, err := st.CommitDocument(ctx, base, enc, prevDelta, env.author(), "cli", label+": "+ipvsmgr.Summary(changes))
 		var stale *store.StaleError
 		if errors.As(err, &stale) && attempt < 50 {
 			continue // another writer got in between: describe the change again
@@ -163,15 +159,7 @@ func (env *cliEnv) replaceAndReconcile(verb, label string, o writeOpts, doc *ipv
 		env.reportCommit(rev, changed, o)
 		break
 	}
-	if o.noApply {
-		return exitOK
-	}
-	kc, err := wait()
-	if err != nil {
-		return env.fail(verb, err, false)
-	}
-	defer kc.close()
-	return env.reconcile(ctx, verb, kc.reconciler(st, env.logger(slog.LevelWarn)), desired, o)
+	return env.reconcileStored(ctx, verb, st, wait, desired, o)
 }
 
 func (env *cliEnv) reportCommit(rev int64, changed bool, o writeOpts) {
@@ -192,13 +180,12 @@ func (env *cliEnv) commitAndReconcile(verb, db string, o writeOpts, change func(
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	// The kernel table is read while the change is made and stored.
-	var wait func() (*kernelConn, error)
+	wait := env.openKernel
 	if !o.noApply {
 		wait = env.prefetch(ctx)
 	}
 	st, err := env.openStore(ctx, db)
 	if err != nil {
-		discardKernel(wait)
 		return env.fail(verb, err, false)
 	}
 	defer st.Close()
@@ -214,10 +201,15 @@ func (env *cliEnv) commitAndReconcile(verb, db string, o writeOpts, change func(
 		return summary, nil
 	})
 	if err != nil {
-		discardKernel(wait)
 		return env.fail(verb, err, isInvalid(err))
 	}
 	env.reportCommit(rev, changed, o)
+	return env.reconcileStored(ctx, verb, st, wait, desired, o)
+}
+
+// reconcileStored makes the kernel match desired, now stored, unless
+// --no-apply; wait gives the kernel (opened ahead, or now).
+func (env *cliEnv) reconcileStored(ctx context.Context, verb string, st *store.Store, wait func() (*kernelConn, error), desired *ipvsmgr.Desired, o writeOpts) int {
 	if o.noApply {
 		return exitOK
 	}
@@ -227,17 +219,6 @@ func (env *cliEnv) commitAndReconcile(verb, db string, o writeOpts, change func(
 	}
 	defer kc.close()
 	return env.reconcile(ctx, verb, kc.reconciler(st, env.logger(slog.LevelWarn)), desired, o)
-}
-
-// discardKernel closes a kernel opened ahead (prefetch) that will not be
-// used; wait may be nil (none was).
-func discardKernel(wait func() (*kernelConn, error)) {
-	if wait == nil {
-		return
-	}
-	if kc, err := wait(); err == nil {
-		kc.close()
-	}
 }
 
 // reconcile makes the kernel match desired, waiting for drains unless told not to.

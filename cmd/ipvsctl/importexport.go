@@ -70,5 +70,5 @@ func runImport(env *cliEnv, args []string) int {
 	if err != nil {
 		return env.fail("import", err, true)
 	}
-	return env.replaceAndReconcile("import", fmt.Sprintf("import --format %s %s", *format, pos[0]), o, doc, desired, nil, env.readStored(context.Background(), *db))
+	return env.replaceAndReconcile("import", fmt.Sprintf("import --format %s %s", *format, pos[0]), o, doc, desired, env.openKernel, env.readStored(context.Background(), *db))
 }

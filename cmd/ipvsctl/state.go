@@ -54,7 +54,9 @@ func (kc *kernelConn) reconciler(st *store.Store, log *slog.Logger) *ipvsmgr.Rec
 
 // prefetch opens the kernel and reads its table in the background, so that
 // the read overlaps with decoding a large document. The returned function
-// waits for it; the table it gives serves the reconcile's first read.
+// waits for it; the table it gives serves the reconcile's first read. A
+// command that fails before it needs the kernel does not wait: the read ends
+// with the process.
 func (e *cliEnv) prefetch(ctx context.Context) func() (*kernelConn, error) {
 	type result struct {
 		kc  *kernelConn

@@ -36,8 +36,7 @@ type Options struct {
 type Driver struct {
 	mu      sync.Mutex
 	timeout time.Duration
-	conn    *conn
-	readers []*conn // conn and more sockets, that read real servers in parallel
+	conns   []*conn // conns[0] writes; all of them read real servers in parallel
 }
 
 // procIPVS exists when the ip_vs module is loaded (per network namespace).
@@ -65,9 +64,8 @@ func Open(opt Options) (*Driver, error) {
 			d.Close()
 			return nil, err
 		}
-		d.readers = append(d.readers, c)
+		d.conns = append(d.conns, c)
 	}
-	d.conn = d.readers[0]
 	return d, nil
 }
 
@@ -93,7 +91,7 @@ func ensureModule(load bool) error {
 func (d *Driver) Close() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, c := range d.readers {
+	for _, c := range d.conns {
 		c.close()
 	}
 }
@@ -106,7 +104,7 @@ func (d *Driver) Table(ctx context.Context) (*ipvsmgr.Table, error) {
 	if _, err := os.Stat(procIPVS); err != nil {
 		return nil, fmt.Errorf("%w: %s is absent", ipvsmgr.ErrIPVSUnavailable, procIPVS)
 	}
-	return readTable(ctx, d.readers, d.timeout)
+	return readTable(ctx, d.conns, d.timeout)
 }
 
 // Apply carries out ops, many to a sendmsg.
@@ -116,5 +114,5 @@ func (d *Driver) Apply(ctx context.Context, ops []ipvsmgr.Op) []error {
 	if len(ops) == 0 {
 		return nil
 	}
-	return d.conn.apply(ctx, ops, d.timeout)
+	return d.conns[0].apply(ctx, ops, d.timeout)
 }
