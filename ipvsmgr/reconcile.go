@@ -16,12 +16,16 @@ type AddressManager interface {
 	// this call added it (an address someone else put there is not ours).
 	EnsureVIP(ctx context.Context, v VIP) (added bool, err error)
 	RemoveVIP(ctx context.Context, v VIP) error
+	// HasVIP reports whether the interface has the address.
+	HasVIP(ctx context.Context, v VIP) (bool, error)
 }
 
 // MarkManager keeps the mangle rules that mark fwmark services' packets.
 type MarkManager interface {
 	// SyncMarks makes ipvsctl's rules equal to rules, changing only what differs.
 	SyncMarks(ctx context.Context, rules []MarkRule) error
+	// PlanMarks lists what SyncMarks would change, as iptables commands.
+	PlanMarks(ctx context.Context, rules []MarkRule) ([]string, error)
 }
 
 // Drain is a removed real server kept at weight 0 until its connections end.
@@ -80,18 +84,52 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
-// Plan computes the ops that Reconcile would apply, without applying them.
-func (r *Reconciler) Plan(ctx context.Context, d *Desired) ([]Op, []Drain, error) {
+// Planned is what a reconcile would do.
+type Planned struct {
+	Ops    []Op     // IPVS changes
+	Host   []string // VIP and mangle-rule changes, as the commands that make them
+	Drains []Drain
+}
+
+// Plan computes what Reconcile would change, changing nothing.
+func (r *Reconciler) Plan(ctx context.Context, d *Desired) (*Planned, error) {
 	actual, err := r.Kernel.Table(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	led, err := r.Ledger.LoadLedger(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	ops, drains := plan(d, actual, led, r.now())
-	return ops, drains, nil
+	p := &Planned{}
+	p.Ops, p.Drains = plan(d, actual, led, r.now())
+	if r.Addrs != nil {
+		for _, v := range d.VIPs {
+			if ok, err := r.Addrs.HasVIP(ctx, v); err != nil {
+				return nil, err
+			} else if !ok {
+				p.Host = append(p.Host, "ip addr add "+v.Addr.String()+" dev "+v.Interface)
+			}
+		}
+		for _, v := range led.VIPs {
+			if slices.Contains(d.VIPs, v) {
+				continue
+			}
+			if ok, err := r.Addrs.HasVIP(ctx, v); err != nil {
+				return nil, err
+			} else if ok {
+				p.Host = append(p.Host, "ip addr del "+v.Addr.String()+" dev "+v.Interface)
+			}
+		}
+	}
+	if r.Marks != nil && (len(d.Marks) > 0 || led.Marks) {
+		marks, err := r.Marks.PlanMarks(ctx, d.Marks)
+		if err != nil {
+			return nil, err
+		}
+		p.Host = append(p.Host, marks...)
+	}
+	return p, nil
 }
 
 // plan is the pure core: desired + kernel + ledger + clock -> ops and drains.

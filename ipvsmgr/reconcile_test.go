@@ -40,6 +40,8 @@ func (f *fakeVIPs) EnsureVIP(_ context.Context, v ipvsmgr.VIP) (bool, error) {
 	return true, nil
 }
 
+func (f *fakeVIPs) HasVIP(_ context.Context, v ipvsmgr.VIP) (bool, error) { return f.have[v], nil }
+
 func (f *fakeVIPs) RemoveVIP(_ context.Context, v ipvsmgr.VIP) error {
 	delete(f.have, v)
 	return nil

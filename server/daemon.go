@@ -1,5 +1,3 @@
-// Package server is the ipvsctl daemon: it keeps the kernel matching the
-// desired state in the store.
 package server
 
 import (
@@ -8,34 +6,55 @@ import (
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
-// Daemon reconciles the kernel with the stored desired state: at once when a
-// new revision is stored, and every Interval anyway, which repairs
-// out-of-band changes and finishes drains.
+// Daemon keeps the kernel matching the stored desired state: at once when a
+// change is made through its core, within Poll of a revision stored by
+// another process, and every Interval anyway, which repairs out-of-band
+// changes and finishes drains. It reads the kernel's table into the shared
+// snapshot every PollInterval. Where the kernel has no IPVS it keeps serving
+// the desired state and retries in the background.
 type Daemon struct {
-	Store      *store.Store
-	Reconciler *ipvsmgr.Reconciler
-	Log        *slog.Logger
-	Interval   time.Duration // full reconcile period; 0 means 10 s
-	Poll       time.Duration // how often to look for a new revision; 0 means 1 s
+	Core     *Core
+	Log      *slog.Logger
+	Interval time.Duration // full reconcile period; 0 means 10 s
+	Poll     time.Duration // how often to look for a revision stored elsewhere; 0 means 1 s
+	Snapshot time.Duration // kernel table poll; 0 means PollInterval
+	Retry    time.Duration // how often to retry opening the kernel; 0 means 5 s
+	// OnKernel, if set, is called once the kernel is open (before the first reconcile).
+	OnKernel func(*KernelConn)
 }
 
-// Run reconciles until ctx is cancelled.
+// NewDaemon makes c the daemon's core: its writes reconcile through the
+// daemon's one kernel connection, and its reads use the daemon's snapshot.
+func NewDaemon(c *Core, log *slog.Logger) *Daemon {
+	c.shared = &sharedKernel{open: c.open, store: c.store, log: c.log, ready: make(chan struct{})}
+	return &Daemon{Core: c, Log: log}
+}
+
+func orDuration(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// Run reconciles until ctx is cancelled, then closes the kernel.
 func (d *Daemon) Run(ctx context.Context) error {
-	interval, poll := d.Interval, d.Poll
-	if interval == 0 {
-		interval = 10 * time.Second
-	}
-	if poll == 0 {
-		poll = time.Second
-	}
+	sk := d.Core.shared
+	defer sk.close()
+	interval, poll := orDuration(d.Interval, 10*time.Second), orDuration(d.Poll, time.Second)
+	go d.pollKernel(ctx, orDuration(d.Snapshot, PollInterval))
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
-	lastRev, lastRun := int64(-1), time.Time{}
+	var lastTry, lastRun time.Time
+	lastRev := int64(-1)
 	for {
-		rev, err := d.Store.CurrentRevision(ctx)
+		if !sk.isOpen() && time.Since(lastTry) >= orDuration(d.Retry, 5*time.Second) {
+			lastTry = time.Now()
+			d.openKernel(ctx)
+		}
+		rev, err := d.Core.store.CurrentRevision(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			d.Log.Error("read desired state revision", "err", err)
@@ -51,20 +70,59 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 }
 
+func (d *Daemon) openKernel(ctx context.Context) {
+	sk := d.Core.shared
+	sk.mu.Lock()
+	first := sk.openErr == nil
+	sk.mu.Unlock()
+	if err := sk.connect(); err != nil {
+		if first {
+			d.Log.Error("kernel IPVS unavailable; serving the desired state, retrying in the background", "err", err)
+		}
+		return
+	}
+	d.Log.Info("kernel IPVS open")
+	sk.mu.Lock()
+	kc := sk.conn
+	sk.mu.Unlock()
+	if st, _, err := d.Core.store.Current(ctx); err == nil {
+		if desired, err := ipvsmgr.Compile(st); err == nil && kc.Prepare != nil {
+			for _, f := range kc.Prepare(desired) {
+				d.Log.Error("prepare kernel", "change", f.Change, "err", f.Err)
+			}
+		}
+	}
+	if d.OnKernel != nil {
+		d.OnKernel(kc)
+	}
+	sk.poll(ctx)
+}
+
+// reconcile loads revision rev's state if it is newer than what the core
+// knows, and makes the kernel match the newest state.
 func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision bool) {
-	st, _, err := d.Store.Current(ctx)
-	if err != nil {
-		d.Log.Error("read desired state", "err", err)
-		return
+	sk := d.Core.shared
+	sk.mu.Lock()
+	stale := rev > sk.rev || sk.desired == nil
+	sk.mu.Unlock()
+	if stale {
+		st, cur, err := d.Core.store.Current(ctx)
+		if err != nil {
+			d.Log.Error("read desired state", "err", err)
+			return
+		}
+		desired, err := ipvsmgr.Compile(st)
+		if err != nil {
+			d.Log.Error("stored desired state is invalid", "revision", cur, "err", err)
+			return
+		}
+		sk.offer(cur, desired)
 	}
-	desired, err := ipvsmgr.Compile(st)
+	res, err := sk.reconcile(ctx)
 	if err != nil {
-		d.Log.Error("stored desired state is invalid", "revision", rev, "err", err)
-		return
-	}
-	res, err := d.Reconciler.Reconcile(ctx, desired)
-	if err != nil {
-		d.Log.Error("reconcile", "revision", rev, "err", err)
+		if sk.isOpen() {
+			d.Log.Error("reconcile", "revision", rev, "err", err)
+		}
 		return
 	}
 	if len(res.Changes) > 0 && !newRevision {
@@ -72,5 +130,18 @@ func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision bool) {
 	}
 	for _, dr := range res.Draining {
 		d.Log.Info("draining", "service", dr.Service.String(), "server", dr.Dest.String(), "active", dr.ActiveConns)
+	}
+}
+
+func (d *Daemon) pollKernel(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		d.Core.shared.poll(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 }

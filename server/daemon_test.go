@@ -23,13 +23,12 @@ func TestDaemonFollowsRevisionsAndRepairs(t *testing.T) {
 	}
 	defer st.Close()
 	k := fakekernel.New()
-	var logs strings.Builder
-	d := &Daemon{
-		Store:      st,
-		Reconciler: &ipvsmgr.Reconciler{Kernel: k, Ledger: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
-		Log:        slog.New(slog.NewTextHandler(&syncWriter{b: &logs}, nil)),
-		Interval:   50 * time.Millisecond, Poll: 10 * time.Millisecond,
-	}
+	logs := &syncWriter{b: &strings.Builder{}}
+	core := New(Config{Store: st, OpenKernel: func() (*KernelConn, error) {
+		return &KernelConn{Kernel: k, Close: func() {}}, nil
+	}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	d := NewDaemon(core, slog.New(slog.NewTextHandler(logs, nil)))
+	d.Interval, d.Poll = 50*time.Millisecond, 10*time.Millisecond
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
 
@@ -53,6 +52,9 @@ func TestDaemonFollowsRevisionsAndRepairs(t *testing.T) {
 	tbl, _ := k.Table(ctx)
 	k.Apply(ctx, []ipvsmgr.Op{{Kind: ipvsmgr.OpDelService, Service: tbl.Services[0]}})
 	waitKernel("the repair", func(t *ipvsmgr.Table) bool { return len(t.Services) == 1 })
+	for ctx.Err() == nil && !strings.Contains(logs.String(), "repaired") {
+		time.Sleep(5 * time.Millisecond) // the repair is logged once its reconcile returns
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -3,16 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
-
-	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"io"
 )
 
 func runDiff(env *cliEnv, args []string) int {
-	fs, db := env.newFlagSet("diff", "[-f FILE]",
-		"Print the kernel changes (as ipvsadm commands) that would make the kernel match the stored desired\n"+
-			"state, or the document given with -f. Changes nothing.")
+	fs, g := env.newFlagSet("diff", "[-f FILE]",
+		"Print the changes that would make the kernel match the stored desired state, or the document given\n"+
+			"with -f: IPVS changes as ipvsadm commands, then VIPs and fwmark rules. Changes nothing.")
 	file := fs.String("f", "", "desired-state JSON document (- for stdin) instead of the stored state")
+	asJSON := fs.Bool("json", false, "print JSON")
 	if st, ok := env.parseFlags(fs, args); !ok {
 		return st
 	}
@@ -21,41 +20,34 @@ func runDiff(env *cliEnv, args []string) int {
 		return exitUsage
 	}
 	ctx := context.Background()
-	st, err := env.openStore(ctx, *db)
+	b, err := env.backend(ctx, g)
 	if err != nil {
 		return env.fail("diff", err, false)
 	}
-	defer st.Close()
-	var desired *ipvsmgr.Desired
+	defer b.close()
+	var doc io.Reader
 	if *file != "" {
-		if _, desired, err = readDocument(*file); err != nil {
-			return env.fail("diff", err, isInvalid(err))
-		}
-	} else {
-		state, _, err := st.Current(ctx)
+		f, err := env.openDocument(*file)
 		if err != nil {
 			return env.fail("diff", err, false)
 		}
-		if desired, err = ipvsmgr.Compile(state); err != nil {
-			return env.fail("diff", err, false)
-		}
+		defer f.Close()
+		doc = f
 	}
-	rec, closeKernel, err := env.reconciler(st, env.logger(slog.LevelWarn))
+	d, err := b.Diff(ctx, doc)
 	if err != nil {
 		return env.fail("diff", err, false)
 	}
-	defer closeKernel()
-	ops, drains, err := rec.Plan(ctx, desired)
-	if err != nil {
-		return env.fail("diff", err, false)
+	if *asJSON {
+		return env.printJSON("diff", d)
 	}
-	for _, op := range ops {
-		fmt.Fprintln(env.stdout, op)
+	for _, c := range d.Changes {
+		fmt.Fprintln(env.stdout, c)
 	}
-	for _, d := range drains {
-		fmt.Fprintf(env.stdout, "# %s stays at weight 0 in %s until its %d active connections end\n", d.Dest, d.Service, d.ActiveConns)
+	for _, dr := range d.Draining {
+		fmt.Fprintf(env.stdout, "# %s stays at weight 0 in %s until its %d active connections end\n", dr.Dest, dr.Service, dr.ActiveConns)
 	}
-	if len(ops) == 0 {
+	if len(d.Changes) == 0 {
 		fmt.Fprintln(env.stdout, "# kernel matches the desired state")
 	}
 	return exitOK

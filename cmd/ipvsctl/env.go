@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server"
 )
 
 const (
@@ -21,31 +22,49 @@ const defaultDB = "/var/lib/ipvsctl/ipvsctl.db"
 // cliEnv is what a verb may touch of the process, so tests run verbs in-process.
 type cliEnv struct {
 	stdout, stderr io.Writer
+	stdin          io.Reader
 	getenv         func(string) string
-	// kernel, when set, replaces the real IPVS driver (tests); VIPs and fwmark
-	// rules are then left alone.
+	// kernel, when set, replaces the real IPVS driver (tests); host, when
+	// set with it, stands for the VIPs, fwmark rules and sysctls, which are
+	// otherwise left alone.
 	kernel ipvsmgr.Kernel
+	host   hostFake
+}
+
+// hostFake is what tests give for the host's VIPs, mangle rules and sysctls.
+type hostFake interface {
+	ipvsmgr.AddressManager
+	ipvsmgr.MarkManager
+	Prepare(*ipvsmgr.Desired) []ipvsmgr.Failure
 }
 
 func (e *cliEnv) logger(level slog.Level) *slog.Logger {
 	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 }
 
+// globalFlags are the flags every verb takes.
+type globalFlags struct {
+	db, server, token string
+}
+
 // newFlagSet returns a flag set for one verb that prints its usage on --help and
-// carries the global --db flag.
-func (e *cliEnv) newFlagSet(name, args, summary string) (*flag.FlagSet, *string) {
+// carries the global flags.
+func (e *cliEnv) newFlagSet(name, args, summary string) (*flag.FlagSet, *globalFlags) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	def := defaultDB
 	if v := e.getenv("IPVSCTL_DB"); v != "" {
 		def = v
 	}
-	db := fs.String("db", def, "path of the state database (env IPVSCTL_DB)")
+	g := &globalFlags{}
+	fs.StringVar(&g.db, "db", def, "path of the state database (env IPVSCTL_DB)")
+	fs.StringVar(&g.server, "server", e.getenv("IPVSCTL_SERVER"), "URL of a remote ipvsctl daemon to send the verb to (env IPVSCTL_SERVER)")
+	fs.StringVar(&g.token, "token", e.getenv("IPVSCTL_TOKEN"), "API token for --server (env IPVSCTL_TOKEN)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: ipvsctl %s %s\n\n%s\n\nflags:\n", name, args, summary)
 		fs.PrintDefaults()
 	}
-	return fs, db
+	return fs, g
 }
 
 // parseFlags parses args and maps the outcome to an exit status; ok is false when
@@ -63,7 +82,9 @@ func (e *cliEnv) parseFlags(fs *flag.FlagSet, args []string) (status int, ok boo
 	return exitOK, true
 }
 
-// fail prints err and returns the exit status its kind calls for.
+// fail prints err and returns the exit status its kind calls for: 2 for an
+// error in what was asked (invalid, not found, exists) or when invalid is
+// set, 1 for a failure.
 func (e *cliEnv) fail(verb string, err error, invalid bool) int {
 	var ve *ipvsmgr.ValidationError
 	if errors.As(err, &ve) {
@@ -74,7 +95,7 @@ func (e *cliEnv) fail(verb string, err error, invalid bool) int {
 		return exitUsage
 	}
 	fmt.Fprintf(e.stderr, "ipvsctl %s: %v\n", verb, err)
-	if invalid {
+	if invalid || server.IsUserError(err) {
 		return exitUsage
 	}
 	return exitFail
@@ -86,7 +107,7 @@ func moveGlobalFlags(args []string) []string {
 	var global []string
 	for len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' && args[0] != "-h" && args[0] != "--help" {
 		n := 1
-		if (args[0] == "--db" || args[0] == "-db") && len(args) > 1 {
+		if takesValue(args[0]) && len(args) > 1 {
 			n = 2
 		}
 		global, args = append(global, args[:n]...), args[n:]
@@ -95,4 +116,13 @@ func moveGlobalFlags(args []string) []string {
 		return nil
 	}
 	return append(append([]string{args[0]}, global...), args[1:]...)
+}
+
+// takesValue reports whether a global flag given as its own argument takes the next one.
+func takesValue(arg string) bool {
+	switch arg {
+	case "--db", "-db", "--server", "-server", "--token", "-token":
+		return true
+	}
+	return false
 }

@@ -7,12 +7,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/ipvsctl/ipvsctl/ipvsmgr"
-	"github.com/ipvsctl/ipvsctl/server/store"
+	"github.com/ipvsctl/ipvsctl/server"
 )
 
 func runHistory(env *cliEnv, args []string) int {
-	fs, db := env.newFlagSet("history", "[REV] [--limit N] [--json]",
+	fs, g := env.newFlagSet("history", "[REV] [--limit N] [--json]",
 		"List the revisions of the desired state (who, when, from which interface, what changed), newest\n"+
 			"first; with REV, show that revision's changes one per line.")
 	limit := fs.Int("limit", 20, "how many revisions to list")
@@ -22,26 +21,23 @@ func runHistory(env *cliEnv, args []string) int {
 		return st
 	}
 	ctx := context.Background()
-	s, err := env.openStore(ctx, *db)
+	b, err := env.backend(ctx, g)
 	if err != nil {
 		return env.fail("history", err, false)
 	}
-	defer s.Close()
+	defer b.close()
 	if len(pos) == 1 {
-		return showRevision(env, s, pos[0], *asJSON)
+		return showRevision(env, b, pos[0], *asJSON)
 	}
 	if len(pos) > 1 {
 		fmt.Fprintln(env.stderr, "ipvsctl history: takes at most one REV")
 		return exitUsage
 	}
-	revs, err := s.History(ctx, *limit)
+	revs, err := b.History(ctx, *limit)
 	if err != nil {
 		return env.fail("history", err, false)
 	}
 	if *asJSON {
-		if revs == nil {
-			revs = []store.Revision{}
-		}
 		return env.printJSON("history", revs)
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
@@ -56,45 +52,32 @@ func runHistory(env *cliEnv, args []string) int {
 func parseRev(s string) (int64, error) {
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 1 {
-		return 0, usageErrorf("revision %q is not a revision number", s)
+		return 0, &server.Error{Code: server.CodeBadInput, Msg: fmt.Sprintf("revision %q is not a revision number", s)}
 	}
 	return n, nil
 }
 
-func showRevision(env *cliEnv, s *store.Store, arg string, asJSON bool) int {
+func showRevision(env *cliEnv, b *backend, arg string, asJSON bool) int {
 	id, err := parseRev(arg)
 	if err != nil {
 		return env.fail("history", err, true)
 	}
-	ctx := context.Background()
-	r, err := s.Revision(ctx, id)
+	r, err := b.Revision(context.Background(), id)
 	if err != nil {
 		return env.fail("history", err, false)
 	}
-	prev := &ipvsmgr.State{}
-	if id > 1 {
-		p, err := s.Revision(ctx, id-1)
-		if err != nil {
-			return env.fail("history", err, false)
-		}
-		prev = p.State
-	}
-	changes := ipvsmgr.Changes(prev, r.State)
 	if asJSON {
-		return env.printJSON("history", struct {
-			store.Revision
-			Changes []string `json:"changes"`
-		}{*r, changes})
+		return env.printJSON("history", r)
 	}
 	fmt.Fprintf(env.stdout, "revision %d by %s via %s at %s\n%s\n\n", r.ID, r.Author, r.Via, r.At.Local().Format(time.DateTime), r.Summary)
-	for _, c := range changes {
+	for _, c := range r.Changes {
 		fmt.Fprintln(env.stdout, c)
 	}
 	return exitOK
 }
 
 func runRollback(env *cliEnv, args []string) int {
-	fs, db := env.newFlagSet("rollback", "REV [--no-apply] [--no-wait] [--json]",
+	fs, g := env.newFlagSet("rollback", "REV [--no-apply] [--no-wait] [--json]",
 		"Make revision REV's desired state current again (as a new revision), then reconcile the kernel.")
 	var o writeOpts
 	o.register(fs)
@@ -110,18 +93,7 @@ func runRollback(env *cliEnv, args []string) int {
 	if err != nil {
 		return env.fail("rollback", err, true)
 	}
-	ctx := context.Background()
-	s, err := env.openStore(ctx, *db)
-	if err != nil {
-		return env.fail("rollback", err, false)
-	}
-	r, err := s.Revision(ctx, id)
-	s.Close()
-	if err != nil {
-		return env.fail("rollback", err, false)
-	}
-	return env.commitAndReconcile("rollback", *db, o, func(cur *ipvsmgr.State) (string, error) {
-		*cur = *r.State
-		return fmt.Sprintf("rollback to revision %d", id), nil
+	return env.write("rollback", g, o, func(ctx context.Context, b *backend) (*server.WriteResult, error) {
+		return b.Rollback(ctx, b.actor, id, env.options(o))
 	})
 }

@@ -2,18 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 
-	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/formats"
 )
 
 func runExport(env *cliEnv, args []string) int {
 	_, exportable := formats.Formats()
-	fs, db := env.newFlagSet("export", "[--format "+strings.Join(exportable, "|")+"]",
+	fs, g := env.newFlagSet("export", "[--format "+strings.Join(exportable, "|")+"]",
 		"Print the stored desired state in ipvsctl's JSON, ipvsadm's save format (for ipvsadm -R) or Piranha's lvs.cf.")
 	format := fs.String("format", "json", "output format: "+strings.Join(exportable, ", "))
 	if st, ok := env.parseFlags(fs, args); !ok {
@@ -23,19 +21,21 @@ func runExport(env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "ipvsctl export: takes no arguments")
 		return exitUsage
 	}
-	state, _, code := env.loadState("export", *db)
-	if state == nil {
-		return code
+	ctx := context.Background()
+	b, err := env.backend(ctx, g)
+	if err != nil {
+		return env.fail("export", err, false)
 	}
-	if err := formats.Export(*format, state, env.stdout); err != nil {
-		return env.fail("export", err, strings.Contains(err.Error(), "unknown format"))
+	defer b.close()
+	if err := b.Export(ctx, *format, env.stdout); err != nil {
+		return env.fail("export", err, false)
 	}
 	return exitOK
 }
 
 func runImport(env *cliEnv, args []string) int {
 	importable, _ := formats.Formats()
-	fs, db := env.newFlagSet("import", "--format "+strings.Join(importable, "|")+" FILE [--no-apply] [--no-wait] [--json]",
+	fs, g := env.newFlagSet("import", "--format "+strings.Join(importable, "|")+" FILE [--no-apply] [--no-wait] [--json]",
 		"Replace the desired state with FILE (- for stdin) read in another tool's format, store it as a new\n"+
 			"revision, then reconcile the kernel. Malformed input is an error naming the line; nothing stored changes.\n"+
 			"Settings with no equivalent in ipvsctl are kept in the state's \"imported\" list and reported.")
@@ -58,17 +58,18 @@ func runImport(env *cliEnv, args []string) int {
 		}
 		defer f.Close()
 	}
-	doc, err := formats.Import(*format, f)
+	ctx := context.Background()
+	b, err := env.backend(ctx, g)
 	if err != nil {
-		var pe *formats.ParseError
-		return env.fail("import", err, errors.As(err, &pe) || isInvalid(err) || strings.Contains(err.Error(), "unknown format"))
+		return env.fail("import", err, false)
 	}
-	for _, k := range doc.Imported {
+	defer b.close()
+	res, err := b.Import(ctx, b.actor, *format, pos[0], f, env.options(o))
+	if err != nil {
+		return env.fail("import", err, false)
+	}
+	for _, k := range res.Imported {
 		fmt.Fprintf(env.stderr, "kept, no equivalent yet: %s line %d: %s %s = %q\n", k.Source, k.Line, k.Scope, k.Key, k.Value)
 	}
-	desired, err := ipvsmgr.Compile(doc)
-	if err != nil {
-		return env.fail("import", err, true)
-	}
-	return env.replaceAndReconcile("import", fmt.Sprintf("import --format %s %s", *format, pos[0]), o, doc, desired, env.openKernel, env.readStored(context.Background(), *db))
+	return env.report(res.WriteResult, o)
 }

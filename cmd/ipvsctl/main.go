@@ -34,7 +34,7 @@ func commands() map[string]command {
 }
 
 func main() {
-	env := &cliEnv{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	env := &cliEnv{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin, getenv: os.Getenv}
 	os.Exit(dispatch(env, os.Args[1:]))
 }
 
@@ -47,7 +47,7 @@ func dispatch(env *cliEnv, args []string) int {
 		case args[0] == "-h" || args[0] == "--help" || args[0] == "help":
 			usage(env.stdout, cmds)
 			return exitOK
-		case (args[0] == "--db" || args[0] == "-db") && len(args) > 1:
+		case takesValue(args[0]) && len(args) > 1:
 			global = append(global, args[0], args[1])
 			args = args[2:]
 		default:

@@ -73,8 +73,10 @@ func TestApplyDiffStatus(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, `"scheduler": "wrr"`) || !strings.Contains(r.stdout, `"weight": 3`) {
 		t.Fatalf("status --json:\n%s", r.stdout)
 	}
-	// The last real-server verify shows beside the table.
-	results := &arpguard.JSONFileStore{Path: resultsPath(db)}
+	// The last real-server verify shows beside the table. One kept by an
+	// older ipvsctl in a file beside the database moves into the database.
+	oldFile := filepath.Join(filepath.Dir(db), "realserver-results.json")
+	results := &arpguard.JSONFileStore{Path: oldFile}
 	if err := results.SaveResults(context.Background(), []arpguard.Result{{Target: "198.18.0.11", Host: "198.18.0.11", Action: "verify",
 		State: arpguard.StateDrift, Drift: []string{"VIP 198.18.0.100 missing on lo"}}}); err != nil {
 		t.Fatal(err)
@@ -82,6 +84,13 @@ func TestApplyDiffStatus(t *testing.T) {
 	r = runCLI(t, k, "--db", db, "status")
 	if !strings.Contains(r.stdout, "198.18.0.11") || !strings.Contains(r.stdout, "drift: VIP 198.18.0.100 missing on lo") {
 		t.Fatalf("status without the real-server result:\n%s", r.stdout)
+	}
+	if _, err := os.Stat(oldFile); err == nil {
+		t.Fatalf("%s is still there after its results moved into the database", oldFile)
+	}
+	r = runCLI(t, k, "--db", db, "status")
+	if !strings.Contains(r.stdout, "drift: VIP 198.18.0.100 missing on lo") {
+		t.Fatalf("status lost the real-server result after the move:\n%s", r.stdout)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/arpguard"
+	"github.com/ipvsctl/ipvsctl/server/store"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -187,7 +188,6 @@ func runRealserverSSH(env *cliEnv, verb string, args []string) int {
 	sudo := fs.String("sudo", "auto", "auto (when --user is not root), always or never")
 	parallel := fs.Int("parallel", 8, "how many real servers at once")
 	timeout := fs.Duration("timeout", 2*time.Minute, "time allowed per real server")
-	results := fs.String("results", "", "file keeping the last result per real server (default: beside --db)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if st, ok := env.parseFlags(fs, args); !ok {
 		return st
@@ -222,12 +222,14 @@ func runRealserverSSH(env *cliEnv, verb string, args []string) int {
 	case "undo":
 		rs = p.Undo(ctx, targets)
 	}
-	if *results == "" {
-		*results = resultsPath(*db)
-	}
-	store := &arpguard.JSONFileStore{Path: *results}
-	if err := store.SaveResults(ctx, rs); err != nil {
+	// The last result per real server is kept in the state database, for status and the panel.
+	if st, err := store.Open(ctx, db.db); err != nil {
 		log.Error("results not stored", "err", err)
+	} else {
+		if err := st.SaveResults(ctx, rs); err != nil {
+			log.Error("results not stored", "err", err)
+		}
+		st.Close()
 	}
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
@@ -395,9 +397,4 @@ func runRealserverApply(env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stdout, "already prepared: nothing changed")
 	}
 	return exitOK
-}
-
-// resultsPath is where the last real-server results are kept by default.
-func resultsPath(db string) string {
-	return filepath.Join(filepath.Dir(db), "realserver-results.json")
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/ipvsctl/ipvsctl/arpguard"
+	"github.com/ipvsctl/ipvsctl/server/store"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -91,9 +93,14 @@ func TestRealserverVerifyUnreachable(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &rs); err != nil || len(rs) != 1 || rs[0].State != arpguard.StateUnreachable {
 		t.Fatalf("results %+v (err %v), want one unreachable", rs, err)
 	}
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(db), "realserver-results.json"))
-	if err != nil || !strings.Contains(string(b), `"unreachable"`) {
-		t.Fatalf("stored results: %s, err %v", b, err)
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	stored, err := st.Results(context.Background())
+	if err != nil || len(stored) != 1 || stored[0].State != arpguard.StateUnreachable {
+		t.Fatalf("stored results: %+v, err %v", stored, err)
 	}
 }
 

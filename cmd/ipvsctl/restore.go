@@ -3,14 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
-
-	"github.com/ipvsctl/ipvsctl/ipvsmgr"
-	"github.com/ipvsctl/ipvsctl/ipvsmgr/kernel"
 )
 
 func runRestore(env *cliEnv, args []string) int {
-	fs, db := env.newFlagSet("restore", "[--json]",
+	fs, g := env.newFlagSet("restore", "[--json]",
 		"Boot-time restore: load the modules the stored desired state needs (ip_vs and each scheduler), set\n"+
 			"the sysctls it implies (ip_forward for NAT), add the VIPs, fwmark rules and services. What fails is\n"+
 			"listed and everything else is still applied; then the exit status is 1.")
@@ -23,38 +19,22 @@ func runRestore(env *cliEnv, args []string) int {
 		return exitUsage
 	}
 	ctx := context.Background()
-	st, err := env.openStore(ctx, *db)
+	g.server = "" // the boot restore is this director's own
+	b, err := env.backend(ctx, g)
 	if err != nil {
 		return env.fail("restore", err, false)
 	}
-	defer st.Close()
-	state, rev, err := st.Current(ctx)
+	defer b.close()
+	if b.local == nil {
+		fmt.Fprintln(env.stderr, "ipvsctl restore: the daemon (ipvsctl serve) is running and restored the state itself")
+		return exitOK
+	}
+	res, err := b.local.Restore(ctx)
 	if err != nil {
 		return env.fail("restore", err, false)
 	}
-	desired, err := ipvsmgr.Compile(state)
-	if err != nil {
-		return env.fail("restore", fmt.Errorf("stored desired state (revision %d): %w", rev, err), false)
-	}
-	res := &ipvsmgr.Result{}
-	if env.kernel == nil {
-		res.Failures = kernel.Prepare(desired).Apply()
-	}
-	rec, closeKernel, err := env.reconciler(st, env.logger(slog.LevelWarn))
-	if err != nil {
-		res.Failures = append(res.Failures, ipvsmgr.Failure{Service: "kernel", Change: "open IPVS", Err: err.Error()})
-		printResult(env, res, *asJSON, false)
-		return exitFail
-	}
-	defer closeKernel()
-	got, err := rec.Reconcile(ctx, desired)
-	if err != nil {
-		return env.fail("restore", err, false)
-	}
-	res.Changes = got.Changes
-	res.Failures = append(res.Failures, got.Failures...)
 	if !*asJSON {
-		fmt.Fprintf(env.stderr, "restoring revision %d\n", rev)
+		fmt.Fprintf(env.stderr, "restoring revision %d\n", res.Revision)
 	}
 	printResult(env, res, *asJSON, false)
 	if len(res.Failures) > 0 {

@@ -1,25 +1,14 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
-	"strconv"
 	"text/tabwriter"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server"
 )
-
-// findServer returns the index of real server id (its name, ADDRESS or
-// ADDRESS:PORT) in service s.
-func findServer(s *ipvsmgr.Service, id string) (int, error) {
-	for i := range s.Servers {
-		rs := &s.Servers[i]
-		if rs.Name == id || rs.Address == id || rs.Address+":"+strconv.Itoa(rs.Port) == id {
-			return i, nil
-		}
-	}
-	return -1, usageErrorf("virtual service %q has no real server %q", orDefault(s.Name, s.Address), id)
-}
 
 type serverFlags struct {
 	name, address, forwarding  string
@@ -36,31 +25,33 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.lower, "lower-threshold", 0, "connections below which a server over its limit takes new ones again")
 }
 
-func (f *serverFlags) applyTo(fs *flag.FlagSet, rs *ipvsmgr.Server, all bool) {
+// patch is the change the given flags make (all of them for add).
+func (f *serverFlags) patch(fs *flag.FlagSet, all bool) server.ServerPatch {
 	set := flagsGiven(fs)
 	given := func(n string) bool { return all || set[n] }
+	var p server.ServerPatch
 	if given("name") {
-		rs.Name = f.name
+		p.Name = &f.name
 	}
 	if given("address") {
-		rs.Address = f.address
+		p.Address = &f.address
 	}
 	if given("port") {
-		rs.Port = f.port
+		p.Port = &f.port
 	}
 	if given("weight") {
-		w := f.weight
-		rs.Weight = &w
+		p.Weight = &f.weight
 	}
 	if given("forwarding") {
-		rs.Forwarding = f.forwarding
+		p.Forwarding = &f.forwarding
 	}
 	if given("upper-threshold") {
-		rs.UpperThreshold = f.upper
+		p.UpperThreshold = &f.upper
 	}
 	if given("lower-threshold") {
-		rs.LowerThreshold = f.lower
+		p.LowerThreshold = &f.lower
 	}
+	return p
 }
 
 const rsUsage = "usage: ipvsctl rs add SERVICE --address IP [flags] | rs set|rm|drain|enable|disable SERVICE SERVER | rs list [SERVICE]\n" +
@@ -98,7 +89,7 @@ func rsWrite(env *cliEnv, verb string, args []string) int {
 	if verb == "add" {
 		synopsis, summary = "SERVICE --address IP [flags]", "Add a real server to a virtual service, then reconcile the kernel."
 	}
-	fs, db := env.newFlagSet("rs "+verb, synopsis, summary)
+	fs, g := env.newFlagSet("rs "+verb, synopsis, summary)
 	var sf serverFlags
 	if verb == "add" || verb == "set" {
 		sf.register(fs)
@@ -117,55 +108,43 @@ func rsWrite(env *cliEnv, verb string, args []string) int {
 		fmt.Fprintf(env.stderr, "ipvsctl rs %s: want %s, got %d arguments\n", verb, synopsis, len(pos))
 		return exitUsage
 	}
-	return env.commitAndReconcile("rs "+verb, *db, o, func(cur *ipvsmgr.State) (string, error) {
-		si, err := findService(cur, pos[0])
-		if err != nil {
-			return "", err
-		}
-		svc := &cur.Services[si]
-		if verb == "add" {
-			if sf.address == "" {
-				return "", usageErrorf("--address is required")
-			}
-			var rs ipvsmgr.Server
-			sf.applyTo(fs, &rs, true)
-			svc.Servers = append(svc.Servers, rs)
-			return fmt.Sprintf("rs add %s %s", pos[0], orDefault(rs.Name, rs.Address)), nil
-		}
-		ri, err := findServer(svc, pos[1])
-		if err != nil {
-			return "", err
-		}
+	if verb == "add" && sf.address == "" {
+		fmt.Fprintln(env.stderr, "ipvsctl rs add: --address is required")
+		return exitUsage
+	}
+	return env.write("rs "+verb, g, o, func(ctx context.Context, b *backend) (*server.WriteResult, error) {
+		opt := env.options(o)
 		switch verb {
+		case "add":
+			var rs ipvsmgr.Server
+			p := sf.patch(fs, true)
+			p.ApplyTo(&rs)
+			return b.AddServer(ctx, b.actor, pos[0], rs, opt)
 		case "set":
-			sf.applyTo(fs, &svc.Servers[ri], false)
+			return b.PatchServer(ctx, b.actor, pos[0], pos[1], sf.patch(fs, false), opt)
 		case "rm":
-			svc.Servers = append(svc.Servers[:ri], svc.Servers[ri+1:]...)
+			return b.RemoveServer(ctx, b.actor, pos[0], pos[1], opt)
 		case "drain":
-			zero := 0
-			svc.Servers[ri].Weight = &zero
-		case "enable", "disable":
-			on := verb == "enable"
-			svc.Servers[ri].Enabled = &on
+			return b.DrainServer(ctx, b.actor, pos[0], pos[1], opt)
 		}
-		return fmt.Sprintf("rs %s %s %s", verb, pos[0], pos[1]), nil
+		return b.SetServerEnabled(ctx, b.actor, pos[0], pos[1], verb == "enable", opt)
 	})
 }
 
 func rsList(env *cliEnv, args []string) int {
-	fs, db := env.newFlagSet("rs list", "[SERVICE] [--json]", "List the real servers of the desired state (of one service).")
+	fs, g := env.newFlagSet("rs list", "[SERVICE] [--json]", "List the real servers of the desired state (of one service).")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, st, ok := env.parseInterspersed(fs, args)
 	if !ok {
 		return st
 	}
-	state, rev, code := env.loadState("rs list", *db)
+	state, rev, code := env.loadState("rs list", g)
 	if state == nil {
 		return code
 	}
 	svcs := state.Services
 	if len(pos) == 1 {
-		i, err := findService(state, pos[0])
+		i, err := server.FindService(state, pos[0])
 		if err != nil {
 			return env.fail("rs list", err, true)
 		}

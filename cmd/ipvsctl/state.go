@@ -3,99 +3,56 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/user"
 	"strconv"
 	"strings"
 
-	"github.com/ipvsctl/ipvsctl/ipvsmgr"
-	"github.com/ipvsctl/ipvsctl/ipvsmgr/kernel"
+	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
-// openStore opens the state database.
-func (e *cliEnv) openStore(ctx context.Context, db string) (*store.Store, error) {
-	return store.Open(ctx, db)
+// backend is where a verb's calls go: a daemon's API (--server, or the
+// local daemon's socket beside the database), else a core in this process
+// over the database, which then reconciles the kernel itself under a lock.
+type backend struct {
+	server.API
+	actor server.Actor
+	local *server.Core // nil when the calls go to a daemon
+	close func()
 }
 
-// kernelConn is an opened kernel with the VIP and fwmark managers that go
-// with it (none for a fake kernel).
-type kernelConn struct {
-	kernel ipvsmgr.Kernel
-	addrs  ipvsmgr.AddressManager
-	marks  ipvsmgr.MarkManager
-	close  func()
-}
-
-func (e *cliEnv) openKernel() (*kernelConn, error) {
-	if e.kernel != nil {
-		return &kernelConn{kernel: e.kernel, close: func() {}}, nil
+func (e *cliEnv) backend(ctx context.Context, g *globalFlags) (*backend, error) {
+	actor := server.Actor{Name: e.author(), Via: "cli"}
+	if c, ok, err := e.remote(g); err != nil || ok {
+		if err != nil {
+			return nil, err
+		}
+		return &backend{API: c, actor: actor, close: func() {}}, nil
 	}
-	drv, err := kernel.Open(kernel.Options{LoadModule: true})
+	st, err := store.Open(ctx, g.db)
 	if err != nil {
 		return nil, err
 	}
-	return &kernelConn{kernel: drv, addrs: kernel.VIPs{}, marks: kernel.Marks{}, close: drv.Close}, nil
+	core := e.core(st, g.db)
+	return &backend{API: core, actor: actor, local: core, close: func() { st.Close() }}, nil
 }
 
-// reconciler opens the kernel; the ledger lives in the state database.
-func (e *cliEnv) reconciler(st *store.Store, log *slog.Logger) (*ipvsmgr.Reconciler, func(), error) {
-	kc, err := e.openKernel()
-	if err != nil {
-		return nil, nil, err
+// core is a core over st for this process.
+func (e *cliEnv) core(st *store.Store, db string) *server.Core {
+	cfg := server.Config{Store: st, LockPath: db + ".lock", Log: e.logger(levelWarn)}
+	if e.kernel != nil {
+		cfg.OpenKernel = e.fakeKernel
 	}
-	return kc.reconciler(st, log), kc.close, nil
+	return server.New(cfg)
 }
 
-func (kc *kernelConn) reconciler(st *store.Store, log *slog.Logger) *ipvsmgr.Reconciler {
-	return &ipvsmgr.Reconciler{Kernel: kc.kernel, Addrs: kc.addrs, Marks: kc.marks, Ledger: st, Log: log}
-}
-
-// prefetch opens the kernel and reads its table in the background, so that
-// the read overlaps with decoding a large document. The returned function
-// waits for it; the table it gives serves the reconcile's first read. A
-// command that fails before it needs the kernel does not wait: the read ends
-// with the process.
-func (e *cliEnv) prefetch(ctx context.Context) func() (*kernelConn, error) {
-	type result struct {
-		kc  *kernelConn
-		err error
+func (e *cliEnv) fakeKernel() (*server.KernelConn, error) {
+	kc := &server.KernelConn{Kernel: e.kernel, Close: func() {}}
+	if e.host != nil {
+		kc.Addrs, kc.Marks, kc.Prepare = e.host, e.host, e.host.Prepare
 	}
-	ch := make(chan result, 1)
-	go func() {
-		kc, err := e.openKernel()
-		if err != nil {
-			ch <- result{nil, err}
-			return
-		}
-		t, err := kc.kernel.Table(ctx)
-		if err != nil {
-			kc.close()
-			ch <- result{nil, err}
-			return
-		}
-		kc.kernel = &prefetched{Kernel: kc.kernel, table: t}
-		ch <- result{kc, nil}
-	}()
-	return func() (*kernelConn, error) {
-		r := <-ch
-		return r.kc, r.err
-	}
-}
-
-// prefetched answers the first Table call with a table read ahead of time.
-type prefetched struct {
-	ipvsmgr.Kernel
-	table *ipvsmgr.Table
-}
-
-func (p *prefetched) Table(ctx context.Context) (*ipvsmgr.Table, error) {
-	if t := p.table; t != nil {
-		p.table = nil
-		return t, nil
-	}
-	return p.Kernel.Table(ctx)
+	return kc, nil
 }
 
 // author names who makes a change: the user behind sudo, else the user.
@@ -121,23 +78,20 @@ func (e *cliEnv) author() string {
 	return "uid " + uid
 }
 
-// readDocument reads and validates a desired-state document ("-" is stdin).
-func readDocument(path string) (*ipvsmgr.State, *ipvsmgr.Desired, error) {
-	f := os.Stdin
-	if path != "-" {
-		var err error
-		if f, err = os.Open(path); err != nil {
-			return nil, nil, fmt.Errorf("open state document: %w", err)
-		}
-		defer f.Close()
+// openDocument opens a desired-state document ("-" is stdin).
+func (e *cliEnv) openDocument(path string) (*os.File, error) {
+	if path == "-" {
+		return os.Stdin, nil
 	}
-	st, err := ipvsmgr.DecodeState(f)
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, fmt.Errorf("open state document: %w", err)
 	}
-	d, err := ipvsmgr.Compile(st)
-	if err != nil {
-		return nil, nil, err
-	}
-	return st, d, nil
+	return f, nil
+}
+
+// remote gives the daemon's API when the verb is to go to one: --server, or
+// the local daemon's socket. ok is false when the verb runs in this process.
+func (e *cliEnv) remote(g *globalFlags) (server.API, bool, error) {
+	return nil, false, nil
 }

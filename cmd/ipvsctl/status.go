@@ -2,55 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"text/tabwriter"
 	"time"
 
-	"github.com/ipvsctl/ipvsctl/arpguard"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server"
 )
 
-// statusService is the JSON shape of one kernel service in `status --json`.
-type statusService struct {
-	Protocol    string         `json:"protocol,omitempty"`
-	Address     string         `json:"address,omitempty"`
-	Port        uint16         `json:"port,omitempty"`
-	FWMark      uint32         `json:"fwmark,omitempty"`
-	Family      string         `json:"family"`
-	Scheduler   string         `json:"scheduler"`
-	Flags       []string       `json:"flags"`
-	Persistence uint32         `json:"persistence"`
-	Stats       ipvsmgr.Stats  `json:"stats"`
-	Servers     []statusServer `json:"servers"`
-}
-
-type statusServer struct {
-	Address        string        `json:"address"`
-	Port           uint16        `json:"port"`
-	Forwarding     string        `json:"forwarding"`
-	Weight         uint32        `json:"weight"`
-	UpperThreshold uint32        `json:"upper_threshold"`
-	LowerThreshold uint32        `json:"lower_threshold"`
-	ActiveConns    uint32        `json:"active_conns"`
-	InactiveConns  uint32        `json:"inactive_conns"`
-	Stats          ipvsmgr.Stats `json:"stats"`
-}
-
-type statusView struct {
-	// RealServers is the last push/verify/undo result per real server.
-	RealServers []arpguard.Result `json:"real_servers"`
-	Timeouts    struct {
-		TCP    uint32 `json:"tcp"`
-		TCPFin uint32 `json:"tcpfin"`
-		UDP    uint32 `json:"udp"`
-	} `json:"timeouts"`
-	Services []statusService `json:"services"`
-}
-
 func runStatus(env *cliEnv, args []string) int {
-	fs, db := env.newFlagSet("status", "[--json]",
+	fs, g := env.newFlagSet("status", "[--json]",
 		"Show the kernel's IPVS table: every virtual service and real server with active and inactive\n"+
 			"connections, counters and rates (like ipvsadm -Ln --stats --rate).")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -61,66 +23,24 @@ func runStatus(env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "ipvsctl status: takes no arguments")
 		return exitUsage
 	}
-	kc, err := env.openKernel()
+	ctx := context.Background()
+	b, err := env.backend(ctx, g)
 	if err != nil {
 		return env.fail("status", err, false)
 	}
-	defer kc.close()
-	t, err := kc.kernel.Table(context.Background())
+	defer b.close()
+	v, err := b.Status(ctx)
 	if err != nil {
 		return env.fail("status", err, false)
-	}
-	v := viewOf(t)
-	rs, err := (&arpguard.JSONFileStore{Path: resultsPath(*db)}).Results(context.Background())
-	if err != nil {
-		fmt.Fprintf(env.stderr, "ipvsctl status: %v\n", err)
-	}
-	v.RealServers = rs
-	if v.RealServers == nil {
-		v.RealServers = []arpguard.Result{}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(v); err != nil {
-			return env.fail("status", err, false)
-		}
-		return exitOK
+		return env.printJSON("status", v)
 	}
 	printStatus(env, v)
 	return exitOK
 }
 
-func viewOf(t *ipvsmgr.Table) *statusView {
-	v := &statusView{Services: []statusService{}}
-	v.Timeouts.TCP, v.Timeouts.TCPFin, v.Timeouts.UDP = t.Timeouts.TCP, t.Timeouts.TCPFin, t.Timeouts.UDP
-	for _, s := range ipvsmgr.SortedServices(t.Services) {
-		ss := statusService{
-			FWMark: s.Key.FWMark, Family: "ipv4", Scheduler: s.Scheduler, Flags: ipvsmgr.FlagNames(s),
-			Stats: s.Stats, Servers: []statusServer{},
-		}
-		if s.Key.Family == ipvsmgr.FamilyIPv6 {
-			ss.Family = "ipv6"
-		}
-		if s.Key.FWMark == 0 {
-			ss.Protocol, ss.Address, ss.Port = ipvsmgr.ProtocolName(s.Key.Protocol), s.Key.Addr.String(), s.Key.Port
-		}
-		if s.Flags&ipvsmgr.FlagPersistent != 0 {
-			ss.Persistence = s.Timeout
-		}
-		for _, d := range s.Dests {
-			ss.Servers = append(ss.Servers, statusServer{
-				Address: d.Key.Addr.String(), Port: d.Key.Port, Forwarding: d.Forward.String(), Weight: d.Weight,
-				UpperThreshold: d.UpperThreshold, LowerThreshold: d.LowerThreshold,
-				ActiveConns: d.ActiveConns, InactiveConns: d.InactiveConns, Stats: d.Stats,
-			})
-		}
-		v.Services = append(v.Services, ss)
-	}
-	return v
-}
-
-func printStatus(env *cliEnv, v *statusView) {
+func printStatus(env *cliEnv, v *server.StatusView) {
 	fmt.Fprintf(env.stdout, "IP Virtual Server table: %d services (timeouts tcp %ds, tcpfin %ds, udp %ds)\n",
 		len(v.Services), v.Timeouts.TCP, v.Timeouts.TCPFin, v.Timeouts.UDP)
 	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server"
 )
 
 // parseInterspersed parses flags that may come before or after the
@@ -32,22 +32,6 @@ func flagsGiven(fs *flag.FlagSet) map[string]bool {
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	return set
-}
-
-// findService returns the index of the service named id: its name, or
-// PROTO:ADDRESS:PORT, or fwmark:N.
-func findService(st *ipvsmgr.State, id string) (int, error) {
-	for i := range st.Services {
-		s := &st.Services[i]
-		key := fmt.Sprintf("%s:%s:%d", strings.ToLower(orDefault(s.Protocol, "tcp")), s.Address, s.Port)
-		if s.FWMark != 0 {
-			key = fmt.Sprintf("fwmark:%d", s.FWMark)
-		}
-		if s.Name == id || key == id {
-			return i, nil
-		}
-	}
-	return -1, usageErrorf("no virtual service %q (give its name, PROTO:ADDRESS:PORT or fwmark:N)", id)
 }
 
 func orDefault(s, def string) string {
@@ -79,46 +63,47 @@ func (f *serviceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.forwarding, "forwarding", "", "dr, nat or tun (default: settings.network)")
 }
 
-// applyTo copies onto s the flags that were given (all of them for add).
-func (f *serviceFlags) applyTo(fs *flag.FlagSet, s *ipvsmgr.Service, all bool) {
+// patch is the change the given flags make (all of them for add).
+func (f *serviceFlags) patch(fs *flag.FlagSet, all bool) server.ServicePatch {
 	set := flagsGiven(fs)
 	given := func(n string) bool { return all || set[n] }
+	var p server.ServicePatch
 	if given("protocol") && (f.fwmark == 0 || set["protocol"]) {
-		s.Protocol = f.protocol
+		p.Protocol = &f.protocol
 	}
 	if given("address") {
-		s.Address = f.address
+		p.Address = &f.address
 	}
 	if given("port") {
-		s.Port = f.port
+		p.Port = &f.port
 	}
 	if given("fwmark") {
-		s.FWMark = uint32(f.fwmark)
-		if f.fwmark != 0 && !set["protocol"] {
-			s.Protocol = ""
-		}
+		m := uint32(f.fwmark)
+		p.FWMark = &m
 	}
 	if given("interface") {
-		s.Interface = f.iface
+		p.Interface = &f.iface
 	}
 	if given("scheduler") {
-		s.Scheduler = f.scheduler
+		p.Scheduler = &f.scheduler
 	}
 	if given("scheduler-flags") {
-		s.SchedulerFlags = splitList(f.flags)
+		flags := splitList(f.flags)
+		p.SchedulerFlags = &flags
 	}
 	if given("one-packet") {
-		s.OnePacket = f.onePacket
+		p.OnePacket = &f.onePacket
 	}
 	if given("persistence") {
-		s.Persistence = f.persistence
+		p.Persistence = &f.persistence
 	}
 	if given("persistence-netmask") {
-		s.PersistenceNetmask = f.netmask
+		p.PersistenceNetmask = &f.netmask
 	}
 	if given("forwarding") {
-		s.Forwarding = f.forwarding
+		p.Forwarding = &f.forwarding
 	}
+	return p
 }
 
 func runVS(env *cliEnv, args []string) int {
@@ -148,7 +133,7 @@ func vsAddSet(env *cliEnv, verb string, args []string) int {
 		"add": "Add a virtual service named NAME to the desired state, then reconcile the kernel.",
 		"set": "Change the given attributes of virtual service NAME, then reconcile the kernel.",
 	}[verb]
-	fs, db := env.newFlagSet("vs "+verb, "NAME [flags]", summary)
+	fs, g := env.newFlagSet("vs "+verb, "NAME [flags]", summary)
 	var sf serviceFlags
 	sf.register(fs)
 	var o writeOpts
@@ -162,28 +147,19 @@ func vsAddSet(env *cliEnv, verb string, args []string) int {
 		return exitUsage
 	}
 	name := pos[0]
-	return env.commitAndReconcile("vs "+verb, *db, o, func(cur *ipvsmgr.State) (string, error) {
+	return env.write("vs "+verb, g, o, func(ctx context.Context, b *backend) (*server.WriteResult, error) {
 		if verb == "add" {
-			if _, err := findService(cur, name); err == nil {
-				return "", usageErrorf("virtual service %q already exists (use vs set)", name)
-			}
-			s := ipvsmgr.Service{Name: name, Servers: []ipvsmgr.Server{}}
-			sf.applyTo(fs, &s, true)
-			cur.Services = append(cur.Services, s)
-			return "vs add " + name, nil
+			svc := ipvsmgr.Service{Name: name}
+			p := sf.patch(fs, true)
+			p.ApplyTo(&svc)
+			return b.AddService(ctx, b.actor, svc, env.options(o))
 		}
-		i, err := findService(cur, name)
-		if err != nil {
-			return "", err
-		}
-		old := cur.Services[i]
-		sf.applyTo(fs, &cur.Services[i], false)
-		return "vs set " + name + ": " + ipvsmgr.Summary(ipvsmgr.Changes(&ipvsmgr.State{Services: []ipvsmgr.Service{old}}, &ipvsmgr.State{Services: []ipvsmgr.Service{cur.Services[i]}})), nil
+		return b.PatchService(ctx, b.actor, name, sf.patch(fs, false), env.options(o))
 	})
 }
 
 func vsSimple(env *cliEnv, verb string, args []string) int {
-	fs, db := env.newFlagSet("vs "+verb, "NAME", map[string]string{
+	fs, g := env.newFlagSet("vs "+verb, "NAME", map[string]string{
 		"rm":      "Remove virtual service NAME (and its real servers), then reconcile the kernel.",
 		"enable":  "Put virtual service NAME back into the kernel.",
 		"disable": "Keep virtual service NAME in the desired state but take it out of the kernel.",
@@ -198,29 +174,21 @@ func vsSimple(env *cliEnv, verb string, args []string) int {
 		fmt.Fprintf(env.stderr, "ipvsctl vs %s: want exactly one service NAME, got %d arguments\n", verb, len(pos))
 		return exitUsage
 	}
-	return env.commitAndReconcile("vs "+verb, *db, o, func(cur *ipvsmgr.State) (string, error) {
-		i, err := findService(cur, pos[0])
-		if err != nil {
-			return "", err
+	return env.write("vs "+verb, g, o, func(ctx context.Context, b *backend) (*server.WriteResult, error) {
+		if verb == "rm" {
+			return b.RemoveService(ctx, b.actor, pos[0], env.options(o))
 		}
-		switch verb {
-		case "rm":
-			cur.Services = append(cur.Services[:i], cur.Services[i+1:]...)
-		default:
-			on := verb == "enable"
-			cur.Services[i].Enabled = &on
-		}
-		return "vs " + verb + " " + pos[0], nil
+		return b.SetServiceEnabled(ctx, b.actor, pos[0], verb == "enable", env.options(o))
 	})
 }
 
 func vsList(env *cliEnv, args []string) int {
-	fs, db := env.newFlagSet("vs list", "[--json]", "List the virtual services of the desired state.")
+	fs, g := env.newFlagSet("vs list", "[--json]", "List the virtual services of the desired state.")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if st, ok := env.parseFlags(fs, args); !ok {
 		return st
 	}
-	state, rev, code := env.loadState("vs list", *db)
+	state, rev, code := env.loadState("vs list", g)
 	if state == nil {
 		return code
 	}
@@ -244,14 +212,14 @@ func vsList(env *cliEnv, args []string) int {
 
 // loadState reads the stored desired state; on failure it returns nil and the
 // exit status.
-func (env *cliEnv) loadState(verb, db string) (*ipvsmgr.State, int64, int) {
+func (env *cliEnv) loadState(verb string, g *globalFlags) (*ipvsmgr.State, int64, int) {
 	ctx := context.Background()
-	st, err := env.openStore(ctx, db)
+	b, err := env.backend(ctx, g)
 	if err != nil {
 		return nil, 0, env.fail(verb, err, false)
 	}
-	defer st.Close()
-	state, rev, err := st.Current(ctx)
+	defer b.close()
+	state, rev, err := b.State(ctx)
 	if err != nil {
 		return nil, 0, env.fail(verb, err, false)
 	}

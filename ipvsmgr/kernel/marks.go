@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -58,6 +59,60 @@ func (Marks) SyncMarks(_ context.Context, rules []ipvsmgr.MarkRule) error {
 		}
 	}
 	return nil
+}
+
+// PlanMarks lists the commands SyncMarks would run, changing nothing.
+func (Marks) PlanMarks(_ context.Context, rules []ipvsmgr.MarkRule) ([]string, error) {
+	var out []string
+	for _, proto := range []iptables.Protocol{iptables.ProtocolIPv4, iptables.ProtocolIPv6} {
+		cmd := "iptables"
+		if proto == iptables.ProtocolIPv6 {
+			cmd = "ip6tables"
+		}
+		want := markRules(rules, proto == iptables.ProtocolIPv6)
+		ipt, err := iptables.New(iptables.IPFamily(proto), iptables.Timeout(10))
+		if err != nil {
+			if len(want) == 0 {
+				continue
+			}
+			return nil, fmt.Errorf("iptables: %w", err)
+		}
+		exists, err := ipt.ChainExists("mangle", MarkChain)
+		if err != nil {
+			return nil, fmt.Errorf("look up mangle chain %s: %w", MarkChain, err)
+		}
+		have := map[string]bool{}
+		if exists {
+			listed, err := ipt.List("mangle", MarkChain)
+			if err != nil {
+				return nil, fmt.Errorf("list mangle chain %s: %w", MarkChain, err)
+			}
+			for _, line := range listed {
+				if strings.HasPrefix(line, "-A ") {
+					have[commentOf(line)] = true
+				}
+			}
+		}
+		ids := map[string]bool{}
+		for _, r := range want {
+			ids[r.id] = true
+			if !have[r.id] {
+				out = append(out, cmd+" -t mangle -A "+MarkChain+" "+strings.Join(r.spec, " "))
+			}
+		}
+		var stale []string
+		for id := range have {
+			if !ids[id] {
+				stale = append(stale, cmd+" -t mangle -D "+MarkChain+" (rule "+id+")")
+			}
+		}
+		slices.Sort(stale)
+		out = append(out, stale...)
+		if len(want) == 0 && exists {
+			out = append(out, cmd+" -t mangle -X "+MarkChain)
+		}
+	}
+	return out, nil
 }
 
 func syncFamily(proto iptables.Protocol, want []markRule) error {

@@ -78,3 +78,16 @@ func (VIPs) RemoveVIP(_ context.Context, v ipvsmgr.VIP) error {
 	}
 	return nil
 }
+
+// HasVIP reports whether v's interface has its address; a missing interface has none.
+func (VIPs) HasVIP(_ context.Context, v ipvsmgr.VIP) (bool, error) {
+	link, err := netlink.LinkByName(v.Interface)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) {
+			return false, nil
+		}
+		return false, fmt.Errorf("interface %q: %w", v.Interface, err)
+	}
+	return hasAddr(link, v)
+}

@@ -76,7 +76,10 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.migrateTo(ctx, all)
+	if err := s.migrateTo(ctx, all); err != nil {
+		return err
+	}
+	return s.importResultsFile(ctx)
 }
 
 // migrateTo applies the migrations in all that the database lacks, each in
@@ -302,14 +305,15 @@ func (s *Store) CommitDocument(ctx context.Context, base int64, docBytes, prevDe
 
 // Update applies change to the current state and commits the result; when
 // another writer got in between it starts again from the new current state,
-// so no update is lost. change returns the summary of what it did.
-func (s *Store) Update(ctx context.Context, author, via string, change func(st *ipvsmgr.State) (string, error)) (rev int64, changed bool, err error) {
+// so no update is lost. change is given the revision it changes and returns
+// the summary of what it did.
+func (s *Store) Update(ctx context.Context, author, via string, change func(st *ipvsmgr.State, base int64) (string, error)) (rev int64, changed bool, err error) {
 	for attempt := 0; ; attempt++ {
 		st, base, err := s.Current(ctx)
 		if err != nil {
 			return 0, false, err
 		}
-		summary, err := change(st)
+		summary, err := change(st, base)
 		if err != nil {
 			return 0, false, err
 		}

@@ -58,7 +58,7 @@ func TestMigrateFromEachOlderSchema(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := old.db.Exec(`DROP TABLE revisions; DROP TABLE ledger; DELETE FROM schema_migrations`); err != nil {
+		if err := dropSchema(old); err != nil {
 			t.Fatal(err)
 		}
 		if err := old.migrateTo(context.Background(), all[:k]); err != nil {
@@ -89,7 +89,7 @@ func TestSchema1DataSurvivesUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	all, _ := migrations.All()
-	if _, err := old.db.Exec(`DROP TABLE revisions; DROP TABLE ledger; DELETE FROM schema_migrations`); err != nil {
+	if err := dropSchema(old); err != nil {
 		t.Fatal(err)
 	}
 	if err := old.migrateTo(ctx, all[:1]); err != nil {
@@ -204,7 +204,7 @@ func TestConcurrentWritersLoseNothing(t *testing.T) {
 			}
 			defer s.Close()
 			for i := range each {
-				_, _, err := s.Update(context.Background(), fmt.Sprintf("w%d", w), "cli", func(st *ipvsmgr.State) (string, error) {
+				_, _, err := s.Update(context.Background(), fmt.Sprintf("w%d", w), "cli", func(st *ipvsmgr.State, _ int64) (string, error) {
 					if len(st.Services) == 0 {
 						st.Services = []ipvsmgr.Service{{Name: "web", Address: "198.18.0.100", Port: 80}}
 					}
@@ -330,4 +330,28 @@ func TestHistoryKeptAsReverseDeltas(t *testing.T) {
 		t.Errorf("40 revisions take %d bytes; one document is %d", stored, len(docs[0]))
 	}
 	t.Logf("40 revisions of a %d-byte document take %d bytes", len(docs[0]), stored)
+}
+
+// dropSchema empties a database back to no migration at all.
+func dropSchema(s *Store) error {
+	rows, err := s.db.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'schema_migrations'`)
+	if err != nil {
+		return err
+	}
+	var tables []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return err
+		}
+		tables = append(tables, n)
+	}
+	rows.Close()
+	for _, n := range tables {
+		if _, err := s.db.Exec(`DROP TABLE "` + n + `"`); err != nil {
+			return err
+		}
+	}
+	_, err = s.db.Exec(`DELETE FROM schema_migrations`)
+	return err
 }

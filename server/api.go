@@ -1,0 +1,34 @@
+package server
+
+import (
+	"context"
+	"io"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server/store"
+)
+
+// API is every call the CLI makes: the Core in this process, or a daemon's
+// over HTTP (package client), with the same results and the same errors.
+type API interface {
+	State(ctx context.Context) (*ipvsmgr.State, int64, error)
+	Apply(ctx context.Context, a Actor, doc io.Reader, label string, o WriteOptions) (*WriteResult, error)
+	Import(ctx context.Context, a Actor, format, name string, r io.Reader, o WriteOptions) (*ImportResult, error)
+	AddService(ctx context.Context, a Actor, svc ipvsmgr.Service, o WriteOptions) (*WriteResult, error)
+	PatchService(ctx context.Context, a Actor, id string, p ServicePatch, o WriteOptions) (*WriteResult, error)
+	RemoveService(ctx context.Context, a Actor, id string, o WriteOptions) (*WriteResult, error)
+	SetServiceEnabled(ctx context.Context, a Actor, id string, on bool, o WriteOptions) (*WriteResult, error)
+	AddServer(ctx context.Context, a Actor, svcID string, rs ipvsmgr.Server, o WriteOptions) (*WriteResult, error)
+	PatchServer(ctx context.Context, a Actor, svcID, id string, p ServerPatch, o WriteOptions) (*WriteResult, error)
+	RemoveServer(ctx context.Context, a Actor, svcID, id string, o WriteOptions) (*WriteResult, error)
+	DrainServer(ctx context.Context, a Actor, svcID, id string, o WriteOptions) (*WriteResult, error)
+	SetServerEnabled(ctx context.Context, a Actor, svcID, id string, on bool, o WriteOptions) (*WriteResult, error)
+	Rollback(ctx context.Context, a Actor, rev int64, o WriteOptions) (*WriteResult, error)
+	Diff(ctx context.Context, doc io.Reader) (*DiffResult, error)
+	Status(ctx context.Context) (*StatusView, error)
+	History(ctx context.Context, limit int) ([]store.Revision, error)
+	Revision(ctx context.Context, rev int64) (*RevisionDetail, error)
+	Export(ctx context.Context, format string, w io.Writer) error
+}
+
+var _ API = (*Core)(nil)

@@ -1,0 +1,322 @@
+// Package server is ipvsctl's core and daemon: one Core whose methods are
+// every change and every read the CLI, the API and the panel make, the store
+// under it, and the daemon that keeps the kernel matching the stored state.
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server/store"
+)
+
+// Actor is who makes a change and through which interface.
+type Actor struct {
+	Name string // user name
+	Via  string // cli, api, panel
+	Addr string // client address, for the audit ("" for a local CLI)
+}
+
+// WriteOptions are what every change takes besides the change itself.
+type WriteOptions struct {
+	NoApply bool  // only store; do not touch the kernel
+	NoWait  bool  // do not wait for draining real servers
+	Base    int64 // refuse unless the stored state is still at this revision (0: any)
+	// Progress, if set, hears of the drains under way while the change waits for them.
+	Progress func([]ipvsmgr.Drain) `json:"-"`
+}
+
+// WriteResult is what a change did: the revision it made (or found equal) and
+// the kernel changes of its reconcile.
+type WriteResult struct {
+	Revision int64 `json:"revision"`
+	Changed  bool  `json:"changed"` // a new revision was stored
+	Applied  bool  `json:"applied"` // the kernel was reconciled
+	ipvsmgr.Result
+	// Counts are the kernel changes counted by kind.
+	Counts string `json:"counts"`
+}
+
+// Core is the one place changes and reads go through.
+type Core struct {
+	store *store.Store
+	open  func() (*KernelConn, error)
+	log   *slog.Logger
+	// lockPath, when set, is the flock a reconcile holds (a CLI without a
+	// daemon); the daemon holds it for its whole life and leaves this empty.
+	lockPath string
+	now      func() time.Time
+
+	shared *sharedKernel // the daemon's kernel, reconciler and snapshot; nil in a CLI
+}
+
+// Config configures a Core.
+type Config struct {
+	Store *store.Store
+	// OpenKernel opens the kernel for one reconcile or read; nil means the host's.
+	OpenKernel func() (*KernelConn, error)
+	Log        *slog.Logger
+	// LockPath is the kernel lock file ("" for none).
+	LockPath string
+}
+
+// New returns a Core over a store.
+func New(cfg Config) *Core {
+	c := &Core{store: cfg.Store, open: cfg.OpenKernel, log: cfg.Log, lockPath: cfg.LockPath, now: time.Now}
+	if c.open == nil {
+		c.open = OpenHostKernel
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Store is the core's database.
+func (c *Core) Store() *store.Store { return c.store }
+
+// State returns the stored desired state and its revision.
+func (c *Core) State(ctx context.Context) (*ipvsmgr.State, int64, error) {
+	return c.store.Current(ctx)
+}
+
+// Apply replaces the desired state with the document (a new revision unless
+// it is equal to the current one), then makes the kernel match it.
+func (c *Core) Apply(ctx context.Context, a Actor, doc io.Reader, label string, o WriteOptions) (*WriteResult, error) {
+	lock, wait, err := c.beginReconcile(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.unlock()
+	stored := c.readStored(ctx)
+	st, err := ipvsmgr.DecodeState(doc)
+	if err != nil {
+		return nil, err
+	}
+	desired, err := ipvsmgr.Compile(st)
+	if err != nil {
+		return nil, err
+	}
+	return c.replace(ctx, a, label, st, desired, o, wait, stored)
+}
+
+// ApplyState is Apply for a document already decoded (an import).
+func (c *Core) ApplyState(ctx context.Context, a Actor, st *ipvsmgr.State, label string, o WriteOptions) (*WriteResult, error) {
+	desired, err := ipvsmgr.Compile(st)
+	if err != nil {
+		return nil, err
+	}
+	lock, wait, err := c.beginReconcile(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.unlock()
+	return c.replace(ctx, a, label, st, desired, o, wait, c.readStored(ctx))
+}
+
+// beginReconcile takes the kernel lock and starts reading the kernel's table
+// (unless NoApply), so that the read overlaps with decoding and storing.
+func (c *Core) beginReconcile(ctx context.Context, o WriteOptions) (*kernelLock, func() (*KernelConn, error), error) {
+	if o.NoApply {
+		return nil, nil, nil
+	}
+	if c.shared != nil {
+		return nil, nil, nil // the daemon's reconcile reads under its own lock
+	}
+	var lock *kernelLock
+	if c.lockPath != "" {
+		var err error
+		if lock, err = lockKernel(ctx, c.lockPath, 30*time.Second); err != nil {
+			return nil, nil, err
+		}
+	}
+	return lock, prefetch(ctx, c.open), nil
+}
+
+// storedDoc is the current document as read when a write began; parsed
+// splits it (in the background).
+type storedDoc struct {
+	base   int64
+	doc    []byte
+	parsed func() (*ipvsmgr.StoredState, error)
+}
+
+// readStored reads the current document in the background.
+func (c *Core) readStored(ctx context.Context) func() (*storedDoc, error) {
+	ch := make(chan error, 1)
+	sd := &storedDoc{}
+	go func() {
+		var err error
+		sd.base, sd.doc, err = c.store.CurrentDocument(ctx)
+		parsed := make(chan struct{})
+		var was *ipvsmgr.StoredState
+		var perr error
+		sd.parsed = func() (*ipvsmgr.StoredState, error) { <-parsed; return was, perr }
+		ch <- err
+		if err == nil {
+			was, perr = ipvsmgr.ParseStored(sd.doc)
+		}
+		close(parsed)
+	}()
+	return func() (*storedDoc, error) {
+		if err := <-ch; err != nil {
+			return nil, err
+		}
+		return sd, nil
+	}
+}
+
+func (c *Core) replace(ctx context.Context, a Actor, label string, doc *ipvsmgr.State, desired *ipvsmgr.Desired, o WriteOptions,
+	wait func() (*KernelConn, error), stored func() (*storedDoc, error)) (*WriteResult, error) {
+	sd, err := stored()
+	if err != nil {
+		return nil, err
+	}
+	enc, encServices, err := store.EncodeServices(doc)
+	if err != nil {
+		return nil, err
+	}
+	res := &WriteResult{}
+	for attempt := 0; ; attempt++ {
+		base, cur, parsed := sd.base, sd.doc, sd.parsed
+		if attempt > 0 { // another writer got in between: read again
+			if base, cur, err = c.store.CurrentDocument(ctx); err != nil {
+				return nil, err
+			}
+			parsed = func() (*ipvsmgr.StoredState, error) { return ipvsmgr.ParseStored(cur) }
+		}
+		if o.Base != 0 && o.Base != base {
+			return nil, &store.StaleError{Base: o.Base, Current: base}
+		}
+		if base != 0 && bytes.Equal(cur, enc) {
+			res.Revision = base
+			break
+		}
+		was, err := parsed()
+		if err != nil {
+			return nil, err
+		}
+		changes, prevDelta, err := was.ChangesTo(encServices, doc)
+		if err != nil {
+			return nil, err
+		}
+		rev, changed, err := c.store.CommitDocument(ctx, base, enc, prevDelta, a.Name, a.Via, label+": "+ipvsmgr.Summary(changes))
+		var stale *store.StaleError
+		if errors.As(err, &stale) && attempt < 50 {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		res.Revision, res.Changed = rev, changed
+		break
+	}
+	return c.afterCommit(ctx, res, desired, o, wait)
+}
+
+// update changes the stored desired state with change (retried on a
+// concurrent write), refuses a result that does not validate, then makes the
+// kernel match the stored state unless NoApply.
+func (c *Core) update(ctx context.Context, a Actor, o WriteOptions, change func(cur *ipvsmgr.State) (string, error)) (*WriteResult, error) {
+	lock, wait, err := c.beginReconcile(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.unlock()
+	var desired *ipvsmgr.Desired
+	res := &WriteResult{}
+	res.Revision, res.Changed, err = c.store.Update(ctx, a.Name, a.Via, func(cur *ipvsmgr.State, base int64) (string, error) {
+		if o.Base != 0 && o.Base != base {
+			return "", &store.StaleError{Base: o.Base, Current: base}
+		}
+		summary, err := change(cur)
+		if err != nil {
+			return "", err
+		}
+		if desired, err = ipvsmgr.Compile(cur); err != nil {
+			return "", err
+		}
+		return summary, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c.afterCommit(ctx, res, desired, o, wait)
+}
+
+// afterCommit tells the daemon of a new revision and reconciles.
+func (c *Core) afterCommit(ctx context.Context, res *WriteResult, desired *ipvsmgr.Desired, o WriteOptions, wait func() (*KernelConn, error)) (*WriteResult, error) {
+	if c.shared != nil {
+		c.shared.offer(res.Revision, desired)
+	}
+	if o.NoApply {
+		return res, nil
+	}
+	if c.shared != nil {
+		got, err := c.shared.reconcileWaiting(ctx, o)
+		if err != nil {
+			res.Failures = append(res.Failures, ipvsmgr.Failure{Service: "kernel", Change: "reconcile", Err: err.Error()})
+			return res, nil
+		}
+		res.Result, res.Applied, res.Counts = *got, true, changeCounts(got.Applied)
+		return res, nil
+	}
+	kc, err := wait()
+	if err != nil {
+		return res, err
+	}
+	defer kc.Close()
+	if kc.Prepare != nil && len(desired.Table.Services) > 0 {
+		// A revision that adds a NAT service needs forwarding on now, not at the next boot.
+		res.Failures = append(res.Failures, kc.Prepare(desired)...)
+	}
+	got, err := reconcileWaiting(ctx, kc.reconciler(c.store, c.log), desired, o)
+	if err != nil {
+		return res, err
+	}
+	failures := res.Failures
+	res.Result, res.Applied, res.Counts = *got, true, changeCounts(got.Applied)
+	res.Failures = append(failures, res.Failures...)
+	return res, nil
+}
+
+// reconcileWaiting makes the kernel match desired, waiting for drains unless told not to.
+func reconcileWaiting(ctx context.Context, rec *ipvsmgr.Reconciler, desired *ipvsmgr.Desired, o WriteOptions) (*ipvsmgr.Result, error) {
+	res, err := rec.Reconcile(ctx, desired)
+	if err != nil {
+		return nil, err
+	}
+	total := *res
+	for !o.NoWait && len(res.Draining) > 0 && ctx.Err() == nil {
+		if o.Progress != nil {
+			o.Progress(res.Draining)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+		if res, err = rec.Reconcile(ctx, desired); err != nil {
+			return nil, err
+		}
+		total.Applied = append(total.Applied, res.Applied...)
+		total.Changes = append(total.Changes, res.Changes...)
+		total.Failures = append(total.Failures, res.Failures...)
+		total.Draining = res.Draining
+	}
+	return &total, nil
+}
+
+func changeCounts(ops []ipvsmgr.Op) string {
+	var n [ipvsmgr.OpSetTimeouts + 1]int
+	for _, op := range ops {
+		n[op.Kind]++
+	}
+	return fmt.Sprintf("services: %d added, %d edited, %d deleted; real servers: %d added, %d edited, %d deleted",
+		n[ipvsmgr.OpAddService], n[ipvsmgr.OpEditService], n[ipvsmgr.OpDelService], n[ipvsmgr.OpAddDest], n[ipvsmgr.OpEditDest], n[ipvsmgr.OpDelDest])
+}

@@ -1,0 +1,182 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/formats"
+	"github.com/ipvsctl/ipvsctl/server/store"
+)
+
+// DiffResult is what a reconcile would change, changing nothing.
+type DiffResult struct {
+	// Changes are the IPVS changes as ipvsadm commands, then the VIP and
+	// fwmark-rule changes as the commands that make them.
+	Changes  []string        `json:"changes"`
+	Draining []ipvsmgr.Drain `json:"draining"`
+}
+
+// Diff is what making the kernel match the stored state (or doc, when not
+// nil) would change.
+func (c *Core) Diff(ctx context.Context, doc io.Reader) (*DiffResult, error) {
+	var st *ipvsmgr.State
+	var err error
+	if doc != nil {
+		st, err = ipvsmgr.DecodeState(doc)
+	} else {
+		st, _, err = c.store.Current(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	desired, err := ipvsmgr.Compile(st)
+	if err != nil {
+		return nil, err
+	}
+	var p *ipvsmgr.Planned
+	if sk := c.shared; sk != nil {
+		sk.mu.Lock()
+		if sk.rec == nil {
+			err = fmt.Errorf("kernel IPVS unavailable: %w", sk.openErr)
+		} else {
+			p, err = sk.rec.Plan(ctx, desired)
+		}
+		sk.mu.Unlock()
+	} else {
+		kc, oerr := c.open()
+		if oerr != nil {
+			return nil, oerr
+		}
+		defer kc.Close()
+		p, err = kc.reconciler(c.store, c.log).Plan(ctx, desired)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := &DiffResult{Changes: []string{}, Draining: p.Drains}
+	for _, op := range p.Ops {
+		out.Changes = append(out.Changes, op.String())
+	}
+	out.Changes = append(out.Changes, p.Host...)
+	return out, nil
+}
+
+// History lists the latest revisions, newest first.
+func (c *Core) History(ctx context.Context, limit int) ([]store.Revision, error) {
+	revs, err := c.store.History(ctx, limit)
+	if revs == nil {
+		revs = []store.Revision{}
+	}
+	return revs, err
+}
+
+// RevisionDetail is one revision with what it changed.
+type RevisionDetail struct {
+	store.Revision
+	Changes []string `json:"changes"`
+}
+
+// Revision returns revision rev and its changes from the one before.
+func (c *Core) Revision(ctx context.Context, rev int64) (*RevisionDetail, error) {
+	r, err := c.store.Revision(ctx, rev)
+	if err != nil {
+		return nil, err
+	}
+	prev := &ipvsmgr.State{}
+	if rev > 1 {
+		p, err := c.store.Revision(ctx, rev-1)
+		if err != nil {
+			return nil, err
+		}
+		prev = p.State
+	}
+	changes := ipvsmgr.Changes(prev, r.State)
+	if changes == nil {
+		changes = []string{}
+	}
+	return &RevisionDetail{Revision: *r, Changes: changes}, nil
+}
+
+// Export writes the stored state in a format.
+func (c *Core) Export(ctx context.Context, format string, w io.Writer) error {
+	st, _, err := c.store.Current(ctx)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer // nothing is written when the format is unknown
+	if err := formats.Export(format, st, &b); err != nil {
+		return errorf(CodeBadInput, "%v", err)
+	}
+	_, err = w.Write(b.Bytes())
+	return err
+}
+
+// ImportResult is a write made by an import, with what it could not map.
+type ImportResult struct {
+	*WriteResult
+	Imported []ipvsmgr.ImportedKey `json:"imported"`
+}
+
+// ParseImport reads another tool's configuration into a state, validated.
+func ParseImport(format string, r io.Reader) (*ipvsmgr.State, error) {
+	doc, err := formats.Import(format, r)
+	if err != nil {
+		if CodeOf(err) == CodeInternal {
+			return nil, errorf(CodeBadInput, "%v", err)
+		}
+		return nil, err
+	}
+	if _, err := ipvsmgr.Compile(doc); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// Import replaces the desired state with another tool's configuration.
+func (c *Core) Import(ctx context.Context, a Actor, format, name string, r io.Reader, o WriteOptions) (*ImportResult, error) {
+	doc, err := ParseImport(format, r)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.ApplyState(ctx, a, doc, fmt.Sprintf("import --format %s %s", format, name), o)
+	if err != nil {
+		return nil, err
+	}
+	imported := doc.Imported
+	if imported == nil {
+		imported = []ipvsmgr.ImportedKey{}
+	}
+	return &ImportResult{WriteResult: res, Imported: imported}, nil
+}
+
+// Restore is the boot-time restore: the modules and sysctls the stored state
+// needs, then its VIPs, fwmark rules and services. What fails is listed and
+// the rest is still done.
+func (c *Core) Restore(ctx context.Context) (*WriteResult, error) {
+	st, rev, err := c.store.Current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	desired, err := ipvsmgr.Compile(st)
+	if err != nil {
+		return nil, fmt.Errorf("stored desired state (revision %d): %w", rev, err)
+	}
+	res := &WriteResult{Revision: rev}
+	lock, wait, err := c.beginReconcile(ctx, WriteOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer lock.unlock()
+	if c.shared != nil {
+		return c.afterCommit(ctx, res, desired, WriteOptions{NoWait: true}, nil)
+	}
+	kc, err := wait()
+	if err != nil {
+		res.Failures = append(res.Failures, ipvsmgr.Failure{Service: "kernel", Change: "open IPVS", Err: err.Error()})
+		return res, nil
+	}
+	return c.afterCommit(ctx, res, desired, WriteOptions{NoWait: true}, func() (*KernelConn, error) { return kc, nil })
+}

@@ -1,0 +1,74 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server/store"
+)
+
+// Code names a kind of failure the CLI, the API and the panel each turn into
+// their own form: an exit status, an HTTP status, a message beside a field.
+type Code string
+
+const (
+	CodeNotFound  Code = "not_found"  // no such service, server, revision, user
+	CodeExists    Code = "exists"     // the name or key is taken
+	CodeInvalid   Code = "invalid"    // the document or change does not validate (Fields say where)
+	CodeMalformed Code = "malformed"  // not JSON, or not the expected shape
+	CodeBadInput  Code = "bad_input"  // some other error in what was asked (a revision number, a format)
+	CodeStale     Code = "stale"      // based on a revision that is no longer current
+	CodeBusy      Code = "busy"       // the database or the kernel lock stayed taken
+	CodeForbidden Code = "forbidden"  // the role does not allow it
+	CodeAuth      Code = "unauthorized"
+	CodeTooLarge  Code = "too_large"
+	CodeInternal  Code = "internal"
+)
+
+// Error is a failure of the core with its kind.
+type Error struct {
+	Code Code
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+func errorf(code Code, format string, args ...any) error {
+	return &Error{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// CodeOf classifies err.
+func CodeOf(err error) Code {
+	var e *Error
+	var ve *ipvsmgr.ValidationError
+	var stale *store.StaleError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &e):
+		return e.Code
+	case errors.As(err, &ve):
+		if len(ve.Problems) == 1 && ve.Problems[0].Field == "document" {
+			return CodeMalformed
+		}
+		return CodeInvalid
+	case errors.As(err, &stale):
+		return CodeStale
+	case errors.Is(err, store.ErrBusy):
+		return CodeBusy
+	case errors.Is(err, store.ErrNotFound):
+		return CodeNotFound
+	}
+	return CodeInternal
+}
+
+// IsUserError reports whether err is about what was asked (exit status 2),
+// not a failure of the director.
+func IsUserError(err error) bool {
+	switch CodeOf(err) {
+	case CodeNotFound, CodeExists, CodeInvalid, CodeMalformed, CodeBadInput, CodeTooLarge:
+		return true
+	}
+	return false
+}

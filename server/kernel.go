@@ -1,0 +1,134 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/kernel"
+)
+
+// KernelConn is an opened kernel with what goes with it on the host: VIPs,
+// fwmark rules, modules and sysctls. A nil manager leaves that part alone.
+type KernelConn struct {
+	Kernel ipvsmgr.Kernel
+	Addrs  ipvsmgr.AddressManager
+	Marks  ipvsmgr.MarkManager
+	// Prepare loads the modules and sets the sysctls a desired state needs.
+	Prepare func(*ipvsmgr.Desired) []ipvsmgr.Failure
+	Close   func()
+}
+
+// OpenHostKernel opens the real kernel: IPVS over netlink (loading ip_vs),
+// VIPs with netlink, fwmark rules with iptables, modules with modprobe.
+func OpenHostKernel() (*KernelConn, error) {
+	drv, err := kernel.Open(kernel.Options{LoadModule: true})
+	if err != nil {
+		return nil, err
+	}
+	return &KernelConn{
+		Kernel: drv, Addrs: kernel.VIPs{}, Marks: kernel.Marks{},
+		Prepare: func(d *ipvsmgr.Desired) []ipvsmgr.Failure { return kernel.Prepare(d).Apply() },
+		Close:   drv.Close,
+	}, nil
+}
+
+func (kc *KernelConn) reconciler(ledger ipvsmgr.LedgerStore, log *slog.Logger) *ipvsmgr.Reconciler {
+	return &ipvsmgr.Reconciler{Kernel: kc.Kernel, Addrs: kc.Addrs, Marks: kc.Marks, Ledger: ledger, Log: log}
+}
+
+// prefetched answers the first Table call with a table read ahead of time.
+type prefetched struct {
+	ipvsmgr.Kernel
+	table *ipvsmgr.Table
+}
+
+func (p *prefetched) Table(ctx context.Context) (*ipvsmgr.Table, error) {
+	if t := p.table; t != nil {
+		p.table = nil
+		return t, nil
+	}
+	return p.Kernel.Table(ctx)
+}
+
+// prefetch opens the kernel and reads its table in the background, so that
+// the read overlaps with decoding and storing a large document. The returned
+// function waits for it; the table it gives serves the reconcile's first
+// read.
+func prefetch(ctx context.Context, open func() (*KernelConn, error)) func() (*KernelConn, error) {
+	type result struct {
+		kc  *KernelConn
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		kc, err := open()
+		if err != nil {
+			ch <- result{nil, err}
+			return
+		}
+		t, err := kc.Kernel.Table(ctx)
+		if err != nil {
+			kc.Close()
+			ch <- result{nil, err}
+			return
+		}
+		cp := *kc
+		cp.Kernel = &prefetched{Kernel: kc.Kernel, table: t}
+		ch <- result{&cp, nil}
+	}()
+	return func() (*KernelConn, error) {
+		r := <-ch
+		return r.kc, r.err
+	}
+}
+
+// kernelLock is the lock a process holds while it writes the kernel, so that
+// two never reconcile at once: the daemon holds it while it runs, a CLI
+// without a daemon for the length of its reconcile.
+type kernelLock struct{ f *os.File }
+
+// errLocked is returned by tryLock when another process holds the lock.
+var errLocked = errors.New("locked")
+
+func lockKernel(ctx context.Context, path string, wait time.Duration) (*kernelLock, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open kernel lock %s: %w", path, err)
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return &kernelLock{f: f}, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			if wait == 0 {
+				return nil, errLocked
+			}
+			return nil, errorf(CodeBusy, "another ipvsctl is writing the kernel (lock %s held for %s); try again", path, wait)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (l *kernelLock) unlock() {
+	if l != nil {
+		l.f.Close() // closing the descriptor releases the flock
+	}
+}

@@ -1,0 +1,85 @@
+package server
+
+import "github.com/ipvsctl/ipvsctl/ipvsmgr"
+
+// ServicePatch changes the fields of a virtual service that are set; a nil
+// field is unchanged. A CLI flag set, a JSON body and a form all become one.
+type ServicePatch struct {
+	Name               *string          `json:"name,omitempty"`
+	Protocol           *string          `json:"protocol,omitempty"`
+	Address            *string          `json:"address,omitempty"`
+	Port               *int             `json:"port,omitempty"`
+	FWMark             *uint32          `json:"fwmark,omitempty"`
+	Match              *[]ipvsmgr.Match `json:"match,omitempty"`
+	Interface          *string          `json:"interface,omitempty"`
+	Scheduler          *string          `json:"scheduler,omitempty"`
+	SchedulerFlags     *[]string        `json:"scheduler_flags,omitempty"`
+	OnePacket          *bool            `json:"one_packet,omitempty"`
+	Persistence        *int             `json:"persistence,omitempty"`
+	PersistenceNetmask *string          `json:"persistence_netmask,omitempty"`
+	Forwarding         *string          `json:"forwarding,omitempty"`
+	Enabled            *bool            `json:"enabled,omitempty"`
+}
+
+// ApplyTo sets the patch's fields on s. Giving a firewall mark without a
+// protocol makes the service a fwmark service (which has none).
+func (p *ServicePatch) ApplyTo(s *ipvsmgr.Service) {
+	set(&s.Name, p.Name)
+	set(&s.Protocol, p.Protocol)
+	set(&s.Address, p.Address)
+	set(&s.Port, p.Port)
+	if p.FWMark != nil {
+		s.FWMark = *p.FWMark
+		if *p.FWMark != 0 && p.Protocol == nil {
+			s.Protocol = ""
+		}
+	}
+	set(&s.Match, p.Match)
+	set(&s.Interface, p.Interface)
+	set(&s.Scheduler, p.Scheduler)
+	set(&s.SchedulerFlags, p.SchedulerFlags)
+	set(&s.OnePacket, p.OnePacket)
+	set(&s.Persistence, p.Persistence)
+	set(&s.PersistenceNetmask, p.PersistenceNetmask)
+	set(&s.Forwarding, p.Forwarding)
+	if p.Enabled != nil {
+		on := *p.Enabled
+		s.Enabled = &on
+	}
+}
+
+// ServerPatch changes the fields of a real server that are set.
+type ServerPatch struct {
+	Name           *string `json:"name,omitempty"`
+	Address        *string `json:"address,omitempty"`
+	Port           *int    `json:"port,omitempty"`
+	Weight         *int    `json:"weight,omitempty"`
+	Forwarding     *string `json:"forwarding,omitempty"`
+	UpperThreshold *int    `json:"upper_threshold,omitempty"`
+	LowerThreshold *int    `json:"lower_threshold,omitempty"`
+	Enabled        *bool   `json:"enabled,omitempty"`
+}
+
+// ApplyTo sets the patch's fields on s.
+func (p *ServerPatch) ApplyTo(s *ipvsmgr.Server) {
+	set(&s.Name, p.Name)
+	set(&s.Address, p.Address)
+	set(&s.Port, p.Port)
+	if p.Weight != nil {
+		w := *p.Weight
+		s.Weight = &w
+	}
+	set(&s.Forwarding, p.Forwarding)
+	set(&s.UpperThreshold, p.UpperThreshold)
+	set(&s.LowerThreshold, p.LowerThreshold)
+	if p.Enabled != nil {
+		on := *p.Enabled
+		s.Enabled = &on
+	}
+}
+
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}

@@ -1,0 +1,149 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/arpguard"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+)
+
+// StatusService is one kernel service in the status view.
+type StatusService struct {
+	Name        string         `json:"name,omitempty"` // the desired state's name for it
+	Protocol    string         `json:"protocol,omitempty"`
+	Address     string         `json:"address,omitempty"`
+	Port        uint16         `json:"port,omitempty"`
+	FWMark      uint32         `json:"fwmark,omitempty"`
+	Family      string         `json:"family"`
+	Scheduler   string         `json:"scheduler"`
+	Flags       []string       `json:"flags"`
+	Persistence uint32         `json:"persistence"`
+	Stats       ipvsmgr.Stats  `json:"stats"`
+	Servers     []StatusServer `json:"servers"`
+}
+
+// StatusServer is one real server of a kernel service.
+type StatusServer struct {
+	Address        string        `json:"address"`
+	Port           uint16        `json:"port"`
+	Forwarding     string        `json:"forwarding"`
+	Weight         uint32        `json:"weight"`
+	UpperThreshold uint32        `json:"upper_threshold"`
+	LowerThreshold uint32        `json:"lower_threshold"`
+	ActiveConns    uint32        `json:"active_conns"`
+	InactiveConns  uint32        `json:"inactive_conns"`
+	Stats          ipvsmgr.Stats `json:"stats"`
+}
+
+// KernelState says whether the table could be read, and how fresh it is.
+type KernelState struct {
+	Available bool      `json:"available"`
+	Error     string    `json:"error,omitempty"`
+	ReadAt    time.Time `json:"read_at"`
+	Age       float64   `json:"age_seconds"`
+	Stale     bool      `json:"stale"` // older than two poll intervals
+}
+
+// StatusView is what the kernel has now, with counters and rates.
+type StatusView struct {
+	Kernel   KernelState `json:"kernel"`
+	Revision int64       `json:"revision"` // of the desired state
+	// RealServers is the last push/verify/undo result per real server.
+	RealServers []arpguard.Result `json:"real_servers"`
+	Timeouts    struct {
+		TCP    uint32 `json:"tcp"`
+		TCPFin uint32 `json:"tcpfin"`
+		UDP    uint32 `json:"udp"`
+	} `json:"timeouts"`
+	Services []StatusService `json:"services"`
+}
+
+// PollInterval is how often the daemon reads the kernel's table: IPVS sums
+// its per-CPU counters every 2 s, so reading more often shows nothing new.
+const PollInterval = 2 * time.Second
+
+// Status returns the kernel's table: the daemon's snapshot, or (without a
+// daemon) a read of the kernel now.
+func (c *Core) Status(ctx context.Context) (*StatusView, error) {
+	var snap *Snapshot
+	if c.shared != nil {
+		if snap = c.shared.snap.Load(); snap == nil {
+			c.shared.poll(ctx)
+			snap = c.shared.snap.Load()
+		}
+	} else {
+		kc, err := c.open()
+		if err != nil {
+			return nil, err
+		}
+		defer kc.Close()
+		t, err := kc.Kernel.Table(ctx)
+		if err != nil {
+			return nil, err
+		}
+		snap = &Snapshot{Table: t, At: c.now()}
+	}
+	v := viewOf(snap.Table)
+	v.Kernel = KernelState{Available: snap.Table != nil, ReadAt: snap.At, Age: c.now().Sub(snap.At).Seconds()}
+	v.Kernel.Stale = c.now().Sub(snap.At) > 2*PollInterval || snap.Err != nil
+	if snap.Err != nil {
+		v.Kernel.Error = snap.Err.Error()
+	}
+	if st, rev, err := c.store.Current(ctx); err == nil {
+		v.Revision = rev
+		names(v, st)
+	}
+	rs, err := c.store.Results(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v.RealServers = rs
+	return v, nil
+}
+
+// names gives each kernel service its name in the desired state.
+func names(v *StatusView, st *ipvsmgr.State) {
+	byKey := map[string]string{}
+	for i := range st.Services {
+		s := &st.Services[i]
+		byKey[serviceKey(s)] = s.Name
+	}
+	for i := range v.Services {
+		s := &v.Services[i]
+		key := (&ipvsmgr.Service{Protocol: s.Protocol, Address: s.Address, Port: int(s.Port), FWMark: s.FWMark})
+		s.Name = byKey[serviceKey(key)]
+	}
+}
+
+func viewOf(t *ipvsmgr.Table) *StatusView {
+	v := &StatusView{Services: []StatusService{}, RealServers: []arpguard.Result{}}
+	if t == nil {
+		return v
+	}
+	v.Timeouts.TCP, v.Timeouts.TCPFin, v.Timeouts.UDP = t.Timeouts.TCP, t.Timeouts.TCPFin, t.Timeouts.UDP
+	for _, s := range ipvsmgr.SortedServices(t.Services) {
+		ss := StatusService{
+			FWMark: s.Key.FWMark, Family: "ipv4", Scheduler: s.Scheduler, Flags: ipvsmgr.FlagNames(s),
+			Stats: s.Stats, Servers: []StatusServer{},
+		}
+		if s.Key.Family == ipvsmgr.FamilyIPv6 {
+			ss.Family = "ipv6"
+		}
+		if s.Key.FWMark == 0 {
+			ss.Protocol, ss.Address, ss.Port = ipvsmgr.ProtocolName(s.Key.Protocol), s.Key.Addr.String(), s.Key.Port
+		}
+		if s.Flags&ipvsmgr.FlagPersistent != 0 {
+			ss.Persistence = s.Timeout
+		}
+		for _, d := range s.Dests {
+			ss.Servers = append(ss.Servers, StatusServer{
+				Address: d.Key.Addr.String(), Port: d.Key.Port, Forwarding: d.Forward.String(), Weight: d.Weight,
+				UpperThreshold: d.UpperThreshold, LowerThreshold: d.LowerThreshold,
+				ActiveConns: d.ActiveConns, InactiveConns: d.InactiveConns, Stats: d.Stats,
+			})
+		}
+		v.Services = append(v.Services, ss)
+	}
+	return v
+}
