@@ -58,9 +58,7 @@ func TestMigrateFromEachOlderSchema(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := old.db.Exec(`DROP TABLE revisions; DROP TABLE ledger; DELETE FROM schema_migrations`); err != nil {
-			t.Fatal(err)
-		}
+		dropSchema(t, old)
 		if err := old.migrateTo(context.Background(), all[:k]); err != nil {
 			t.Fatalf("build schema %d: %v", k, err)
 		}
@@ -89,9 +87,7 @@ func TestSchema1DataSurvivesUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	all, _ := migrations.All()
-	if _, err := old.db.Exec(`DROP TABLE revisions; DROP TABLE ledger; DELETE FROM schema_migrations`); err != nil {
-		t.Fatal(err)
-	}
+	dropSchema(t, old)
 	if err := old.migrateTo(ctx, all[:1]); err != nil {
 		t.Fatal(err)
 	}
