@@ -13,4 +13,7 @@ require (
 	golang.org/x/sys v0.50.0
 )
 
-require github.com/sirupsen/logrus v1.9.0 // indirect
+require (
+	github.com/sirupsen/logrus v1.9.0 // indirect
+	golang.org/x/term v0.48.0 // indirect
+)

@@ -58,9 +58,7 @@ func TestMigrateFromEachOlderSchema(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := dropSchema(old); err != nil {
-			t.Fatal(err)
-		}
+		dropSchema(t, old)
 		if err := old.migrateTo(context.Background(), all[:k]); err != nil {
 			t.Fatalf("build schema %d: %v", k, err)
 		}
@@ -89,9 +87,7 @@ func TestSchema1DataSurvivesUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	all, _ := migrations.All()
-	if err := dropSchema(old); err != nil {
-		t.Fatal(err)
-	}
+	dropSchema(t, old)
 	if err := old.migrateTo(ctx, all[:1]); err != nil {
 		t.Fatal(err)
 	}
@@ -332,26 +328,3 @@ func TestHistoryKeptAsReverseDeltas(t *testing.T) {
 	t.Logf("40 revisions of a %d-byte document take %d bytes", len(docs[0]), stored)
 }
 
-// dropSchema empties a database back to no migration at all.
-func dropSchema(s *Store) error {
-	rows, err := s.db.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'schema_migrations'`)
-	if err != nil {
-		return err
-	}
-	var tables []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return err
-		}
-		tables = append(tables, n)
-	}
-	rows.Close()
-	for _, n := range tables {
-		if _, err := s.db.Exec(`DROP TABLE "` + n + `"`); err != nil {
-			return err
-		}
-	}
-	_, err = s.db.Exec(`DELETE FROM schema_migrations`)
-	return err
-}
