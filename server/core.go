@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
@@ -87,8 +88,10 @@ func (c *Core) State(ctx context.Context) (*ipvsmgr.State, int64, error) {
 }
 
 // Apply replaces the desired state with the document (a new revision unless
-// it is equal to the current one), then makes the kernel match it.
-func (c *Core) Apply(ctx context.Context, a Actor, doc io.Reader, label string, o WriteOptions) (*WriteResult, error) {
+// it is equal to the current one), then makes the kernel match it. label
+// says where the document came from, for the history.
+func (c *Core) Apply(ctx context.Context, a Actor, doc io.Reader, label string, o WriteOptions) (res *WriteResult, err error) {
+	defer func() { c.audit(ctx, a, "apply", label, res, err, "") }()
 	lock, wait, err := c.beginReconcile(ctx, o)
 	if err != nil {
 		return nil, err
@@ -107,7 +110,8 @@ func (c *Core) Apply(ctx context.Context, a Actor, doc io.Reader, label string, 
 }
 
 // ApplyState is Apply for a document already decoded (an import).
-func (c *Core) ApplyState(ctx context.Context, a Actor, st *ipvsmgr.State, label string, o WriteOptions) (*WriteResult, error) {
+func (c *Core) ApplyState(ctx context.Context, a Actor, st *ipvsmgr.State, label string, o WriteOptions) (res *WriteResult, err error) {
+	defer func() { c.audit(ctx, a, "apply", label, res, err, "") }()
 	desired, err := ipvsmgr.Compile(st)
 	if err != nil {
 		return nil, err
@@ -223,20 +227,22 @@ func (c *Core) replace(ctx context.Context, a Actor, label string, doc *ipvsmgr.
 // update changes the stored desired state with change (retried on a
 // concurrent write), refuses a result that does not validate, then makes the
 // kernel match the stored state unless NoApply.
-func (c *Core) update(ctx context.Context, a Actor, o WriteOptions, change func(cur *ipvsmgr.State) (string, error)) (*WriteResult, error) {
+func (c *Core) update(ctx context.Context, a Actor, action, target string, o WriteOptions, change func(cur *ipvsmgr.State) (string, error)) (res *WriteResult, err error) {
+	var summary string
+	defer func() { c.audit(ctx, a, action, target, res, err, summary) }()
 	lock, wait, err := c.beginReconcile(ctx, o)
 	if err != nil {
 		return nil, err
 	}
 	defer lock.unlock()
 	var desired *ipvsmgr.Desired
-	res := &WriteResult{}
+	res = &WriteResult{}
 	res.Revision, res.Changed, err = c.store.Update(ctx, a.Name, a.Via, func(cur *ipvsmgr.State, base int64) (string, error) {
 		if o.Base != 0 && o.Base != base {
 			return "", &store.StaleError{Base: o.Base, Current: base}
 		}
-		summary, err := change(cur)
-		if err != nil {
+		var err error
+		if summary, err = change(cur); err != nil {
 			return "", err
 		}
 		if desired, err = ipvsmgr.Compile(cur); err != nil {
@@ -319,4 +325,24 @@ func changeCounts(ops []ipvsmgr.Op) string {
 	}
 	return fmt.Sprintf("services: %d added, %d edited, %d deleted; real servers: %d added, %d edited, %d deleted",
 		n[ipvsmgr.OpAddService], n[ipvsmgr.OpEditService], n[ipvsmgr.OpDelService], n[ipvsmgr.OpAddDest], n[ipvsmgr.OpEditDest], n[ipvsmgr.OpDelDest])
+}
+
+// audit records a write: who, through what, from where, what it changed and
+// the revision it made, or why it failed. A record that cannot be written
+// is logged; the write itself stands.
+func (c *Core) audit(ctx context.Context, a Actor, action, target string, res *WriteResult, err error, detail string) {
+	e := store.AuditEntry{Actor: a.Name, Via: a.Via, ClientAddr: a.Addr, Action: action, Target: target,
+		Outcome: store.OutcomeSuccess, Detail: detail}
+	if res != nil && res.Changed {
+		rev := res.Revision
+		e.Revision = &rev
+	}
+	if err != nil {
+		e.Outcome, e.Detail = store.OutcomeFailure, err.Error()
+	} else if res != nil && len(res.Failures) > 0 {
+		e.Detail = strings.TrimPrefix(fmt.Sprintf("%s; %d kernel changes failed, first: %s: %s", detail, len(res.Failures), res.Failures[0].Change, res.Failures[0].Err), "; ")
+	}
+	if _, werr := c.store.WriteAudit(context.WithoutCancel(ctx), e); werr != nil {
+		c.log.Error("audit record lost", "action", action, "target", target, "actor", a.Name, "err", werr)
+	}
 }

@@ -57,13 +57,13 @@ func orDefault(s, def string) string {
 
 // AddService adds a virtual service.
 func (c *Core) AddService(ctx context.Context, a Actor, svc ipvsmgr.Service, o WriteOptions) (*WriteResult, error) {
-	if svc.Name == "" {
-		return nil, &ipvsmgr.ValidationError{Problems: []ipvsmgr.Problem{{Field: "name", Message: "a new virtual service needs a name"}}}
-	}
 	if svc.Servers == nil {
 		svc.Servers = []ipvsmgr.Server{}
 	}
-	return c.update(ctx, a, o, func(cur *ipvsmgr.State) (string, error) {
+	return c.update(ctx, a, "vs add", svc.Name, o, func(cur *ipvsmgr.State) (string, error) {
+		if svc.Name == "" {
+			return "", &ipvsmgr.ValidationError{Problems: []ipvsmgr.Problem{{Field: "name", Message: "a new virtual service needs a name"}}}
+		}
 		if _, err := FindService(cur, svc.Name); err == nil {
 			return "", errorf(CodeExists, "virtual service %q already exists (use vs set)", svc.Name)
 		}
@@ -74,7 +74,7 @@ func (c *Core) AddService(ctx context.Context, a Actor, svc ipvsmgr.Service, o W
 
 // PatchService changes the given fields of a virtual service, in place.
 func (c *Core) PatchService(ctx context.Context, a Actor, id string, p ServicePatch, o WriteOptions) (*WriteResult, error) {
-	return c.update(ctx, a, o, func(cur *ipvsmgr.State) (string, error) {
+	return c.update(ctx, a, "vs set", id, o, func(cur *ipvsmgr.State) (string, error) {
 		i, err := FindService(cur, id)
 		if err != nil {
 			return "", err
@@ -88,7 +88,7 @@ func (c *Core) PatchService(ctx context.Context, a Actor, id string, p ServicePa
 
 // RemoveService removes a virtual service and its real servers.
 func (c *Core) RemoveService(ctx context.Context, a Actor, id string, o WriteOptions) (*WriteResult, error) {
-	return c.update(ctx, a, o, func(cur *ipvsmgr.State) (string, error) {
+	return c.update(ctx, a, "vs rm", id, o, func(cur *ipvsmgr.State) (string, error) {
 		i, err := FindService(cur, id)
 		if err != nil {
 			return "", err
@@ -101,7 +101,7 @@ func (c *Core) RemoveService(ctx context.Context, a Actor, id string, o WriteOpt
 // SetServiceEnabled puts a virtual service into the kernel or takes it out,
 // keeping it in the desired state.
 func (c *Core) SetServiceEnabled(ctx context.Context, a Actor, id string, on bool, o WriteOptions) (*WriteResult, error) {
-	return c.update(ctx, a, o, func(cur *ipvsmgr.State) (string, error) {
+	return c.update(ctx, a, "vs "+enableVerb(on), id, o, func(cur *ipvsmgr.State) (string, error) {
 		i, err := FindService(cur, id)
 		if err != nil {
 			return "", err
@@ -120,10 +120,10 @@ func enableVerb(on bool) string {
 
 // AddServer adds a real server to a virtual service.
 func (c *Core) AddServer(ctx context.Context, a Actor, svcID string, rs ipvsmgr.Server, o WriteOptions) (*WriteResult, error) {
-	if rs.Address == "" {
-		return nil, &ipvsmgr.ValidationError{Problems: []ipvsmgr.Problem{{Field: "address", Message: "a real server needs an address (--address)"}}}
-	}
-	return c.update(ctx, a, o, func(cur *ipvsmgr.State) (string, error) {
+	return c.update(ctx, a, "rs add", svcID+" "+orDefault(rs.Name, rs.Address), o, func(cur *ipvsmgr.State) (string, error) {
+		if rs.Address == "" {
+			return "", &ipvsmgr.ValidationError{Problems: []ipvsmgr.Problem{{Field: "address", Message: "a real server needs an address"}}}
+		}
 		si, err := FindService(cur, svcID)
 		if err != nil {
 			return "", err
@@ -165,7 +165,7 @@ func (c *Core) SetServerEnabled(ctx context.Context, a Actor, svcID, id string, 
 }
 
 func (c *Core) editServer(ctx context.Context, a Actor, verb, svcID, id string, o WriteOptions, edit func(*ipvsmgr.Service, int)) (*WriteResult, error) {
-	return c.update(ctx, a, o, func(cur *ipvsmgr.State) (string, error) {
+	return c.update(ctx, a, "rs "+verb, svcID+" "+id, o, func(cur *ipvsmgr.State) (string, error) {
 		si, err := FindService(cur, svcID)
 		if err != nil {
 			return "", err
@@ -183,9 +183,10 @@ func (c *Core) editServer(ctx context.Context, a Actor, verb, svcID, id string, 
 func (c *Core) Rollback(ctx context.Context, a Actor, rev int64, o WriteOptions) (*WriteResult, error) {
 	r, err := c.store.Revision(ctx, rev)
 	if err != nil {
+		c.audit(ctx, a, "rollback", strconv.FormatInt(rev, 10), nil, err, "")
 		return nil, err
 	}
-	return c.update(ctx, a, o, func(cur *ipvsmgr.State) (string, error) {
+	return c.update(ctx, a, "rollback", strconv.FormatInt(rev, 10), o, func(cur *ipvsmgr.State) (string, error) {
 		*cur = *r.State
 		return fmt.Sprintf("rollback to revision %d", rev), nil
 	})
