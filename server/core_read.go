@@ -40,7 +40,7 @@ func (c *Core) Diff(ctx context.Context, doc io.Reader) (*DiffResult, error) {
 	if sk := c.shared; sk != nil {
 		sk.mu.Lock()
 		if sk.rec == nil {
-			err = fmt.Errorf("kernel IPVS unavailable: %w", sk.openErr)
+			err = sk.unavailable()
 		} else {
 			p, err = sk.rec.Plan(ctx, desired)
 		}
@@ -179,4 +179,27 @@ func (c *Core) Restore(ctx context.Context) (*WriteResult, error) {
 		return res, nil
 	}
 	return c.afterCommit(ctx, res, desired, WriteOptions{NoWait: true}, func() (*KernelConn, error) { return kc, nil })
+}
+
+// ChangesSince lists what changed from revision rev to the current one: what
+// a writer whose change was based on rev did not see.
+func (c *Core) ChangesSince(ctx context.Context, rev int64) ([]string, error) {
+	old, err := c.store.Revision(ctx, rev)
+	if err != nil {
+		return nil, err
+	}
+	cur, _, err := c.store.Current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return ipvsmgr.Changes(old.State, cur), nil
+}
+
+// Audit lists audit records, newest first.
+func (c *Core) Audit(ctx context.Context, f store.AuditFilter) ([]store.AuditEntry, error) {
+	entries, err := c.store.Audit(ctx, f)
+	if entries == nil {
+		entries = []store.AuditEntry{}
+	}
+	return entries, err
 }

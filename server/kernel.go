@@ -132,3 +132,13 @@ func (l *kernelLock) unlock() {
 		l.f.Close() // closing the descriptor releases the flock
 	}
 }
+
+// LockKernel takes the kernel lock for the daemon's life: it waits up to
+// 30 s for a CLI that is reconciling, and refuses when another daemon holds it.
+func LockKernel(ctx context.Context, path string) (unlock func(), err error) {
+	l, err := lockKernel(ctx, path, 30*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return l.unlock, nil
+}

@@ -55,6 +55,16 @@ type sharedKernel struct {
 
 var errKernelClosed = errors.New("kernel connection closed")
 
+// unavailable says why the kernel is not open (the caller holds mu).
+func (sk *sharedKernel) unavailable() error { return unavailable(sk.openErr) }
+
+func unavailable(openErr error) error {
+	if errors.Is(openErr, ipvsmgr.ErrIPVSUnavailable) {
+		return openErr
+	}
+	return fmt.Errorf("kernel IPVS unavailable: %w", openErr)
+}
+
 func (sk *sharedKernel) isOpen() bool {
 	sk.mu.Lock()
 	defer sk.mu.Unlock()
@@ -103,7 +113,7 @@ func (sk *sharedKernel) reconcile(ctx context.Context) (*ipvsmgr.Result, error) 
 	sk.mu.Lock()
 	defer sk.mu.Unlock()
 	if sk.conn == nil {
-		return nil, fmt.Errorf("kernel IPVS unavailable: %w", sk.openErr)
+		return nil, sk.unavailable()
 	}
 	if sk.desired == nil {
 		return &ipvsmgr.Result{}, nil
@@ -162,7 +172,7 @@ func (sk *sharedKernel) poll(ctx context.Context) {
 		next.Table = prev.Table
 	}
 	if kc == nil {
-		next.Err = fmt.Errorf("kernel IPVS unavailable: %w", openErr)
+		next.Err = unavailable(openErr)
 		next.Table = nil
 	} else if t, err := kc.Kernel.Table(ctx); err != nil {
 		next.Err = err

@@ -4,42 +4,142 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/auth"
+	"github.com/ipvsctl/ipvsctl/server/httpd"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
+type serveFlags struct {
+	interval                     time.Duration
+	listen, metricsListen        string
+	tlsCert, tlsKey              string
+	tlsSelfSigned                bool
+	trustedProxies, trustedOrigs string
+}
+
 func runServe(env *cliEnv, args []string) int {
-	fs, g := env.newFlagSet("serve", "[--interval 10s]",
+	fs, g := env.newFlagSet("serve", "[--listen :3636] [--tls-cert FILE --tls-key FILE | --tls-self-signed] [--interval 10s]",
 		"The daemon: restore (modules, sysctls, VIPs, services), then keep the kernel matching the stored\n"+
-			"desired state: at once after each new revision, and every --interval anyway, which repairs\n"+
-			"out-of-band changes and finishes drains. Stops on SIGTERM or SIGINT.")
-	interval := fs.Duration("interval", 10*time.Second, "full reconcile period")
+			"desired state: at once after each change, and every --interval anyway, which repairs out-of-band\n"+
+			"changes and finishes drains. Serves the panel, the JSON API (/api/v1) and /metrics on --listen, and\n"+
+			"the same API to the local CLI on a socket beside the database. Stops on SIGTERM or SIGINT, letting\n"+
+			"requests in flight finish. Where the kernel has no IPVS it still serves and stores the desired state.")
+	var f serveFlags
+	fs.DurationVar(&f.interval, "interval", 10*time.Second, "full reconcile period")
+	fs.StringVar(&f.listen, "listen", ":3636", "address of the panel and API (\"\" for none)")
+	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve /metrics without auth on its own address (node_exporter's way)")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM)")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "TLS key file (PEM)")
+	fs.BoolVar(&f.tlsSelfSigned, "tls-self-signed", false, "make a self-signed certificate on first start and keep it beside the database")
+	fs.StringVar(&f.trustedProxies, "trusted-proxy", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed")
+	fs.StringVar(&f.trustedOrigs, "trusted-origin", "", "comma-separated origins (https://name) allowed to post besides the panel's own")
 	if st, ok := env.parseFlags(fs, args); !ok {
 		return st
 	}
-	if fs.NArg() > 0 || *interval < 100*time.Millisecond {
+	if fs.NArg() > 0 || f.interval < 100*time.Millisecond {
 		fmt.Fprintln(env.stderr, "ipvsctl serve: takes no arguments; --interval must be at least 100ms")
 		return exitUsage
 	}
+	if (f.tlsCert == "") != (f.tlsKey == "") || (f.tlsSelfSigned && f.tlsCert != "") {
+		fmt.Fprintln(env.stderr, "ipvsctl serve: give --tls-cert with --tls-key, or --tls-self-signed")
+		return exitUsage
+	}
+	var proxies []netip.Prefix
+	for _, s := range splitList(f.trustedProxies) {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			fmt.Fprintf(env.stderr, "ipvsctl serve: trusted-proxy: %q is not a CIDR prefix\n", s)
+			return exitUsage
+		}
+		proxies = append(proxies, p)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	log := env.logger(slog.LevelInfo)
 	st, err := store.Open(ctx, g.db)
 	if err != nil {
 		return env.fail("serve", err, false)
 	}
 	defer st.Close()
-	log := env.logger(slog.LevelInfo)
+	unlock, err := server.LockKernel(ctx, g.db+".lock")
+	if err != nil {
+		return env.fail("serve", err, false)
+	}
+	defer unlock()
 	core := env.core(st, g.db)
 	d := server.NewDaemon(core, log)
-	d.Interval = *interval
-	log.Info("ipvsctl serving", "db", g.db, "interval", interval.String())
-	if err := d.Run(ctx); err != nil {
+	d.Interval = f.interval
+	a := auth.New(st, auth.Config{TrustedProxies: proxies, Log: log})
+	opts := httpd.Options{Core: core, Auth: a, Log: log, TrustedOrigins: splitList(f.trustedOrigs)}
+	var srv httpd.Server
+	var tlsOn []bool
+	if f.listen != "" {
+		h, err := httpd.Handler(opts)
+		if err != nil {
+			return env.fail("serve", err, true)
+		}
+		ln, err := net.Listen("tcp", f.listen)
+		if err != nil {
+			return env.fail("serve", err, false)
+		}
+		if f.tlsSelfSigned {
+			if f.tlsCert, f.tlsKey, err = httpd.SelfSigned(filepath.Dir(g.db)); err != nil {
+				return env.fail("serve", fmt.Errorf("self-signed certificate: %w", err), false)
+			}
+		}
+		srv.Add(ln, h, log)
+		tlsOn = append(tlsOn, f.tlsCert != "")
+		if f.tlsCert == "" && !isLoopback(ln.Addr()) {
+			log.Warn("serving the panel and API over plain HTTP on a non-loopback address: passwords and tokens cross the network in clear; use --tls-cert/--tls-key or --tls-self-signed", "listen", ln.Addr().String())
+		}
+		log.Info("panel and API listening", "addr", ln.Addr().String(), "tls", f.tlsCert != "")
+	}
+	sock, err := httpd.ListenUnix(socketPath(g.db))
+	if err != nil {
+		return env.fail("serve", err, false)
+	}
+	srv.Add(sock, httpd.LocalHandler(opts), log)
+	tlsOn = append(tlsOn, false)
+	if f.metricsListen != "" {
+		ln, err := net.Listen("tcp", f.metricsListen)
+		if err != nil {
+			return env.fail("serve", err, false)
+		}
+		srv.Add(ln, http.NotFoundHandler(), log) // replaced when metrics land
+		tlsOn = append(tlsOn, false)
+	}
+	if first, err := a.NeedsFirstUser(ctx); err == nil && first {
+		log.Warn(strings.ReplaceAll(auth.FirstAdminHint, "\n", " "))
+	}
+	log.Info("ipvsctl serving", "db", g.db, "interval", f.interval.String())
+	// The daemon stops after the listeners: a write in flight at SIGTERM
+	// finishes, reconcile included, before the kernel is let go.
+	daemonCtx, stopDaemon := context.WithCancel(context.WithoutCancel(ctx))
+	daemonDone := make(chan error, 1)
+	go func() { daemonDone <- d.Run(daemonCtx) }()
+	err = srv.Run(ctx, f.tlsCert, f.tlsKey, tlsOn)
+	stopDaemon()
+	if derr := <-daemonDone; err == nil {
+		err = derr
+	}
+	if err != nil {
 		return env.fail("serve", err, false)
 	}
 	log.Info("ipvsctl stopped")
 	return exitOK
+}
+
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }

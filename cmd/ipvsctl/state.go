@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/client"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -93,5 +94,15 @@ func (e *cliEnv) openDocument(path string) (*os.File, error) {
 // remote gives the daemon's API when the verb is to go to one: --server, or
 // the local daemon's socket. ok is false when the verb runs in this process.
 func (e *cliEnv) remote(g *globalFlags) (server.API, bool, error) {
+	if g.server != "" {
+		c, err := client.New(g.server, g.token)
+		return c, err == nil, err
+	}
+	if sock := socketPath(g.db); client.Reachable(sock) {
+		return client.Local(sock, e.author()), true, nil
+	}
 	return nil, false, nil
 }
+
+// socketPath is where the daemon listens for the CLI: beside the database.
+func socketPath(db string) string { return db + ".sock" }

@@ -1,0 +1,477 @@
+// Package httpd is the daemon's HTTP side: the JSON API under /api/v1 (and
+// the same API on the local socket for the CLI), the panel's routes, the
+// metrics, with one route table that says each route's role.
+package httpd
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/auth"
+	"github.com/ipvsctl/ipvsctl/server/store"
+)
+
+// api holds the JSON handlers; each calls the core and nothing else.
+type api struct {
+	core *server.Core
+}
+
+// apiRoutes is the API's route table: every route with the least role that may call it.
+func (a *api) routes() []auth.Route {
+	h := func(f func(w http.ResponseWriter, r *http.Request) error) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := f(w, r); err != nil {
+				a.fail(w, r, err)
+			}
+		})
+	}
+	const p = "/api/v1"
+	return []auth.Route{
+		{Method: "GET", Pattern: p + "/state", Role: auth.Viewer, Handler: h(a.getState)},
+		{Method: "PUT", Pattern: p + "/state", Role: auth.Admin, Handler: h(a.putState)},
+		{Method: "GET", Pattern: p + "/diff", Role: auth.Viewer, Handler: h(a.diff)},
+		{Method: "POST", Pattern: p + "/diff", Role: auth.Viewer, Handler: h(a.diff)},
+		{Method: "GET", Pattern: p + "/services", Role: auth.Viewer, Handler: h(a.listServices)},
+		{Method: "POST", Pattern: p + "/services", Role: auth.Admin, Handler: h(a.addService)},
+		{Method: "GET", Pattern: p + "/services/{id}", Role: auth.Viewer, Handler: h(a.getService)},
+		{Method: "PATCH", Pattern: p + "/services/{id}", Role: auth.Admin, Handler: h(a.patchService)},
+		{Method: "DELETE", Pattern: p + "/services/{id}", Role: auth.Admin, Handler: h(a.removeService)},
+		{Method: "POST", Pattern: p + "/services/{id}/enable", Role: auth.Admin, Handler: h(a.enableService(true))},
+		{Method: "POST", Pattern: p + "/services/{id}/disable", Role: auth.Admin, Handler: h(a.enableService(false))},
+		{Method: "GET", Pattern: p + "/services/{id}/servers", Role: auth.Viewer, Handler: h(a.listServers)},
+		{Method: "POST", Pattern: p + "/services/{id}/servers", Role: auth.Admin, Handler: h(a.addServer)},
+		{Method: "GET", Pattern: p + "/services/{id}/servers/{sid}", Role: auth.Viewer, Handler: h(a.getServer)},
+		// An operator may change a weight or enable/disable; other fields need an admin (patchServer checks).
+		{Method: "PATCH", Pattern: p + "/services/{id}/servers/{sid}", Role: auth.Operator, Handler: h(a.patchServer)},
+		{Method: "DELETE", Pattern: p + "/services/{id}/servers/{sid}", Role: auth.Admin, Handler: h(a.removeServer)},
+		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/drain", Role: auth.Operator, Handler: h(a.drainServer)},
+		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/enable", Role: auth.Operator, Handler: h(a.enableServer(true))},
+		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/disable", Role: auth.Operator, Handler: h(a.enableServer(false))},
+		{Method: "GET", Pattern: p + "/status", Role: auth.Viewer, Handler: h(a.status)},
+		{Method: "GET", Pattern: p + "/history", Role: auth.Viewer, Handler: h(a.history)},
+		{Method: "GET", Pattern: p + "/history/{rev}", Role: auth.Viewer, Handler: h(a.revision)},
+		{Method: "POST", Pattern: p + "/rollback/{rev}", Role: auth.Admin, Handler: h(a.rollback)},
+		{Method: "GET", Pattern: p + "/export", Role: auth.Viewer, Handler: h(a.export)},
+		{Method: "POST", Pattern: p + "/import", Role: auth.Admin, Handler: h(a.importState)},
+		{Method: "GET", Pattern: p + "/audit", Role: auth.Admin, Handler: h(a.audit)},
+	}
+}
+
+func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status, body := errorBody(err)
+	if body.Code == server.CodeStale {
+		if base, ok := baseRevision(r); ok {
+			body.ChangesSince, _ = a.core.ChangesSince(r.Context(), base)
+		}
+	}
+	writeJSON(w, status, body)
+}
+
+// actor is who makes the request, as the auth middleware found.
+func actor(r *http.Request) server.Actor {
+	p, _ := auth.FromContext(r.Context())
+	if p == nil {
+		return server.Actor{Name: "unknown", Via: "api"}
+	}
+	return server.Actor{Name: p.User, Via: p.Via, Addr: p.ClientAddr}
+}
+
+// baseRevision is the revision an If-Match header names ("7" or "7").
+func baseRevision(r *http.Request) (int64, bool) {
+	v := strings.Trim(strings.TrimPrefix(r.Header.Get("If-Match"), "W/"), `"`)
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil && n > 0
+}
+
+// writeOptions reads ?apply=false, ?wait=true and If-Match.
+func writeOptions(w http.ResponseWriter, r *http.Request) (server.WriteOptions, error) {
+	var o server.WriteOptions
+	q := r.URL.Query()
+	if v := q.Get("apply"); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return o, &server.Error{Code: server.CodeBadInput, Msg: "apply: " + strconv.Quote(v) + " is not true or false"}
+		}
+		o.NoApply = !on
+	}
+	o.NoWait = true
+	if v := q.Get("wait"); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return o, &server.Error{Code: server.CodeBadInput, Msg: "wait: " + strconv.Quote(v) + " is not true or false"}
+		}
+		o.NoWait = !on
+	}
+	if !o.NoWait {
+		// Waiting for drains may take up to settings.drain_timeout.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(15 * time.Minute))
+	}
+	if h := r.Header.Get("If-Match"); h != "" && h != "*" {
+		base, ok := baseRevision(r)
+		if !ok {
+			return o, &server.Error{Code: server.CodeBadInput, Msg: "If-Match: " + strconv.Quote(h) + ` is not a revision ("7")`}
+		}
+		o.Base = base
+	}
+	return o, nil
+}
+
+// decode reads a JSON body into v; unknown fields are an error.
+func decode(r *http.Request, v any) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return &ipvsmgr.ValidationError{Problems: []ipvsmgr.Problem{{Field: "document", Message: err.Error()}}}
+	}
+	if dec.More() {
+		return &ipvsmgr.ValidationError{Problems: []ipvsmgr.Problem{{Field: "document", Message: "trailing data after the JSON object"}}}
+	}
+	return nil
+}
+
+func (a *api) written(w http.ResponseWriter, res *server.WriteResult, err error) error {
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (a *api) getState(w http.ResponseWriter, r *http.Request) error {
+	st, rev, err := a.core.State(r.Context())
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(rev, 10)))
+	writeJSON(w, http.StatusOK, st)
+	return nil
+}
+
+func (a *api) putState(w http.ResponseWriter, r *http.Request) error {
+	o, err := writeOptions(w, r)
+	if err != nil {
+		return err
+	}
+	res, err := a.core.Apply(r.Context(), actor(r), r.Body, orDefault(r.URL.Query().Get("label"), "PUT /api/v1/state"), o)
+	if err == nil {
+		w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(res.Revision, 10)))
+	}
+	return a.written(w, res, err)
+}
+
+func (a *api) diff(w http.ResponseWriter, r *http.Request) error {
+	var doc io.Reader
+	if r.Method == http.MethodPost {
+		doc = r.Body
+	}
+	d, err := a.core.Diff(r.Context(), doc)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+func (a *api) listServices(w http.ResponseWriter, r *http.Request) error {
+	st, rev, err := a.core.State(r.Context())
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(rev, 10)))
+	writeJSON(w, http.StatusOK, st.Services)
+	return nil
+}
+
+func (a *api) service(r *http.Request) (*ipvsmgr.Service, int64, error) {
+	st, rev, err := a.core.State(r.Context())
+	if err != nil {
+		return nil, 0, err
+	}
+	i, err := server.FindService(st, chi.URLParam(r, "id"))
+	if err != nil {
+		return nil, 0, err
+	}
+	return &st.Services[i], rev, nil
+}
+
+func (a *api) getService(w http.ResponseWriter, r *http.Request) error {
+	s, rev, err := a.service(r)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(rev, 10)))
+	writeJSON(w, http.StatusOK, s)
+	return nil
+}
+
+func (a *api) addService(w http.ResponseWriter, r *http.Request) error {
+	o, err := writeOptions(w, r)
+	if err != nil {
+		return err
+	}
+	var s ipvsmgr.Service
+	if err := decode(r, &s); err != nil {
+		return err
+	}
+	res, err := a.core.AddService(r.Context(), actor(r), s, o)
+	return a.written(w, res, err)
+}
+
+func (a *api) patchService(w http.ResponseWriter, r *http.Request) error {
+	o, err := writeOptions(w, r)
+	if err != nil {
+		return err
+	}
+	var p server.ServicePatch
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	res, err := a.core.PatchService(r.Context(), actor(r), chi.URLParam(r, "id"), p, o)
+	return a.written(w, res, err)
+}
+
+func (a *api) removeService(w http.ResponseWriter, r *http.Request) error {
+	o, err := writeOptions(w, r)
+	if err != nil {
+		return err
+	}
+	res, err := a.core.RemoveService(r.Context(), actor(r), chi.URLParam(r, "id"), o)
+	return a.written(w, res, err)
+}
+
+func (a *api) enableService(on bool) func(w http.ResponseWriter, r *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		o, err := writeOptions(w, r)
+		if err != nil {
+			return err
+		}
+		res, err := a.core.SetServiceEnabled(r.Context(), actor(r), chi.URLParam(r, "id"), on, o)
+		return a.written(w, res, err)
+	}
+}
+
+func (a *api) listServers(w http.ResponseWriter, r *http.Request) error {
+	s, rev, err := a.service(r)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(rev, 10)))
+	writeJSON(w, http.StatusOK, s.Servers)
+	return nil
+}
+
+func (a *api) getServer(w http.ResponseWriter, r *http.Request) error {
+	s, rev, err := a.service(r)
+	if err != nil {
+		return err
+	}
+	i, err := server.FindServer(s, chi.URLParam(r, "sid"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(rev, 10)))
+	writeJSON(w, http.StatusOK, s.Servers[i])
+	return nil
+}
+
+func (a *api) addServer(w http.ResponseWriter, r *http.Request) error {
+	o, err := writeOptions(w, r)
+	if err != nil {
+		return err
+	}
+	var rs ipvsmgr.Server
+	if err := decode(r, &rs); err != nil {
+		return err
+	}
+	res, err := a.core.AddServer(r.Context(), actor(r), chi.URLParam(r, "id"), rs, o)
+	return a.written(w, res, err)
+}
+
+func (a *api) patchServer(w http.ResponseWriter, r *http.Request) error {
+	o, err := writeOptions(w, r)
+	if err != nil {
+		return err
+	}
+	var p server.ServerPatch
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	if pr, _ := auth.FromContext(r.Context()); pr != nil && !auth.Allows(pr.Role, auth.Admin) && !operatorPatch(p) {
+		return &server.Error{Code: server.CodeForbidden, Msg: pr.User + " is an " + pr.Role.String() +
+			": an operator may change a real server's weight or enable it; other fields need the admin role"}
+	}
+	res, err := a.core.PatchServer(r.Context(), actor(r), chi.URLParam(r, "id"), chi.URLParam(r, "sid"), p, o)
+	return a.written(w, res, err)
+}
+
+// operatorPatch reports whether p changes only what an operator may: the weight and whether the server is enabled.
+func operatorPatch(p server.ServerPatch) bool {
+	p.Weight, p.Enabled = nil, nil
+	return p == server.ServerPatch{}
+}
+
+func (a *api) removeServer(w http.ResponseWriter, r *http.Request) error {
+	o, err := writeOptions(w, r)
+	if err != nil {
+		return err
+	}
+	res, err := a.core.RemoveServer(r.Context(), actor(r), chi.URLParam(r, "id"), chi.URLParam(r, "sid"), o)
+	return a.written(w, res, err)
+}
+
+func (a *api) drainServer(w http.ResponseWriter, r *http.Request) error {
+	o, err := writeOptions(w, r)
+	if err != nil {
+		return err
+	}
+	res, err := a.core.DrainServer(r.Context(), actor(r), chi.URLParam(r, "id"), chi.URLParam(r, "sid"), o)
+	return a.written(w, res, err)
+}
+
+func (a *api) enableServer(on bool) func(w http.ResponseWriter, r *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		o, err := writeOptions(w, r)
+		if err != nil {
+			return err
+		}
+		res, err := a.core.SetServerEnabled(r.Context(), actor(r), chi.URLParam(r, "id"), chi.URLParam(r, "sid"), on, o)
+		return a.written(w, res, err)
+	}
+}
+
+func (a *api) status(w http.ResponseWriter, r *http.Request) error {
+	v, err := a.core.Status(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+func intParam(name, v string, def int) (int, error) {
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, &server.Error{Code: server.CodeBadInput, Msg: name + ": " + strconv.Quote(v) + " is not a positive number"}
+	}
+	return n, nil
+}
+
+func (a *api) history(w http.ResponseWriter, r *http.Request) error {
+	limit, err := intParam("limit", r.URL.Query().Get("limit"), 20)
+	if err != nil {
+		return err
+	}
+	revs, err := a.core.History(r.Context(), limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, revs)
+	return nil
+}
+
+func revParam(r *http.Request) (int64, error) {
+	v := chi.URLParam(r, "rev")
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
+		return 0, &server.Error{Code: server.CodeBadInput, Msg: "revision " + strconv.Quote(v) + " is not a revision number"}
+	}
+	return n, nil
+}
+
+func (a *api) revision(w http.ResponseWriter, r *http.Request) error {
+	rev, err := revParam(r)
+	if err != nil {
+		return err
+	}
+	d, err := a.core.Revision(r.Context(), rev)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+func (a *api) rollback(w http.ResponseWriter, r *http.Request) error {
+	rev, err := revParam(r)
+	if err != nil {
+		return err
+	}
+	o, err := writeOptions(w, r)
+	if err != nil {
+		return err
+	}
+	res, err := a.core.Rollback(r.Context(), actor(r), rev, o)
+	return a.written(w, res, err)
+}
+
+func (a *api) export(w http.ResponseWriter, r *http.Request) error {
+	format := orDefault(r.URL.Query().Get("format"), "json")
+	var b bytes.Buffer
+	if err := a.core.Export(r.Context(), format, &b); err != nil {
+		return err
+	}
+	if format == "json" {
+		w.Header().Set("Content-Type", "application/json")
+	} else {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+func (a *api) importState(w http.ResponseWriter, r *http.Request) error {
+	o, err := writeOptions(w, r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	res, err := a.core.Import(r.Context(), actor(r), q.Get("format"), orDefault(q.Get("name"), "upload"), r.Body, o)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (a *api) audit(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	limit, err := intParam("limit", q.Get("limit"), 100)
+	if err != nil {
+		return err
+	}
+	f := store.AuditFilter{Actor: q.Get("actor"), Action: q.Get("action"), Limit: limit}
+	if v := q.Get("since"); v != "" {
+		if f.Since, err = time.Parse(time.RFC3339, v); err != nil {
+			return &server.Error{Code: server.CodeBadInput, Msg: "since: " + strconv.Quote(v) + " is not an RFC 3339 time"}
+		}
+	}
+	entries, err := a.core.Audit(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, entries)
+	return nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

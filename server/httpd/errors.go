@@ -1,0 +1,85 @@
+package httpd
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/auth"
+	"github.com/ipvsctl/ipvsctl/server/store"
+)
+
+// FieldError names one invalid field of a request.
+type FieldError struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// ErrorBody is every error the API answers: the message is the CLI's.
+type ErrorBody struct {
+	Error  string       `json:"error"`
+	Code   server.Code  `json:"code"`
+	Fields []FieldError `json:"fields"`
+	// For a stale write: the revision now current and what changed since
+	// the one the write was based on.
+	CurrentRevision int64    `json:"current_revision,omitempty"`
+	ChangesSince    []string `json:"changes_since,omitempty"`
+}
+
+// statusOf is the HTTP status for each kind of failure.
+func statusOf(code server.Code) int {
+	switch code {
+	case server.CodeMalformed:
+		return http.StatusBadRequest
+	case server.CodeAuth:
+		return http.StatusUnauthorized
+	case server.CodeForbidden:
+		return http.StatusForbidden
+	case server.CodeNotFound:
+		return http.StatusNotFound
+	case server.CodeExists, server.CodeStale:
+		return http.StatusConflict
+	case server.CodeTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case server.CodeInvalid, server.CodeBadInput:
+		return http.StatusUnprocessableEntity
+	case server.CodeBusy:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// errorBody describes err for the API.
+func errorBody(err error) (int, *ErrorBody) {
+	if auth.IsBodyTooLarge(err) {
+		return http.StatusRequestEntityTooLarge, &ErrorBody{Error: err.Error(), Code: server.CodeTooLarge, Fields: []FieldError{}}
+	}
+	code := server.CodeOf(err)
+	b := &ErrorBody{Error: err.Error(), Code: code, Fields: []FieldError{}}
+	var ve *ipvsmgr.ValidationError
+	if errors.As(err, &ve) {
+		b.Error = "invalid desired state"
+		if code == server.CodeMalformed {
+			b.Error = ve.Problems[0].Message
+		}
+		for _, p := range ve.Problems {
+			b.Fields = append(b.Fields, FieldError{Path: p.Field, Message: p.Message})
+		}
+	}
+	var stale *store.StaleError
+	if errors.As(err, &stale) {
+		b.CurrentRevision = stale.Current
+	}
+	return statusOf(code), b
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
