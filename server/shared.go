@@ -28,6 +28,7 @@ type ReconcileReport struct {
 	Duration time.Duration
 	Changes  int
 	Failures []ipvsmgr.Failure
+	Draining int
 	Err      string
 }
 
@@ -124,7 +125,7 @@ func (sk *sharedKernel) reconcile(ctx context.Context) (*ipvsmgr.Result, error) 
 	if err != nil {
 		rep.Err = err.Error()
 	} else {
-		rep.Changes, rep.Failures = len(res.Changes), res.Failures
+		rep.Changes, rep.Failures, rep.Draining = len(res.Changes), res.Failures, len(res.Draining)
 	}
 	sk.last = rep
 	sk.reconciles.Add(1)

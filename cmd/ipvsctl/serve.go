@@ -16,6 +16,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
 	"github.com/ipvsctl/ipvsctl/server/httpd"
+	"github.com/ipvsctl/ipvsctl/server/metrics"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -80,7 +81,12 @@ func runServe(env *cliEnv, args []string) int {
 	d := server.NewDaemon(core, log)
 	d.Interval = f.interval
 	a := auth.New(st, auth.Config{TrustedProxies: proxies, Log: log})
-	opts := httpd.Options{Core: core, Auth: a, Log: log, TrustedOrigins: splitList(f.trustedOrigs)}
+	m := metrics.New(core)
+	d.OnReconcile(m.Reconciled)
+	opts := httpd.Options{Core: core, Auth: a, Log: log, TrustedOrigins: splitList(f.trustedOrigs), Instrument: m.Instrument}
+	if f.metricsListen == "" {
+		opts.Metrics = m.Handler()
+	}
 	var srv httpd.Server
 	var tlsOn []bool
 	if f.listen != "" {
@@ -115,7 +121,9 @@ func runServe(env *cliEnv, args []string) int {
 		if err != nil {
 			return env.fail("serve", err, false)
 		}
-		srv.Add(ln, http.NotFoundHandler(), log) // replaced when metrics land
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", m.Handler())
+		srv.Add(ln, mux, log)
 		tlsOn = append(tlsOn, false)
 	}
 	if first, err := a.NeedsFirstUser(ctx); err == nil && first {

@@ -1,0 +1,186 @@
+// Package metrics serves the director's Prometheus metrics: the kernel's
+// table from the daemon's shared snapshot (never a kernel read per scrape),
+// with node_exporter's IPVS labels so existing dashboards work, and the
+// daemon's own: desired revision, reconciles, drains, HTTP requests.
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ipvsctl/ipvsctl/server"
+)
+
+// Metrics is the daemon's registry.
+type Metrics struct {
+	reg        *prometheus.Registry
+	reconcile  prometheus.Histogram
+	recErrors  prometheus.Counter
+	recFailed  prometheus.Counter
+	lastOK     prometheus.Gauge
+	draining   prometheus.Gauge
+	requests   *prometheus.CounterVec
+	requestDur *prometheus.HistogramVec
+}
+
+// New registers the metrics of core's daemon.
+func New(core *server.Core) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
+	m.reconcile = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ipvsctl_reconcile_duration_seconds",
+		Help: "Time one reconcile of the kernel with the desired state took.", Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12)})
+	m.recErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "ipvsctl_reconcile_errors_total",
+		Help: "Reconciles that could not run (kernel table or ledger unreadable)."})
+	m.recFailed = prometheus.NewCounter(prometheus.CounterOpts{Name: "ipvsctl_reconcile_failed_changes_total",
+		Help: "Kernel changes a reconcile tried that the kernel refused."})
+	m.lastOK = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ipvsctl_last_successful_reconcile_timestamp_seconds",
+		Help: "When the last reconcile without a failure ended (Unix time)."})
+	m.draining = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ipvsctl_drains_in_progress",
+		Help: "Removed real servers kept at weight 0 until their connections end."})
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ipvsctl_http_requests_total",
+		Help: "HTTP requests by route and status code."}, []string{"route", "code"})
+	m.requestDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ipvsctl_http_request_duration_seconds",
+		Help: "HTTP request time by route.", Buckets: prometheus.DefBuckets}, []string{"route"})
+	f(m.reconcile)
+	f(m.recErrors)
+	f(m.recFailed)
+	f(m.lastOK)
+	f(m.draining)
+	f(m.requests)
+	f(m.requestDur)
+	f(&table{core: core})
+	f(collectors.NewGoCollector())
+	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Reconciled records one reconcile (server.Daemon.OnReconcile).
+func (m *Metrics) Reconciled(r server.ReconcileReport) {
+	m.reconcile.Observe(r.Duration.Seconds())
+	m.draining.Set(float64(r.Draining))
+	switch {
+	case r.Err != "":
+		m.recErrors.Inc()
+	case len(r.Failures) > 0:
+		m.recFailed.Add(float64(len(r.Failures)))
+	default:
+		m.lastOK.Set(float64(r.At.Add(r.Duration).UnixNano()) / 1e9)
+	}
+}
+
+// Handler serves the registry in Prometheus' text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// Instrument counts a route's requests by status code and times them.
+func (m *Metrics) Instrument(route string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		h.ServeHTTP(sw, r)
+		m.requests.WithLabelValues(route, strconv.Itoa(sw.code)).Inc()
+		m.requestDur.WithLabelValues(route).Observe(time.Since(start).Seconds())
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.code = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// table reports the kernel's table from the daemon's snapshot at each scrape.
+type table struct{ core *server.Core }
+
+var (
+	svcLabels = []string{"local_address", "local_port", "proto", "local_mark"}
+	rsLabels  = []string{"local_address", "local_port", "remote_address", "remote_port", "proto", "local_mark"}
+
+	descKernel   = prometheus.NewDesc("ipvsctl_kernel_available", "1 when the kernel's IPVS table could be read.", nil, nil)
+	descAge      = prometheus.NewDesc("ipvsctl_snapshot_age_seconds", "Age of the kernel table the metrics come from.", nil, nil)
+	descRevision = prometheus.NewDesc("ipvsctl_desired_revision", "The desired state's current revision.", nil, nil)
+
+	descActive   = prometheus.NewDesc("ipvsctl_backend_connections_active", "Active connections to a real server.", rsLabels, nil)
+	descInactive = prometheus.NewDesc("ipvsctl_backend_connections_inactive", "Inactive connections to a real server.", rsLabels, nil)
+	descWeight   = prometheus.NewDesc("ipvsctl_backend_weight", "A real server's weight in the kernel.", rsLabels, nil)
+	descRSConns  = prometheus.NewDesc("ipvsctl_backend_connections_total", "Connections scheduled to a real server.", rsLabels, nil)
+	descRSInPk   = prometheus.NewDesc("ipvsctl_backend_incoming_packets_total", "Packets from clients to a real server.", rsLabels, nil)
+	descRSOutPk  = prometheus.NewDesc("ipvsctl_backend_outgoing_packets_total", "Packets from a real server to clients (NAT).", rsLabels, nil)
+	descRSInB    = prometheus.NewDesc("ipvsctl_backend_incoming_bytes_total", "Bytes from clients to a real server.", rsLabels, nil)
+	descRSOutB   = prometheus.NewDesc("ipvsctl_backend_outgoing_bytes_total", "Bytes from a real server to clients (NAT).", rsLabels, nil)
+
+	descSvcConns = prometheus.NewDesc("ipvsctl_service_connections_total", "Connections to a virtual service.", svcLabels, nil)
+	descSvcInPk  = prometheus.NewDesc("ipvsctl_service_incoming_packets_total", "Packets to a virtual service.", svcLabels, nil)
+	descSvcOutPk = prometheus.NewDesc("ipvsctl_service_outgoing_packets_total", "Packets from a virtual service (NAT).", svcLabels, nil)
+	descSvcInB   = prometheus.NewDesc("ipvsctl_service_incoming_bytes_total", "Bytes to a virtual service.", svcLabels, nil)
+	descSvcOutB  = prometheus.NewDesc("ipvsctl_service_outgoing_bytes_total", "Bytes from a virtual service (NAT).", svcLabels, nil)
+)
+
+func (t *table) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descKernel, descAge, descRevision, descActive, descInactive, descWeight,
+		descRSConns, descRSInPk, descRSOutPk, descRSInB, descRSOutB, descSvcConns, descSvcInPk, descSvcOutPk, descSvcInB, descSvcOutB} {
+		ch <- d
+	}
+}
+
+func (t *table) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	v, err := t.core.Status(ctx)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(descKernel, prometheus.GaugeValue, 0)
+		return
+	}
+	avail := 0.0
+	if v.Kernel.Available {
+		avail = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descKernel, prometheus.GaugeValue, avail)
+	ch <- prometheus.MustNewConstMetric(descAge, prometheus.GaugeValue, v.Kernel.Age)
+	ch <- prometheus.MustNewConstMetric(descRevision, prometheus.GaugeValue, float64(v.Revision))
+	gauge := func(d *prometheus.Desc, val float64, labels []string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, val, labels...)
+	}
+	counter := func(d *prometheus.Desc, val uint64, labels []string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(val), labels...)
+	}
+	for _, s := range v.Services {
+		// node_exporter's labels: a fwmark service has an empty address and port 0.
+		proto, port, mark := s.Protocol, strconv.Itoa(int(s.Port)), ""
+		if s.FWMark != 0 {
+			proto, mark = "FWM", strconv.FormatUint(uint64(s.FWMark), 10)
+		} else {
+			proto = map[string]string{"tcp": "TCP", "udp": "UDP", "sctp": "SCTP"}[proto]
+		}
+		sl := []string{s.Address, port, proto, mark}
+		counter(descSvcConns, s.Stats.Conns, sl)
+		counter(descSvcInPk, s.Stats.InPkts, sl)
+		counter(descSvcOutPk, s.Stats.OutPkts, sl)
+		counter(descSvcInB, s.Stats.InBytes, sl)
+		counter(descSvcOutB, s.Stats.OutBytes, sl)
+		for _, d := range s.Servers {
+			rl := []string{s.Address, port, d.Address, strconv.Itoa(int(d.Port)), proto, mark}
+			gauge(descActive, float64(d.ActiveConns), rl)
+			gauge(descInactive, float64(d.InactiveConns), rl)
+			gauge(descWeight, float64(d.Weight), rl)
+			counter(descRSConns, d.Stats.Conns, rl)
+			counter(descRSInPk, d.Stats.InPkts, rl)
+			counter(descRSOutPk, d.Stats.OutPkts, rl)
+			counter(descRSInB, d.Stats.InBytes, rl)
+			counter(descRSOutB, d.Stats.OutBytes, rl)
+		}
+	}
+}
