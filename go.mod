@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/coreos/go-iptables v0.8.0
+	github.com/go-chi/chi/v5 v5.5.0
 	github.com/google/go-cmp v0.7.0
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/moby/ipvs v1.1.0
@@ -13,7 +14,4 @@ require (
 	golang.org/x/sys v0.50.0
 )
 
-require (
-	github.com/sirupsen/logrus v1.9.0 // indirect
-	golang.org/x/term v0.48.0 // indirect
-)
+require github.com/sirupsen/logrus v1.9.0 // indirect

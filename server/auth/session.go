@@ -1,0 +1,228 @@
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/server/store"
+)
+
+// CookieName is the session cookie.
+const CookieName = "ipvsctl_session"
+
+// touchEvery is how often a session's or token's use is written: a request
+// costs no write most of the time; idle expiry is exact to within it.
+const touchEvery = time.Minute
+
+// Session is a new login. ID is the secret cookie value: it is set in the
+// cookie and never stored (the store keeps its SHA-256).
+type Session struct {
+	ID            string
+	User          string
+	Role          Role
+	IdleExpiresAt time.Time
+	ExpiresAt     time.Time
+}
+
+func hashSecret(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// Login checks name and password and starts a session, with a new random
+// id. Failures are rate-limited per client address and per user name
+// (*RateLimitError, with no password checked); every attempt is audited.
+// A wrong name and a wrong password both give ErrBadCredentials, after the
+// same work: an unknown user's password is checked against a dummy hash.
+func (a *Auth) Login(ctx context.Context, name, password, clientAddr string) (*Session, error) {
+	now := a.now()
+	by := &Principal{User: name, Via: ViaPanel, ClientAddr: clientAddr}
+	if CheckName("name", name) != nil {
+		by.User = quoteShort(name)
+	}
+	audit := func(err error, detail string) {
+		_ = a.Audit(ctx, by, "login", "", nil, err, detail)
+	}
+	// The limits are read once this attempt holds a hashing slot, so that
+	// attempts sent all at once are counted before the next one is let in.
+	select {
+	case a.hashes <- struct{}{}:
+		defer func() { <-a.hashes }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if wait := max(a.limit.blocked(addrKey(clientAddr), now), a.limit.blocked(nameKey(name), now)); wait > 0 {
+		err := &RateLimitError{RetryAfter: wait}
+		audit(err, "refused: "+err.Error())
+		return nil, err
+	}
+	u, ok, reason, err := a.checkPassword(ctx, name, password)
+	if err != nil {
+		audit(err, "")
+		return nil, err
+	}
+	if !ok {
+		a.limit.fail(addrKey(clientAddr), now)
+		a.limit.fail(nameKey(name), now)
+		audit(ErrBadCredentials, reason)
+		return nil, ErrBadCredentials
+	}
+	a.limit.reset(nameKey(name))
+	role, err := ParseRole(u.Role)
+	if err != nil {
+		audit(err, "")
+		return nil, err
+	}
+	id, err := randomString(32)
+	if err != nil {
+		audit(err, "")
+		return nil, err
+	}
+	s := &Session{ID: id, User: u.Name, Role: role, IdleExpiresAt: now.Add(a.cfg.IdleTimeout), ExpiresAt: now.Add(a.cfg.AbsoluteTimeout)}
+	s.IdleExpiresAt = minTime(s.IdleExpiresAt, s.ExpiresAt)
+	if err := a.st.CreateSession(ctx, &store.Session{IDHash: hashSecret(id), UserID: u.ID, CreatedAt: now, LastSeenAt: now,
+		IdleExpiresAt: s.IdleExpiresAt, ExpiresAt: s.ExpiresAt, ClientAddr: clientAddr}); err != nil {
+		audit(err, "")
+		return nil, err
+	}
+	audit(nil, "")
+	return s, nil
+}
+
+// checkPassword verifies name's password, the caller holding a hashing
+// slot; reason says why not, for the audit record only.
+func (a *Auth) checkPassword(ctx context.Context, name, password string) (u *store.User, ok bool, reason string, err error) {
+	u, err = a.st.UserByName(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		// The same work as for a real user, so that the time taken does
+		// not tell who exists.
+		dummy, derr := a.dummyHash()
+		if derr != nil {
+			return nil, false, "", derr
+		}
+		a.verify(dummy, password)
+		return nil, false, "unknown user", nil
+	}
+	if err != nil {
+		return nil, false, "", err
+	}
+	match, err := a.verify(u.PasswordHash, password)
+	if err != nil {
+		return nil, false, "", fmt.Errorf("user %q: %w", name, err)
+	}
+	if !match {
+		return nil, false, "wrong password", nil
+	}
+	if needsRehash(u.PasswordHash, a.cfg.Params) {
+		if h, err := HashPassword(a.cfg.Params, password); err == nil {
+			if err := a.st.UpgradePasswordHash(ctx, u.ID, u.PasswordHash, h); err != nil {
+				a.cfg.Log.Warn("upgrade password hash", "user", name, "err", err)
+			}
+		}
+	}
+	return u, true, "", nil
+}
+
+// dummyHash is a PHC string with the configured costs whose key matches no
+// password: checking a password against it costs what a real check costs.
+// Its random key stands in for a hash, so making it costs nothing.
+func (a *Auth) dummyHash() (string, error) {
+	a.dummyOnce.Do(func() {
+		p := a.cfg.Params
+		salt, key := make([]byte, p.SaltLen), make([]byte, p.KeyLen)
+		if _, err := rand.Read(salt); err != nil {
+			a.dummyErr = err
+			return
+		}
+		if _, err := rand.Read(key); err != nil {
+			a.dummyErr = err
+			return
+		}
+		a.dummy = encodeHash(p, salt, key)
+	})
+	return a.dummy, a.dummyErr
+}
+
+// LoginHTTP is Login for a request: the client address from the request,
+// the session the request came with (if any) ended, and the new session's
+// cookie set. The panel's login form and POST /api/v1/login call it.
+func (a *Auth) LoginHTTP(w http.ResponseWriter, r *http.Request, name, password string) (*Session, error) {
+	s, err := a.Login(r.Context(), name, password, a.ClientAddr(r))
+	if err != nil {
+		return nil, err
+	}
+	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
+		if err := a.st.DeleteSession(r.Context(), hashSecret(c.Value)); err != nil {
+			a.cfg.Log.Warn("end the session before login", "err", err)
+		}
+	}
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: s.ID, Path: "/",
+		HttpOnly: true, Secure: a.isHTTPS(r), SameSite: http.SameSiteStrictMode})
+	return s, nil
+}
+
+// Logout ends the request's session on the server and clears its cookie;
+// a request without one is not an error. It is audited.
+func (a *Auth) Logout(w http.ResponseWriter, r *http.Request) error {
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, Secure: a.isHTTPS(r), SameSite: http.SameSiteStrictMode})
+	c, err := r.Cookie(CookieName)
+	if err != nil || c.Value == "" {
+		return nil
+	}
+	p, _ := a.sessionPrincipal(r.Context(), c.Value, a.ClientAddr(r))
+	err = a.st.DeleteSession(r.Context(), hashSecret(c.Value))
+	if p != nil {
+		_ = a.Audit(r.Context(), p, "logout", "", nil, err, "")
+	}
+	return err
+}
+
+// sessionPrincipal resolves a session cookie value; nil without error for a
+// session unknown or ended (an ended one is removed).
+func (a *Auth) sessionPrincipal(ctx context.Context, cookie, clientAddr string) (*Principal, error) {
+	if len(cookie) != 43 {
+		return nil, nil
+	}
+	h := hashSecret(cookie)
+	s, err := a.st.SessionByHash(ctx, h)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	now := a.now()
+	if !now.Before(s.IdleExpiresAt) || !now.Before(s.ExpiresAt) {
+		return nil, a.st.DeleteSession(ctx, h)
+	}
+	role, err := ParseRole(s.Role)
+	if err != nil {
+		return nil, err
+	}
+	if now.Sub(s.LastSeenAt) >= touchEvery {
+		if err := a.st.TouchSession(ctx, h, now, minTime(now.Add(a.cfg.IdleTimeout), s.ExpiresAt)); err != nil {
+			a.cfg.Log.Warn("record session use", "user", s.UserName, "err", err)
+		}
+	}
+	return &Principal{User: s.UserName, Role: role, Via: ViaPanel, ClientAddr: clientAddr, SessionID: h}, nil
+}
+
+// EndExpiredSessions removes sessions that have ended; the daemon calls it
+// now and then (say hourly) so the table does not grow.
+func (a *Auth) EndExpiredSessions(ctx context.Context) (int64, error) {
+	return a.st.DeleteExpiredSessions(ctx, a.now())
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
