@@ -590,3 +590,28 @@ func TestSafeNextAndFirstUser(t *testing.T) {
 		t.Fatal("still needs a first user")
 	}
 }
+
+// Logins with names no user can have share one rate-limit key (no memory
+// per name) and are audited with the name quoted and cut short.
+func TestLoginWithInvalidNames(t *testing.T) {
+	f := newFixture(t, Config{})
+	f.addUser(t, "alice", Admin)
+	ctx := context.Background()
+	long := strings.Repeat("x", 5000)
+	for i := range 5 {
+		f.a.Login(ctx, fmt.Sprintf("%s%d", long, i), "wrong password", fmt.Sprintf("198.18.0.%d", i))
+	}
+	if _, err := f.a.Login(ctx, "evil\nname", "wrong password", "198.18.0.9"); !errors.As(err, new(*RateLimitError)) {
+		t.Fatalf("sixth invalid name: %v", err)
+	}
+	if _, err := f.a.Login(ctx, "alice", pw+" alice", "198.18.0.9"); err != nil {
+		t.Fatalf("alice after invalid names: %v", err)
+	}
+	if n := len(f.a.limit.keys); n > 7 {
+		t.Fatalf("%d rate-limit keys", n)
+	}
+	es := audits(t, f.st, "login")
+	if es[1].Actor != `"evil\nname"` || !strings.HasSuffix(es[2].Actor, "... (5001 characters)") {
+		t.Fatalf("audit actors: %q, %q", es[1].Actor, es[2].Actor)
+	}
+}
