@@ -29,6 +29,7 @@ type API interface {
 	History(ctx context.Context, limit int) ([]store.Revision, error)
 	Revision(ctx context.Context, rev int64) (*RevisionDetail, error)
 	Export(ctx context.Context, format string, w io.Writer) error
+	Audit(ctx context.Context, f store.AuditFilter) ([]store.AuditEntry, error)
 }
 
 var _ API = (*Core)(nil)

@@ -13,14 +13,14 @@ import (
 type Code string
 
 const (
-	CodeNotFound  Code = "not_found"  // no such service, server, revision, user
-	CodeExists    Code = "exists"     // the name or key is taken
-	CodeInvalid   Code = "invalid"    // the document or change does not validate (Fields say where)
-	CodeMalformed Code = "malformed"  // not JSON, or not the expected shape
-	CodeBadInput  Code = "bad_input"  // some other error in what was asked (a revision number, a format)
-	CodeStale     Code = "stale"      // based on a revision that is no longer current
-	CodeBusy      Code = "busy"       // the database or the kernel lock stayed taken
-	CodeForbidden Code = "forbidden"  // the role does not allow it
+	CodeNotFound  Code = "not_found" // no such service, server, revision, user
+	CodeExists    Code = "exists"    // the name or key is taken
+	CodeInvalid   Code = "invalid"   // the document or change does not validate (Fields say where)
+	CodeMalformed Code = "malformed" // not JSON, or not the expected shape
+	CodeBadInput  Code = "bad_input" // some other error in what was asked (a revision number, a format)
+	CodeStale     Code = "stale"     // based on a revision that is no longer current
+	CodeBusy      Code = "busy"      // the database or the kernel lock stayed taken
+	CodeForbidden Code = "forbidden" // the role does not allow it
 	CodeAuth      Code = "unauthorized"
 	CodeTooLarge  Code = "too_large"
 	CodeInternal  Code = "internal"

@@ -30,6 +30,9 @@ func commands() map[string]command {
 		"rollback":   {"return to a revision's desired state and reconcile", runRollback},
 		"export":     {"print the desired state as JSON, an ipvsadm -R script or Piranha's lvs.cf", runExport},
 		"import":     {"replace the desired state with a JSON, ipvsadm -S, lvs.cf or keepalived.conf file", runImport},
+		"user":       {"users of the panel and the API: add|passwd|set|rm|list", runUser},
+		"token":      {"API tokens: create|list|revoke", runToken},
+		"audit":      {"list the audit record: every change and every login attempt", runAudit},
 	}
 }
 

@@ -43,8 +43,11 @@ func hashSecret(s string) string {
 func (a *Auth) Login(ctx context.Context, name, password, clientAddr string) (*Session, error) {
 	now := a.now()
 	by := &Principal{User: name, Via: ViaPanel, ClientAddr: clientAddr}
+	limitKey := nameKey(name)
 	if CheckName("name", name) != nil {
-		by.User = quoteShort(name)
+		// No user has such a name: one key holds them all, so that a flood
+		// of long names takes no memory.
+		by.User, limitKey = quoteShort(name), nameKey("(invalid name)")
 	}
 	audit := func(err error, detail string) {
 		_ = a.Audit(ctx, by, "login", "", nil, err, detail)
@@ -57,7 +60,7 @@ func (a *Auth) Login(ctx context.Context, name, password, clientAddr string) (*S
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	if wait := max(a.limit.blocked(addrKey(clientAddr), now), a.limit.blocked(nameKey(name), now)); wait > 0 {
+	if wait := max(a.limit.blocked(addrKey(clientAddr), now), a.limit.blocked(limitKey, now)); wait > 0 {
 		err := &RateLimitError{RetryAfter: wait}
 		audit(err, "refused: "+err.Error())
 		return nil, err
@@ -69,11 +72,11 @@ func (a *Auth) Login(ctx context.Context, name, password, clientAddr string) (*S
 	}
 	if !ok {
 		a.limit.fail(addrKey(clientAddr), now)
-		a.limit.fail(nameKey(name), now)
+		a.limit.fail(limitKey, now)
 		audit(ErrBadCredentials, reason)
 		return nil, ErrBadCredentials
 	}
-	a.limit.reset(nameKey(name))
+	a.limit.reset(limitKey)
 	role, err := ParseRole(u.Role)
 	if err != nil {
 		audit(err, "")

@@ -196,4 +196,3 @@ func (s *Server) Run(ctx context.Context, tlsCert, tlsKey string, tlsOn []bool) 
 	wg.Wait()
 	return err
 }
-

@@ -327,4 +327,3 @@ func TestHistoryKeptAsReverseDeltas(t *testing.T) {
 	}
 	t.Logf("40 revisions of a %d-byte document take %d bytes", len(docs[0]), stored)
 }
-

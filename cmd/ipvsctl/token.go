@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/server/auth"
+	"github.com/ipvsctl/ipvsctl/server/store"
+)
+
+const tokenUsage = "usage: ipvsctl token create --user NAME [--name N] [--expires 720h] | token list [--json] | token revoke ID|PREFIX|NAME\n" +
+	"\nAn API token acts as its user (with the user's role) for scripts and the remote CLI:\n" +
+	"  curl -H \"Authorization: Bearer $TOKEN\" https://director:3636/api/v1/state\n" +
+	"Run 'ipvsctl token VERB --help' for a verb's flags."
+
+func runToken(env *cliEnv, args []string) int {
+	args = moveGlobalFlags(args)
+	if len(args) == 0 {
+		fmt.Fprintln(env.stderr, tokenUsage)
+		return exitUsage
+	}
+	verb, rest := args[0], args[1:]
+	switch verb {
+	case "create":
+		return tokenCreate(env, rest)
+	case "list":
+		return tokenList(env, rest)
+	case "revoke":
+		return tokenRevoke(env, rest)
+	case "-h", "--help", "help":
+		fmt.Fprintln(env.stdout, tokenUsage)
+		return exitOK
+	}
+	fmt.Fprintf(env.stderr, "ipvsctl token: unknown verb %q (want create, list or revoke)\n", verb)
+	return exitUsage
+}
+
+func tokenCreate(env *cliEnv, args []string) int {
+	fs, db := env.newFlagSet("token create", "--user NAME [--name N] [--expires 720h]",
+		"Make an API token for user NAME and print it, once, on standard output (only the token, so that a\n"+
+			"script can capture it); only its hash is kept. --expires takes a duration (720h, 90d); without it\n"+
+			"the token lasts until revoked.")
+	user := fs.String("user", "", "the user the token acts as (required)")
+	name := fs.String("name", "", "a name for the token (default USER-PREFIX)")
+	expires := fs.String("expires", "", "how long the token is valid, e.g. 720h or 90d (default: until revoked)")
+	if st, ok := env.parseFlags(fs, args); !ok {
+		return st
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintln(env.stderr, "ipvsctl token create: takes no arguments (give --user NAME)")
+		return exitUsage
+	}
+	if *user == "" {
+		fmt.Fprintln(env.stderr, "ipvsctl token create: --user NAME is required")
+		return exitUsage
+	}
+	ttl, err := parseExpiry(*expires)
+	if err != nil {
+		return userFail(env, "token create", err)
+	}
+	ctx := context.Background()
+	a, closeStore, err := env.openAuth(ctx, db.db)
+	if err != nil {
+		return env.fail("token create", err, false)
+	}
+	defer closeStore()
+	token, t, err := a.CreateToken(ctx, env.cliPrincipal(), *user, *name, ttl)
+	if err != nil {
+		return userFail(env, "token create", err)
+	}
+	fmt.Fprintln(env.stdout, token)
+	until := "until revoked"
+	if t.ExpiresAt != nil {
+		until = "until " + t.ExpiresAt.Local().Format(time.DateTime)
+	}
+	fmt.Fprintf(env.stderr, "ipvsctl token create: token %d %q (prefix %s) acts as %s, %s. It is shown this once: keep it now.\n",
+		t.ID, t.Name, t.Prefix, t.UserName, until)
+	return exitOK
+}
+
+// parseExpiry reads --expires: a Go duration, or a number of days ("90d").
+func parseExpiry(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok && err != nil {
+		if n, nerr := strconv.Atoi(days); nerr == nil && n > 0 && n < 100000 {
+			d, err = time.Duration(n)*24*time.Hour, nil
+		}
+	}
+	if err != nil || d <= 0 {
+		return 0, &auth.InvalidError{Field: "expires", Message: fmt.Sprintf("%q is not a positive duration (want e.g. 720h or 90d)", s)}
+	}
+	return d, nil
+}
+
+func tokenList(env *cliEnv, args []string) int {
+	fs, db := env.newFlagSet("token list", "[--json]", "List the API tokens (never their secrets, which are not kept), revoked ones too.")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if st, ok := env.parseFlags(fs, args); !ok {
+		return st
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintln(env.stderr, "ipvsctl token list: takes no arguments")
+		return exitUsage
+	}
+	ctx := context.Background()
+	a, closeStore, err := env.openAuth(ctx, db.db)
+	if err != nil {
+		return env.fail("token list", err, false)
+	}
+	defer closeStore()
+	tokens, err := a.Tokens(ctx)
+	if err != nil {
+		return env.fail("token list", err, false)
+	}
+	if *asJSON {
+		return env.printJSON("token list", tokens)
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tPREFIX\tUSER\tROLE\tCREATED\tEXPIRES\tLAST USED\tSTATE")
+	for _, t := range tokens {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Prefix, t.UserName, t.Role,
+			t.CreatedAt.Local().Format(time.DateTime), timeOr(t.ExpiresAt, "never"), timeOr(t.LastUsedAt, "never"), tokenState(&t, now))
+	}
+	tw.Flush()
+	return exitOK
+}
+
+func timeOr(t *time.Time, none string) string {
+	if t == nil {
+		return none
+	}
+	return t.Local().Format(time.DateTime)
+}
+
+func tokenState(t *store.Token, now time.Time) string {
+	switch {
+	case t.RevokedAt != nil:
+		return "revoked"
+	case t.ExpiresAt != nil && !now.Before(*t.ExpiresAt):
+		return "expired"
+	}
+	return "active"
+}
+
+func tokenRevoke(env *cliEnv, args []string) int {
+	fs, db := env.newFlagSet("token revoke", "ID|PREFIX|NAME", "Revoke an API token: it is refused from now on.")
+	pos, st, ok := env.parseInterspersed(fs, args)
+	if !ok {
+		return st
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(env.stderr, "ipvsctl token revoke: want exactly one token ID, PREFIX or NAME, got %d arguments\n", len(pos))
+		return exitUsage
+	}
+	ctx := context.Background()
+	a, closeStore, err := env.openAuth(ctx, db.db)
+	if err != nil {
+		return env.fail("token revoke", err, false)
+	}
+	defer closeStore()
+	t, err := a.RevokeToken(ctx, env.cliPrincipal(), pos[0])
+	if err != nil {
+		return userFail(env, "token revoke", err)
+	}
+	fmt.Fprintf(env.stdout, "revoked token %d %q (prefix %s) of user %s\n", t.ID, t.Name, t.Prefix, t.UserName)
+	return exitOK
+}
