@@ -1,0 +1,92 @@
+// Package servertest runs a daemon for tests: a real SQLite store, the fake
+// kernel and host, the API on a real socket, and a user and token per role.
+package servertest
+
+import (
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
+	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/auth"
+	"github.com/ipvsctl/ipvsctl/server/httpd"
+	"github.com/ipvsctl/ipvsctl/server/metrics"
+	"github.com/ipvsctl/ipvsctl/server/store"
+)
+
+// Rig is a running daemon.
+type Rig struct {
+	DB     string
+	Store  *store.Store
+	Core   *server.Core
+	Auth   *auth.Auth
+	Kernel *fakekernel.Kernel
+	Host   *fakekernel.Host
+	URL    string // the API over TCP
+	Socket string // the local CLI's socket
+	Tokens map[auth.Role]string
+	// Password is every test user's password; the users are named admin, operator and viewer.
+	Password string
+}
+
+// Start runs a daemon over a new database in t.TempDir() until the test ends.
+func Start(t testing.TB) *Rig {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	dir := t.TempDir()
+	g := &Rig{DB: filepath.Join(dir, "ipvsctl.db"), Kernel: fakekernel.New(), Host: fakekernel.NewHost(),
+		Tokens: map[auth.Role]string{}, Password: "correct horse battery"}
+	st, err := store.Open(ctx, g.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Store = st
+	log := slog.New(slog.DiscardHandler)
+	g.Core = server.New(server.Config{Store: st, Log: log, OpenKernel: func() (*server.KernelConn, error) {
+		return &server.KernelConn{Kernel: g.Kernel, Addrs: g.Host, Marks: g.Host, Prepare: g.Host.Prepare, Close: func() {}}, nil
+	}})
+	d := server.NewDaemon(g.Core, log)
+	d.Interval, d.Poll, d.Snapshot = time.Hour, 20*time.Millisecond, 50*time.Millisecond
+	g.Auth = auth.New(st, auth.Config{Params: auth.CheapParams(), Log: log})
+	root := &auth.Principal{User: "root", Role: auth.Admin, Via: "cli"}
+	for _, role := range []auth.Role{auth.Admin, auth.Operator, auth.Viewer} {
+		if err := g.Auth.AddUser(ctx, root, role.String(), role, g.Password); err != nil {
+			t.Fatal(err)
+		}
+		tok, _, err := g.Auth.CreateToken(ctx, root, role.String(), "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Tokens[role] = tok
+	}
+	m := metrics.New(g.Core)
+	d.OnReconcile(m.Reconciled)
+	opts := httpd.Options{Core: g.Core, Auth: g.Auth, Log: log, Metrics: m.Handler(), Instrument: m.Instrument}
+	h, err := httpd.Handler(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(h)
+	g.URL = ts.URL
+	g.Socket = g.DB + ".sock"
+	ln, err := httpd.ListenUnix(g.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := httpd.NewHTTPServer(httpd.LocalHandler(opts), log)
+	go local.Serve(ln)
+	done := make(chan struct{})
+	go func() { d.Run(ctx); close(done) }()
+	t.Cleanup(func() {
+		ts.Close()
+		local.Close()
+		cancel()
+		<-done
+		st.Close()
+	})
+	return g
+}
