@@ -37,9 +37,9 @@ func TestCompileChecks(t *testing.T) {
 	r2 := base
 	r2.Target, r2.Timeout = netip.MustParseAddrPort("198.18.0.12:8081"), 500*time.Millisecond
 	want := []ServerCheck{
-		{Ref: ref("198.18.0.11"), ServerName: "r1", Weight: 4, Spec: base, OnFailure: "quiesce", SlowStart: 30 * time.Second},
-		{Ref: ref("198.18.0.12"), ServerName: "r2", Weight: 1, Spec: r2, OnFailure: "quiesce", SlowStart: 30 * time.Second, StartHealthy: true},
-		{Ref: ref("198.18.0.13"), ServerName: "r3", Weight: 1, Spec: CheckSpec{Type: "none"}, OnFailure: "quiesce", Forced: HealthDown},
+		{Ref: ref("198.18.0.11"), ServiceName: "web", ServerName: "r1", Weight: 4, Spec: base, OnFailure: "quiesce", SlowStart: 30 * time.Second},
+		{Ref: ref("198.18.0.12"), ServiceName: "web", ServerName: "r2", Weight: 1, Spec: r2, OnFailure: "quiesce", SlowStart: 30 * time.Second, StartHealthy: true},
+		{Ref: ref("198.18.0.13"), ServiceName: "web", ServerName: "r3", Weight: 1, Spec: CheckSpec{Type: "none"}, OnFailure: "quiesce", Forced: HealthDown},
 	}
 	if diff := cmp.Diff(want, d.Checks, netCmp); diff != "" {
 		t.Errorf("checks (-want +got):\n%s", diff)

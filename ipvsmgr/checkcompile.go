@@ -150,7 +150,7 @@ func (v *validator) checks(field string, svc *Service, vs *VirtualService, d *De
 			continue
 		}
 		sc := ServerCheck{Ref: ServerRef{Service: vs.Key, Server: key}, Weight: uint32(max(min(rs.EffectiveWeight(), maxWeight), 0))}
-		sc.ServerName = serverID(rs)
+		sc.ServerName, sc.ServiceName = serverID(rs), serviceName(svc, vs.Key)
 		switch rs.Health {
 		case "up":
 			sc.Forced = HealthUp
