@@ -357,7 +357,7 @@ func TestDNS(t *testing.T) {
 	}
 }
 
-func script(t *testing.T, dir, name, body string) string {
+func writeScript(t *testing.T, dir, name, body string) string {
 	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
 		t.Fatal(err)
@@ -402,20 +402,20 @@ func TestExec(t *testing.T) {
 		s.Command, s.Timeout, s.DynamicWeight = argv, timeout, dynamic
 		return c.Run(context.Background(), s)
 	}
-	ok := script(t, dir, "ok.sh", `echo "$@" > `+args+`; exit 0`)
+	ok := writeScript(t, dir, "ok.sh", `echo "$@" > `+args+`; exit 0`)
 	expect(t, "pass", run(time.Second, false, ok, "198.18.0.11", "80"), Pass, "exit status 0")
 	if b, _ := os.ReadFile(args); string(b) != "198.18.0.11 80\n" {
 		t.Errorf("arguments: %q", b)
 	}
-	expect(t, "exit 3", run(time.Second, false, script(t, dir, "fail.sh", "exit 3")), Fail, "exit status 3")
-	dyn := script(t, dir, "dyn.sh", "exit 7")
+	expect(t, "exit 3", run(time.Second, false, writeScript(t, dir, "fail.sh", "exit 3")), Fail, "exit status 3")
+	dyn := writeScript(t, dir, "dyn.sh", "exit 7")
 	if r := run(time.Second, true, dyn); r.Outcome != Pass || r.Weight != 5 {
 		t.Errorf("dynamic weight: %+v, want a pass with weight 5", r)
 	}
 	if r := run(time.Second, false, dyn); r.Outcome != Fail || r.Weight != -1 {
 		t.Errorf("exit 7 without dynamic_weight: %+v, want a failure", r)
 	}
-	if r := run(time.Second, true, script(t, dir, "one.sh", "exit 1")); r.Outcome != Fail {
+	if r := run(time.Second, true, writeScript(t, dir, "one.sh", "exit 1")); r.Outcome != Fail {
 		t.Errorf("exit 1 with dynamic_weight: %+v, want a failure", r)
 	}
 	expect(t, "not found", run(time.Second, false, filepath.Join(dir, "missing")), Fault, "not found")
@@ -425,14 +425,14 @@ func TestExec(t *testing.T) {
 		expect(t, "not executable", run(time.Second, false, noexec), Fault, "permission denied")
 	}
 	start := time.Now()
-	expect(t, "hang", run(300*time.Millisecond, false, script(t, dir, "hang.sh", "exec sleep 30")), Fail, "timeout after 300ms")
+	expect(t, "hang", run(300*time.Millisecond, false, writeScript(t, dir, "hang.sh", "exec sleep 30")), Fail, "timeout after 300ms")
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("a hung command took %v to cut with a 300ms timeout", took)
 	}
 	// A child that hangs on after the command is killed goes with it.
 	pidFile := filepath.Join(dir, "child.pid")
 	start = time.Now()
-	expect(t, "forked child", run(300*time.Millisecond, false, script(t, dir, "fork.sh", "sleep 30 & echo $! > "+pidFile+"; wait")), Fail, "timeout after 300ms")
+	expect(t, "forked child", run(300*time.Millisecond, false, writeScript(t, dir, "fork.sh", "sleep 30 & echo $! > "+pidFile+"; wait")), Fail, "timeout after 300ms")
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("a command with a hung child took %v to cut", took)
 	}
@@ -442,7 +442,7 @@ func TestExec(t *testing.T) {
 	}
 	// So does one left behind by a command that passed.
 	pidFile2 := filepath.Join(dir, "left.pid")
-	expect(t, "left child", run(time.Second, false, script(t, dir, "leave.sh", "sleep 30 & echo $! > "+pidFile2+"; exit 0")), Pass, "exit status 0")
+	expect(t, "left child", run(time.Second, false, writeScript(t, dir, "leave.sh", "sleep 30 & echo $! > "+pidFile2+"; exit 0")), Pass, "exit status 0")
 	if pid := readPid(t, pidFile2); !gone(pid) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Errorf("the child %d outlived the check", pid)
