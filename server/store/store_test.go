@@ -58,7 +58,7 @@ func TestMigrateFromEachOlderSchema(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := old.db.Exec(`DROP TABLE revisions; DROP TABLE ledger; DELETE FROM schema_migrations`); err != nil {
+		if _, err := old.db.Exec(`DROP TABLE revisions; DROP TABLE ledger; DROP TABLE health_current; DROP TABLE health_transitions; DELETE FROM schema_migrations`); err != nil {
 			t.Fatal(err)
 		}
 		if err := old.migrateTo(context.Background(), all[:k]); err != nil {
@@ -89,7 +89,7 @@ func TestSchema1DataSurvivesUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	all, _ := migrations.All()
-	if _, err := old.db.Exec(`DROP TABLE revisions; DROP TABLE ledger; DELETE FROM schema_migrations`); err != nil {
+	if _, err := old.db.Exec(`DROP TABLE revisions; DROP TABLE ledger; DROP TABLE health_current; DROP TABLE health_transitions; DELETE FROM schema_migrations`); err != nil {
 		t.Fatal(err)
 	}
 	if err := old.migrateTo(ctx, all[:1]); err != nil {
