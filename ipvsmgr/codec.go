@@ -3,6 +3,7 @@ package ipvsmgr
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strconv"
 	"unicode/utf8"
 )
@@ -413,6 +414,15 @@ func (d *fastDecoder) service(s *Service) {
 		case "enabled":
 			d.once(seen, 13)
 			s.Enabled = d.optBool()
+		case "check":
+			d.once(seen, 15)
+			d.strict(&s.Check)
+		case "sorry_server":
+			d.once(seen, 16)
+			d.strict(&s.SorryServer)
+		case "quorum":
+			d.once(seen, 17)
+			s.Quorum = d.int()
 		case "servers":
 			d.once(seen, 14)
 			if d.null() {
@@ -476,6 +486,12 @@ func (d *fastDecoder) server(s *Server) {
 		case "enabled":
 			d.once(seen, 7)
 			s.Enabled = d.optBool()
+		case "health":
+			d.once(seen, 8)
+			s.Health = d.str()
+		case "check":
+			d.once(seen, 9)
+			d.strict(&s.Check)
 		default:
 			d.fail()
 		}
@@ -545,6 +561,19 @@ func AppendService(b []byte, s *Service) []byte {
 		field("enabled")
 		b = strconv.AppendBool(b, *s.Enabled)
 	}
+	if s.Check != nil {
+		field("check")
+		b = appendCheck(b, s.Check)
+	}
+	if s.SorryServer != nil {
+		field("sorry_server")
+		b = appendString(append(b, `{"address":`...), s.SorryServer.Address)
+		if s.SorryServer.Port != 0 {
+			b = strconv.AppendInt(append(b, `,"port":`...), int64(s.SorryServer.Port), 10)
+		}
+		b = append(b, '}')
+	}
+	num("quorum", int64(s.Quorum))
 	field("servers")
 	if s.Servers == nil {
 		b = append(b, "null"...)
@@ -603,6 +632,12 @@ func appendServer(b []byte, s *Server) []byte {
 	if s.Enabled != nil {
 		b = strconv.AppendBool(append(b, `,"enabled":`...), *s.Enabled)
 	}
+	if s.Health != "" {
+		b = appendString(append(b, `,"health":`...), s.Health)
+	}
+	if s.Check != nil {
+		b = appendCheck(append(b, `,"check":`...), s.Check)
+	}
 	return append(b, '}')
 }
 
@@ -615,4 +650,113 @@ func appendString(b []byte, s string) []byte {
 		}
 	}
 	return append(append(append(b, '"'), s...), '"')
+}
+
+// appendCheck appends a check as json.Marshal writes it.
+func appendCheck(b []byte, c *Check) []byte {
+	b = append(b, '{')
+	comma := false
+	field := func(name string) {
+		if comma {
+			b = append(b, ',')
+		}
+		comma = true
+		b = append(append(append(b, '"'), name...), `":`...)
+	}
+	str := func(name, v string) {
+		if v != "" {
+			field(name)
+			b = appendString(b, v)
+		}
+	}
+	num := func(name string, v int) {
+		if v != 0 {
+			field(name)
+			b = strconv.AppendInt(b, int64(v), 10)
+		}
+	}
+	flt := func(name string, v float64) {
+		field(name)
+		b = appendFloat(b, v)
+	}
+	boolean := func(name string, v *bool) {
+		if v != nil {
+			field(name)
+			b = strconv.AppendBool(b, *v)
+		}
+	}
+	str("type", c.Type)
+	if c.Interval != 0 {
+		flt("interval", c.Interval)
+	}
+	if c.Timeout != 0 {
+		flt("timeout", c.Timeout)
+	}
+	num("rise", c.Rise)
+	num("fall", c.Fall)
+	str("address", c.Address)
+	num("port", c.Port)
+	str("on_failure", c.OnFailure)
+	if c.SlowStart != nil {
+		flt("slow_start", *c.SlowStart)
+	}
+	boolean("start_healthy", c.StartHealthy)
+	str("method", c.Method)
+	str("path", c.Path)
+	str("host", c.Host)
+	if len(c.ExpectStatus) > 0 {
+		field("expect_status")
+		b = append(b, '[')
+		for i, s := range c.ExpectStatus {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(s), 10)
+		}
+		b = append(b, ']')
+	}
+	str("expect_body", c.ExpectBody)
+	boolean("tls_verify", c.TLSVerify)
+	str("sni", c.SNI)
+	str("send", c.Send)
+	str("expect", c.Expect)
+	boolean("use_regex", c.UseRegex)
+	str("protocol", c.Protocol)
+	str("name", c.Name)
+	str("qtype", c.QType)
+	str("rcode", c.RCode)
+	if len(c.Command) > 0 {
+		field("command")
+		b = append(b, '[')
+		for i, a := range c.Command {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, a)
+		}
+		b = append(b, ']')
+	}
+	boolean("dynamic_weight", c.DynamicWeight)
+	return append(b, '}')
+}
+
+// appendFloat writes a float64 as encoding/json does (ES6 number form).
+func appendFloat(b []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		q, _ := json.Marshal(f) // json.Marshal refuses these; so does the document
+		return append(b, q...)
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 -> e-9, as encoding/json writes it
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }

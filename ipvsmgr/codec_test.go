@@ -86,6 +86,13 @@ func TestFastDecode(t *testing.T) {
 		{`{"services":[{"name":"caf\u00e9 \"x\" <&> \\ \/ \n","address":"198.18.0.1","servers":[]}]}`, true},
 		{`{"services":[{"name":"日本","address":"198.18.0.1","port":-0,"servers":[]}]}`, true},
 		{`{"imported":[{"source":"lvs.cf","line":3,"key":"send","value":"GET / HTTP/1.0\r\n"}],"services":[]}`, true},
+		{`{"services":[{"address":"198.18.0.1","check":{"type":"http","interval":0.5,"timeout":1e-7,"expect_status":[200,204],"command":"/bin/check -h %h 'a b'","slow_start":0},` +
+			`"sorry_server":{"address":"198.18.0.50","port":8080},"quorum":2,"servers":[{"address":"198.18.0.11","health":"down","check":{"port":8081,"tls_verify":true,"command":["x","y"]}},{"address":"198.18.0.12","check":null}]}]}`, true},
+		{`{"services":[{"check":{"type":"tcp","Type":"http"},"servers":[]}]}`, true}, // encoding/json's own case-folding, inside the check
+		{`{"services":[{"check":{"typ":"tcp"},"servers":[]}]}`, false},
+		{`{"services":[{"check":{"command":"a 'b"},"servers":[]}]}`, false},
+		{`{"services":[{"check":{},"check":{},"servers":[]}]}`, false},
+		{`{"services":[{"servers":[{"address":"198.18.0.11","check":{"interval":"2"}}]}]}`, false},
 		// Left to encoding/json, which gives the same result or the diagnostic.
 		{`{"Services":[]}`, false},
 		{`{"services":[{"Name":"web"}]}`, false},
@@ -143,6 +150,13 @@ func randomState(r *rand.Rand, services int) *State {
 			e := r.IntN(2) == 0
 			s.Enabled = &e
 		}
+		if r.IntN(3) == 0 {
+			s.Check = randomCheck(r, w, n)
+		}
+		if r.IntN(3) == 0 {
+			s.SorryServer = &SorryServer{Address: w(), Port: n()}
+		}
+		s.Quorum = []int{0, 0, 1, 2}[r.IntN(4)]
 		if r.IntN(4) > 0 {
 			s.Servers = []Server{}
 		}
@@ -156,11 +170,43 @@ func randomState(r *rand.Rand, services int) *State {
 				e := r.IntN(2) == 0
 				sv.Enabled = &e
 			}
+			if r.IntN(3) == 0 {
+				sv.Health = w()
+			}
+			if r.IntN(3) == 0 {
+				sv.Check = randomCheck(r, w, n)
+			}
 			s.Servers = append(s.Servers, sv)
 		}
 		st.Services = append(st.Services, s)
 	}
 	return st
+}
+
+// randomCheck sets each field of a check or leaves it unset, at random.
+func randomCheck(r *rand.Rand, w func() string, n func() int) *Check {
+	f := func() float64 { return []float64{0, 0.1, 1, 2.5, 1e-7, 1e21, 123456789.125, -3}[r.IntN(8)] }
+	b := func() *bool {
+		if r.IntN(3) == 0 {
+			return nil
+		}
+		v := r.IntN(2) == 0
+		return &v
+	}
+	c := &Check{Type: w(), Interval: f(), Timeout: f(), Rise: n(), Fall: n(), Address: w(), Port: n(), OnFailure: w(),
+		StartHealthy: b(), Method: w(), Path: w(), Host: w(), ExpectBody: w(), TLSVerify: b(), SNI: w(), Send: w(),
+		Expect: w(), UseRegex: b(), Protocol: w(), Name: w(), QType: w(), RCode: w(), DynamicWeight: b()}
+	if r.IntN(2) == 0 {
+		v := f()
+		c.SlowStart = &v
+	}
+	if r.IntN(2) == 0 {
+		c.ExpectStatus = []int{n(), 200}
+	}
+	if r.IntN(2) == 0 {
+		c.Command = Argv{w(), w(), "%h:%p"}
+	}
+	return c
 }
 
 // Whatever json.Marshal writes for a state, the fast decoder takes, and
@@ -215,6 +261,7 @@ func FuzzDecodeFast(f *testing.F) {
 	f.Add([]byte(`{"settings":{"network":"dr"},"services":[{"name":"web","address":"198.18.0.100","port":80,"scheduler_flags":["sh-port"],"match":[{"protocol":"tcp","ports":[80]}],"enabled":true,"servers":[{"address":"198.18.0.11","weight":3,"enabled":null}]}],"imported":[{"source":"x","line":1,"key":"k","value":"v"}]}`))
 	f.Add([]byte(`{"services":[{"name":"caf\u00e9 <&>","fwmark":7,"servers":null}]}`))
 	f.Add([]byte(`{"services":[{"port":1e2,"port":0}]}`))
+	f.Add([]byte(`{"services":[{"check":{"type":"exec","command":"/bin/x %h","interval":0.5},"sorry_server":{"address":"198.18.0.5"},"quorum":2,"servers":[{"address":"198.18.0.11","health":"up","check":{"port":81}}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkFastDecode(t, data)
 	})

@@ -30,6 +30,15 @@ type Desired struct {
 	Marks    []MarkRule
 	Names    map[ServiceKey]string
 	Settings Settings
+	// Checks lists every enabled real server that has a check or a forced
+	// health, with its effective check; Sorry each checked service's sorry
+	// server and quorum. The health runner takes these.
+	Checks []ServerCheck
+	Sorry  []SorryPolicy
+	// Health is what the checks observed, set by the caller before a
+	// reconcile: the plan lays it over Table (ApplyHealth). Nil leaves the
+	// table as it is.
+	Health *HealthView
 }
 
 // Compile validates st and translates it into kernel terms. The error is a
@@ -61,6 +70,9 @@ func Compile(st *State) (*Desired, error) {
 			continue
 		}
 		seenKeys[vs.Key] = field
+		if svc.Check != nil || svc.SorryServer != nil || svc.Quorum != 0 || serversHaveHealth(svc.Servers) {
+			v.checks(field, svc, vs, d, svc.IsEnabled(), st.Settings.Network)
+		}
 		if !svc.IsEnabled() {
 			continue
 		}
@@ -81,6 +93,15 @@ func Compile(st *State) (*Desired, error) {
 		return nil, &ValidationError{Problems: v.problems}
 	}
 	return d, nil
+}
+
+func serversHaveHealth(rs []Server) bool {
+	for i := range rs {
+		if rs[i].Check != nil || rs[i].Health != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func serviceName(svc *Service, k ServiceKey) string {

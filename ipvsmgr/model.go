@@ -67,7 +67,20 @@ type Service struct {
 	PersistenceNetmask string   `json:"persistence_netmask,omitempty"`
 	Forwarding         string   `json:"forwarding,omitempty"`
 	Enabled            *bool    `json:"enabled,omitempty"`
-	Servers            []Server `json:"servers"`
+	// Check is the health check its real servers inherit (each may override
+	// fields of it); without one a server is always in, as configured.
+	Check *Check `json:"check,omitempty"`
+	// SorryServer is added to the service while fewer than Quorum (default 1)
+	// of its real servers are healthy.
+	SorryServer *SorryServer `json:"sorry_server,omitempty"`
+	Quorum      int          `json:"quorum,omitempty"`
+	Servers     []Server     `json:"servers"`
+}
+
+// SorryServer is the real server that answers when too few are healthy.
+type SorryServer struct {
+	Address string `json:"address"`
+	Port    int    `json:"port,omitempty"` // 0: the service's port
 }
 
 // Match selects the packets to a fwmark service's VIP that ipvsctl marks.
@@ -86,6 +99,12 @@ type Server struct {
 	UpperThreshold int    `json:"upper_threshold,omitempty"`
 	LowerThreshold int    `json:"lower_threshold,omitempty"`
 	Enabled        *bool  `json:"enabled,omitempty"`
+	// Health forces the server up or down whatever its checks say (an
+	// operator's decision, so it is in the document); "" or "auto" leaves it
+	// to the checks.
+	Health string `json:"health,omitempty"`
+	// Check overrides fields of the service's check for this server.
+	Check *Check `json:"check,omitempty"`
 }
 
 // IsEnabled reports whether the service should be in the kernel (default true).

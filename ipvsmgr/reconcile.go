@@ -132,13 +132,17 @@ func (r *Reconciler) Plan(ctx context.Context, d *Desired) (*Planned, error) {
 	return p, nil
 }
 
-// plan is the pure core: desired + kernel + ledger + clock -> ops and drains.
+// plan is the pure core: desired (with the health the checks observed) +
+// kernel + ledger + clock -> ops and drains.
 func plan(d *Desired, actual *Table, led *Ledger, now time.Time) ([]Op, []Drain) {
 	timeout := time.Duration(d.Settings.DrainTimeout) * time.Second
 	if timeout == 0 {
 		timeout = DefaultDrainTimeout * time.Second
 	}
 	want, drains := withDrains(d.Table, actual, led.Drains, now, timeout)
+	// After the drains: a server the checks take out goes at once (a dead
+	// server's connections are not worth waiting for).
+	want = ApplyHealth(want, d, d.Health)
 	var opt DiffOptions
 	if d.Settings.KeepForeignServices {
 		owned := make(map[ServiceKey]bool, len(led.Services))

@@ -1,0 +1,264 @@
+package ipvsmgr
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode"
+)
+
+// Check is a health check as the document writes it. On a service it is what
+// the service's real servers inherit; on a server, each field it sets
+// overrides the service's. A zero or absent field is "not set": the server
+// inherits it, and a field nobody sets takes its default (CheckDefaults).
+type Check struct {
+	// Type is tcp, http, https, send_expect, dns, exec, agent or none.
+	Type string `json:"type,omitempty"`
+	// Interval and Timeout are seconds (fractions allowed, down to 0.1).
+	Interval float64 `json:"interval,omitempty"`
+	Timeout  float64 `json:"timeout,omitempty"`
+	// Rise consecutive passes bring a server back, Fall consecutive failures
+	// take it out.
+	Rise int `json:"rise,omitempty"`
+	Fall int `json:"fall,omitempty"`
+	// Address and Port check somewhere else than the real server's own
+	// address and port (for an agent check, Port is the agent's).
+	Address string `json:"address,omitempty"`
+	Port    int    `json:"port,omitempty"`
+	// OnFailure is quiesce (weight 0 in the kernel) or remove (out of it).
+	OnFailure string `json:"on_failure,omitempty"`
+	// SlowStart seconds: a server coming back ramps up to its weight.
+	SlowStart *float64 `json:"slow_start,omitempty"`
+	// StartHealthy puts a newly added server in before its first pass.
+	StartHealthy *bool `json:"start_healthy,omitempty"`
+
+	// http and https.
+	Method       string `json:"method,omitempty"`
+	Path         string `json:"path,omitempty"`
+	Host         string `json:"host,omitempty"`
+	ExpectStatus []int  `json:"expect_status,omitempty"`
+	ExpectBody   string `json:"expect_body,omitempty"` // a regular expression
+	TLSVerify    *bool  `json:"tls_verify,omitempty"`
+	SNI          string `json:"sni,omitempty"`
+
+	// send_expect (Piranha's send/expect): Send with \r \n \t escapes, Expect
+	// a prefix of the reply ("*" for any reply) or, with UseRegex, a regular
+	// expression; over Protocol tcp (default) or udp.
+	Send     string `json:"send,omitempty"`
+	Expect   string `json:"expect,omitempty"`
+	UseRegex *bool  `json:"use_regex,omitempty"`
+	Protocol string `json:"protocol,omitempty"`
+
+	// dns: query Name of QType (default A); pass on an answer, or, with RCode,
+	// on that response code.
+	Name  string `json:"name,omitempty"`
+	QType string `json:"qtype,omitempty"`
+	RCode string `json:"rcode,omitempty"`
+
+	// exec: Command is the program and its arguments (a string is split into
+	// them; never run through a shell), %h and %p replaced by the target's
+	// address and port. Exit 0 passes. With DynamicWeight, an exit status of
+	// 2..255 passes and sets the weight to status-2 (keepalived's
+	// misc_dynamic).
+	Command       Argv  `json:"command,omitempty"`
+	DynamicWeight *bool `json:"dynamic_weight,omitempty"`
+}
+
+// CheckTypes lists the check types.
+func CheckTypes() []string {
+	return []string{"tcp", "http", "https", "send_expect", "dns", "exec", "agent", "none"}
+}
+
+// Check defaults, for what neither a service's nor a server's check sets.
+const (
+	DefaultCheckInterval = 2.0 // seconds
+	DefaultCheckTimeout  = 1.0 // seconds
+	DefaultCheckRise     = 2
+	DefaultCheckFall     = 3
+	DefaultOnFailure     = "remove"
+)
+
+// Argv is a command and its arguments. In a document it is a list of strings,
+// or one string split into words at white space (single and double quotes
+// and backslashes group and escape, as a shell would, but no shell runs).
+type Argv []string
+
+// UnmarshalJSON takes a list of strings or a command line.
+func (a *Argv) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	if len(b) > 0 && b[0] == '"' {
+		var line string
+		if err := json.Unmarshal(b, &line); err != nil {
+			return err
+		}
+		words, err := SplitCommand(line)
+		if err != nil {
+			return err
+		}
+		*a = words
+		return nil
+	}
+	var list []string
+	if err := json.Unmarshal(b, &list); err != nil {
+		return err
+	}
+	*a = list
+	return nil
+}
+
+// SplitCommand splits a command line into words: white space separates them,
+// '...' keeps everything literally, "..." and a backslash escape.
+func SplitCommand(line string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	var quote rune
+	escaped := false
+	for _, r := range line {
+		switch {
+		case escaped:
+			cur.WriteRune(r)
+			escaped = false
+		case quote == '\'':
+			if r == '\'' {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case r == '\\':
+			escaped, inWord = true, true
+		case quote == '"':
+			if r == '"' {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case unicode.IsSpace(r):
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("command %q: unterminated %c quote", line, quote)
+	}
+	if escaped {
+		return nil, fmt.Errorf("command %q ends with a backslash", line)
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, nil
+}
+
+// merged returns the service's check with the server's fields laid over it.
+func mergeChecks(svc, srv *Check) Check {
+	var out Check
+	if svc != nil {
+		out = *svc
+	}
+	if srv == nil {
+		return out
+	}
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&out.Type, srv.Type)
+	if srv.Interval != 0 {
+		out.Interval = srv.Interval
+	}
+	if srv.Timeout != 0 {
+		out.Timeout = srv.Timeout
+	}
+	if srv.Rise != 0 {
+		out.Rise = srv.Rise
+	}
+	if srv.Fall != 0 {
+		out.Fall = srv.Fall
+	}
+	set(&out.Address, srv.Address)
+	if srv.Port != 0 {
+		out.Port = srv.Port
+	}
+	set(&out.OnFailure, srv.OnFailure)
+	if srv.SlowStart != nil {
+		out.SlowStart = srv.SlowStart
+	}
+	if srv.StartHealthy != nil {
+		out.StartHealthy = srv.StartHealthy
+	}
+	set(&out.Method, srv.Method)
+	set(&out.Path, srv.Path)
+	set(&out.Host, srv.Host)
+	if srv.ExpectStatus != nil {
+		out.ExpectStatus = srv.ExpectStatus
+	}
+	set(&out.ExpectBody, srv.ExpectBody)
+	if srv.TLSVerify != nil {
+		out.TLSVerify = srv.TLSVerify
+	}
+	set(&out.SNI, srv.SNI)
+	set(&out.Send, srv.Send)
+	set(&out.Expect, srv.Expect)
+	if srv.UseRegex != nil {
+		out.UseRegex = srv.UseRegex
+	}
+	set(&out.Protocol, srv.Protocol)
+	set(&out.Name, srv.Name)
+	set(&out.QType, srv.QType)
+	set(&out.RCode, srv.RCode)
+	if srv.Command != nil {
+		out.Command = srv.Command
+	}
+	if srv.DynamicWeight != nil {
+		out.DynamicWeight = srv.DynamicWeight
+	}
+	return out
+}
+
+// DecodeEscapes decodes Piranha's escapes in a send or expect string: \r \n
+// \t and \\ (any other backslash is kept as it is).
+func DecodeEscapes(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch s[i+1] {
+		case 'r':
+			b.WriteByte('\r')
+		case 'n':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte('\t')
+		case '\\':
+			b.WriteByte('\\')
+		default:
+			b.WriteByte('\\')
+			continue
+		}
+		i++
+	}
+	return b.String()
+}
+
+// EncodeEscapes is the inverse of DecodeEscapes, for writing lvs.cf.
+func EncodeEscapes(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, "\r", `\r`, "\n", `\n`, "\t", `\t`)
+	return r.Replace(s)
+}

@@ -1,0 +1,472 @@
+package ipvsmgr
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// CheckSpec is one real server's effective check: its service's check with
+// the server's overrides, defaults filled in, escapes decoded and the target
+// resolved. Two servers with equal specs are the same check (the same real
+// server in two services is checked once).
+type CheckSpec struct {
+	Type     string
+	Target   netip.AddrPort // address and port the check talks to
+	Interval time.Duration
+	Timeout  time.Duration
+	Rise     int
+	Fall     int
+
+	Method       string
+	Path         string
+	Host         string
+	ExpectStatus []int // empty: any 2xx or 3xx
+	ExpectBody   string
+	TLS          bool // https
+	TLSVerify    bool
+	SNI          string
+
+	Send     string // escapes decoded
+	Expect   string // escapes decoded unless UseRegex
+	UseRegex bool
+	Protocol string // tcp or udp (send_expect and dns)
+
+	Name  string
+	QType string
+	RCode string
+
+	Command       []string // %h and %p substituted
+	DynamicWeight bool
+}
+
+// Key is a canonical text of the spec: equal specs have equal keys.
+func (c *CheckSpec) Key() string {
+	b, _ := json.Marshal(c)
+	return string(b)
+}
+
+// ServerRef names a real server of a virtual service.
+type ServerRef struct {
+	Service ServiceKey
+	Server  DestKey
+}
+
+func (r ServerRef) String() string { return r.Service.String() + " -r " + r.Server.String() }
+
+// HealthState is what the checks say of a real server.
+type HealthState uint8
+
+const (
+	// HealthUnknown: not checked yet (a new server, before its first result).
+	HealthUnknown HealthState = iota
+	HealthUp
+	HealthDown
+)
+
+func (s HealthState) String() string {
+	switch s {
+	case HealthUp:
+		return "up"
+	case HealthDown:
+		return "down"
+	}
+	return "unknown"
+}
+
+// ServerCheck is what the health runner needs for one real server of one
+// enabled service: its check and what to do with its result.
+type ServerCheck struct {
+	Ref         ServerRef
+	ServiceName string
+	ServerName  string // the server's name, or its address:port
+	Weight      uint32 // configured
+	Spec        CheckSpec
+	// OnFailure is quiesce or remove.
+	OnFailure    string
+	SlowStart    time.Duration
+	StartHealthy bool
+	// Forced is the operator's "health": up or down; HealthUnknown = auto.
+	Forced HealthState
+}
+
+// Checked reports whether checks run for the server.
+func (c *ServerCheck) Checked() bool { return c.Spec.Type != "" && c.Spec.Type != "none" }
+
+// SorryPolicy is a service's sorry server and quorum.
+type SorryPolicy struct {
+	Service ServiceKey
+	Dest    *Destination // nil: no sorry server
+	Quorum  int
+}
+
+// checks validates the check-related fields of a service and its servers
+// and compiles them into d. vs is the service's kernel form (its key and
+// enabled servers); enabled says whether the service is in the kernel;
+// defaultFwd is settings.network.
+func (v *validator) checks(field string, svc *Service, vs *VirtualService, d *Desired, enabled bool, defaultFwd string) {
+	if svc.Check != nil {
+		v.checkFields(field+".check", svc.Check, svc.Check.Type)
+	}
+	if svc.Quorum < 0 || svc.Quorum > 65535 {
+		v.rangeCheck(field+".quorum", svc.Quorum, 0, 65535)
+	}
+	var sorry *Destination
+	if svc.SorryServer != nil {
+		sorry = v.sorryServer(field+".sorry_server", svc, vs, cmp.Or(svc.Forwarding, defaultFwd, "dr"))
+	}
+	hasServerCheck := false
+	for j := range svc.Servers {
+		rs := &svc.Servers[j]
+		f := fmt.Sprintf("%s.servers[%d]", field, j)
+		switch rs.Health {
+		case "", "auto", "up", "down":
+		default:
+			v.addf(f+".health", "%q is not a forced health (want up or down; omit it, or auto, to follow the checks)", rs.Health)
+		}
+		if rs.Check == nil && svc.Check == nil && (rs.Health == "" || rs.Health == "auto") {
+			continue
+		}
+		hasServerCheck = hasServerCheck || rs.Check != nil
+		merged := mergeChecks(svc.Check, rs.Check)
+		if rs.Check != nil {
+			v.checkFields(f+".check", rs.Check, merged.Type)
+			if merged.Type == "" {
+				v.addf(f+".check.type", "missing: the service has no check to inherit a type from")
+			}
+		}
+		if !enabled || !rs.IsEnabled() {
+			continue
+		}
+		key, ok := destKeyOf(rs, vs)
+		if !ok {
+			continue
+		}
+		sc := ServerCheck{Ref: ServerRef{Service: vs.Key, Server: key}, Weight: uint32(max(min(rs.EffectiveWeight(), maxWeight), 0))}
+		sc.ServerName, sc.ServiceName = serverID(rs), serviceName(svc, vs.Key)
+		switch rs.Health {
+		case "up":
+			sc.Forced = HealthUp
+		case "down":
+			sc.Forced = HealthDown
+		}
+		if merged.Type != "" && merged.Type != "none" {
+			if !v.compileCheck(f, &merged, key, &sc) {
+				continue
+			}
+		} else {
+			sc.Spec.Type = "none"
+			sc.OnFailure = merged.OnFailure
+			if sc.OnFailure == "" {
+				sc.OnFailure = DefaultOnFailure
+			}
+		}
+		d.Checks = append(d.Checks, sc)
+	}
+	if enabled && (svc.Check != nil || hasServerCheck || sorry != nil) {
+		q := svc.Quorum
+		if q == 0 {
+			q = 1
+		}
+		d.Sorry = append(d.Sorry, SorryPolicy{Service: vs.Key, Dest: sorry, Quorum: q})
+	}
+}
+
+// destKeyOf is the kernel key of a real server that validated.
+func destKeyOf(rs *Server, vs *VirtualService) (DestKey, bool) {
+	a, err := parseAddr(rs.Address)
+	if err != nil || rs.Port < 0 || rs.Port > 65535 {
+		return DestKey{}, false
+	}
+	k := DestKey{Addr: a, Port: uint16(rs.Port)}
+	if k.Port == 0 {
+		k.Port = vs.Key.Port
+	}
+	return k, true
+}
+
+func (v *validator) sorryServer(field string, svc *Service, vs *VirtualService, fwd string) *Destination {
+	s := svc.SorryServer
+	a, err := parseAddr(s.Address)
+	if err != nil {
+		v.addf(field+".address", "%v", err)
+		return nil
+	}
+	if vs.Key.Family != 0 && familyOf(a) != vs.Key.Family {
+		v.addf(field+".address", "%s: an %s service cannot have an %s sorry server", s.Address, familyName(vs.Key.Family), familyName(familyOf(a)))
+		return nil
+	}
+	if s.Port < 0 || s.Port > 65535 {
+		v.rangeCheck(field+".port", s.Port, 0, 65535)
+		return nil
+	}
+	d := &Destination{Key: DestKey{Addr: a, Port: uint16(s.Port)}, Weight: 1, Forward: ForwardDR}
+	if d.Key.Port == 0 {
+		d.Key.Port = vs.Key.Port
+	}
+	if fwd == "nat" {
+		d.Forward = ForwardNAT
+	} else if fwd == "tun" {
+		d.Forward = ForwardTUN
+	}
+	if d.Key.Port != vs.Key.Port && d.Forward != ForwardNAT {
+		v.addf(field+".port", "%d differs from the service port %d: only nat forwarding can change the port", s.Port, vs.Key.Port)
+	}
+	for j := range svc.Servers {
+		if k, ok := destKeyOf(&svc.Servers[j], vs); ok && k == d.Key {
+			v.addf(field+".address", "%s is already real server %s.servers[%d]", d.Key, strings.TrimSuffix(field, ".sorry_server"), j)
+		}
+	}
+	return d
+}
+
+var (
+	httpMethod = regexp.MustCompile(`^[A-Z]{1,16}$`)
+	qtypes     = []string{"A", "AAAA", "CNAME", "MX", "NS", "PTR", "SOA", "SRV", "TXT", "ANY"}
+	rcodes     = []string{"NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED"}
+)
+
+// checkFields validates the fields one check object sets; typ is the type
+// in effect where it is written (a server's may come from its service).
+func (v *validator) checkFields(field string, c *Check, typ string) {
+	if c.Type != "" && !slices.Contains(CheckTypes(), c.Type) {
+		v.addf(field+".type", "%q is not a check type (want one of %s)", c.Type, strings.Join(CheckTypes(), " "))
+	}
+	seconds := func(leaf string, val float64, hi float64) {
+		if val != 0 && (val < 0.1 || val > hi || math.IsNaN(val)) {
+			v.addf(field+"."+leaf, "%v is out of range 0.1..%v seconds", val, hi)
+		}
+	}
+	seconds("interval", c.Interval, 86400)
+	seconds("timeout", c.Timeout, 3600)
+	if c.Rise != 0 {
+		v.rangeCheck(field+".rise", c.Rise, 1, 1000)
+	}
+	if c.Fall != 0 {
+		v.rangeCheck(field+".fall", c.Fall, 1, 1000)
+	}
+	if c.Address != "" {
+		if _, err := parseAddr(c.Address); err != nil {
+			v.addf(field+".address", "%v", err)
+		}
+	}
+	if c.Port != 0 {
+		v.rangeCheck(field+".port", c.Port, 1, 65535)
+	}
+	switch c.OnFailure {
+	case "", "quiesce", "remove":
+	default:
+		v.addf(field+".on_failure", "%q is not a failure action (want quiesce or remove)", c.OnFailure)
+	}
+	if c.SlowStart != nil && (*c.SlowStart < 0 || *c.SlowStart > 86400) {
+		v.addf(field+".slow_start", "%v is out of range 0..86400 seconds", *c.SlowStart)
+	}
+	only := func(leaf string, set bool, types ...string) {
+		if set && typ != "" && !slices.Contains(types, typ) {
+			v.addf(field+"."+leaf, "only for %s checks, not %s", strings.Join(types, " and "), typ)
+		}
+	}
+	only("method", c.Method != "", "http", "https")
+	if c.Method != "" && !httpMethod.MatchString(c.Method) {
+		v.addf(field+".method", "%q is not an HTTP method", c.Method)
+	}
+	only("path", c.Path != "", "http", "https")
+	if c.Path != "" && (!strings.HasPrefix(c.Path, "/") || strings.ContainsAny(c.Path, " \t\r\n")) {
+		v.addf(field+".path", "%q is not a request path (it starts with / and has no white space)", c.Path)
+	}
+	only("host", c.Host != "", "http", "https")
+	if strings.ContainsAny(c.Host, " \t\r\n/") {
+		v.addf(field+".host", "%q is not a host name", c.Host)
+	}
+	only("expect_status", len(c.ExpectStatus) > 0, "http", "https")
+	for i, s := range c.ExpectStatus {
+		v.rangeCheck(fmt.Sprintf("%s.expect_status[%d]", field, i), s, 100, 599)
+	}
+	only("expect_body", c.ExpectBody != "", "http", "https")
+	if c.ExpectBody != "" {
+		if _, err := regexp.Compile(c.ExpectBody); err != nil {
+			v.addf(field+".expect_body", "%q is not a regular expression: %v", c.ExpectBody, err)
+		}
+	}
+	only("tls_verify", c.TLSVerify != nil, "https")
+	only("sni", c.SNI != "", "https")
+	if strings.ContainsAny(c.SNI, " \t\r\n/") {
+		v.addf(field+".sni", "%q is not a server name", c.SNI)
+	}
+	only("send", c.Send != "", "send_expect")
+	only("expect", c.Expect != "", "send_expect")
+	only("use_regex", c.UseRegex != nil, "send_expect")
+	if c.UseRegex != nil && *c.UseRegex && c.Expect != "" {
+		if _, err := regexp.Compile(c.Expect); err != nil {
+			v.addf(field+".expect", "%q is not a regular expression: %v", c.Expect, err)
+		}
+	}
+	only("protocol", c.Protocol != "", "send_expect", "dns")
+	if c.Protocol != "" && c.Protocol != "tcp" && c.Protocol != "udp" {
+		v.addf(field+".protocol", "%q is not a check protocol (want tcp or udp)", c.Protocol)
+	}
+	only("name", c.Name != "", "dns")
+	if c.Name != "" && !validDNSName(c.Name) {
+		v.addf(field+".name", "%q is not a domain name", c.Name)
+	}
+	only("qtype", c.QType != "", "dns")
+	if c.QType != "" && !slices.Contains(qtypes, c.QType) {
+		v.addf(field+".qtype", "%q is not a query type (want one of %s)", c.QType, strings.Join(qtypes, " "))
+	}
+	only("rcode", c.RCode != "", "dns")
+	if c.RCode != "" && !slices.Contains(rcodes, c.RCode) {
+		v.addf(field+".rcode", "%q is not a response code (want one of %s)", c.RCode, strings.Join(rcodes, " "))
+	}
+	only("command", c.Command != nil, "exec")
+	if c.Command != nil && (len(c.Command) == 0 || c.Command[0] == "") {
+		v.addf(field+".command", "empty: want a program and its arguments")
+	}
+	for i, a := range c.Command {
+		if strings.IndexByte(a, 0) >= 0 {
+			v.addf(fmt.Sprintf("%s.command[%d]", field, i), "%q holds a NUL byte", a)
+		}
+	}
+	only("dynamic_weight", c.DynamicWeight != nil, "exec")
+}
+
+func validDNSName(s string) bool {
+	s = strings.TrimSuffix(s, ".")
+	if s == "" || len(s) > 253 {
+		return s == "" // the root
+	}
+	for l := range strings.SplitSeq(s, ".") {
+		if l == "" || len(l) > 63 || strings.ContainsAny(l, " \t\r\n\\\"") {
+			return false
+		}
+	}
+	return true
+}
+
+// compileCheck fills sc's spec and policy from a merged, validated check;
+// false when something it needs is missing (reported).
+func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *ServerCheck) bool {
+	where := field + ".check"
+	ok := true
+	spec := &sc.Spec
+	spec.Type = c.Type
+	spec.Interval = seconds(c.Interval, DefaultCheckInterval)
+	spec.Timeout = seconds(c.Timeout, DefaultCheckTimeout)
+	spec.Rise, spec.Fall = cmp.Or(c.Rise, DefaultCheckRise), cmp.Or(c.Fall, DefaultCheckFall)
+	addr := key.Addr
+	if c.Address != "" {
+		if a, err := parseAddr(c.Address); err == nil {
+			addr = a
+		}
+	}
+	port := uint16(key.Port)
+	if c.Port > 0 && c.Port <= 65535 {
+		port = uint16(c.Port)
+	}
+	spec.Target = netip.AddrPortFrom(addr, port)
+	switch c.Type {
+	case "agent":
+		if c.Port == 0 {
+			v.addf(where+".port", "missing: an agent check needs the agent's port")
+			ok = false
+		}
+	case "exec":
+	default:
+		if port == 0 {
+			v.addf(where+".port", "missing: a fwmark service's real servers have no port to check; set one")
+			ok = false
+		}
+	}
+	switch c.Type {
+	case "http", "https":
+		spec.TLS = c.Type == "https"
+		spec.Method = cmp.Or(c.Method, "GET")
+		spec.Path = cmp.Or(c.Path, "/")
+		spec.Host = c.Host
+		spec.ExpectStatus = slices.Clone(c.ExpectStatus)
+		spec.ExpectBody = c.ExpectBody
+		spec.TLSVerify = c.TLSVerify != nil && *c.TLSVerify
+		spec.SNI = c.SNI
+	case "send_expect":
+		spec.UseRegex = c.UseRegex != nil && *c.UseRegex
+		spec.Send = DecodeEscapes(c.Send)
+		spec.Expect = c.Expect
+		if !spec.UseRegex {
+			spec.Expect = DecodeEscapes(c.Expect)
+		}
+		spec.Protocol = cmp.Or(c.Protocol, "tcp")
+		if spec.Protocol == "udp" && spec.Send == "" {
+			v.addf(where+".send", "missing: a udp send_expect check must send something to get a reply")
+			ok = false
+		}
+	case "dns":
+		spec.Protocol = cmp.Or(c.Protocol, "udp")
+		spec.Name = c.Name
+		spec.QType = cmp.Or(c.QType, "A")
+		spec.RCode = c.RCode
+		if c.Name == "" {
+			v.addf(where+".name", "missing: a dns check needs the name to query")
+			ok = false
+		}
+	case "exec":
+		if len(c.Command) == 0 {
+			v.addf(where+".command", "missing: an exec check needs a command")
+			ok = false
+		}
+		spec.Command = substituteArgs(c.Command, spec.Target)
+		spec.DynamicWeight = c.DynamicWeight != nil && *c.DynamicWeight
+	}
+	sc.OnFailure = cmp.Or(c.OnFailure, DefaultOnFailure)
+	if c.SlowStart != nil {
+		sc.SlowStart = seconds(*c.SlowStart, 0)
+	}
+	sc.StartHealthy = c.StartHealthy != nil && *c.StartHealthy
+	return ok
+}
+
+func seconds(v, def float64) time.Duration {
+	if v == 0 {
+		v = def
+	}
+	return time.Duration(math.Round(v * float64(time.Second)))
+}
+
+// substituteArgs replaces %h (address) and %p (port) in each argument; %%
+// is a percent sign.
+func substituteArgs(argv []string, target netip.AddrPort) []string {
+	out := make([]string, len(argv))
+	host, port := target.Addr().String(), strconv.Itoa(int(target.Port()))
+	for i, a := range argv {
+		if !strings.Contains(a, "%") {
+			out[i] = a
+			continue
+		}
+		var b strings.Builder
+		for j := 0; j < len(a); j++ {
+			if a[j] != '%' || j+1 == len(a) {
+				b.WriteByte(a[j])
+				continue
+			}
+			switch a[j+1] {
+			case 'h':
+				b.WriteString(host)
+			case 'p':
+				b.WriteString(port)
+			case '%':
+				b.WriteByte('%')
+			default:
+				b.WriteByte('%')
+				continue
+			}
+			j++
+		}
+		out[i] = b.String()
+	}
+	return out
+}

@@ -1,0 +1,451 @@
+package health
+
+import (
+	"container/heap"
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+)
+
+// Event is a change of one real server's health in one service: its state,
+// the weight the checks give it, or a checker fault starting or ending.
+type Event struct {
+	Ref         ipvsmgr.ServerRef
+	ServiceName string
+	ServerName  string
+	At          time.Time
+	From, To    ipvsmgr.HealthState // equal for a weight or fault change
+	// Health is what the plan should now use for the server.
+	Health ipvsmgr.ServerHealth
+	// Reason is the result that made the change ("HTTP 503", "exit status 3").
+	Reason string
+	// Fault is set while the check cannot run at all.
+	Fault    string
+	Flapping bool
+}
+
+// Config sets a Runner up. Every field is optional.
+type Config struct {
+	// Check runs one check; nil: a Checker's Run.
+	Check func(ctx context.Context, spec *ipvsmgr.CheckSpec) Result
+	// Notify is told of every change, from the runner's goroutines and
+	// never with its lock held; it should return quickly (queue the event
+	// and wake the reconcile).
+	Notify func(Event)
+	// Workers bounds the checks running at once (default 512).
+	Workers int
+	Clock   Clock
+	Log     *slog.Logger
+	// A server that changed state FlapCount times (default 4) within
+	// FlapWindow (default 60 s, at least ten intervals) is shown flapping.
+	FlapWindow time.Duration
+	FlapCount  int
+}
+
+// Runner runs every check of a director on one scheduler: a heap of the
+// next run times, bounded concurrency, one run per distinct check however
+// many services share the target.
+type Runner struct {
+	cfg   Config
+	check func(ctx context.Context, spec *ipvsmgr.CheckSpec) Result
+	clock Clock
+	wake  chan struct{}
+
+	mu      sync.Mutex
+	probes  map[string]*probe
+	members map[ipvsmgr.ServerRef]*member
+	queue   probeHeap
+
+	afterResult func() // tests: called after each result is recorded
+}
+
+// probe is one distinct check (spec) and its state machine; members are the
+// (service, server) pairs that share it.
+type probe struct {
+	key     string
+	spec    ipvsmgr.CheckSpec
+	state   ipvsmgr.HealthState
+	since   time.Time
+	reason  string // of the last transition
+	passes  int    // in a row
+	fails   int    // in a row
+	last    Result
+	lastAt  time.Time
+	fault   string
+	dynamic int // exec dynamic weight, -1 none
+	percent int // agent percentage, -1 none
+	changes []time.Time
+	members map[ipvsmgr.ServerRef]*member
+
+	next    time.Time
+	index   int // in the heap; -1 when not there (running or removed)
+	removed bool
+	cancel  context.CancelFunc // of the run under way
+}
+
+// member is one real server of one service checked by a probe.
+type member struct {
+	check    ipvsmgr.ServerCheck
+	probe    *probe
+	up       bool      // in (up, or unknown and start_healthy)
+	rampFrom time.Time // slow start began; zero when not ramping
+	sent     ipvsmgr.ServerHealth
+	sentFlt  string
+}
+
+// NewRunner returns a runner with no checks; give it some with Update and
+// start it with Run.
+func NewRunner(cfg Config) *Runner {
+	r := &Runner{cfg: cfg, check: cfg.Check, clock: cfg.Clock, wake: make(chan struct{}, 1),
+		probes: map[string]*probe{}, members: map[ipvsmgr.ServerRef]*member{}}
+	if r.check == nil {
+		c := &Checker{}
+		r.check = c.Run
+	}
+	if r.clock == nil {
+		r.clock = realClock{}
+	}
+	if r.cfg.Workers <= 0 {
+		r.cfg.Workers = 512
+	}
+	if r.cfg.FlapWindow <= 0 {
+		r.cfg.FlapWindow = time.Minute
+	}
+	if r.cfg.FlapCount <= 0 {
+		r.cfg.FlapCount = 4
+	}
+	if r.cfg.Log == nil {
+		r.cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return r
+}
+
+// Update makes the runner check exactly checks (Desired.Checks of a newly
+// compiled state). A server whose check did not change keeps its health and
+// its schedule; the checks of servers no longer listed stop (a run under way
+// is cancelled). New checks start at a random point of their first interval,
+// so that a thousand new servers are not all checked at once.
+func (r *Runner) Update(checks []ipvsmgr.ServerCheck) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.clock.Now()
+	probes := make(map[string]*probe, len(r.probes))
+	members := make(map[ipvsmgr.ServerRef]*member, len(checks))
+	for i := range checks {
+		c := checks[i]
+		if !c.Checked() {
+			continue
+		}
+		key := c.Spec.Key()
+		p := probes[key]
+		if p == nil {
+			if p = r.probes[key]; p == nil {
+				p = &probe{key: key, spec: c.Spec, dynamic: -1, percent: -1, since: now, index: -1}
+				p.next = now.Add(time.Duration(rand.Int64N(int64(max(c.Spec.Interval, 1)))))
+				heap.Push(&r.queue, p)
+			}
+			p.members = map[ipvsmgr.ServerRef]*member{}
+			probes[key] = p
+		}
+		m := r.members[c.Ref]
+		if m == nil || m.probe != p {
+			m = &member{probe: p}
+			m.check = c
+			m.up = m.in()
+			m.sent = m.health(now)
+		} else {
+			m.check = c
+		}
+		p.members[c.Ref] = m
+		members[c.Ref] = m
+	}
+	for key, p := range r.probes {
+		if probes[key] != nil {
+			continue
+		}
+		p.removed = true
+		if p.index >= 0 {
+			heap.Remove(&r.queue, p.index)
+		}
+		if p.cancel != nil {
+			p.cancel()
+		}
+	}
+	r.probes, r.members = probes, members
+	r.poke()
+}
+
+// Restore sets the state servers had before (kept in the store across a
+// restart), for the checks that have no result yet, so that a restart
+// neither takes every server out until its first pass nor puts a dead one in.
+func (r *Runner) Restore(prev map[ipvsmgr.ServerRef]ipvsmgr.HealthState) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.clock.Now()
+	for ref, st := range prev {
+		m := r.members[ref]
+		if m == nil || m.probe.state != ipvsmgr.HealthUnknown || st == ipvsmgr.HealthUnknown {
+			continue
+		}
+		m.probe.state = st
+		m.probe.reason = "restored"
+	}
+	for _, m := range r.members {
+		m.up = m.in()
+		m.sent = m.health(now)
+	}
+}
+
+func (r *Runner) poke() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run schedules and runs the checks until ctx ends; it returns when every
+// check it started has finished (each is cut at its timeout).
+func (r *Runner) Run(ctx context.Context) error {
+	sem := make(chan struct{}, r.cfg.Workers)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		r.mu.Lock()
+		now := r.clock.Now()
+		var due []*probe
+		for len(r.queue) > 0 && !r.queue[0].next.After(now) {
+			due = append(due, heap.Pop(&r.queue).(*probe))
+		}
+		var next time.Time
+		if len(r.queue) > 0 {
+			next = r.queue[0].next
+		}
+		r.mu.Unlock()
+		for i, p := range due {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				r.requeue(due[i:])
+				return ctx.Err()
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				r.runProbe(ctx, p)
+			}()
+		}
+		if len(due) > 0 {
+			continue
+		}
+		var timer <-chan time.Time
+		stop := func() {}
+		if !next.IsZero() {
+			timer, stop = r.clock.Timer(next)
+		}
+		select {
+		case <-ctx.Done():
+			stop()
+			return ctx.Err()
+		case <-timer:
+		case <-r.wake:
+		}
+		stop()
+	}
+}
+
+// requeue puts back probes taken off the heap but not started.
+func (r *Runner) requeue(ps []*probe) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range ps {
+		if !p.removed {
+			heap.Push(&r.queue, p)
+		}
+	}
+}
+
+func (r *Runner) runProbe(ctx context.Context, p *probe) {
+	r.mu.Lock()
+	if p.removed {
+		r.mu.Unlock()
+		return
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	p.cancel = cancel
+	spec := p.spec
+	r.mu.Unlock()
+
+	start := r.clock.Now()
+	res := r.check(runCtx, &spec)
+	cancel()
+
+	r.mu.Lock()
+	p.cancel = nil
+	if p.removed || ctx.Err() != nil {
+		r.mu.Unlock()
+		return
+	}
+	now := r.clock.Now()
+	events := r.record(p, res, now)
+	r.mu.Unlock()
+	for _, e := range events {
+		if r.cfg.Notify != nil {
+			r.cfg.Notify(e)
+		}
+	}
+	// Back on the heap only after its events are out, so that the events
+	// of one server are told in order.
+	r.mu.Lock()
+	if !p.removed {
+		p.next = start.Add(p.spec.Interval)
+		if p.next.Before(now) {
+			p.next = now
+		}
+		heap.Push(&r.queue, p)
+	}
+	hook := r.afterResult
+	r.mu.Unlock()
+	r.poke()
+	if hook != nil {
+		hook()
+	}
+}
+
+// record runs the state machine on one result and returns the changes it
+// makes to the probe's members.
+func (r *Runner) record(p *probe, res Result, now time.Time) []Event {
+	from := p.state
+	p.last, p.lastAt = res, now
+	switch res.Outcome {
+	case Fault:
+		p.fault = res.Reason
+		r.cfg.Log.Warn("health check cannot run", "target", p.spec.Target.String(), "type", p.spec.Type, "fault", res.Reason)
+	case Pass:
+		p.fault = ""
+		p.fails, p.passes = 0, p.passes+1
+		if res.Weight >= 0 {
+			p.dynamic = res.Weight
+		}
+		if res.Percent >= 0 {
+			p.percent = res.Percent
+		}
+		if p.state == ipvsmgr.HealthUnknown || p.state == ipvsmgr.HealthDown && p.passes >= p.spec.Rise {
+			p.transition(ipvsmgr.HealthUp, res.Reason, now, r.flapWindow(p))
+		}
+	case Fail:
+		p.fault = ""
+		p.passes, p.fails = 0, p.fails+1
+		if p.state == ipvsmgr.HealthUnknown || p.state == ipvsmgr.HealthUp && p.fails >= p.spec.Fall {
+			p.transition(ipvsmgr.HealthDown, res.Reason, now, r.flapWindow(p))
+		}
+	}
+	if from != p.state {
+		r.cfg.Log.Info("real server health changed", "target", p.spec.Target.String(), "from", from.String(), "to", p.state.String(), "reason", res.Reason)
+	}
+	flapping := len(p.changes) >= r.cfg.FlapCount
+	var events []Event
+	for _, m := range p.members {
+		in := m.in()
+		switch {
+		case in && !m.up && m.check.SlowStart > 0:
+			m.rampFrom = now
+		case !in, !m.rampFrom.IsZero() && now.Sub(m.rampFrom) >= m.check.SlowStart:
+			m.rampFrom = time.Time{}
+		}
+		m.up = in
+		h := m.health(now)
+		if h == m.sent && p.fault == m.sentFlt && from == p.state {
+			continue
+		}
+		m.sent, m.sentFlt = h, p.fault
+		events = append(events, Event{Ref: m.check.Ref, ServiceName: m.check.ServiceName, ServerName: m.check.ServerName,
+			At: now, From: from, To: p.state, Health: h, Reason: res.Reason, Fault: p.fault, Flapping: flapping})
+	}
+	return events
+}
+
+func (r *Runner) flapWindow(p *probe) time.Duration {
+	return max(r.cfg.FlapWindow, 10*p.spec.Interval)
+}
+
+func (p *probe) transition(to ipvsmgr.HealthState, reason string, now time.Time, window time.Duration) {
+	p.state, p.since, p.reason = to, now, reason
+	kept := p.changes[:0]
+	for _, t := range p.changes {
+		if now.Sub(t) < window {
+			kept = append(kept, t)
+		}
+	}
+	p.changes = append(kept, now)
+}
+
+// in says whether the server gets traffic by its checks: up, or not checked
+// yet and starting healthy.
+func (m *member) in() bool {
+	return m.probe.state == ipvsmgr.HealthUp || m.probe.state == ipvsmgr.HealthUnknown && m.check.StartHealthy
+}
+
+// health is the server's state and weight at now: the configured weight,
+// replaced by an exec check's dynamic weight, scaled by an agent's
+// percentage, ramped during slow start.
+func (m *member) health(now time.Time) ipvsmgr.ServerHealth {
+	p := m.probe
+	h := ipvsmgr.ServerHealth{State: p.state}
+	w := int64(m.check.Weight)
+	if p.dynamic >= 0 {
+		w = int64(p.dynamic)
+	}
+	if p.percent >= 0 {
+		w = (w*int64(p.percent) + 50) / 100
+	}
+	if ss := m.check.SlowStart; !m.rampFrom.IsZero() && ss > 0 && w > 0 {
+		if el := now.Sub(m.rampFrom); el < ss {
+			w = max(1, (w*int64(el)+int64(ss)-1)/int64(ss))
+		}
+	}
+	w = min(w, 65535)
+	if uint32(w) != m.check.Weight {
+		h.Weight, h.WeightSet = uint32(w), true
+	}
+	return h
+}
+
+// View is the health of every checked server now, for the plan
+// (Desired.Health).
+func (r *Runner) View() *ipvsmgr.HealthView {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.clock.Now()
+	v := &ipvsmgr.HealthView{Servers: make(map[ipvsmgr.ServerRef]ipvsmgr.ServerHealth, len(r.members))}
+	for ref, m := range r.members {
+		v.Servers[ref] = m.health(now)
+	}
+	return v
+}
+
+type probeHeap []*probe
+
+func (h probeHeap) Len() int           { return len(h) }
+func (h probeHeap) Less(i, j int) bool { return h[i].next.Before(h[j].next) }
+func (h probeHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *probeHeap) Push(x any) {
+	p := x.(*probe)
+	p.index = len(*h)
+	*h = append(*h, p)
+}
+func (h *probeHeap) Pop() any {
+	old := *h
+	p := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	p.index = -1
+	return p
+}

@@ -1,0 +1,127 @@
+package ipvsmgr
+
+// ServerHealth is what the checks say of one real server of one service.
+type ServerHealth struct {
+	State HealthState
+	// Weight, when WeightSet, is the weight to give the server while it is
+	// up instead of the configured one: the slow-start ramp, an agent's
+	// percentage, an exec check's dynamic weight.
+	Weight    uint32
+	WeightSet bool
+}
+
+// HealthView is the health runner's current view, the input ApplyHealth
+// lays over the desired table. A server with a check that the view does not
+// list is unknown (not checked yet).
+type HealthView struct {
+	Servers map[ServerRef]ServerHealth
+	// NoChecks says that no checks run (a reconcile without the daemon):
+	// checked servers stay in as configured, and only forced health applies.
+	NoChecks bool
+}
+
+// ApplyHealth returns the table the kernel should get: t (the desired
+// table, with any drains) with the health of d's checked servers laid over
+// it. A server that is down, or forced down, is quiesced (weight 0) or
+// removed as its on_failure says; a checked server not known yet is out
+// unless it starts healthy; an up server takes the weight the checks give
+// it; a service with fewer than quorum healthy servers gets its sorry
+// server. t is not changed; services that need no change are shared.
+func ApplyHealth(t *Table, d *Desired, view *HealthView) *Table {
+	if view == nil || len(d.Checks) == 0 && len(d.Sorry) == 0 {
+		return t
+	}
+	checks := make(map[ServerRef]*ServerCheck, len(d.Checks))
+	for i := range d.Checks {
+		checks[d.Checks[i].Ref] = &d.Checks[i]
+	}
+	sorry := make(map[ServiceKey]*SorryPolicy, len(d.Sorry))
+	for i := range d.Sorry {
+		sorry[d.Sorry[i].Service] = &d.Sorry[i]
+	}
+	out := &Table{Timeouts: t.Timeouts, Services: make([]*VirtualService, 0, len(t.Services))}
+	for _, s := range t.Services {
+		pol := sorry[s.Key]
+		var dests []*Destination
+		changed := false
+		healthy := 0
+		for i, dst := range s.Dests {
+			c := checks[ServerRef{Service: s.Key, Server: dst.Key}]
+			want, in := healthOf(dst, c, view)
+			if in && want.Weight > 0 {
+				healthy++
+			}
+			if !changed && (!in || want != dst) {
+				changed = true
+				dests = append(make([]*Destination, 0, len(s.Dests)+1), s.Dests[:i]...)
+			}
+			if changed && in {
+				dests = append(dests, want)
+			}
+		}
+		if pol != nil && pol.Dest != nil && healthy < pol.Quorum && !hasDest(s.Dests, pol.Dest.Key) {
+			if !changed {
+				changed = true
+				dests = append(make([]*Destination, 0, len(s.Dests)+1), s.Dests...)
+			}
+			dests = append(dests, pol.Dest)
+		}
+		if !changed {
+			out.Services = append(out.Services, s)
+			continue
+		}
+		cp := *s
+		cp.Dests = dests
+		out.Services = append(out.Services, &cp)
+	}
+	return out
+}
+
+// healthOf is one real server as the kernel should have it, and whether it
+// should be there at all.
+func healthOf(dst *Destination, c *ServerCheck, view *HealthView) (*Destination, bool) {
+	if c == nil {
+		return dst, true // no check, no forced health: as configured
+	}
+	state := c.Forced
+	var h ServerHealth
+	if state == HealthUnknown {
+		if !c.Checked() || view.NoChecks {
+			return dst, true
+		}
+		h = view.Servers[c.Ref]
+		state = h.State
+		if state == HealthUnknown && c.StartHealthy {
+			state = HealthUp
+		}
+	}
+	switch state {
+	case HealthUp:
+		if !h.WeightSet || h.Weight == dst.Weight {
+			return dst, true
+		}
+		cp := *dst
+		cp.Weight = h.Weight
+		return &cp, true
+	case HealthDown:
+		if c.OnFailure == "quiesce" {
+			if dst.Weight == 0 {
+				return dst, true
+			}
+			cp := *dst
+			cp.Weight = 0
+			return &cp, true
+		}
+		return nil, false
+	}
+	return nil, false // not checked yet: out until its first pass
+}
+
+func hasDest(ds []*Destination, k DestKey) bool {
+	for _, d := range ds {
+		if d.Key == k {
+			return true
+		}
+	}
+	return false
+}

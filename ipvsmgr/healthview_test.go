@@ -1,0 +1,103 @@
+package ipvsmgr_test
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+)
+
+const checkedServers = `{"services":[{"name":"web","address":"198.18.0.100","port":80,
+ "check":{"type":"http","on_failure":"quiesce"},
+ "sorry_server":{"address":"198.18.0.50"},
+ "servers":[{"name":"r1","address":"198.18.0.11","weight":4},
+            {"name":"r2","address":"198.18.0.12","check":{"on_failure":"remove"}},
+            {"name":"r3","address":"198.18.0.13","check":{"start_healthy":true}},
+            {"name":"r4","address":"198.18.0.14","health":"down"}]},
+ {"name":"plain","address":"198.18.0.101","port":80,"servers":[{"address":"198.18.0.11"}]}]}`
+
+func ref(svc, rs string) ipvsmgr.ServerRef {
+	ap := netip.MustParseAddrPort(svc)
+	rp := netip.MustParseAddrPort(rs)
+	return ipvsmgr.ServerRef{
+		Service: ipvsmgr.ServiceKey{Family: ipvsmgr.FamilyIPv4, Protocol: ipvsmgr.ProtoTCP, Addr: ap.Addr(), Port: ap.Port()},
+		Server:  ipvsmgr.DestKey{Addr: rp.Addr(), Port: rp.Port()},
+	}
+}
+
+func (g *rig) reconcileWith(t *testing.T, doc string, view *ipvsmgr.HealthView) []string {
+	t.Helper()
+	d := mustCompile(t, doc)
+	d.Health = view
+	if _, err := g.r.Reconcile(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	return g.k.Ops()
+}
+
+func TestHealthOverlay(t *testing.T) {
+	up := ipvsmgr.ServerHealth{State: ipvsmgr.HealthUp}
+	down := ipvsmgr.ServerHealth{State: ipvsmgr.HealthDown}
+	r1, r2, r3, r4 := ref("198.18.0.100:80", "198.18.0.11:80"), ref("198.18.0.100:80", "198.18.0.12:80"), ref("198.18.0.100:80", "198.18.0.13:80"), ref("198.18.0.100:80", "198.18.0.14:80")
+	steps := []struct {
+		name string
+		view *ipvsmgr.HealthView
+		want []string
+	}{
+		{"nothing checked yet: only start_healthy is in, and r4 forced down is quiesced", &ipvsmgr.HealthView{}, []string{
+			"ipvsadm -A -t 198.18.0.100:80 -s wlc",
+			"ipvsadm -a -t 198.18.0.100:80 -r 198.18.0.13:80 -g -w 1",
+			"ipvsadm -a -t 198.18.0.100:80 -r 198.18.0.14:80 -g -w 0",
+			"ipvsadm -A -t 198.18.0.101:80 -s wlc",
+			"ipvsadm -a -t 198.18.0.101:80 -r 198.18.0.11:80 -g -w 1",
+		}},
+		{"r3 fails its first check: out of quorum, the sorry server comes", &ipvsmgr.HealthView{Servers: map[ipvsmgr.ServerRef]ipvsmgr.ServerHealth{r3: down}}, []string{
+			"ipvsadm -e -t 198.18.0.100:80 -r 198.18.0.13:80 -g -w 0",
+			"ipvsadm -a -t 198.18.0.100:80 -r 198.18.0.50:80 -g -w 1",
+		}},
+		{"r1 and r2 up (r1 ramping), r4 up but forced down: the sorry server goes", &ipvsmgr.HealthView{Servers: map[ipvsmgr.ServerRef]ipvsmgr.ServerHealth{
+			r1: {State: ipvsmgr.HealthUp, Weight: 2, WeightSet: true}, r2: up, r3: down, r4: up}}, []string{
+			"ipvsadm -d -t 198.18.0.100:80 -r 198.18.0.50:80",
+			"ipvsadm -a -t 198.18.0.100:80 -r 198.18.0.11:80 -g -w 2",
+			"ipvsadm -a -t 198.18.0.100:80 -r 198.18.0.12:80 -g -w 1",
+		}},
+		{"r2 down is removed (its on_failure), r1 down is quiesced", &ipvsmgr.HealthView{Servers: map[ipvsmgr.ServerRef]ipvsmgr.ServerHealth{
+			r1: down, r2: down, r3: up}}, []string{
+			"ipvsadm -d -t 198.18.0.100:80 -r 198.18.0.12:80",
+			"ipvsadm -e -t 198.18.0.100:80 -r 198.18.0.11:80 -g -w 0",
+			"ipvsadm -e -t 198.18.0.100:80 -r 198.18.0.13:80 -g -w 1",
+		}},
+		{"no checks running (no daemon): as configured, but forced health still holds", &ipvsmgr.HealthView{NoChecks: true}, []string{
+			"ipvsadm -e -t 198.18.0.100:80 -r 198.18.0.11:80 -g -w 4",
+			"ipvsadm -a -t 198.18.0.100:80 -r 198.18.0.12:80 -g -w 1",
+		}},
+		{"no view at all: today's behaviour, the desired table as it is", nil, []string{
+			"ipvsadm -e -t 198.18.0.100:80 -r 198.18.0.14:80 -g -w 1",
+		}},
+	}
+	g := newRig(t)
+	for _, s := range steps {
+		if diff := cmp.Diff(s.want, g.reconcileWith(t, checkedServers, s.view)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", s.name, diff)
+		}
+	}
+	// The same views give the same tables: applying twice changes nothing.
+	if ops := g.reconcileWith(t, checkedServers, nil); len(ops) != 0 {
+		t.Errorf("second reconcile: %q", ops)
+	}
+}
+
+// A document without checks plans exactly as before, whatever view is given.
+func TestHealthOverlayWithoutChecks(t *testing.T) {
+	d := mustCompile(t, twoServers)
+	if len(d.Checks) != 0 || len(d.Sorry) != 0 {
+		t.Fatalf("checks compiled from a document without any: %+v %+v", d.Checks, d.Sorry)
+	}
+	got := ipvsmgr.ApplyHealth(d.Table, d, &ipvsmgr.HealthView{})
+	if got != d.Table {
+		t.Error("the table was rebuilt for a document without checks")
+	}
+}
