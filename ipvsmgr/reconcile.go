@@ -63,6 +63,9 @@ type Result struct {
 	Changes  []string  `json:"changes"`
 	Failures []Failure `json:"failures"`
 	Draining []Drain   `json:"draining"`
+	// Table is the kernel's table after the reconcile: as read, with the
+	// changes that were made (counters as read).
+	Table *Table `json:"-"`
 }
 
 // Reconciler makes the kernel match a desired state.
@@ -247,11 +250,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, d *Desired) (*Result, error)
 		}
 		res.Applied = append(res.Applied, op)
 		res.Changes = append(res.Changes, change)
+		_ = actual.Apply(op) // the kernel took it, so the table does
 		if logChanges {
 			r.Log.Info("kernel changed", "service", name, "change", change)
 		}
 	}
-	newLed.Services = ownedServices(d, actual, led, ops, errs)
+	res.Table = actual
+	newLed.Services = ownedServices(d, actual, led)
 	r.removeStaleVIPs(ctx, d, led, newLed, res)
 	if r.Marks != nil && (len(d.Marks) > 0 || led.Marks) {
 		if err := r.Marks.SyncMarks(ctx, d.Marks); err != nil {
@@ -271,21 +276,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, d *Desired) (*Result, error)
 }
 
 // ownedServices is the set of kernel services ipvsctl answers for after a
-// reconcile: the desired ones now in the kernel and the old ones it failed to
-// delete.
-func ownedServices(d *Desired, actual *Table, led *Ledger, ops []Op, errs []error) []ServiceKey {
+// reconcile: the desired ones now in the kernel (after, the table with the
+// reconcile's changes made) and the old ones it failed to delete.
+func ownedServices(d *Desired, after *Table, led *Ledger) []ServiceKey {
 	inKernel := map[ServiceKey]bool{}
-	for _, s := range actual.Services {
+	for _, s := range after.Services {
 		inKernel[s.Key] = true
-	}
-	for i, op := range ops {
-		switch {
-		case op.Service == nil:
-		case op.Kind == OpAddService && errs[i] == nil:
-			inKernel[op.Service.Key] = true
-		case op.Kind == OpDelService && errs[i] == nil:
-			delete(inKernel, op.Service.Key)
-		}
 	}
 	var out []ServiceKey
 	seen := map[ServiceKey]bool{}

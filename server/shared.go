@@ -126,6 +126,9 @@ func (sk *sharedKernel) reconcile(ctx context.Context) (*ipvsmgr.Result, error) 
 		rep.Err = err.Error()
 	} else {
 		rep.Changes, rep.Failures, rep.Draining = len(res.Changes), res.Failures, len(res.Draining)
+		// What the kernel has now is known without reading it again: the
+		// table the reconcile read, with its changes.
+		sk.snap.Store(&Snapshot{Table: res.Table, At: time.Now()})
 	}
 	sk.last = rep
 	sk.reconciles.Add(1)
@@ -162,25 +165,32 @@ func (sk *sharedKernel) reconcileWaiting(ctx context.Context, o WriteOptions) (*
 	return &total, nil
 }
 
-// poll reads the kernel's table into the snapshot.
+// poll reads the kernel's table into the snapshot, unless a reconcile
+// stored a newer one while it read.
 func (sk *sharedKernel) poll(ctx context.Context) {
 	sk.mu.Lock()
 	kc, openErr := sk.conn, sk.openErr
 	sk.mu.Unlock()
-	prev := sk.snap.Load()
 	next := &Snapshot{At: time.Now()}
-	if prev != nil {
-		next.Table = prev.Table
-	}
 	if kc == nil {
 		next.Err = unavailable(openErr)
-		next.Table = nil
 	} else if t, err := kc.Kernel.Table(ctx); err != nil {
 		next.Err = err
 	} else {
 		next.Table = t
 	}
-	sk.snap.Store(next)
+	for {
+		prev := sk.snap.Load()
+		if prev != nil && prev.At.After(next.At) {
+			return
+		}
+		if next.Err != nil && prev != nil && kc != nil {
+			next.Table = prev.Table // keep showing the last table, marked stale
+		}
+		if sk.snap.CompareAndSwap(prev, next) {
+			return
+		}
+	}
 }
 
 func (sk *sharedKernel) lastReconcile() ReconcileReport {

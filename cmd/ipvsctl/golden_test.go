@@ -25,25 +25,7 @@ func TestGoldenSession(t *testing.T) {
 	if err := os.WriteFile(doc, []byte(webDoc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	session := [][]string{
-		{"apply", "-f", doc},
-		{"vs", "add", "dns", "--protocol", "udp", "--address", "198.18.0.53", "--port", "53", "--scheduler", "sh", "--scheduler-flags", "port"},
-		{"rs", "add", "dns", "--name", "ns1", "--address", "198.18.0.21", "--weight", "2"},
-		{"rs", "add", "dns", "--address", "198.18.0.22", "--upper-threshold", "100"},
-		{"vs", "list"},
-		{"rs", "list", "dns"},
-		{"rs", "drain", "web", "198.18.0.11"},
-		{"vs", "set", "web", "--persistence", "300", "--persistence-netmask", "255.255.255.0"},
-		{"diff"},
-		{"status"},
-		{"export", "--format", "ipvsadm"},
-		{"rs", "set", "dns", "ns1", "--weight", "-1"},
-		{"vs", "add", "bad", "--address", "198.18.0.300", "--port", "0", "--scheduler", "fastest"},
-		{"rs", "rm", "dns", "nope"},
-		{"rollback", "1"},
-		{"vs", "disable", "dns"},
-		{"export"},
-	}
+	session := goldenArgs(doc)
 	var b bytes.Buffer
 	for _, args := range session {
 		var out, errb bytes.Buffer
@@ -66,5 +48,28 @@ func TestGoldenSession(t *testing.T) {
 	}
 	if got != string(want) {
 		t.Errorf("session differs from %s (run with -update after checking):\n%s", golden, got)
+	}
+}
+
+// goldenArgs is the scripted session of the golden transcript.
+func goldenArgs(doc string) [][]string {
+	return [][]string{
+		{"apply", "-f", doc},
+		{"vs", "add", "dns", "--protocol", "udp", "--address", "198.18.0.53", "--port", "53", "--scheduler", "sh", "--scheduler-flags", "port"},
+		{"rs", "add", "dns", "--name", "ns1", "--address", "198.18.0.21", "--weight", "2"},
+		{"rs", "add", "dns", "--address", "198.18.0.22", "--upper-threshold", "100"},
+		{"vs", "list"},
+		{"rs", "list", "dns"},
+		{"rs", "drain", "web", "198.18.0.11"},
+		{"vs", "set", "web", "--persistence", "300", "--persistence-netmask", "255.255.255.0"},
+		{"diff"},
+		{"status"},
+		{"export", "--format", "ipvsadm"},
+		{"rs", "set", "dns", "ns1", "--weight", "-1"},
+		{"vs", "add", "bad", "--address", "198.18.0.300", "--port", "0", "--scheduler", "fastest"},
+		{"rs", "rm", "dns", "nope"},
+		{"rollback", "1"},
+		{"vs", "disable", "dns"},
+		{"export"},
 	}
 }

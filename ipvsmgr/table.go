@@ -1,0 +1,111 @@
+package ipvsmgr
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"syscall"
+)
+
+// Apply changes the table as the kernel does for op, refusing what the
+// kernel refuses (a service or server that exists already, or not yet).
+// The daemon keeps its copy of the kernel's table current with it; the fake
+// kernel is a table changed by it.
+func (t *Table) Apply(op Op) error {
+	var svc *VirtualService
+	if op.Service != nil {
+		svc = t.find(op.Service.Key)
+	}
+	switch op.Kind {
+	case OpAddService:
+		if svc != nil {
+			return syscall.EEXIST
+		}
+		cp := *op.Service
+		cp.Dests = nil
+		if cp.Key.FWMark != 0 {
+			cp.Key.Addr = netip.Addr{} // the kernel keys a fwmark service by mark and family only
+		}
+		t.Services = append(t.Services, &cp)
+	case OpEditService:
+		if svc == nil {
+			return syscall.ESRCH
+		}
+		svc.Scheduler, svc.Flags, svc.Timeout, svc.Netmask = op.Service.Scheduler, op.Service.Flags, op.Service.Timeout, op.Service.Netmask
+	case OpDelService:
+		if svc == nil {
+			return syscall.ESRCH
+		}
+		t.Services = slices.DeleteFunc(t.Services, func(s *VirtualService) bool { return s == svc })
+	case OpAddDest, OpEditDest, OpDelDest:
+		if svc == nil {
+			return syscall.ESRCH
+		}
+		return applyDest(svc, op)
+	case OpSetTimeouts:
+		tm := &t.Timeouts
+		for _, p := range []struct {
+			dst *uint32
+			v   uint32
+		}{{&tm.TCP, op.Timeouts.TCP}, {&tm.TCPFin, op.Timeouts.TCPFin}, {&tm.UDP, op.Timeouts.UDP}} {
+			if p.v != 0 {
+				*p.dst = p.v
+			}
+		}
+	default:
+		return fmt.Errorf("unknown op %d", op.Kind)
+	}
+	return nil
+}
+
+func applyDest(svc *VirtualService, op Op) error {
+	idx := slices.IndexFunc(svc.Dests, func(d *Destination) bool { return d.Key == op.Dest.Key })
+	if op.Dest.LowerThreshold > op.Dest.UpperThreshold && op.Kind != OpDelDest {
+		return syscall.ERANGE
+	}
+	switch op.Kind {
+	case OpAddDest:
+		if idx >= 0 {
+			return syscall.EEXIST
+		}
+		cp := *op.Dest
+		cp.ActiveConns, cp.InactiveConns = 0, 0
+		svc.Dests = append(svc.Dests, &cp)
+	case OpEditDest:
+		if idx < 0 {
+			return syscall.ENOENT
+		}
+		d := svc.Dests[idx]
+		d.Forward, d.Weight, d.UpperThreshold, d.LowerThreshold = op.Dest.Forward, op.Dest.Weight, op.Dest.UpperThreshold, op.Dest.LowerThreshold
+	case OpDelDest:
+		if idx < 0 {
+			return syscall.ENOENT
+		}
+		svc.Dests = slices.Delete(svc.Dests, idx, idx+1)
+	}
+	return nil
+}
+
+func (t *Table) find(key ServiceKey) *VirtualService {
+	for _, s := range t.Services {
+		if s.Key == key {
+			return s
+		}
+	}
+	return nil
+}
+
+// Clone is a deep copy of the table.
+func (t *Table) Clone() *Table {
+	cp := &Table{Timeouts: t.Timeouts, Services: make([]*VirtualService, len(t.Services))}
+	for i, s := range t.Services {
+		sc := *s
+		sc.Dests = make([]*Destination, len(s.Dests))
+		for j, d := range s.Dests {
+			dc := *d
+			sc.Dests[j] = &dc
+		}
+		cp.Services[i] = &sc
+	}
+	return cp
+}
