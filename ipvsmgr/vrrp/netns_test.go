@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/vishvananda/netns"
 )
@@ -72,6 +73,19 @@ func vethPair(t *testing.T) (a, b link) {
 		sh(t, "ip", "-n", l.ns, "addr", "add", l.v4+"/24", "dev", l.ifname)
 		sh(t, "ip", "-n", l.ns, "addr", "add", l.v6+"/64", "dev", l.ifname, "nodad")
 		sh(t, "ip", "-n", l.ns, "link", "set", l.ifname, "up")
+	}
+	// VRRPv3 over IPv6 speaks from the link-local address: wait for it.
+	for _, l := range []link{a, b} {
+		for i := 0; ; i++ {
+			out := sh(t, "ip", "-n", l.ns, "-6", "addr", "show", "dev", l.ifname, "scope", "link")
+			if strings.Contains(out, "fe80::") && !strings.Contains(out, "tentative") {
+				break
+			}
+			if i == 500 {
+				t.Fatalf("no link-local address on %s in %s: %s", l.ifname, l.ns, out)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 	return a, b
 }
