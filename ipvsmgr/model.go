@@ -92,7 +92,9 @@ const (
 	DefaultGARPRepeatDelay = 5 * time.Second
 )
 
-func seconds(s float64) time.Duration { return time.Duration(math.Round(s*100)) * 10 * time.Millisecond }
+func seconds(s float64) time.Duration {
+	return time.Duration(math.Round(s*100)) * 10 * time.Millisecond
+}
 
 // Advert is the advert interval, the default when unset.
 func (r *Redundancy) Advert() time.Duration {

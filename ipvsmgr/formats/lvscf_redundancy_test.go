@@ -98,7 +98,7 @@ func TestLVSCFRedundancyNotMapped(t *testing.T) {
 func TestLVSCFRedundancyErrors(t *testing.T) {
 	for doc, want := range map[string]string{
 		"backup_active = 1\nprimary = 198.18.0.2\nbackup = 198.18.0.3\nkeepalive = soon\n": `line 4: keepalive "soon": want a number 0.01..40.95`,
-		"backup_active = 1\nprimary = 198.18.0.2\nbackup = 198.18.0.3\nsyncd_id = 300\n":    `line 4: syncd_id "300": want a number 0..255`,
+		"backup_active = 1\nprimary = 198.18.0.2\nbackup = 198.18.0.3\nsyncd_id = 300\n":   `line 4: syncd_id "300": want a number 0..255`,
 	} {
 		_, err := Import(FormatLVSCF, strings.NewReader(doc))
 		if err == nil || !strings.Contains(err.Error(), want) {
