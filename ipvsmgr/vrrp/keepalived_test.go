@@ -17,11 +17,13 @@ import (
 // keepalived runs Debian's keepalived (VRRP only) in a network namespace,
 // with its configuration, pid files and log in a temporary directory.
 type keepalived struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	log  bytes.Buffer
-	done chan struct{}
+	t           *testing.T
+	vrrpPidFile string
+	cmd         *exec.Cmd
+	mu          sync.Mutex
+	log         bytes.Buffer
+	writes      []logWrite
+	done        chan struct{}
 }
 
 func requireKeepalived(t *testing.T) {
@@ -41,9 +43,10 @@ func startKeepalived(t *testing.T, ns, conf string) *keepalived {
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	k := &keepalived{t: t, done: make(chan struct{})}
-	k.cmd = exec.Command("ip", "netns", "exec", ns, "keepalived", "-n", "-l", "-D", "-G", "-P",
-		"-f", path, "-p", filepath.Join(dir, "keepalived.pid"), "-r", filepath.Join(dir, "vrrp.pid"))
+	k := &keepalived{t: t, done: make(chan struct{}), vrrpPidFile: filepath.Join(dir, "vrrp.pid")}
+	// -R: a killed VRRP process stays dead (the parent would respawn it).
+	k.cmd = exec.Command("ip", "netns", "exec", ns, "keepalived", "-n", "-l", "-D", "-G", "-P", "-R",
+		"-f", path, "-p", filepath.Join(dir, "keepalived.pid"), "-r", k.vrrpPidFile)
 	k.cmd.Stdout = k
 	k.cmd.Stderr = k
 	k.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -60,10 +63,39 @@ func startKeepalived(t *testing.T, ns, conf string) *keepalived {
 	return k
 }
 
+// logWrite is when the log grew to end bytes.
+type logWrite struct {
+	end int
+	at  time.Time
+}
+
 func (k *keepalived) Write(p []byte) (int, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.log.Write(p)
+	n, err := k.log.Write(p)
+	k.writes = append(k.writes, logWrite{end: k.log.Len(), at: time.Now()})
+	return n, err
+}
+
+// nth returns when the n-th (from 1) occurrence of s was written.
+func (k *keepalived) nth(s string, n int) (time.Time, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	text := k.log.String()
+	off := -1
+	for range n {
+		i := strings.Index(text[off+1:], s)
+		if i < 0 {
+			return time.Time{}, false
+		}
+		off += 1 + i
+	}
+	for _, w := range k.writes {
+		if w.end >= off+len(s) {
+			return w.at, true
+		}
+	}
+	return time.Time{}, false
 }
 
 func (k *keepalived) logText() string {
@@ -72,16 +104,23 @@ func (k *keepalived) logText() string {
 	return k.log.String()
 }
 
-// waitLog waits up to d for a log line containing s and returns when it came.
+// waitLog waits up to d for a log line containing s and returns when
+// keepalived wrote it.
 func (k *keepalived) waitLog(s string, d time.Duration) (time.Time, error) {
+	return k.waitNth(s, 1, d)
+}
+
+// waitNth waits up to d for the n-th line containing s and returns when
+// keepalived wrote it.
+func (k *keepalived) waitNth(s string, n int, d time.Duration) (time.Time, error) {
 	stop := time.Now().Add(d)
 	for time.Now().Before(stop) {
-		if strings.Contains(k.logText(), s) {
-			return time.Now(), nil
+		if at, ok := k.nth(s, n); ok {
+			return at, nil
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
 	}
-	return time.Time{}, fmt.Errorf("keepalived did not log %q within %s", s, d)
+	return time.Time{}, fmt.Errorf("keepalived did not log %q %d times within %s", s, n, d)
 }
 
 // countLog is how many times s is in the log.
