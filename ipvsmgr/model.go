@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"time"
 )
 
 // State is the desired state of a director: the document `ipvsctl apply`
@@ -46,6 +48,88 @@ type Settings struct {
 	// established connections at weight 0 before it is deleted. 0 means the
 	// default, DefaultDrainTimeout.
 	DrainTimeout int `json:"drain_timeout,omitempty"`
+	// Redundancy makes this director one of a VRRP pair (or group); absent,
+	// it runs alone and always carries its VIPs.
+	Redundancy *Redundancy `json:"redundancy,omitempty"`
+}
+
+// Redundancy is the VRRPv3 virtual router the directors share: the same on
+// each (it is in the replicated document). Each director's own priority is
+// node-local, outside the document. Times are in seconds, fractions allowed
+// down to 0.01. The VIPs carried are the services' addresses that have an
+// interface.
+type Redundancy struct {
+	VRID      int    `json:"vrid"`
+	Interface string `json:"interface"`
+	// AdvertInterval between adverts; 0 means 1 s.
+	AdvertInterval float64 `json:"advert_interval,omitempty"`
+	// Peers, when set, are the directors' addresses: adverts go to each
+	// by unicast (a director skips its own address) instead of multicast.
+	Peers []string `json:"peers,omitempty"`
+	// Preempt lets a director of higher priority take over from a lower
+	// one (default true); PreemptDelay holds it back that long.
+	Preempt      *bool   `json:"preempt,omitempty"`
+	PreemptDelay float64 `json:"preempt_delay,omitempty"`
+	// SyncDaemon runs the kernel's connection sync daemon (master on the
+	// master, backup on the backup) on SyncInterface (default Interface)
+	// with SyncID (default 0), so that connections survive a failover.
+	SyncDaemon    bool   `json:"sync_daemon,omitempty"`
+	SyncInterface string `json:"sync_interface,omitempty"`
+	SyncID        int    `json:"sync_id,omitempty"`
+	// TrackInterfaces put the director in fault while one is down.
+	TrackInterfaces []string `json:"track_interfaces,omitempty"`
+	// GARPCount gratuitous ARPs / unsolicited NAs per VIP on becoming master
+	// (default 5), and as many again GARPRepeatDelay later (default 5 s; 0
+	// for no repeat).
+	GARPCount       *int     `json:"garp_count,omitempty"`
+	GARPRepeatDelay *float64 `json:"garp_repeat_delay,omitempty"`
+}
+
+// Defaults of the redundancy settings.
+const (
+	DefaultAdvertInterval  = time.Second
+	DefaultGARPCount       = 5
+	DefaultGARPRepeatDelay = 5 * time.Second
+)
+
+// centiseconds is s seconds in VRRP's unit, the centisecond.
+func centiseconds(s float64) time.Duration {
+	return time.Duration(math.Round(s*100)) * 10 * time.Millisecond
+}
+
+// Advert is the advert interval, the default when unset.
+func (r *Redundancy) Advert() time.Duration {
+	if r.AdvertInterval == 0 {
+		return DefaultAdvertInterval
+	}
+	return centiseconds(r.AdvertInterval)
+}
+
+// PreemptOn is whether preemption is on (the default).
+func (r *Redundancy) PreemptOn() bool { return r.Preempt == nil || *r.Preempt }
+
+// Delay is the preempt delay.
+func (r *Redundancy) Delay() time.Duration { return centiseconds(r.PreemptDelay) }
+
+// GARPs is how many announcements per VIP in a burst, and the delay of the
+// repeat (0: none).
+func (r *Redundancy) GARPs() (int, time.Duration) {
+	n, d := DefaultGARPCount, DefaultGARPRepeatDelay
+	if r.GARPCount != nil {
+		n = *r.GARPCount
+	}
+	if r.GARPRepeatDelay != nil {
+		d = centiseconds(*r.GARPRepeatDelay)
+	}
+	return n, d
+}
+
+// SyncDaemonInterface is where the connection sync daemon runs.
+func (r *Redundancy) SyncDaemonInterface() string {
+	if r.SyncInterface != "" {
+		return r.SyncInterface
+	}
+	return r.Interface
 }
 
 // DefaultDrainTimeout is the drain bound when settings.drain_timeout is 0.

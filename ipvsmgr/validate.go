@@ -2,6 +2,7 @@ package ipvsmgr
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -88,6 +89,71 @@ func (v *validator) settings(s *Settings) {
 	v.rangeCheck("settings.tcpfin_timeout", s.TCPFinTimeout, 0, maxTimeout)
 	v.rangeCheck("settings.udp_timeout", s.UDPTimeout, 0, maxTimeout)
 	v.rangeCheck("settings.drain_timeout", s.DrainTimeout, 0, maxDrain)
+	if s.Redundancy != nil {
+		v.redundancy("settings.redundancy", s.Redundancy)
+	}
+}
+
+const (
+	maxPreemptDelay = 1000 // seconds, as keepalived
+	maxGARPCount    = 1000
+	maxGARPDelay    = 3600
+)
+
+// centiseconds checks a time in seconds that VRRP carries in centiseconds.
+func (v *validator) centiseconds(field string, val, lo, hi float64) {
+	switch {
+	case math.IsNaN(val) || val < lo || val > hi:
+		v.addf(field, "%v is out of range %v..%v seconds", val, lo, hi)
+	case math.Abs(val*100-math.Round(val*100)) > 1e-6:
+		v.addf(field, "%v is not a whole number of hundredths of a second", val)
+	}
+}
+
+func (v *validator) redundancy(field string, r *Redundancy) {
+	v.rangeCheck(field+".vrid", r.VRID, 1, 255)
+	if !validInterfaceName(r.Interface) {
+		v.addf(field+".interface", "%q is not an interface name", r.Interface)
+	}
+	if r.AdvertInterval != 0 {
+		v.centiseconds(field+".advert_interval", r.AdvertInterval, 0.01, 40.95)
+	}
+	var family *bool
+	seen := map[netip.Addr]int{}
+	for i, p := range r.Peers {
+		f := fmt.Sprintf("%s.peers[%d]", field, i)
+		a, err := parseAddr(p)
+		if err != nil {
+			v.addf(f, "%s", err)
+			continue
+		}
+		if j, dup := seen[a]; dup {
+			v.addf(f, "%s is already peers[%d]", a, j)
+			continue
+		}
+		seen[a] = i
+		if is4 := a.Is4(); family == nil {
+			family = &is4
+		} else if *family != is4 {
+			v.addf(f, "%s is not of the family of peers[0]", a)
+		}
+	}
+	v.centiseconds(field+".preempt_delay", r.PreemptDelay, 0, maxPreemptDelay)
+	if r.SyncInterface != "" && !validInterfaceName(r.SyncInterface) {
+		v.addf(field+".sync_interface", "%q is not an interface name", r.SyncInterface)
+	}
+	v.rangeCheck(field+".sync_id", r.SyncID, 0, 255)
+	for i, name := range r.TrackInterfaces {
+		if !validInterfaceName(name) {
+			v.addf(fmt.Sprintf("%s.track_interfaces[%d]", field, i), "%q is not an interface name", name)
+		}
+	}
+	if r.GARPCount != nil {
+		v.rangeCheck(field+".garp_count", *r.GARPCount, 0, maxGARPCount)
+	}
+	if r.GARPRepeatDelay != nil {
+		v.centiseconds(field+".garp_repeat_delay", *r.GARPRepeatDelay, 0, maxGARPDelay)
+	}
 }
 
 func protocolNumber(s string) (uint16, bool) {

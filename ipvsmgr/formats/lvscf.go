@@ -26,7 +26,7 @@ var lvsGlobalOrder = []string{
 	"serial_no", "primary", "primary_private", "primary_shared", "service", "rsh_command",
 	"backup_active", "backup", "backup_private", "backup_shared", "heartbeat", "heartbeat_port",
 	"keepalive", "deadtime", "network", "nat_router", "nat_nmask", "reservation_conflict_action",
-	"debug_level", "active_cmd", "inactive_cmd", "monitor_links", "syncdaemon",
+	"debug_level", "active_cmd", "inactive_cmd", "monitor_links", "syncdaemon", "syncd_iface", "syncd_id", "vrrp_vrid",
 	"tcp_timeout", "tcpfin_timeout", "udp_timeout",
 }
 
@@ -95,6 +95,9 @@ func parseLVSCF(data []byte) (*ipvsmgr.State, lineIndex, error) {
 	if b := p.top(); b != nil {
 		p.line = b.line
 		return nil, nil, p.errf("%s %s: block is not closed (missing })", b.kind, b.name)
+	}
+	if err := p.mapRedundancy(); err != nil {
+		return nil, nil, err
 	}
 	return p.st, p.lines, nil
 }
@@ -423,9 +426,20 @@ func exportLVSCF(st *ipvsmgr.State, w io.Writer) error {
 		}
 		scoped[k.Scope] = append(scoped[k.Scope], k)
 	}
+	red, weak, err := lvsRedundancyValues(st.Settings.Redundancy)
+	if err != nil {
+		return err
+	}
 	bw := bufio.NewWriter(w)
 	globals := scoped[""]
+	imported := func(key string) bool {
+		return slices.ContainsFunc(globals, func(k ipvsmgr.ImportedKey) bool { return k.Key == key })
+	}
 	for _, key := range lvsGlobalOrder {
+		if v, ok := red[key]; ok && !(slices.Contains(weak, key) && imported(key)) {
+			writeKV(bw, "", key, v)
+			continue
+		}
 		switch key {
 		case "network":
 			fmt.Fprintf(bw, "network = %s\n", map[string]string{"dr": "direct", "nat": "nat", "tun": "tunnel"}[network])
@@ -440,6 +454,9 @@ func exportLVSCF(st *ipvsmgr.State, w io.Writer) error {
 			}
 			fallthrough
 		default:
+			if _, ok := red[key]; ok && !slices.Contains(weak, key) {
+				continue // settings.redundancy says it
+			}
 			for _, k := range globals {
 				if k.Key == key {
 					writeKV(bw, "", k.Key, k.Value)
