@@ -55,6 +55,7 @@ func Compile(st *State) (*Desired, error) {
 		svc := &st.Services[i]
 		field := fmt.Sprintf("services[%d]", i)
 		if svc.Name != "" {
+			v.name(field+".name", svc.Name)
 			if prev, dup := seenNames[svc.Name]; dup {
 				v.addf(field+".name", "%q is already the name of %s", svc.Name, prev)
 			} else {
@@ -285,6 +286,7 @@ func (v *validator) servers(field string, svc *Service, vs *VirtualService, fwd 
 			return fmt.Sprintf("%s.servers[%d].%s", field, j, leaf)
 		}
 		if rs.Name != "" {
+			v.name(f("name"), rs.Name)
 			if prev, dup := seenName[rs.Name]; dup {
 				v.addf(f("name"), "%q is already the name of %s.servers[%d]", rs.Name, field, prev)
 			} else {

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Problem is one invalid value: the field's path in the document, and what is
@@ -191,4 +193,28 @@ func parseNetmask(family uint16, s string) (uint32, error) {
 		return 0, fmt.Errorf("%q is not a contiguous netmask", s)
 	}
 	return m, nil
+}
+
+// MaxNameChars bounds the names of services and real servers, which go into
+// history lines, logs, URLs and the panel.
+const MaxNameChars = 64
+
+// name checks a service's or server's name: 1..64 printable characters,
+// no spaces or control characters.
+func (v *validator) name(field, s string) {
+	n := utf8.RuneCountInString(s)
+	ok := utf8.ValidString(s) && n >= 1 && n <= MaxNameChars
+	for _, r := range s {
+		if !unicode.IsPrint(r) || unicode.IsSpace(r) {
+			ok = false
+		}
+	}
+	if ok {
+		return
+	}
+	shown := s
+	if n > 40 {
+		shown = string([]rune(s)[:40]) + "..."
+	}
+	v.addf(field, "%q is not a valid name (1..%d printable characters without spaces or control characters; this one has %d)", shown, MaxNameChars, n)
 }

@@ -136,3 +136,25 @@ func TestCompileKinds(t *testing.T) {
 		t.Errorf("op = %s", got)
 	}
 }
+
+// Names go into history lines, logs, URLs and the panel: a newline, a
+// space or 5,000 characters are refused with the field and the value.
+func TestNamesAreBounded(t *testing.T) {
+	for _, name := range []string{"web\nEVIL", "a b", strings.Repeat("x", 65), "tab\there"} {
+		st := &ipvsmgr.State{Services: []ipvsmgr.Service{{Name: name, Address: "198.18.0.1", Port: 80,
+			Servers: []Server{{Name: name, Address: "198.18.0.11"}}}}}
+		_, err := Compile(st)
+		if err == nil {
+			t.Fatalf("name %q accepted", name)
+		}
+		for _, field := range []string{"services[0].name", "services[0].servers[0].name"} {
+			if !strings.Contains(err.Error(), field+": ") || !strings.Contains(err.Error(), "not a valid name") {
+				t.Errorf("name %q: %v does not name %s", name, err, field)
+			}
+		}
+	}
+	ok := &State{Services: []Service{{Name: strings.Repeat("é", 64), Address: "198.18.0.1", Port: 80, Servers: []Server{}}}}
+	if _, err := Compile(ok); err != nil {
+		t.Errorf("64 printable characters refused: %v", err)
+	}
+}
