@@ -141,7 +141,7 @@ func TestCompileKinds(t *testing.T) {
 // space or 5,000 characters are refused with the field and the value.
 func TestNamesAreBounded(t *testing.T) {
 	for _, name := range []string{"web\nEVIL", "a b", strings.Repeat("x", 65), "tab\there"} {
-		st := &ipvsmgr.State{Services: []ipvsmgr.Service{{Name: name, Address: "198.18.0.1", Port: 80,
+		st := &State{Services: []Service{{Name: name, Address: "198.18.0.1", Port: 80,
 			Servers: []Server{{Name: name, Address: "198.18.0.11"}}}}}
 		_, err := Compile(st)
 		if err == nil {
