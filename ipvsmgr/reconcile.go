@@ -250,11 +250,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, d *Desired) (*Result, error)
 		}
 		res.Applied = append(res.Applied, op)
 		res.Changes = append(res.Changes, change)
-		_ = actual.Apply(op) // the kernel took it, so the table does
 		if logChanges {
 			r.Log.Info("kernel changed", "service", name, "change", change)
 		}
 	}
+	actual.ApplyMade(ops, errs) // what the kernel took, the table now has
 	res.Table = actual
 	newLed.Services = ownedServices(d, actual, led)
 	r.removeStaleVIPs(ctx, d, led, newLed, res)

@@ -86,6 +86,37 @@ func applyDest(svc *VirtualService, op Op) error {
 	return nil
 }
 
+// ApplyMade changes the table by every op the kernel made (errs[i] nil),
+// finding each service through one index: a reconcile of 11,000 changes
+// looks each up once.
+func (t *Table) ApplyMade(ops []Op, errs []error) {
+	at := make(map[ServiceKey]*VirtualService, len(t.Services))
+	for _, s := range t.Services {
+		at[s.Key] = s
+	}
+	for i, op := range ops {
+		if errs[i] != nil {
+			continue
+		}
+		if op.Service == nil || op.Kind == OpAddService || op.Kind == OpDelService {
+			_ = t.Apply(op)
+			if op.Kind == OpAddService {
+				at[op.Service.Key] = t.Services[len(t.Services)-1]
+			} else if op.Kind == OpDelService {
+				delete(at, op.Service.Key)
+			}
+			continue
+		}
+		if svc := at[op.Service.Key]; svc != nil {
+			if op.Kind == OpEditService {
+				svc.Scheduler, svc.Flags, svc.Timeout, svc.Netmask = op.Service.Scheduler, op.Service.Flags, op.Service.Timeout, op.Service.Netmask
+			} else {
+				_ = applyDest(svc, op)
+			}
+		}
+	}
+}
+
 func (t *Table) find(key ServiceKey) *VirtualService {
 	for _, s := range t.Services {
 		if s.Key == key {
