@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
@@ -55,6 +56,9 @@ type Core struct {
 	now      func() time.Time
 
 	shared *sharedKernel // the daemon's kernel, reconciler and snapshot; nil in a CLI
+
+	writeMu sync.Mutex // the daemon's writes, one at a time, on cur
+	cur     *current   // the daemon's copy of the current state
 }
 
 // Config configures a Core.
@@ -219,6 +223,13 @@ func (c *Core) replace(ctx context.Context, a Actor, label string, doc *ipvsmgr.
 			return nil, err
 		}
 		res.Revision, res.Changed = rev, changed
+		if c.shared != nil {
+			c.writeMu.Lock()
+			if c.cur == nil || c.cur.rev < rev {
+				c.cur = &current{rev: rev, st: doc, enc: encServices}
+			}
+			c.writeMu.Unlock()
+		}
 		break
 	}
 	return c.afterCommit(ctx, res, desired, o, wait)
@@ -227,7 +238,7 @@ func (c *Core) replace(ctx context.Context, a Actor, label string, doc *ipvsmgr.
 // update changes the stored desired state with change (retried on a
 // concurrent write), refuses a result that does not validate, then makes the
 // kernel match the stored state unless NoApply.
-func (c *Core) update(ctx context.Context, a Actor, action, target string, o WriteOptions, change func(cur *ipvsmgr.State) (string, error)) (res *WriteResult, err error) {
+func (c *Core) update(ctx context.Context, a Actor, action, target string, o WriteOptions, change func(cur *ipvsmgr.State) (edit, error)) (res *WriteResult, err error) {
 	var summary string
 	defer func() { c.audit(ctx, a, action, target, res, err, summary) }()
 	lock, wait, err := c.beginReconcile(ctx, o)
@@ -236,13 +247,20 @@ func (c *Core) update(ctx context.Context, a Actor, action, target string, o Wri
 	}
 	defer lock.unlock()
 	var desired *ipvsmgr.Desired
+	if c.shared != nil {
+		res, desired, summary, err = c.updateCurrent(ctx, a, o, change)
+		if err != nil {
+			return nil, err
+		}
+		return c.afterCommit(ctx, res, desired, o, wait)
+	}
 	res = &WriteResult{}
 	res.Revision, res.Changed, err = c.store.Update(ctx, a.Name, a.Via, func(cur *ipvsmgr.State, base int64) (string, error) {
 		if o.Base != 0 && o.Base != base {
 			return "", &store.StaleError{Base: o.Base, Current: base}
 		}
-		var err error
-		if summary, err = change(cur); err != nil {
+		ed, err := change(cur)
+		if summary = ed.summary; err != nil {
 			return "", err
 		}
 		if desired, err = ipvsmgr.Compile(cur); err != nil {
