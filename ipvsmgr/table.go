@@ -86,28 +86,50 @@ func applyDest(svc *VirtualService, op Op) error {
 	return nil
 }
 
-// ApplyMade changes the table by every op the kernel made (errs[i] nil),
-// finding each service through one index: a reconcile of 11,000 changes
-// looks each up once.
-func (t *Table) ApplyMade(ops []Op, errs []error) {
-	at := make(map[ServiceKey]*VirtualService, len(t.Services))
-	for _, s := range t.Services {
-		at[s.Key] = s
+// With is the table after every op the kernel made (errs[i] nil), leaving
+// t as it was: the services no op touched are shared with t, so a change of
+// one weight in a table of 11,000 real servers copies one service.
+func (t *Table) With(ops []Op, errs []error) *Table {
+	out := &Table{Timeouts: t.Timeouts, Services: slices.Clone(t.Services)}
+	at := make(map[ServiceKey]int, len(out.Services))
+	for i, s := range out.Services {
+		at[s.Key] = i
 	}
+	copied := map[ServiceKey]bool{}
 	for i, op := range ops {
 		if errs[i] != nil {
 			continue
 		}
-		if op.Service == nil || op.Kind == OpAddService || op.Kind == OpDelService {
-			_ = t.Apply(op)
-			if op.Kind == OpAddService {
-				at[op.Service.Key] = t.Services[len(t.Services)-1]
-			} else if op.Kind == OpDelService {
-				delete(at, op.Service.Key)
-			}
+		if op.Service == nil {
+			_ = out.Apply(op)
 			continue
 		}
-		if svc := at[op.Service.Key]; svc != nil {
+		j, ok := at[op.Service.Key]
+		switch {
+		case op.Kind == OpAddService:
+			_ = out.Apply(op)
+			at[op.Service.Key] = len(out.Services) - 1
+			copied[op.Service.Key] = true // Apply made it
+		case op.Kind == OpDelService:
+			if ok {
+				out.Services = slices.Delete(out.Services, j, j+1)
+				for k, s := range out.Services[j:] {
+					at[s.Key] = j + k
+				}
+				delete(at, op.Service.Key)
+			}
+		case ok:
+			svc := out.Services[j]
+			if !copied[svc.Key] {
+				cp := *svc
+				cp.Dests = make([]*Destination, len(svc.Dests))
+				for k, d := range svc.Dests {
+					dc := *d
+					cp.Dests[k] = &dc
+				}
+				svc, out.Services[j] = &cp, &cp
+				copied[svc.Key] = true
+			}
 			if op.Kind == OpEditService {
 				svc.Scheduler, svc.Flags, svc.Timeout, svc.Netmask = op.Service.Scheduler, op.Service.Flags, op.Service.Timeout, op.Service.Netmask
 			} else {
@@ -115,6 +137,7 @@ func (t *Table) ApplyMade(ops []Op, errs []error) {
 			}
 		}
 	}
+	return out
 }
 
 func (t *Table) find(key ServiceKey) *VirtualService {
