@@ -152,7 +152,7 @@ func (c *Core) beginReconcile(ctx context.Context, o WriteOptions) (*kernelLock,
 type storedDoc struct {
 	base   int64
 	doc    []byte
-	parsed func() (*ipvsmgr.StoredState, error)
+	parsed func() (*store.StoredState, error)
 }
 
 // readStored reads the current document in the background.
@@ -163,12 +163,12 @@ func (c *Core) readStored(ctx context.Context) func() (*storedDoc, error) {
 		var err error
 		sd.base, sd.doc, err = c.store.CurrentDocument(ctx)
 		parsed := make(chan struct{})
-		var was *ipvsmgr.StoredState
+		var was *store.StoredState
 		var perr error
-		sd.parsed = func() (*ipvsmgr.StoredState, error) { <-parsed; return was, perr }
+		sd.parsed = func() (*store.StoredState, error) { <-parsed; return was, perr }
 		ch <- err
 		if err == nil {
-			was, perr = ipvsmgr.ParseStored(sd.doc)
+			was, perr = store.ParseStored(sd.doc)
 		}
 		close(parsed)
 	}()
@@ -197,7 +197,7 @@ func (c *Core) replace(ctx context.Context, a Actor, label string, doc *ipvsmgr.
 			if base, cur, err = c.store.CurrentDocument(ctx); err != nil {
 				return nil, err
 			}
-			parsed = func() (*ipvsmgr.StoredState, error) { return ipvsmgr.ParseStored(cur) }
+			parsed = func() (*store.StoredState, error) { return store.ParseStored(cur) }
 		}
 		if o.Base != 0 && o.Base != base {
 			return nil, &store.StaleError{Base: o.Base, Current: base}

@@ -264,8 +264,8 @@ func JoinServices(st *ipvsmgr.State, services [][]byte) ([]byte, error) {
 
 // CommitDocument is Commit for a state already encoded with Encode.
 // prevDelta, if not nil, is the base revision's document as a reverse delta
-// against this one (StoredState.ReverseDelta), made by a caller that has both
-// split already; without it the store makes it.
+// against this one (ReverseDelta), made by a caller that has both split
+// already (StoredState.ChangesTo); without it the store makes it.
 func (s *Store) CommitDocument(ctx context.Context, base int64, docBytes, prevDelta []byte, author, via, summary string) (rev int64, changed bool, err error) {
 	doc := string(docBytes)
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -291,7 +291,7 @@ func (s *Store) CommitDocument(ctx context.Context, base int64, docBytes, prevDe
 			return 0, false, fmt.Errorf("store desired state: %w", busy(err))
 		}
 		// One not in the stored form (edited by hand) stays whole.
-		prevDelta, _ = ipvsmgr.ReverseDelta([]byte(prev), docBytes)
+		prevDelta, _ = ReverseDelta([]byte(prev), docBytes)
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO revisions (created_at, author, via, summary, state) VALUES (?, ?, ?, ?, ?)`,
 		time.Now().UTC().Format(time.RFC3339Nano), author, via, summary, doc)
@@ -409,7 +409,7 @@ func (s *Store) undoDeltas(ctx context.Context, id int64, delta string) (string,
 	}
 	b := []byte(doc)
 	for i := len(deltas) - 1; i >= 0; i-- {
-		if b, err = ipvsmgr.UndoDelta([]byte(deltas[i]), b); err != nil {
+		if b, err = UndoDelta([]byte(deltas[i]), b); err != nil {
 			return "", err
 		}
 	}
