@@ -107,9 +107,17 @@ func (t *Table) With(ops []Op, errs []error) *Table {
 		j, ok := at[op.Service.Key]
 		switch {
 		case op.Kind == OpAddService:
-			_ = out.Apply(op)
+			if ok {
+				continue // the kernel refuses it: errs[i] was set
+			}
+			cp := *op.Service
+			cp.Dests = nil
+			if cp.Key.FWMark != 0 {
+				cp.Key.Addr = netip.Addr{} // the kernel keys a fwmark service by mark and family only
+			}
+			out.Services = append(out.Services, &cp)
 			at[op.Service.Key] = len(out.Services) - 1
-			copied[op.Service.Key] = true // Apply made it
+			copied[op.Service.Key] = true
 		case op.Kind == OpDelService:
 			if ok {
 				out.Services = slices.Delete(out.Services, j, j+1)

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
@@ -80,11 +82,12 @@ func (c *Core) updateCurrent(ctx context.Context, a Actor, o WriteOptions, chang
 		if err != nil {
 			return nil, nil, ed.summary, err
 		}
-		doc, err := store.JoinServices(&next, enc)
-		if err != nil {
-			return nil, nil, ed.summary, err
+		from := unchanged(cur, &next, enc, ed)
+		if from != nil && ed.removed < 0 && len(enc) == len(cur.enc) && !slices.Contains(from, -1) {
+			// Nothing changed (a weight set to what it was): no revision.
+			return &WriteResult{Revision: cur.rev}, desired, ed.summary, nil
 		}
-		rev, changed, err := c.store.CommitDocument(ctx, cur.rev, doc, nil, a.Name, a.Via, ed.summary)
+		rev, changed, err := c.commit(ctx, a, cur, &next, enc, from, ed.summary)
 		var stale *store.StaleError
 		if errors.As(err, &stale) && attempt < 50 {
 			c.cur = nil // another process wrote: read it again
@@ -96,6 +99,47 @@ func (c *Core) updateCurrent(ctx context.Context, a Actor, o WriteOptions, chang
 		c.cur = &current{rev: rev, st: &next, enc: enc, cache: cur.cache}
 		return &WriteResult{Revision: rev, Changed: changed}, desired, ed.summary, nil
 	}
+}
+
+// commit stores next: as a forward delta against cur when from says which
+// services are cur's (a few kilobytes for a weight change), else whole.
+func (c *Core) commit(ctx context.Context, a Actor, cur *current, next *ipvsmgr.State, enc [][]byte, from []int, summary string) (int64, bool, error) {
+	if from != nil {
+		delta, err := store.ForwardDelta(next, enc, from)
+		if err != nil {
+			return 0, false, err
+		}
+		rev, err := c.store.CommitForward(ctx, cur.rev, delta, a.Name, a.Via, summary)
+		if !errors.Is(err, store.ErrWholeNeeded) {
+			return rev, err == nil, err
+		}
+	}
+	doc, err := store.JoinServices(next, enc)
+	if err != nil {
+		return 0, false, err
+	}
+	return c.store.CommitDocument(ctx, cur.rev, doc, nil, a.Name, a.Via, summary)
+}
+
+// unchanged maps each service of next to its index in cur when the edit
+// left it as it was (-1 when not); nil when the edit may have changed
+// anything, settings included.
+func unchanged(cur *current, next *ipvsmgr.State, enc [][]byte, ed edit) []int {
+	if ed.whole || !reflect.DeepEqual(cur.st.Settings, next.Settings) || !reflect.DeepEqual(cur.st.Imported, next.Imported) {
+		return nil
+	}
+	from := make([]int, len(enc))
+	for j := range from {
+		i := j
+		if ed.removed >= 0 && j >= ed.removed {
+			i = j + 1
+		}
+		from[j] = i
+		if i >= len(cur.enc) || (j == ed.touched && !bytes.Equal(enc[j], cur.enc[i])) {
+			from[j] = -1
+		}
+	}
+	return from
 }
 
 // reencode gives each service of next its encoding, taking cur's for the

@@ -56,6 +56,11 @@ type sharedKernel struct {
 
 var errKernelClosed = errors.New("kernel connection closed")
 
+// knownFor is how long a table read stays good enough to plan a write on:
+// the poll refreshes it every PollInterval, and every reconcile keeps it
+// current with its own changes.
+const knownFor = 10 * time.Second
+
 // unavailable says why the kernel is not open (the caller holds mu).
 func (sk *sharedKernel) unavailable() error { return unavailable(sk.openErr) }
 
@@ -85,7 +90,7 @@ func (sk *sharedKernel) connect() error {
 		return err
 	}
 	sk.conn, sk.openErr = kc, nil
-	sk.rec = kc.reconciler(sk.store, sk.log)
+	sk.rec = kc.reconciler(&cachedLedger{LedgerStore: sk.store}, sk.log)
 	close(sk.ready)
 	return nil
 }
@@ -109,8 +114,11 @@ func (sk *sharedKernel) offer(rev int64, desired *ipvsmgr.Desired) {
 	}
 }
 
-// reconcile makes the kernel match the newest desired state known.
-func (sk *sharedKernel) reconcile(ctx context.Context) (*ipvsmgr.Result, error) {
+// reconcile makes the kernel match the newest desired state known. With
+// known, it plans against the table the daemon knows the kernel has (the
+// snapshot: its last read with the changes made since), as a write does; the
+// periodic reconcile reads the kernel, which repairs what others changed.
+func (sk *sharedKernel) reconcile(ctx context.Context, known bool) (*ipvsmgr.Result, error) {
 	sk.mu.Lock()
 	defer sk.mu.Unlock()
 	if sk.conn == nil {
@@ -120,7 +128,13 @@ func (sk *sharedKernel) reconcile(ctx context.Context) (*ipvsmgr.Result, error) 
 		return &ipvsmgr.Result{}, nil
 	}
 	start := time.Now()
-	res, err := sk.rec.Reconcile(ctx, sk.desired)
+	var res *ipvsmgr.Result
+	var err error
+	if snap := sk.snap.Load(); known && snap != nil && snap.Table != nil && snap.Err == nil && time.Since(snap.At) < knownFor {
+		res, err = sk.rec.ReconcileOn(ctx, sk.desired, snap.Table)
+	} else {
+		res, err = sk.rec.Reconcile(ctx, sk.desired)
+	}
 	rep := ReconcileReport{Revision: sk.rev, At: start, Duration: time.Since(start)}
 	if err != nil {
 		rep.Err = err.Error()
@@ -141,7 +155,7 @@ func (sk *sharedKernel) reconcile(ctx context.Context) (*ipvsmgr.Result, error) 
 // reconcileWaiting reconciles, then again every second while real servers
 // drain, unless told not to wait.
 func (sk *sharedKernel) reconcileWaiting(ctx context.Context, o WriteOptions) (*ipvsmgr.Result, error) {
-	res, err := sk.reconcile(ctx)
+	res, err := sk.reconcile(ctx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +168,7 @@ func (sk *sharedKernel) reconcileWaiting(ctx context.Context, o WriteOptions) (*
 		case <-ctx.Done():
 		case <-time.After(time.Second):
 		}
-		if res, err = sk.reconcile(ctx); err != nil {
+		if res, err = sk.reconcile(ctx, false); err != nil {
 			return nil, err
 		}
 		total.Applied = append(total.Applied, res.Applied...)

@@ -180,15 +180,21 @@ func (s *Store) Current(ctx context.Context) (*ipvsmgr.State, int64, error) {
 // (compact JSON), without decoding it; nil before the first change.
 func (s *Store) CurrentDocument(ctx context.Context) (int64, []byte, error) {
 	var id int64
-	var doc string
-	err := s.db.QueryRowContext(ctx, `SELECT id, state FROM revisions ORDER BY id DESC LIMIT 1`).Scan(&id, &doc)
+	var doc []byte
+	var kind int
+	err := s.db.QueryRowContext(ctx, `SELECT id, state, delta FROM revisions ORDER BY id DESC LIMIT 1`).Scan(&id, &doc, &kind)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil, nil
 	}
 	if err != nil {
 		return 0, nil, fmt.Errorf("read desired state: %w", busy(err))
 	}
-	return id, []byte(doc), nil
+	if kind == kindForward {
+		if doc, err = forwardChain(ctx, s.db, id); err != nil {
+			return 0, nil, fmt.Errorf("read desired state: %w", err)
+		}
+	}
+	return id, doc, nil
 }
 
 // CurrentRevision returns the number of the current revision (0 if none).
@@ -234,32 +240,13 @@ func JoinServices(st *ipvsmgr.State, services [][]byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode settings: %w", err)
 	}
-	n := len(settings) + 64
-	for _, s := range services {
-		n += len(s) + 1
-	}
-	doc := make([]byte, 0, n)
-	doc = append(append(append(doc, `{"settings":`...), settings...), `,"services":`...)
-	if st.Services == nil {
-		doc = append(doc, "null"...)
-	} else {
-		doc = append(doc, '[')
-		for i, s := range services {
-			if i > 0 {
-				doc = append(doc, ',')
-			}
-			doc = append(doc, s...)
-		}
-		doc = append(doc, ']')
-	}
+	p := ipvsmgr.StoredParts{Settings: settings, Services: services, ServicesNull: st.Services == nil}
 	if len(st.Imported) > 0 {
-		imp, err := json.Marshal(st.Imported)
-		if err != nil {
+		if p.Imported, err = json.Marshal(st.Imported); err != nil {
 			return nil, fmt.Errorf("encode imported keys: %w", err)
 		}
-		doc = append(append(doc, `,"imported":`...), imp...)
 	}
-	return append(doc, '}'), nil
+	return p.Join(), nil
 }
 
 // CommitDocument is Commit for a state already encoded with Encode.
@@ -275,17 +262,27 @@ func (s *Store) CommitDocument(ctx context.Context, base int64, docBytes, prevDe
 	defer tx.Rollback()
 	var cur int64
 	var same bool
-	err = tx.QueryRowContext(ctx, `SELECT id, state = ? FROM revisions ORDER BY id DESC LIMIT 1`, doc).Scan(&cur, &same)
+	var kind int
+	err = tx.QueryRowContext(ctx, `SELECT id, state = ?, delta FROM revisions ORDER BY id DESC LIMIT 1`, doc).Scan(&cur, &same, &kind)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, false, fmt.Errorf("store desired state: %w", busy(err))
 	}
 	if cur != base {
 		return 0, false, &StaleError{Base: base, Current: cur}
 	}
+	if kind == kindForward {
+		// The current revision is a delta: compare with the document it
+		// stands for. It stays a forward delta (the chain before it needs it).
+		prev, err := forwardChain(ctx, tx, cur)
+		if err != nil {
+			return 0, false, fmt.Errorf("store desired state: %w", err)
+		}
+		same, prevDelta = string(prev) == doc, nil
+	}
 	if cur != 0 && same {
 		return cur, false, nil
 	}
-	if cur != 0 && prevDelta == nil {
+	if cur != 0 && prevDelta == nil && kind == kindWhole {
 		var prev string
 		if err := tx.QueryRowContext(ctx, `SELECT state FROM revisions WHERE id = ?`, cur).Scan(&prev); err != nil {
 			return 0, false, fmt.Errorf("store desired state: %w", busy(err))
@@ -299,7 +296,7 @@ func (s *Store) CommitDocument(ctx context.Context, base int64, docBytes, prevDe
 		return 0, false, fmt.Errorf("store desired state: %w", busy(err))
 	}
 	// The revision before keeps only what this one does not have.
-	if cur != 0 && prevDelta != nil {
+	if cur != 0 && prevDelta != nil && kind == kindWhole {
 		if _, err := tx.ExecContext(ctx, `UPDATE revisions SET state = ?, delta = 1 WHERE id = ?`, string(prevDelta), cur); err != nil {
 			return 0, false, fmt.Errorf("store desired state: %w", busy(err))
 		}
@@ -358,9 +355,9 @@ func (s *Store) History(ctx context.Context, limit int) ([]Revision, error) {
 func (s *Store) Revision(ctx context.Context, id int64) (*Revision, error) {
 	r := &Revision{ID: id}
 	var at, doc string
-	var delta bool
+	var kind int
 	err := s.db.QueryRowContext(ctx, `SELECT created_at, author, via, summary, state, delta FROM revisions WHERE id = ?`, id).
-		Scan(&at, &r.Author, &r.Via, &r.Summary, &doc, &delta)
+		Scan(&at, &r.Author, &r.Via, &r.Summary, &doc, &kind)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("revision %d: %w", id, ErrNotFound)
 	}
@@ -368,10 +365,17 @@ func (s *Store) Revision(ctx context.Context, id int64) (*Revision, error) {
 		return nil, fmt.Errorf("read revision %d: %w", id, busy(err))
 	}
 	r.At, _ = time.Parse(time.RFC3339Nano, at)
-	if delta {
+	switch kind {
+	case kindReverse:
 		if doc, err = s.undoDeltas(ctx, id, doc); err != nil {
 			return nil, fmt.Errorf("read revision %d: %w", id, err)
 		}
+	case kindForward:
+		b, err := forwardChain(ctx, s.db, id)
+		if err != nil {
+			return nil, fmt.Errorf("read revision %d: %w", id, err)
+		}
+		doc = string(b)
 	}
 	if r.State, err = decodeState(doc); err != nil {
 		return nil, err
@@ -397,11 +401,14 @@ func (s *Store) undoDeltas(ctx context.Context, id int64, delta string) (string,
 			return "", errors.New("no whole document after a reverse delta")
 		}
 		var state string
-		var isDelta bool
-		if err := rows.Scan(&state, &isDelta); err != nil {
+		var kind int
+		if err := rows.Scan(&state, &kind); err != nil {
 			return "", err
 		}
-		if whole = !isDelta; whole {
+		if kind == kindForward {
+			return "", errors.New("a reverse delta is followed by a forward one")
+		}
+		if whole = kind == kindWhole; whole {
 			doc = state
 		} else {
 			deltas = append(deltas, state)
