@@ -25,11 +25,54 @@ import (
 type trafficKernel struct {
 	*fakekernel.Kernel
 	mu    sync.Mutex
-	reads int
-	drain map[string]uint32
+	reads   int
+	drain   map[string]uint32
+	readErr error
+	failOn  func(ipvsmgr.Op) error
+}
+
+func (k *trafficKernel) setReadErr(err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.readErr = err
+}
+
+func (k *trafficKernel) setFailOn(f func(ipvsmgr.Op) error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.failOn = f
+}
+
+// Apply refuses what failOn refuses (as the kernel does, op by op).
+func (k *trafficKernel) Apply(ctx context.Context, ops []ipvsmgr.Op) []error {
+	k.mu.Lock()
+	f := k.failOn
+	k.mu.Unlock()
+	errs := make([]error, len(ops))
+	var pass []ipvsmgr.Op
+	var at []int
+	for i, op := range ops {
+		if f != nil {
+			if errs[i] = f(op); errs[i] != nil {
+				continue
+			}
+		}
+		pass = append(pass, op)
+		at = append(at, i)
+	}
+	for j, err := range k.Kernel.Apply(ctx, pass) {
+		errs[at[j]] = err
+	}
+	return errs
 }
 
 func (k *trafficKernel) Table(ctx context.Context) (*ipvsmgr.Table, error) {
+	k.mu.Lock()
+	rerr := k.readErr
+	k.mu.Unlock()
+	if rerr != nil {
+		return nil, rerr
+	}
 	t, err := k.Kernel.Table(ctx)
 	if err != nil {
 		return nil, err
@@ -337,4 +380,18 @@ func (a *fakeAccounts) changePassword(_ context.Context, user, old, nw string) e
 	}
 	a.pw[user] = nw
 	return nil
+}
+
+func httptestRequest(method, target, body string) *http.Request {
+	r := httptest.NewRequest(method, target, strings.NewReader(body))
+	if body != "" {
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	return r
+}
+
+func serve(e *env, r *http.Request) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	e.h.ServeHTTP(w, r)
+	return w
 }
