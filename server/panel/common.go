@@ -3,6 +3,7 @@ package panel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -28,7 +29,7 @@ func kernelOf(snap *server.Snapshot) *kernelBanner {
 	}
 	k := &kernelBanner{Known: snap.Table != nil}
 	age := time.Since(snap.At)
-	k.Age = age.Round(100 * time.Millisecond).String()
+	k.Age = fmt.Sprintf("%.1f s", age.Seconds())
 	if snap.Err != nil {
 		k.Error = snap.Err.Error()
 	}

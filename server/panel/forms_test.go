@@ -326,7 +326,7 @@ func TestActionsOneManyAndAcross(t *testing.T) {
 	req := httptestRequest(http.MethodGet, "/services/web/servers/r2", "")
 	req.AddCookie(&http.Cookie{Name: testCookie, Value: "oscar"})
 	req.AddCookie(&http.Cookie{Name: flashCookie, Value: strings.SplitN(strings.TrimPrefix(flash, flashCookie+"="), ";", 2)[0]})
-	if w := serve(e, req); !strings.Contains(w.Body.String(), `class="banner ok"`) || !strings.Contains(w.Body.String(), "rs drain web r2") {
+	if w := serve(e, req); !strings.Contains(w.Body.String(), `class="banner flash ok"`) || !strings.Contains(w.Body.String(), "rs drain web r2") {
 		t.Fatalf("flash not shown: %s", excerpt(w.Body.String()))
 	}
 }

@@ -24,7 +24,7 @@ import (
 // connection per read (a drain counting down).
 type trafficKernel struct {
 	*fakekernel.Kernel
-	mu    sync.Mutex
+	mu      sync.Mutex
 	reads   int
 	drain   map[string]uint32
 	readErr error
@@ -169,7 +169,12 @@ type env struct {
 	done   chan struct{}
 }
 
-func newEnv(t testing.TB) *env {
+func newEnv(t testing.TB) *env { return newEnvTimed(t, false) }
+
+// newEnvTimed with realistic true runs the daemon and the sampler at their
+// production periods (kernel read every 2 s, full reconcile every 10 s,
+// samples every 10 s), for measurements; else fast, for tests.
+func newEnvTimed(t testing.TB, realistic bool) *env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
@@ -183,6 +188,9 @@ func newEnv(t testing.TB) *env {
 	}})
 	d := server.NewDaemon(core, log)
 	d.Interval, d.Poll, d.Snapshot = 200*time.Millisecond, 20*time.Millisecond, 50*time.Millisecond
+	if realistic {
+		d.Interval, d.Poll, d.Snapshot = 10*time.Second, time.Second, server.PollInterval
+	}
 	auth := &fakeAuth{users: map[string]string{"alice": RoleAdmin, "oscar": RoleOperator, "vic": RoleViewer}}
 	acct := newFakeAccounts()
 	p, err := New(Deps{Core: core, Who: auth.who, Login: auth.login, Logout: auth.logout, Log: log, Accounts: acct,
@@ -192,7 +200,9 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.sampler.every = 50 * time.Millisecond
+	if !realistic {
+		p.sampler.every = 50 * time.Millisecond
+	}
 	e := &env{core: core, st: st, kernel: k, auth: auth, panel: p, h: p.Routes(), acct: acct, cancel: cancel, done: make(chan struct{})}
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -395,3 +405,5 @@ func serve(e *env, r *http.Request) *httptest.ResponseRecorder {
 	e.h.ServeHTTP(w, r)
 	return w
 }
+
+func bytesReader(b []byte) *strings.Reader { return strings.NewReader(string(b)) }

@@ -77,6 +77,8 @@ func parseViews(a *assets) (*views, error) {
 			return b
 		},
 		"serverID":  serverID,
+		"hasText":   strings.Contains,
+		"ms":        func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/1e6) },
 		"sum":       func(a, b uint64) uint64 { return a + b },
 		"sortLabel": func(k string) string { return sortLabels[k] },
 		"slug":      func(s string) string { return strings.ReplaceAll(s, " ", "-") },
