@@ -3,6 +3,7 @@ module github.com/ipvsctl/ipvsctl
 go 1.26.8
 
 require (
+	github.com/chromedp/chromedp v0.23.0
 	github.com/coreos/go-iptables v0.8.0
 	github.com/google/go-cmp v0.7.0
 	github.com/mattn/go-sqlite3 v1.14.53
@@ -15,7 +16,6 @@ require (
 
 require (
 	github.com/chromedp/cdproto v0.159.0 // indirect
-	github.com/chromedp/chromedp v0.23.0 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/sirupsen/logrus v1.9.0 // indirect
 )
