@@ -148,12 +148,3 @@ func (d *Daemon) pollKernel(ctx context.Context, every time.Duration) {
 
 // OnReconcile calls f after every reconcile of the daemon's (metrics).
 func (d *Daemon) OnReconcile(f func(ReconcileReport)) { d.Core.shared.onReconcile = f }
-
-// LastReconcile is the outcome of the daemon's last reconcile (zero before the first).
-func (c *Core) LastReconcile() (ReconcileReport, bool) {
-	if c.shared == nil {
-		return ReconcileReport{}, false
-	}
-	r := c.shared.lastReconcile()
-	return r, !r.At.IsZero()
-}

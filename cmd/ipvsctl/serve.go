@@ -87,6 +87,11 @@ func runServe(env *cliEnv, args []string) int {
 	if f.metricsListen == "" {
 		opts.Metrics = m.Handler()
 	}
+	pnl, err := httpd.NewPanel(core, a, time.Now(), opts)
+	if err != nil {
+		return env.fail("serve", err, false)
+	}
+	opts.Panel = pnl.Routes()
 	var srv httpd.Server
 	var tlsOn []bool
 	if f.listen != "" {
@@ -135,6 +140,7 @@ func runServe(env *cliEnv, args []string) int {
 	daemonCtx, stopDaemon := context.WithCancel(context.WithoutCancel(ctx))
 	daemonDone := make(chan error, 1)
 	go func() { daemonDone <- d.Run(daemonCtx) }()
+	go pnl.RunSampler(daemonCtx)
 	err = srv.Run(ctx, f.tlsCert, f.tlsKey, tlsOn)
 	stopDaemon()
 	if derr := <-daemonDone; err == nil {

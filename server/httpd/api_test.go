@@ -269,3 +269,68 @@ func TestConcurrentAPIWritersLoseNothing(t *testing.T) {
 		t.Fatalf("%d real servers in the kernel, want 14", n)
 	}
 }
+
+// The panel is behind the same login: a page without a session goes to the
+// login page, a login with the password opens it, and a viewer's write is
+// refused there as in the API.
+func TestPanelBehindLogin(t *testing.T) {
+	g := servertest.Start(t)
+	setUp(t, g)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(path string, cookie *http.Cookie) *http.Response {
+		req, _ := http.NewRequest("GET", g.URL+path, nil)
+		req.Header.Set("Accept", "text/html")
+		if cookie != nil {
+			req.AddCookie(cookie)
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if resp := get("/live", nil); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/login") {
+		t.Fatalf("/live without a session: %s %s", resp.Status, resp.Header.Get("Location"))
+	}
+	if resp := get("/login", nil); resp.StatusCode != 200 {
+		t.Fatalf("/login: %s", resp.Status)
+	}
+	login := func(user string) *http.Cookie {
+		req, _ := http.NewRequest("POST", g.URL+"/login", strings.NewReader("user="+user+"&password="+strings.ReplaceAll(g.Password, " ", "+")))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		for _, c := range resp.Cookies() {
+			if c.Name == auth.CookieName && c.Value != "" {
+				return c
+			}
+		}
+		t.Fatalf("login as %s: %s, no session cookie", user, resp.Status)
+		return nil
+	}
+	viewer := login("viewer")
+	for _, path := range []string{"/", "/live", "/services", "/history"} {
+		if resp := get(path, viewer); resp.StatusCode != 200 {
+			t.Errorf("%s as viewer: %s", path, resp.Status)
+		}
+	}
+	req, _ := http.NewRequest("POST", g.URL+"/services/web/servers/r1/drain", strings.NewReader(""))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(viewer)
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("viewer's drain through the panel: %s", resp.Status)
+	}
+	st, _, _ := g.Core.State(context.Background())
+	if w := st.Services[0].Servers[0].EffectiveWeight(); w != 3 {
+		t.Errorf("the viewer's drain changed the weight to %d", w)
+	}
+}

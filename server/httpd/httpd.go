@@ -28,8 +28,9 @@ type Options struct {
 	Log  *slog.Logger
 	// TrustedOrigins are origins allowed besides the panel's own (a proxy's public name).
 	TrustedOrigins []string
-	// Panel, if set, serves the HTML panel's routes (with their roles).
-	Panel []auth.Route
+	// Panel, if set, serves the HTML panel under / (its login page and assets
+	// public, the rest to logged-in users; it checks each action's role).
+	Panel http.Handler
 	// Metrics, if set, serves /metrics to viewers (unless it has its own listener).
 	Metrics http.Handler
 	// Instrument, if set, wraps each route's handler with its pattern (request metrics).
@@ -56,7 +57,7 @@ func Handler(o Options) (http.Handler, error) {
 func LocalHandler(o Options) http.Handler {
 	r := chi.NewRouter()
 	r.Use(auth.MaxBody(MaxBody))
-	o.Panel = nil
+	o.Panel, o.Metrics = nil, nil
 	o.register(r, func(_ auth.Role, h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			p := &auth.Principal{User: orDefault(r.Header.Get("X-Ipvsctl-Author"), "root"), Role: auth.Admin, Via: "cli"}
@@ -68,8 +69,7 @@ func LocalHandler(o Options) http.Handler {
 
 func (o Options) register(r chi.Router, guard func(auth.Role, http.Handler) http.Handler) {
 	a := &api{core: o.Core}
-	routes := append(a.routes(), o.Panel...)
-	routes = append(routes, auth.Route{Method: "GET", Pattern: "/healthz", Role: auth.Public, Handler: http.HandlerFunc(a.healthz)})
+	routes := append(a.routes(), auth.Route{Method: "GET", Pattern: "/healthz", Role: auth.Public, Handler: http.HandlerFunc(a.healthz)})
 	if o.Metrics != nil {
 		routes = append(routes, auth.Route{Method: "GET", Pattern: "/metrics", Role: auth.Viewer, Handler: o.Metrics})
 	}
@@ -82,6 +82,15 @@ func (o Options) register(r chi.Router, guard func(auth.Role, http.Handler) http
 			h = o.Instrument(rt.Pattern, h)
 		}
 		r.Method(rt.Method, rt.Pattern, guard(rt.Role, h))
+	}
+	if o.Panel != nil {
+		h := panelGuard(o.Auth, o.Panel)
+		if o.Instrument != nil {
+			h = o.Instrument("panel", h)
+		}
+		r.Handle("/*", h)
+		r.Handle("/", h)
+		return
 	}
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, &ErrorBody{Error: "no such route: " + r.Method + " " + r.URL.Path, Code: server.CodeNotFound, Fields: []FieldError{}})

@@ -66,6 +66,11 @@ func Start(t testing.TB) *Rig {
 	m := metrics.New(g.Core)
 	d.OnReconcile(m.Reconciled)
 	opts := httpd.Options{Core: g.Core, Auth: g.Auth, Log: log, Metrics: m.Handler(), Instrument: m.Instrument}
+	pnl, err := httpd.NewPanel(g.Core, g.Auth, time.Now(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Panel = pnl.Routes()
 	h, err := httpd.Handler(opts)
 	if err != nil {
 		t.Fatal(err)

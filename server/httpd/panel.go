@@ -1,0 +1,172 @@
+package httpd
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/auth"
+	"github.com/ipvsctl/ipvsctl/server/panel"
+	"github.com/ipvsctl/ipvsctl/server/store"
+)
+
+// NewPanel is the HTML panel over the core, its users and sessions those of a.
+func NewPanel(core *server.Core, a *auth.Auth, started time.Time, o Options) (*panel.Panel, error) {
+	return panel.New(panel.Deps{
+		Core: core,
+		Who: func(r *http.Request) (string, string, bool) {
+			p, ok := auth.FromContext(r.Context())
+			if !ok {
+				return "", "", false
+			}
+			return p.User, p.Role.String(), true
+		},
+		Login: func(w http.ResponseWriter, r *http.Request, user, password string) error {
+			_, err := a.LoginHTTP(w, r, user, password)
+			return loginError(err)
+		},
+		Logout:  func(w http.ResponseWriter, r *http.Request) { _ = a.Logout(w, r) },
+		NoUsers: func(ctx context.Context) bool { first, err := a.NeedsFirstUser(ctx); return err == nil && first },
+		ChangePassword: func(ctx context.Context, user, old, new string) error {
+			u, err := core.Store().UserByName(ctx, user)
+			if err != nil {
+				return err
+			}
+			if ok, err := auth.VerifyPassword(u.PasswordHash, old); err != nil || !ok {
+				return errors.New("the current password is not right")
+			}
+			return a.SetPassword(ctx, &auth.Principal{User: user, Role: auth.Viewer, Via: "panel"}, user, new)
+		},
+		Accounts:   &accounts{a: a, st: core.Store()},
+		ClientAddr: a.ClientAddr,
+		Started:    started,
+		Log:        o.Log,
+	})
+}
+
+// loginError gives the login page a message it may show.
+func loginError(err error) error {
+	var rl *auth.RateLimitError
+	var inv *auth.InvalidError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, auth.ErrBadCredentials):
+		return &panel.LoginError{Msg: "Wrong user name or password."}
+	case errors.As(err, &rl):
+		return &panel.LoginError{Msg: rl.Error()}
+	case errors.As(err, &inv):
+		return &panel.LoginError{Msg: inv.Error()}
+	}
+	return err
+}
+
+// panelGuard lets the login page and the assets through (knowing who asks,
+// if anyone), and everything else only to a logged-in user: the panel then
+// checks each action's role itself.
+func panelGuard(a *auth.Auth, h http.Handler) http.Handler {
+	public, private := a.Identify(h), a.Authenticate(h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/login" || strings.HasPrefix(r.URL.Path, "/static/") || r.URL.Path == "/favicon.ico" {
+			public.ServeHTTP(w, r)
+			return
+		}
+		private.ServeHTTP(w, r)
+	})
+}
+
+// accounts is the panel's users, tokens and audit screens over auth and the store.
+type accounts struct {
+	a  *auth.Auth
+	st *store.Store
+}
+
+func admin(ctx context.Context) *auth.Principal {
+	if p, ok := auth.FromContext(ctx); ok {
+		return p
+	}
+	return &auth.Principal{User: "panel", Role: auth.Admin, Via: "panel"}
+}
+
+func (x *accounts) ListUsers(ctx context.Context) ([]panel.User, error) {
+	us, err := x.a.Users(ctx)
+	out := make([]panel.User, 0, len(us))
+	for _, u := range us {
+		out = append(out, panel.User{Name: u.Name, Role: u.Role, Created: u.CreatedAt})
+	}
+	return out, err
+}
+
+func (x *accounts) AddUser(ctx context.Context, name, role, password string) error {
+	r, err := auth.ParseRole(role)
+	if err != nil {
+		return err
+	}
+	return x.a.AddUser(ctx, admin(ctx), name, r, password)
+}
+
+func (x *accounts) RemoveUser(ctx context.Context, name string) error {
+	return x.a.RemoveUser(ctx, admin(ctx), name)
+}
+
+func (x *accounts) SetRole(ctx context.Context, name, role string) error {
+	r, err := auth.ParseRole(role)
+	if err != nil {
+		return err
+	}
+	return x.a.SetRole(ctx, admin(ctx), name, r)
+}
+
+func (x *accounts) ResetPassword(ctx context.Context, name, password string) error {
+	return x.a.SetPassword(ctx, admin(ctx), name, password)
+}
+
+func (x *accounts) ListTokens(ctx context.Context) ([]panel.Token, error) {
+	ts, err := x.a.Tokens(ctx)
+	out := make([]panel.Token, 0, len(ts))
+	for _, t := range ts {
+		if t.RevokedAt != nil {
+			continue
+		}
+		pt := panel.Token{ID: t.Prefix, User: t.UserName, Created: t.CreatedAt}
+		if t.ExpiresAt != nil {
+			pt.Expires = *t.ExpiresAt
+		}
+		if t.LastUsedAt != nil {
+			pt.LastUsed = *t.LastUsedAt
+		}
+		out = append(out, pt)
+	}
+	return out, err
+}
+
+func (x *accounts) CreateToken(ctx context.Context, user string, expires time.Duration) (string, string, error) {
+	secret, t, err := x.a.CreateToken(ctx, admin(ctx), user, "", expires)
+	if err != nil {
+		return "", "", err
+	}
+	return t.Prefix, secret, nil
+}
+
+func (x *accounts) RevokeToken(ctx context.Context, id string) error {
+	_, err := x.a.RevokeToken(ctx, admin(ctx), id)
+	return err
+}
+
+func (x *accounts) Audit(ctx context.Context, f panel.AuditFilter) ([]panel.AuditEntry, error) {
+	es, err := x.st.Audit(ctx, store.AuditFilter{Actor: f.User, Action: f.Action, Since: f.Since, Limit: f.Limit})
+	out := make([]panel.AuditEntry, 0, len(es))
+	for _, e := range es {
+		pe := panel.AuditEntry{At: e.At, User: e.Actor, Addr: e.ClientAddr, Via: e.Via, Action: e.Action,
+			Detail: strings.TrimSpace(e.Target + " " + e.Detail), OK: e.Outcome == store.OutcomeSuccess}
+		if e.Revision != nil {
+			pe.Revision = *e.Revision
+		}
+		out = append(out, pe)
+	}
+	return out, err
+}
+

@@ -1,0 +1,268 @@
+package panel
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type loginData struct {
+	NoUsers bool
+	Next    string
+	User    string
+	Error   string
+}
+
+// safeNext is a local path to go to after logging in.
+func safeNext(s string) string {
+	if strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "//") && !strings.HasPrefix(s, "/\\") && !strings.HasPrefix(s, "/login") {
+		return s
+	}
+	return "/"
+}
+
+func (p *Panel) loginShow(w http.ResponseWriter, r *http.Request) {
+	if _, _, ok := p.d.Who(r); ok {
+		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
+		return
+	}
+	p.showLogin(w, r, http.StatusOK, &loginData{Next: safeNext(r.URL.Query().Get("next"))})
+}
+
+func (p *Panel) showLogin(w http.ResponseWriter, r *http.Request, status int, d *loginData) {
+	if p.d.NoUsers != nil {
+		d.NoUsers = p.d.NoUsers(r.Context())
+	}
+	p.render(w, r, status, "login", &page{Title: "Log in", Data: d})
+}
+
+func (p *Panel) loginSubmit(w http.ResponseWriter, r *http.Request) {
+	user, pass := strings.TrimSpace(r.PostFormValue("user")), r.PostFormValue("password")
+	next := safeNext(r.PostFormValue("next"))
+	if err := p.d.Login(w, r, user, pass); err != nil {
+		msg := "Login failed."
+		var le *LoginError
+		if errors.As(err, &le) {
+			msg = le.Msg
+		} else {
+			p.log.Error("panel login", "user", user, "err", err)
+		}
+		p.showLogin(w, r, http.StatusUnauthorized, &loginData{Next: next, User: user, Error: msg})
+		return
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (p *Panel) logout(w http.ResponseWriter, r *http.Request) {
+	p.d.Logout(w, r)
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+type accountData struct{ Form *form }
+
+func (p *Panel) accountShow(w http.ResponseWriter, r *http.Request, u who) {
+	p.showAccount(w, r, u, http.StatusOK, newForm())
+}
+
+func (p *Panel) showAccount(w http.ResponseWriter, r *http.Request, u who, status int, f *form) {
+	pg := p.newPage(r.Context(), r, u, "Your account", "")
+	pg.Flash = takeFlash(w, r)
+	pg.Errors = f.Top
+	pg.Data = &accountData{Form: f}
+	p.render(w, r, status, "account", pg)
+}
+
+func (p *Panel) accountPassword(w http.ResponseWriter, r *http.Request, u who) {
+	f := newForm()
+	old, nw, again := r.PostFormValue("old"), r.PostFormValue("new"), r.PostFormValue("again")
+	switch {
+	case p.d.ChangePassword == nil:
+		f.Top = append(f.Top, "Changing passwords is not available here.")
+	case nw == "":
+		f.set("new", "give a new password")
+	case nw != again:
+		f.set("again", "the two new passwords differ")
+	}
+	if f.Invalid() {
+		p.showAccount(w, r, u, http.StatusUnprocessableEntity, f)
+		return
+	}
+	if err := p.d.ChangePassword(r.Context(), u.User, old, nw); err != nil {
+		f.Top = append(f.Top, err.Error())
+		p.showAccount(w, r, u, http.StatusUnprocessableEntity, f)
+		return
+	}
+	redirect(w, r, "/account", "Your password was changed.")
+}
+
+type usersData struct {
+	Users   []User
+	Tokens  []Token
+	Form    *form
+	Secret  string
+	Roles   []string
+	Missing bool
+}
+
+func (p *Panel) usersShow(w http.ResponseWriter, r *http.Request, u who) {
+	p.showUsers(w, r, u, http.StatusOK, newForm(), "")
+}
+
+func (p *Panel) showUsers(w http.ResponseWriter, r *http.Request, u who, status int, f *form, secret string) {
+	ctx := r.Context()
+	pg := p.newPage(ctx, r, u, "Users and tokens", "users")
+	pg.Flash = takeFlash(w, r)
+	d := &usersData{Form: f, Secret: secret, Roles: []string{RoleViewer, RoleOperator, RoleAdmin}}
+	if p.d.Accounts == nil {
+		d.Missing = true
+	} else {
+		var err error
+		if d.Users, err = p.d.Accounts.ListUsers(ctx); err != nil {
+			f.Top = append(f.Top, err.Error())
+		}
+		if d.Tokens, err = p.d.Accounts.ListTokens(ctx); err != nil {
+			f.Top = append(f.Top, err.Error())
+		}
+	}
+	pg.Errors = f.Top
+	pg.Data = d
+	p.render(w, r, status, "users", pg)
+}
+
+func (p *Panel) noAccounts(w http.ResponseWriter, r *http.Request, u who) bool {
+	if p.d.Accounts == nil {
+		p.renderError(w, r, u, http.StatusNotImplemented, "User management is not connected in this build.")
+		return true
+	}
+	return false
+}
+
+func (p *Panel) userCreate(w http.ResponseWriter, r *http.Request, u who) {
+	if p.noAccounts(w, r, u) {
+		return
+	}
+	f := newForm()
+	name, role, pass := strings.TrimSpace(r.PostFormValue("name")), r.PostFormValue("role"), r.PostFormValue("password")
+	f.Values["name"], f.Values["role"] = name, role
+	if name == "" {
+		f.set("name", "give a user name")
+	}
+	if roleRank(role) < 0 {
+		f.set("role", "choose viewer, operator or admin")
+	}
+	if pass == "" {
+		f.set("password", "give a password")
+	}
+	if f.Invalid() {
+		p.showUsers(w, r, u, http.StatusUnprocessableEntity, f, "")
+		return
+	}
+	if err := p.d.Accounts.AddUser(r.Context(), name, role, pass); err != nil {
+		f.Top = append(f.Top, err.Error())
+		p.showUsers(w, r, u, http.StatusUnprocessableEntity, f, "")
+		return
+	}
+	redirect(w, r, "/users", "User "+name+" added as "+role+".")
+}
+
+func (p *Panel) userAction(w http.ResponseWriter, r *http.Request, u who) {
+	if p.noAccounts(w, r, u) {
+		return
+	}
+	ctx := r.Context()
+	name := r.PathValue("name")
+	var err error
+	var msg string
+	switch r.PathValue("action") {
+	case "delete":
+		if name == u.User {
+			p.renderError(w, r, u, http.StatusUnprocessableEntity, "You cannot remove yourself.")
+			return
+		}
+		err, msg = p.d.Accounts.RemoveUser(ctx, name), "User "+name+" removed."
+	case "role":
+		role := r.PostFormValue("role")
+		if roleRank(role) < 0 {
+			p.renderError(w, r, u, http.StatusUnprocessableEntity, "Choose viewer, operator or admin.")
+			return
+		}
+		err, msg = p.d.Accounts.SetRole(ctx, name, role), "User "+name+" is now "+role+"."
+	case "password":
+		pass := r.PostFormValue("password")
+		if pass == "" {
+			p.renderError(w, r, u, http.StatusUnprocessableEntity, "Give the new password.")
+			return
+		}
+		err, msg = p.d.Accounts.ResetPassword(ctx, name, pass), "Password of "+name+" reset."
+	default:
+		p.renderError(w, r, u, http.StatusNotFound, "No such action.")
+		return
+	}
+	if err != nil {
+		f := newForm()
+		f.Top = append(f.Top, err.Error())
+		p.showUsers(w, r, u, http.StatusUnprocessableEntity, f, "")
+		return
+	}
+	redirect(w, r, "/users", msg)
+}
+
+func (p *Panel) tokenCreate(w http.ResponseWriter, r *http.Request, u who) {
+	if p.noAccounts(w, r, u) {
+		return
+	}
+	user := strings.TrimSpace(r.PostFormValue("user"))
+	days, _ := strconv.Atoi(r.PostFormValue("days"))
+	id, secret, err := p.d.Accounts.CreateToken(r.Context(), user, time.Duration(days)*24*time.Hour)
+	f := newForm()
+	if err != nil {
+		f.Top = append(f.Top, err.Error())
+		p.showUsers(w, r, u, http.StatusUnprocessableEntity, f, "")
+		return
+	}
+	// The secret is shown once, in this answer, and never again.
+	p.showUsers(w, r, u, http.StatusOK, f, "Token "+id+" for "+user+": "+secret)
+}
+
+func (p *Panel) tokenRevoke(w http.ResponseWriter, r *http.Request, u who) {
+	if p.noAccounts(w, r, u) {
+		return
+	}
+	id := r.PathValue("id")
+	if err := p.d.Accounts.RevokeToken(r.Context(), id); err != nil {
+		p.fail(w, r, u, err)
+		return
+	}
+	redirect(w, r, "/users", "Token "+id+" revoked.")
+}
+
+type auditData struct {
+	Entries []AuditEntry
+	Filter  AuditFilter
+	Since   string
+	Missing bool
+}
+
+func (p *Panel) auditShow(w http.ResponseWriter, r *http.Request, u who) {
+	q := r.URL.Query()
+	d := &auditData{Filter: AuditFilter{User: q.Get("user"), Action: q.Get("action"), Limit: 200}, Since: q.Get("since")}
+	pg := p.newPage(r.Context(), r, u, "Audit log", "audit")
+	if d.Since != "" {
+		if t, err := time.ParseInLocation("2006-01-02", d.Since, time.Local); err == nil {
+			d.Filter.Since = t
+		} else {
+			pg.Errors = append(pg.Errors, "since: want a date like 2026-01-31")
+		}
+	}
+	if p.d.Accounts == nil {
+		d.Missing = true
+	} else if es, err := p.d.Accounts.Audit(r.Context(), d.Filter); err != nil {
+		pg.Errors = append(pg.Errors, err.Error())
+	} else {
+		d.Entries = es
+	}
+	pg.Data = d
+	p.render(w, r, http.StatusOK, "audit", pg)
+}

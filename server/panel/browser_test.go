@@ -1,0 +1,212 @@
+package panel
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+)
+
+const chromium = "/usr/bin/chromium"
+
+// screenshotDir is where the browser test saves its screenshots:
+// $IPVSCTL_SCREENSHOTS (docs/screenshots when refreshing them), else a temp dir.
+func screenshotDir(t *testing.T) string {
+	if d := os.Getenv("IPVSCTL_SCREENSHOTS"); d != "" {
+		return d
+	}
+	return t.TempDir()
+}
+
+// demoState is a small director with something to look at: a degraded
+// service, a disabled one, a drained server, thresholds.
+func demoState() *ipvsmgr.State {
+	w := func(n int) *int { return &n }
+	off := false
+	return &ipvsmgr.State{Settings: ipvsmgr.Settings{Network: "dr"}, Services: []ipvsmgr.Service{
+		{Name: "www", Address: "198.18.0.100", Port: 80, Interface: "eth0", Scheduler: "wlc", Servers: []ipvsmgr.Server{
+			{Name: "web1", Address: "198.18.0.11", Weight: w(3)}, {Name: "web2", Address: "198.18.0.12", Weight: w(3)},
+			{Name: "web3", Address: "198.18.0.13", Weight: w(1), UpperThreshold: 40, LowerThreshold: 20}}},
+		{Name: "www-tls", Address: "198.18.0.100", Port: 443, Interface: "eth0", Scheduler: "sh", SchedulerFlags: []string{"port"}, Persistence: 300, Servers: []ipvsmgr.Server{
+			{Name: "web1", Address: "198.18.0.11", Weight: w(3)}, {Name: "web2", Address: "198.18.0.12", Weight: w(0)},
+			{Name: "web4", Address: "198.18.0.14", Weight: w(2)}}},
+		{Name: "dns", Protocol: "udp", Address: "198.18.0.53", Port: 53, Scheduler: "rr", OnePacket: true, Servers: []ipvsmgr.Server{
+			{Name: "ns1", Address: "198.18.0.21"}, {Name: "ns2", Address: "198.18.0.22"}}},
+		{Name: "mail", Address: "198.18.0.25", Port: 25, Forwarding: "nat", Servers: []ipvsmgr.Server{
+			{Name: "mx1", Address: "10.0.0.31", Port: 2525}, {Name: "mx2", Address: "10.0.0.32", Port: 2525, Enabled: &off}}},
+		{Name: "legacy", Address: "198.18.0.99", Port: 8080, Enabled: &off, Servers: []ipvsmgr.Server{{Address: "198.18.0.41"}}},
+	}}
+}
+
+// The whole operator path in a real headless Chromium.
+func TestBrowser(t *testing.T) {
+	if _, err := os.Stat(chromium); err != nil {
+		t.Skip("no Chromium at " + chromium + " (Debian package chromium): browser test skipped")
+	}
+	if testing.Short() {
+		t.Skip("browser test skipped in -short mode")
+	}
+	e := newEnv(t)
+	// The kernel refuses one real server, as a real one refuses an unreachable DR address.
+	e.kernel.setFailOn(func(op ipvsmgr.Op) error {
+		if op.Dest != nil && op.Dest.Key.Addr.String() == "198.18.0.14" && op.Kind == ipvsmgr.OpAddDest {
+			return errString("invalid argument (address not unicast)")
+		}
+		return nil
+	})
+	e.seed(t, demoState())
+	srv := httptest.NewServer(e.h)
+	defer srv.Close()
+	dir := screenshotDir(t)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1360, 900))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelA()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
+	defer cancelT()
+	u := srv.URL
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return s
+	}
+	// waitJS evaluates expr until it is true, across navigations.
+	waitJS := func(what, expr string) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for time.Now().Before(deadline) {
+			if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr)); err == nil && ok {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("timed out waiting for %s", what)
+	}
+	shot := func(name string) {
+		t.Helper()
+		b, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".png"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Log in.
+	do("log in", chromedp.Navigate(u+"/live"),
+		chromedp.WaitVisible(chromedp.CSS("#user")),
+		chromedp.SendKeys(chromedp.CSS("#user"), "alice"),
+		chromedp.SendKeys(chromedp.CSS("#password"), "pw-alice"),
+		chromedp.Click(chromedp.CSS("button.primary")),
+		chromedp.WaitVisible(chromedp.CSS("#live")))
+	// Add a virtual service with two real servers, through the forms.
+	do("add a service", chromedp.Navigate(u+"/services/new"),
+		chromedp.SendKeys(chromedp.CSS("#f-name"), "shop"),
+		chromedp.SendKeys(chromedp.CSS("#f-address"), "198.18.0.110"),
+		chromedp.SendKeys(chromedp.CSS("#f-port"), "80"),
+		chromedp.SetValue(chromedp.CSS("#f-scheduler"), "wrr"),
+		chromedp.Click(chromedp.CSS("button.primary")),
+		chromedp.WaitVisible(chromedp.CSS("a[href='/services/shop/servers/new']")))
+	for _, rs := range [][2]string{{"shop1", "198.18.0.61"}, {"shop2", "198.18.0.62"}} {
+		do("add "+rs[0], chromedp.Navigate(u+"/services/shop/servers/new"),
+			chromedp.SendKeys(chromedp.CSS("#r-name"), rs[0]),
+			chromedp.SendKeys(chromedp.CSS("#r-address"), rs[1]),
+			chromedp.Click(chromedp.CSS("button.primary")),
+			chromedp.WaitVisible(chromedp.CSS("a[href='/services/shop/servers/"+rs[0]+"']")))
+	}
+	// A form error shows beside its field.
+	do("bad weight", chromedp.Navigate(u+"/services/shop/servers/shop1/edit"),
+		chromedp.SetValue(chromedp.CSS("#r-weight"), "70000"),
+		chromedp.Click(chromedp.CSS("button.primary")),
+		chromedp.WaitVisible(chromedp.CSS("#weight-err")))
+	if s := text("#weight-err"); !strings.Contains(s, "out of range") {
+		t.Fatalf("weight error: %q", s)
+	}
+	// The live table shows them.
+	do("live", chromedp.Navigate(u+"/live?q=shop"), chromedp.WaitVisible(chromedp.CSS("a[href='/services/shop/servers/shop2']")))
+	// Drain shop1, then watch its connections count down without a reload.
+	do("drain", chromedp.Click(chromedp.CSS("button[formaction='/services/shop/servers/shop1/drain']")),
+		chromedp.WaitVisible(chromedp.CSS(".banner.flash")))
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("window.__noReload = true")); err != nil {
+		t.Fatal(err)
+	}
+	rowText := `(function(){var a=document.querySelector("a[href='/services/shop/servers/shop1']");return a?a.closest("tr").innerText:""})()`
+	first, err := chromedp.Run(ctx, chromedp.Evaluate[string](rowText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(function(){var a=document.querySelector("a[href='/services/shop/servers/shop1']");`+
+		`return !!a && /drained/.test(a.closest("tr").innerText) && window.__noReload === true})()`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		last, _ := chromedp.Run(ctx, chromedp.Evaluate[string](rowText))
+		t.Fatalf("the drain did not show without a reload: first %q, last %q: %v", first, last, err)
+	}
+	if !strings.Contains(first, "draining") && !strings.Contains(first, "drained") {
+		t.Errorf("right after the drain the row said %q", first)
+	}
+	// Stage an edit, see its diff, apply it.
+	do("stage", chromedp.Navigate(u+"/services/shop/servers/shop2/edit"),
+		chromedp.SetValue(chromedp.CSS("#r-weight"), "7"),
+		chromedp.Click(chromedp.CSS("button[name=stage]")),
+		chromedp.WaitVisible(chromedp.CSS(".banner.draft")),
+		chromedp.Navigate(u+"/draft"),
+		chromedp.WaitVisible(chromedp.CSS("#draft-diff")))
+	if s := text("#draft-diff"); !strings.Contains(s, "-r 198.18.0.62:80 -g -w 7") {
+		t.Fatalf("draft diff: %q", s)
+	}
+	shot("draft-diff")
+	do("apply", chromedp.Click(chromedp.CSS("form[action='/draft/apply'] button")), chromedp.WaitVisible(chromedp.CSS(".banner.flash")))
+	st, _, _ := e.core.State(ctx)
+	if w := st.Services[5].Servers[1].EffectiveWeight(); w != 7 {
+		t.Fatalf("after apply shop2 weight %d", w)
+	}
+	// History, and roll back the draft's revision in one click.
+	revs, _ := e.core.History(ctx, 2)
+	prev := revs[1].ID
+	shot("history")
+	do("roll back", chromedp.Click(chromedp.CSS("form[action='/history/"+itoa64(prev)+"/rollback'] button")))
+	waitJS("the rollback banner", `(function(){var b=document.querySelector(".banner.flash");return !!b && b.innerText.indexOf("rolled back to revision `+itoa64(prev)+`")>=0})()`)
+	st, _, _ = e.core.State(ctx)
+	if w := st.Services[5].Servers[1].EffectiveWeight(); w != 1 {
+		t.Fatalf("after rollback shop2 weight %d", w)
+	}
+	// Deactivate shop2; the why view names the reason.
+	do("deactivate", chromedp.Navigate(u+"/services/shop/servers/shop2"),
+		chromedp.Click(chromedp.CSS("form[action='/services/shop/servers/shop2/disable'] button")),
+		chromedp.WaitVisible(chromedp.CSS("form[action='/services/shop/servers/shop2/enable']")),
+		chromedp.Navigate(u+"/services/shop/servers/shop2/why"),
+		chromedp.WaitVisible(chromedp.CSS("#why-reasons")))
+	if s := text("#why-reasons"); !strings.Contains(s, "Real server enabled: no") {
+		t.Fatalf("why: %q", s)
+	}
+	// Screenshots of the main screens, for README and for a look.
+	do("why (refused server)", chromedp.Navigate(u+"/services/www-tls/servers/web4/why"), chromedp.WaitVisible(chromedp.CSS("#why-reasons")))
+	waitFor(t, "sparklines", func() bool { return strings.Contains(e.get(t, "alice", "/live").Body, "<polyline") })
+	shot("why")
+	do("overview", chromedp.Navigate(u+"/"), chromedp.WaitVisible(chromedp.CSS(".tiles")))
+	shot("overview")
+	do("live", chromedp.Navigate(u+"/live"), chromedp.WaitVisible(chromedp.CSS("#live table")))
+	shot("live")
+	do("edit", chromedp.Navigate(u+"/services/www-tls/edit"), chromedp.WaitVisible(chromedp.CSS("#f-name")))
+	shot("service-edit")
+	do("service", chromedp.Navigate(u+"/services/www"), chromedp.WaitVisible(chromedp.CSS("table")))
+	shot("service")
+}

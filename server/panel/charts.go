@@ -1,0 +1,108 @@
+package panel
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/server/store"
+)
+
+// chartView is one chart drawn as inline SVG (no script: it works with
+// JavaScript off, and under the CSP).
+type chartView struct {
+	Title    string
+	Unit     string
+	Points   string
+	Max      string
+	Last     string
+	From, To string
+	N        int
+	Range    string
+}
+
+func chartRange(r *http.Request) string {
+	if r.URL.Query().Get("range") == "day" {
+		return "day"
+	}
+	return "hour"
+}
+
+// charts reads a series' stored points: the last hour at 10 s, or the last
+// day at 1 min.
+func (p *Panel) charts(ctx context.Context, key, rng string) []chartView {
+	res, span := resFine, keepFine
+	if rng == "day" {
+		res, span = resCoarse, keepCoarse
+	}
+	id, err := p.storage.ChartSeriesID(ctx, key)
+	if err != nil {
+		return nil
+	}
+	now := time.Now()
+	rows, err := p.storage.ChartPoints(ctx, res, id/store.ChartChunk, now.Add(-span).Unix())
+	if err != nil {
+		p.log.Error("panel: read chart", "series", key, "err", err)
+		return nil
+	}
+	o := int(id%store.ChartChunk) * pointBytes
+	var ts []int64
+	var vals [4][]float32
+	for _, r := range rows {
+		if len(r.Data) < o+pointBytes || binary.LittleEndian.Uint32(r.Data[o:]) == missingMarker {
+			continue
+		}
+		ts = append(ts, r.T)
+		for k := 0; k < 4; k++ {
+			vals[k] = append(vals[k], math.Float32frombits(binary.LittleEndian.Uint32(r.Data[o+4*k:])))
+		}
+	}
+	from, to := now.Add(-span), now
+	mk := func(title, unit string, v []float32, fmtv func(float32) string) chartView {
+		c := chartView{Title: title, Unit: unit, N: len(v), From: from.Local().Format("15:04"), To: to.Local().Format("15:04"), Range: rng}
+		if rng == "day" {
+			c.From = from.Local().Format("Jan 2 15:04")
+		}
+		var hi float32
+		for _, x := range v {
+			hi = max(hi, x)
+		}
+		c.Max = fmtv(hi)
+		if len(v) > 0 {
+			c.Last = fmtv(v[len(v)-1])
+		}
+		c.Points = timePolyline(ts, v, from.Unix(), to.Unix(), hi)
+		return c
+	}
+	num := func(x float32) string { return fmtNum(float64(x)) }
+	return []chartView{
+		mk("Active connections", "", vals[0], num),
+		mk("New connections", "/s", vals[1], func(x float32) string { return fmtRate(uint64(x)) }),
+		mk("Traffic", "bytes/s", vals[3], func(x float32) string { return fmtBytes(uint64(x)) }),
+		mk("Packets", "/s", vals[2], func(x float32) string { return fmtRate(uint64(x)) }),
+	}
+}
+
+// timePolyline places points by time in a 600x120 plot area (x 40..600, y 10..110).
+func timePolyline(ts []int64, v []float32, from, to int64, hi float32) string {
+	if len(v) == 0 || to <= from {
+		return ""
+	}
+	b := make([]byte, 0, len(v)*14)
+	for i, x := range v {
+		px := 40 + float64(ts[i]-from)/float64(to-from)*560
+		py := 110.0
+		if hi > 0 {
+			py = 110 - float64(x/hi)*100
+		}
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = appendFixed(b, px)
+		b = append(b, ',')
+		b = appendFixed(b, py)
+	}
+	return string(b)
+}

@@ -1,0 +1,239 @@
+package panel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/store"
+)
+
+// kernelBanner says how old the kernel data is; Bad when it is stale or missing.
+type kernelBanner struct {
+	Known, Stale, Bad bool
+	Age               string
+	Error             string
+	Reason            string
+}
+
+func kernelOf(snap *server.Snapshot) *kernelBanner {
+	if snap == nil {
+		return &kernelBanner{Bad: true, Reason: "the daemon has not read the kernel's table yet (or no daemon runs)."}
+	}
+	k := &kernelBanner{Known: snap.Table != nil}
+	age := time.Since(snap.At)
+	k.Age = fmt.Sprintf("%.1f s", age.Seconds())
+	if snap.Err != nil {
+		k.Error = snap.Err.Error()
+	}
+	if !k.Known {
+		k.Bad, k.Reason = true, "the kernel's IPVS table cannot be read: "+k.Error
+		return k
+	}
+	k.Stale = age > 2*server.PollInterval || snap.Err != nil
+	k.Bad = k.Stale
+	return k
+}
+
+// draftInfo is the banner about the user's draft.
+type draftInfo struct {
+	Base, Current int64
+	Changes       int
+	Moved         bool
+}
+
+// newPage starts a page for the user; it looks up their draft (admins only
+// stage) and the kernel's freshness.
+func (p *Panel) newPage(ctx context.Context, r *http.Request, u who, title, nav string) *page {
+	pg := &page{Title: title, Nav: nav, Who: u, Kernel: kernelOf(p.core.Snapshot())}
+	if u.CanAdmin() {
+		if d, err := p.storage.Draft(ctx, u.User); err == nil {
+			pg.Draft = p.draftSummary(ctx, d)
+		}
+	}
+	return pg
+}
+
+func (p *Panel) renderError(w http.ResponseWriter, r *http.Request, u who, status int, msg string) {
+	pg := &page{Title: http.StatusText(status), Who: u, Errors: []string{msg}}
+	p.render(w, r, status, "error", pg)
+}
+
+// fail renders an error from the core as the error page, with the HTTP
+// status its code maps to.
+func (p *Panel) fail(w http.ResponseWriter, r *http.Request, u who, err error) {
+	status := statusOf(err)
+	if status >= 500 {
+		p.log.Error("panel request failed", "path", r.URL.Path, "err", err)
+	}
+	p.renderError(w, r, u, status, err.Error())
+}
+
+func statusOf(err error) int {
+	switch server.CodeOf(err) {
+	case server.CodeNotFound:
+		return http.StatusNotFound
+	case server.CodeExists, server.CodeStale:
+		return http.StatusConflict
+	case server.CodeInvalid, server.CodeMalformed, server.CodeBadInput:
+		return http.StatusUnprocessableEntity
+	case server.CodeBusy:
+		return http.StatusServiceUnavailable
+	case server.CodeForbidden:
+		return http.StatusForbidden
+	case server.CodeTooLarge:
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusInternalServerError
+}
+
+const flashCookie = "ipvsctl_flash"
+
+// redirect answers a POST that worked: a message for the next page, then 303.
+func redirect(w http.ResponseWriter, r *http.Request, to, msg string) {
+	if msg != "" {
+		http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: url.QueryEscape(msg), Path: "/", MaxAge: 60,
+			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// takeFlash reads and clears the message a redirect left.
+func takeFlash(w http.ResponseWriter, r *http.Request) string {
+	c, err := r.Cookie(flashCookie)
+	if err != nil {
+		return ""
+	}
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	msg, _ := url.QueryUnescape(c.Value)
+	if len(msg) > 500 {
+		msg = msg[:500]
+	}
+	return msg
+}
+
+// writeSummary is one line about a write: the revision and the kernel work.
+func writeSummary(what string, res *server.WriteResult) string {
+	if res == nil {
+		return what
+	}
+	s := what
+	if res.Changed {
+		s += ": revision " + itoa64(res.Revision)
+	} else {
+		s += ": nothing changed (revision " + itoa64(res.Revision) + ")"
+	}
+	if n := len(res.Changes); n > 0 {
+		s += ", " + itoa(n) + " kernel change"
+		if n != 1 {
+			s += "s"
+		}
+	}
+	if n := len(res.Failures); n > 0 {
+		s += "; " + itoa(n) + " FAILED: " + res.Failures[0].Change + ": " + res.Failures[0].Err
+	}
+	if n := len(res.Draining); n > 0 {
+		s += "; " + itoa(n) + " real server(s) draining"
+	}
+	return s
+}
+
+func itoa64(n int64) string { return itoa(int(n)) }
+
+// form is a submitted form's values and the errors beside its fields.
+type form struct {
+	Values map[string]string
+	Multi  map[string][]string
+	Errs   map[string]string
+	Top    []string // problems that name no field of this form
+}
+
+func newForm() *form {
+	return &form{Values: map[string]string{}, Multi: map[string][]string{}, Errs: map[string]string{}}
+}
+
+func (f *form) V(name string) string { return f.Values[name] }
+
+func (f *form) Has(name, value string) bool { return contains(f.Multi[name], value) }
+
+func (f *form) Invalid() bool { return len(f.Errs) > 0 || len(f.Top) > 0 }
+
+func (f *form) set(name, msg string) {
+	if _, ok := f.Errs[name]; !ok {
+		f.Errs[name] = msg
+	}
+}
+
+// problemPrefix strips the document path of the object a form edits.
+var problemPrefix = regexp.MustCompile(`^(services\[\d+\]\.)?(servers\[\d+\]\.)?`)
+
+// fieldOf is the form field a problem's path names: services[3].port ->
+// port; services[0].match[1].ports[0] -> match; servers[2].weight -> weight.
+func fieldOf(path string, serverForm bool) string {
+	if rest, ok := strings.CutPrefix(path, "settings."); ok {
+		return rest
+	}
+	loc := problemPrefix.FindStringSubmatchIndex(path)
+	rest := path[loc[1]:]
+	if serverForm && loc[4] < 0 && strings.HasPrefix(path, "services[") {
+		return "" // a service field in a server form
+	}
+	if !serverForm && loc[4] >= 0 {
+		return ""
+	}
+	if i := strings.IndexAny(rest, "[."); i >= 0 {
+		rest = rest[:i]
+	}
+	return rest
+}
+
+// takeErr puts a core error beside the fields it names; what names no field
+// of the form goes on top. It reports whether err was a validation error.
+func (f *form) takeErr(err error, serverForm bool, fields []string) {
+	var ve *ipvsmgr.ValidationError
+	if errors.As(err, &ve) {
+		for _, pr := range ve.Problems {
+			name := fieldOf(pr.Field, serverForm)
+			if name != "" && contains(fields, name) {
+				f.set(name, pr.Message)
+			} else {
+				f.Top = append(f.Top, pr.Error())
+			}
+		}
+		return
+	}
+	f.Top = append(f.Top, err.Error())
+}
+
+// staleRevision is a revision that moved the state under a form or draft.
+type staleRevision struct {
+	store.Revision
+	Changes []string
+}
+
+// since lists the revisions after base (newest last), at most 20.
+func (p *Panel) since(ctx context.Context, base int64) []staleRevision {
+	revs, err := p.core.History(ctx, 20)
+	if err != nil {
+		return nil
+	}
+	var out []staleRevision
+	for i := len(revs) - 1; i >= 0; i-- {
+		if revs[i].ID <= base {
+			continue
+		}
+		d, err := p.core.Revision(ctx, revs[i].ID)
+		if err != nil {
+			continue
+		}
+		out = append(out, staleRevision{Revision: revs[i], Changes: d.Changes})
+	}
+	return out
+}

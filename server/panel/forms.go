@@ -1,0 +1,187 @@
+package panel
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server"
+)
+
+var serviceFields = []string{"name", "kind", "protocol", "address", "port", "fwmark", "match", "interface", "scheduler",
+	"scheduler_flags", "one_packet", "persistence", "persistence_netmask", "forwarding", "enabled"}
+
+var serverFields = []string{"name", "address", "port", "weight", "forwarding", "upper_threshold", "lower_threshold", "enabled"}
+
+// serviceForm fills a form from a service (to edit it).
+func serviceForm(s *ipvsmgr.Service) *form {
+	f := newForm()
+	f.Values["name"] = s.Name
+	f.Values["kind"] = "port"
+	if s.FWMark != 0 {
+		f.Values["kind"] = "fwmark"
+		f.Values["fwmark"] = strconv.FormatUint(uint64(s.FWMark), 10)
+	}
+	f.Values["protocol"] = s.Protocol
+	f.Values["address"] = s.Address
+	if s.Port != 0 {
+		f.Values["port"] = strconv.Itoa(s.Port)
+	}
+	var lines []string
+	for _, m := range s.Match {
+		ports := make([]string, len(m.Ports))
+		for i, p := range m.Ports {
+			ports[i] = strconv.Itoa(p)
+		}
+		lines = append(lines, m.Protocol+" "+strings.Join(ports, ","))
+	}
+	f.Values["match"] = strings.Join(lines, "\n")
+	f.Values["interface"] = s.Interface
+	f.Values["scheduler"] = s.Scheduler
+	f.Multi["scheduler_flags"] = s.SchedulerFlags
+	if s.OnePacket {
+		f.Values["one_packet"] = "1"
+	}
+	if s.Persistence != 0 {
+		f.Values["persistence"] = strconv.Itoa(s.Persistence)
+	}
+	f.Values["persistence_netmask"] = s.PersistenceNetmask
+	f.Values["forwarding"] = s.Forwarding
+	if s.IsEnabled() {
+		f.Values["enabled"] = "1"
+	}
+	return f
+}
+
+// parseServiceForm reads a posted service form; errors it can see without
+// the core (a port that is not a number) go beside their field.
+func parseServiceForm(r *http.Request) (*form, ipvsmgr.Service) {
+	f := newForm()
+	for _, k := range serviceFields {
+		f.Values[k] = strings.TrimSpace(r.PostFormValue(k))
+	}
+	f.Values["match"] = r.PostFormValue("match")
+	f.Multi["scheduler_flags"] = r.PostForm["scheduler_flags"]
+	var s ipvsmgr.Service
+	s.Name = f.V("name")
+	s.Address = f.V("address")
+	s.Interface = f.V("interface")
+	s.Scheduler = f.V("scheduler")
+	s.SchedulerFlags = f.Multi["scheduler_flags"]
+	s.OnePacket = f.V("one_packet") != ""
+	s.Persistence = f.intField("persistence")
+	s.PersistenceNetmask = f.V("persistence_netmask")
+	s.Forwarding = f.V("forwarding")
+	on := f.V("enabled") != ""
+	s.Enabled = &on
+	if f.V("kind") == "fwmark" {
+		s.FWMark = uint32(f.intField("fwmark"))
+		if s.FWMark == 0 {
+			f.set("fwmark", "a fwmark service needs a mark above 0")
+		}
+		s.Match = f.matchField()
+	} else {
+		s.Protocol = f.V("protocol")
+		s.Port = f.intField("port")
+	}
+	return f, s
+}
+
+func (f *form) intField(name string) int {
+	v := f.V(name)
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		f.set(name, strconv.Quote(v)+" is not a whole number")
+	}
+	return n
+}
+
+// matchField reads match rules, one a line: "tcp 80,443".
+func (f *form) matchField() []ipvsmgr.Match {
+	var out []ipvsmgr.Match
+	for i, line := range strings.Split(f.V("match"), "\n") {
+		fs := strings.Fields(strings.ReplaceAll(line, ",", " "))
+		if len(fs) == 0 {
+			continue
+		}
+		m := ipvsmgr.Match{Protocol: strings.ToLower(fs[0]), Ports: []int{}}
+		for _, p := range fs[1:] {
+			n, err := strconv.Atoi(p)
+			if err != nil {
+				f.set("match", "line "+strconv.Itoa(i+1)+": "+strconv.Quote(p)+" is not a port (write: tcp 80,443)")
+				continue
+			}
+			m.Ports = append(m.Ports, n)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// patchOf is the patch that makes a service what the form says: every field.
+func patchOf(s *ipvsmgr.Service) server.ServicePatch {
+	match := s.Match
+	flags := s.SchedulerFlags
+	if flags == nil {
+		flags = []string{}
+	}
+	return server.ServicePatch{Name: &s.Name, Protocol: &s.Protocol, Address: &s.Address, Port: &s.Port, FWMark: &s.FWMark,
+		Match: &match, Interface: &s.Interface, Scheduler: &s.Scheduler, SchedulerFlags: &flags, OnePacket: &s.OnePacket,
+		Persistence: &s.Persistence, PersistenceNetmask: &s.PersistenceNetmask, Forwarding: &s.Forwarding, Enabled: s.Enabled}
+}
+
+func serverForm(rs *ipvsmgr.Server) *form {
+	f := newForm()
+	f.Values["name"] = rs.Name
+	f.Values["address"] = rs.Address
+	if rs.Port != 0 {
+		f.Values["port"] = strconv.Itoa(rs.Port)
+	}
+	f.Values["weight"] = strconv.Itoa(rs.EffectiveWeight())
+	f.Values["forwarding"] = rs.Forwarding
+	if rs.UpperThreshold != 0 {
+		f.Values["upper_threshold"] = strconv.Itoa(rs.UpperThreshold)
+	}
+	if rs.LowerThreshold != 0 {
+		f.Values["lower_threshold"] = strconv.Itoa(rs.LowerThreshold)
+	}
+	if rs.IsEnabled() {
+		f.Values["enabled"] = "1"
+	}
+	return f
+}
+
+func parseServerForm(r *http.Request) (*form, ipvsmgr.Server) {
+	f := newForm()
+	for _, k := range serverFields {
+		f.Values[k] = strings.TrimSpace(r.PostFormValue(k))
+	}
+	var rs ipvsmgr.Server
+	rs.Name = f.V("name")
+	rs.Address = f.V("address")
+	rs.Port = f.intField("port")
+	if f.V("weight") != "" {
+		w := f.intField("weight")
+		rs.Weight = &w
+	}
+	rs.Forwarding = f.V("forwarding")
+	rs.UpperThreshold = f.intField("upper_threshold")
+	rs.LowerThreshold = f.intField("lower_threshold")
+	on := f.V("enabled") != ""
+	rs.Enabled = &on
+	return f, rs
+}
+
+func serverPatchOf(rs *ipvsmgr.Server) server.ServerPatch {
+	return server.ServerPatch{Name: &rs.Name, Address: &rs.Address, Port: &rs.Port, Weight: rs.Weight, Forwarding: &rs.Forwarding,
+		UpperThreshold: &rs.UpperThreshold, LowerThreshold: &rs.LowerThreshold, Enabled: rs.Enabled}
+}
+
+func baseOf(r *http.Request) int64 {
+	n, _ := strconv.ParseInt(r.PostFormValue("base"), 10, 64)
+	return n
+}

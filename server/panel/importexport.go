@@ -1,0 +1,151 @@
+package panel
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"path"
+	"strings"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/formats"
+	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/store"
+)
+
+// maxUpload bounds an uploaded configuration (the importers read up to 64 MB;
+// a real one is a few MB).
+const maxUpload = 16 << 20
+
+type importData struct {
+	Formats   []string
+	Exports   []string
+	Format    string
+	Name      string
+	HasDraft  bool
+	Preview   bool
+	Changes   []string
+	Kernel    []string
+	DiffErr   string
+	Imported  []ipvsmgr.ImportedKey
+	Services  int
+	Servers   int
+	Base      int64
+	CanImport bool
+}
+
+func (p *Panel) importShow(w http.ResponseWriter, r *http.Request, u who) {
+	p.showImport(w, r, u, http.StatusOK, &importData{}, nil)
+}
+
+func (p *Panel) showImport(w http.ResponseWriter, r *http.Request, u who, status int, d *importData, errs []string) {
+	ctx := r.Context()
+	d.Formats, d.Exports = formats.Formats()
+	d.CanImport = u.CanAdmin()
+	if _, err := p.storage.Draft(ctx, u.User); err == nil {
+		d.HasDraft = true
+	}
+	pg := p.newPage(ctx, r, u, "Import and export", "import")
+	pg.Flash = takeFlash(w, r)
+	pg.Errors = errs
+	pg.Data = d
+	p.render(w, r, status, "import", pg)
+}
+
+// importPreview parses an upload, keeps it as the user's draft and shows
+// what applying it would change; nothing is stored as a revision yet.
+func (p *Panel) importPreview(w http.ResponseWriter, r *http.Request, u who) {
+	ctx := r.Context()
+	r.Body = http.MaxBytesReader(w, r.Body, maxUpload)
+	d := &importData{Format: r.FormValue("format")}
+	file, hdr, err := r.FormFile("file")
+	if err != nil {
+		msg := "Choose a file to import."
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			msg = "The file is larger than 16 MB."
+		}
+		p.showImport(w, r, u, http.StatusUnprocessableEntity, d, []string{msg})
+		return
+	}
+	defer file.Close()
+	d.Name = path.Base(hdr.Filename)
+	st, err := server.ParseImport(d.Format, file)
+	if err != nil {
+		p.showImport(w, r, u, statusOf(err), d, []string{"The file was not imported: " + err.Error()})
+		return
+	}
+	cur, rev, err := p.core.State(ctx)
+	if err != nil {
+		p.fail(w, r, u, err)
+		return
+	}
+	doc, err := store.Encode(st)
+	if err != nil {
+		p.fail(w, r, u, err)
+		return
+	}
+	if err := p.storage.SaveDraft(ctx, &store.Draft{Author: u.User, Base: rev, Doc: doc}); err != nil {
+		p.fail(w, r, u, err)
+		return
+	}
+	d.Preview, d.Base, d.Imported = true, rev, st.Imported
+	d.Changes = ipvsmgr.Changes(cur, st)
+	d.Services = len(st.Services)
+	for i := range st.Services {
+		d.Servers += len(st.Services[i].Servers)
+	}
+	if diff, err := p.core.Diff(ctx, bytes.NewReader(doc)); err != nil {
+		d.DiffErr = err.Error()
+	} else {
+		d.Kernel = diff.Changes
+	}
+	p.showImport(w, r, u, http.StatusOK, d, nil)
+}
+
+// importApply applies the previewed import (the user's draft) as one revision.
+func (p *Panel) importApply(w http.ResponseWriter, r *http.Request, u who) {
+	ctx := r.Context()
+	dr, err := p.storage.Draft(ctx, u.User)
+	if err != nil {
+		p.fail(w, r, u, err)
+		return
+	}
+	st, err := ipvsmgr.DecodeState(bytes.NewReader(dr.Doc))
+	if err != nil {
+		p.fail(w, r, u, err)
+		return
+	}
+	label := "import --format " + r.PostFormValue("format") + " " + r.PostFormValue("name")
+	res, err := p.core.ApplyState(ctx, p.actor(r, u), st, label, server.WriteOptions{Base: dr.Base, NoWait: true})
+	if err != nil {
+		if server.CodeOf(err) == server.CodeStale {
+			p.draftRefused(w, r, u, dr, err)
+			return
+		}
+		p.fail(w, r, u, err)
+		return
+	}
+	if err := p.storage.DeleteDraft(ctx, u.User); err != nil {
+		p.log.Error("panel: delete applied import", "user", u.User, "err", err)
+	}
+	redirect(w, r, "/history", writeSummary("imported "+r.PostFormValue("name"), res))
+}
+
+func (p *Panel) exportDownload(w http.ResponseWriter, r *http.Request, u who) {
+	format := r.URL.Query().Get("format")
+	var b bytes.Buffer
+	if err := p.core.Export(r.Context(), format, &b); err != nil {
+		p.fail(w, r, u, err)
+		return
+	}
+	name := map[string]string{"json": "ipvsctl-state.json", "ipvsadm": "ipvsadm.rules", "lvs.cf": "lvs.cf"}[format]
+	ct := "text/plain; charset=utf-8"
+	if strings.HasSuffix(name, ".json") {
+		ct = "application/json"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	io.Copy(w, &b)
+}

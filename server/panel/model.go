@@ -1,0 +1,351 @@
+package panel
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server"
+)
+
+// model is the desired state matched with the kernel's snapshot: one per
+// (revision, snapshot), shared by every request until either changes.
+type model struct {
+	Rev    int64
+	State  *ipvsmgr.State
+	Snap   *server.Snapshot // nil: no snapshot (no daemon, or before its first poll)
+	Rows   []*svcRow        // in the desired state's order
+	byID   map[string]*svcRow
+	Totals totals
+	// Foreign are kernel services not in the desired state.
+	Foreign int
+}
+
+type totals struct {
+	Services, ServicesProblem, ServicesDisabled              int
+	Servers, Up, Down, Draining, Drained, Disabled, Removing int
+	Active, Inactive                                         uint64
+	CPS, PPS, BPS                                            uint64
+}
+
+// svcRow is one virtual service, desired and observed.
+type svcRow struct {
+	Index   int
+	ID      string // how URLs and the core name it
+	Name    string
+	Key     ipvsmgr.ServiceKey
+	KeyText string // -t 198.18.0.100:80
+	Svc     *ipvsmgr.Service
+	Enabled bool
+	// InKernel: the kernel has it; Known: a snapshot exists to say.
+	InKernel, Known bool
+	State           string // up, degraded, all down, down, disabled, unknown
+	Problem         string // why it is a problem ("" when it is not)
+	Stats           ipvsmgr.Stats
+	Active          uint64
+	Inactive        uint64
+	Servers         []*srvRow
+	SeriesKey       string
+}
+
+// srvRow is one real server of a service (or a removed one the kernel still drains).
+type srvRow struct {
+	Svc       *svcRow
+	ID        string
+	Name      string
+	Addr      string          // address:port as the kernel has it
+	Server    *ipvsmgr.Server // nil: removed from the desired state, still in the kernel
+	Admin     string          // enabled, drained, disabled, removed
+	Health    string          // unchecked (health checks are not built yet)
+	Status    string          // up, down, draining, drained, disabled, full, unknown
+	Problem   string
+	CfgWeight int
+	KWeight   uint32
+	InKernel  bool
+	Active    uint32
+	Inactive  uint32
+	Upper     int
+	Lower     int
+	Stats     ipvsmgr.Stats
+	SeriesKey string
+}
+
+func (r *srvRow) AtThreshold() bool { return r.Upper > 0 && int(r.Active) >= r.Upper }
+
+type modelCache struct {
+	mu    sync.Mutex
+	m     *model
+	keyed struct {
+		rev int64
+		at  time.Time
+	}
+	st struct {
+		rev  int64
+		st   *ipvsmgr.State
+		keys [][]ipvsmgr.DestKey
+		sk   []ipvsmgr.ServiceKey
+	}
+}
+
+// model returns the current model, building it when the revision or the
+// snapshot moved.
+func (p *Panel) model(ctx context.Context) (*model, error) {
+	rev, err := p.core.CurrentRevision(ctx)
+	if err != nil {
+		return nil, err
+	}
+	snap := p.core.Snapshot()
+	var at time.Time
+	if snap != nil {
+		at = snap.At
+	}
+	c := &p.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m != nil && c.keyed.rev == rev && c.keyed.at.Equal(at) && (snap != nil) == (c.m.Snap != nil) {
+		return c.m, nil
+	}
+	if c.st.st == nil || c.st.rev != rev {
+		st, srev, err := p.core.State(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.st.rev, c.st.st = srev, st
+		c.st.sk, c.st.keys = kernelKeys(st)
+		rev = srev
+	}
+	m := buildModel(c.st.rev, c.st.st, c.st.sk, c.st.keys, snap)
+	c.m = m
+	c.keyed.rev, c.keyed.at = rev, at
+	return m, nil
+}
+
+// kernelKeys gives each service and real server of st its kernel key, as
+// the validation computes it (defaults, ports, family).
+func kernelKeys(st *ipvsmgr.State) ([]ipvsmgr.ServiceKey, [][]ipvsmgr.DestKey) {
+	sk := make([]ipvsmgr.ServiceKey, len(st.Services))
+	dk := make([][]ipvsmgr.DestKey, len(st.Services))
+	on := true
+	for i := range st.Services {
+		one := st.Services[i]
+		one.Enabled = &on
+		one.Servers = make([]ipvsmgr.Server, len(st.Services[i].Servers))
+		for j, rs := range st.Services[i].Servers {
+			rs.Enabled = &on
+			one.Servers[j] = rs
+		}
+		d, err := ipvsmgr.Compile(&ipvsmgr.State{Settings: st.Settings, Services: []ipvsmgr.Service{one}})
+		if err != nil || len(d.Table.Services) != 1 {
+			continue // a stored state is valid; an unmatched key shows as "not in kernel"
+		}
+		vs := d.Table.Services[0]
+		sk[i] = vs.Key
+		dk[i] = make([]ipvsmgr.DestKey, len(vs.Dests))
+		for j, dst := range vs.Dests {
+			dk[i][j] = dst.Key
+		}
+	}
+	return sk, dk
+}
+
+func seriesKeySvc(k ipvsmgr.ServiceKey) string { return "s " + k.String() }
+func seriesKeyDest(k ipvsmgr.ServiceKey, d ipvsmgr.DestKey) string {
+	return "d " + k.String() + " " + d.String()
+}
+
+func buildModel(rev int64, st *ipvsmgr.State, sk []ipvsmgr.ServiceKey, dk [][]ipvsmgr.DestKey, snap *server.Snapshot) *model {
+	m := &model{Rev: rev, State: st, Snap: snap, byID: make(map[string]*svcRow, len(st.Services))}
+	kernel := map[ipvsmgr.ServiceKey]*ipvsmgr.VirtualService{}
+	known := snap != nil && snap.Table != nil
+	if known {
+		for _, vs := range snap.Table.Services {
+			kernel[vs.Key] = vs
+		}
+	}
+	matched := 0
+	t := &m.Totals
+	for i := range st.Services {
+		svc := &st.Services[i]
+		row := &svcRow{Index: i, ID: server.ServiceID(svc), Name: svc.Name, Key: sk[i], KeyText: sk[i].String(), Svc: svc,
+			Enabled: svc.IsEnabled(), Known: known, SeriesKey: seriesKeySvc(sk[i])}
+		vs := kernel[sk[i]]
+		if vs != nil {
+			matched++
+			row.InKernel, row.Stats = true, vs.Stats
+		}
+		dests := map[ipvsmgr.DestKey]*ipvsmgr.Destination{}
+		if vs != nil {
+			for _, d := range vs.Dests {
+				dests[d.Key] = d
+			}
+		}
+		serving, shouldServe := 0, 0
+		for j := range svc.Servers {
+			rs := &svc.Servers[j]
+			var key ipvsmgr.DestKey
+			if j < len(dk[i]) {
+				key = dk[i][j]
+			}
+			sr := &srvRow{Svc: row, ID: serverID(rs), Name: rs.Name, Addr: key.String(), Server: rs, Health: "unchecked",
+				CfgWeight: rs.EffectiveWeight(), Upper: rs.UpperThreshold, Lower: rs.LowerThreshold, SeriesKey: seriesKeyDest(sk[i], key)}
+			switch {
+			case !rs.IsEnabled():
+				sr.Admin = "disabled"
+			case rs.EffectiveWeight() == 0:
+				sr.Admin = "drained"
+			default:
+				sr.Admin = "enabled"
+			}
+			if d := dests[key]; d != nil {
+				sr.InKernel, sr.KWeight, sr.Active, sr.Inactive, sr.Stats = true, d.Weight, d.ActiveConns, d.InactiveConns, d.Stats
+				delete(dests, key)
+			}
+			wantServe := row.Enabled && sr.Admin == "enabled"
+			if wantServe {
+				shouldServe++
+			}
+			sr.Status, sr.Problem = serverStatus(sr, row.Enabled, wantServe, known)
+			if sr.Status == "up" {
+				serving++
+			}
+			row.Active += uint64(sr.Active)
+			row.Inactive += uint64(sr.Inactive)
+			row.Servers = append(row.Servers, sr)
+		}
+		// What the kernel still has that the desired state no longer does: removed servers draining.
+		if vs != nil {
+			for _, d := range vs.Dests {
+				if dests[d.Key] == nil {
+					continue
+				}
+				sr := &srvRow{Svc: row, ID: d.Key.String(), Addr: d.Key.String(), Admin: "removed", Health: "unchecked",
+					InKernel: true, KWeight: d.Weight, Active: d.ActiveConns, Inactive: d.InactiveConns, Stats: d.Stats,
+					SeriesKey: seriesKeyDest(sk[i], d.Key)}
+				sr.Status = "draining"
+				row.Active += uint64(sr.Active)
+				row.Inactive += uint64(sr.Inactive)
+				row.Servers = append(row.Servers, sr)
+			}
+		}
+		row.State, row.Problem = serviceState(row, serving, shouldServe)
+		m.Rows = append(m.Rows, row)
+		m.byID[row.ID] = row
+		t.Services++
+		if !row.Enabled {
+			t.ServicesDisabled++
+		}
+		if row.Problem != "" {
+			t.ServicesProblem++
+		}
+		for _, sr := range row.Servers {
+			t.Servers++
+			switch sr.Status {
+			case "up", "full":
+				t.Up++
+			case "down":
+				t.Down++
+			case "draining":
+				if sr.Admin == "removed" {
+					t.Removing++
+				} else {
+					t.Draining++
+				}
+			case "drained":
+				t.Drained++
+			case "disabled":
+				t.Disabled++
+			}
+		}
+		t.Active += row.Active
+		t.Inactive += row.Inactive
+		t.CPS += row.Stats.CPS
+		t.PPS += row.Stats.InPPS + row.Stats.OutPPS
+		t.BPS += row.Stats.InBPS + row.Stats.OutBPS
+	}
+	if known {
+		m.Foreign = len(snap.Table.Services) - matched
+	}
+	return m
+}
+
+func serverID(rs *ipvsmgr.Server) string {
+	if rs.Name != "" {
+		return rs.Name
+	}
+	if rs.Port != 0 {
+		return rs.Address + ":" + itoa(rs.Port)
+	}
+	return rs.Address
+}
+
+// serverStatus is what a real server is doing, and why that is a problem
+// when it is one.
+func serverStatus(sr *srvRow, svcEnabled, wantServe, known bool) (string, string) {
+	switch {
+	case !known:
+		return "unknown", ""
+	case !svcEnabled:
+		if sr.InKernel {
+			return "draining", ""
+		}
+		return "disabled", ""
+	case sr.Admin == "disabled":
+		if sr.InKernel {
+			return "draining", "" // kept at weight 0 until its connections end
+		}
+		return "disabled", ""
+	case sr.Admin == "drained":
+		if sr.Active > 0 {
+			return "draining", ""
+		}
+		return "drained", ""
+	case !sr.InKernel:
+		return "down", "not in the kernel"
+	case sr.KWeight == 0:
+		return "down", "weight 0 in the kernel"
+	case sr.AtThreshold():
+		return "full", "at its connection limit"
+	}
+	return "up", ""
+}
+
+func serviceState(row *svcRow, serving, shouldServe int) (string, string) {
+	switch {
+	case !row.Enabled:
+		return "disabled", ""
+	case !row.Known:
+		return "unknown", ""
+	case !row.InKernel:
+		return "down", "not in the kernel"
+	case len(row.Servers) == 0:
+		return "all down", "no real servers"
+	case serving == 0:
+		return "all down", "no real server takes traffic"
+	case serving < shouldServe:
+		return "degraded", itoa(shouldServe-serving) + " of " + itoa(shouldServe) + " real servers not taking traffic"
+	}
+	return "up", ""
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	var b [20]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}

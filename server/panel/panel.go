@@ -1,0 +1,139 @@
+package panel
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/store"
+)
+
+// Storage keeps the panel's drafts and chart points (*store.Store is one).
+type Storage interface {
+	Draft(ctx context.Context, author string) (*store.Draft, error)
+	SaveDraft(ctx context.Context, d *store.Draft) error
+	DeleteDraft(ctx context.Context, author string) error
+	ChartSeries(ctx context.Context, keys []string, seen int64) (map[string]int64, error)
+	ChartSeriesID(ctx context.Context, key string) (int64, error)
+	SaveChartPoints(ctx context.Context, res int, t int64, chunks map[int64][]byte, keepFrom, forgetBefore int64) error
+	ChartPoints(ctx context.Context, res int, chunk, since int64) ([]store.ChartRow, error)
+}
+
+// Panel is the admin panel's handlers.
+type Panel struct {
+	d       Deps
+	core    *server.Core
+	storage Storage
+	log     *slog.Logger
+	views   *views
+	assets  *assets
+	started time.Time
+
+	cache   modelCache
+	sampler *sampler
+}
+
+// New checks d and parses the templates (once).
+func New(d Deps) (*Panel, error) {
+	if d.Core == nil || d.Who == nil || d.Login == nil || d.Logout == nil {
+		return nil, errors.New("panel: Core, Who, Login and Logout are required")
+	}
+	p := &Panel{d: d, core: d.Core, storage: d.Storage, log: d.Log, started: d.Started}
+	if p.storage == nil {
+		p.storage = d.Core.Store()
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	if p.started.IsZero() {
+		p.started = time.Now()
+	}
+	if p.d.PageSize <= 0 {
+		p.d.PageSize = 25
+	}
+	var err error
+	if p.assets, err = loadAssets(); err != nil {
+		return nil, err
+	}
+	if p.views, err = parseViews(p.assets); err != nil {
+		return nil, err
+	}
+	p.sampler = newSampler(p)
+	return p, nil
+}
+
+// Routes is every panel route (paths from the root; the API's /api/v1 is
+// not among them), with the panel's security headers and cross-origin
+// protection. Pages need a logged-in user (Who) except /login and /static/.
+func (p *Panel) Routes() http.Handler {
+	mux := http.NewServeMux()
+	p.routes(mux)
+	return securityHeaders(http.NewCrossOriginProtection().Handler(mux))
+}
+
+// securityHeaders: no inline scripts, no framing, no sniffing.
+func securityHeaders(next http.Handler) http.Handler {
+	const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; " +
+		"base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", csp)
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// who is the request's user, with their role's rank.
+type who struct {
+	User string
+	Role string
+	rank int
+}
+
+func (w who) CanOperate() bool { return w.rank >= 1 }
+func (w who) CanAdmin() bool   { return w.rank >= 2 }
+
+// need wraps a handler: nobody logged in goes to the login page, a role
+// below min gets 403.
+func (p *Panel) need(min string, h func(http.ResponseWriter, *http.Request, who)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		user, role, ok := p.d.Who(r)
+		if !ok {
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				http.Redirect(w, r, "/login?next="+urlQueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			p.renderError(w, r, who{}, http.StatusUnauthorized, "You are not logged in.")
+			return
+		}
+		u := who{User: user, Role: role, rank: roleRank(role)}
+		if u.rank < roleRank(min) {
+			p.renderError(w, r, u, http.StatusForbidden, fmt.Sprintf("This needs the %s role; you are %s.", min, role))
+			return
+		}
+		h(w, r, u)
+	}
+}
+
+func (p *Panel) actor(r *http.Request, u who) server.Actor {
+	addr := ""
+	if p.d.ClientAddr != nil {
+		addr = p.d.ClientAddr(r)
+	} else if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		addr = host
+	}
+	return server.Actor{Name: u.User, Via: "panel", Addr: addr}
+}
+
+// bufPool holds render buffers: a page is rendered whole before any byte is
+// written, so that a template error becomes an error page, not half a page.
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}

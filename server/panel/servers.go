@@ -1,0 +1,345 @@
+package panel
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server"
+)
+
+type serverFormData struct {
+	Form     *form
+	SvcID    string
+	ID       string // "" for a new real server
+	Base     int64
+	Drafted  bool
+	AdminAll bool // an operator edits the weight only
+}
+
+func (p *Panel) showServerForm(w http.ResponseWriter, r *http.Request, u who, status int, d *serverFormData) {
+	title := "New real server in " + d.SvcID
+	if d.ID != "" {
+		title = "Edit real server " + d.ID + " of " + d.SvcID
+	}
+	pg := p.newPage(r.Context(), r, u, title, "services")
+	d.AdminAll = u.CanAdmin()
+	pg.Errors = d.Form.Top
+	if len(d.Form.Errs) > 0 && len(pg.Errors) == 0 {
+		pg.Errors = []string{"Some fields are not valid: see the messages beside them."}
+	}
+	pg.Data = d
+	p.render(w, r, status, "server_form", pg)
+}
+
+func (p *Panel) serverNew(w http.ResponseWriter, r *http.Request, u who) {
+	ctx := r.Context()
+	st, rev, drafted, err := p.desired(ctx, u)
+	if err != nil {
+		p.fail(w, r, u, err)
+		return
+	}
+	i, err := server.FindService(st, r.PathValue("id"))
+	if err != nil {
+		p.fail(w, r, u, err)
+		return
+	}
+	f := newForm()
+	f.Values["weight"], f.Values["enabled"] = "1", "1"
+	p.showServerForm(w, r, u, http.StatusOK, &serverFormData{Form: f, SvcID: server.ServiceID(&st.Services[i]), Base: rev, Drafted: drafted})
+}
+
+func (p *Panel) serverCreate(w http.ResponseWriter, r *http.Request, u who) {
+	ctx := r.Context()
+	svcID := r.PathValue("id")
+	f, rs := parseServerForm(r)
+	d := &serverFormData{Form: f, SvcID: svcID, Base: baseOf(r), Drafted: p.staging(ctx, r, u)}
+	if f.Invalid() {
+		p.showServerForm(w, r, u, http.StatusUnprocessableEntity, d)
+		return
+	}
+	if rs.Address == "" {
+		f.set("address", "a real server needs an address")
+		p.showServerForm(w, r, u, http.StatusUnprocessableEntity, d)
+		return
+	}
+	msg, err := p.commit(ctx, r, u, change{
+		label: "add real server " + serverID(&rs) + " to " + svcID,
+		edit: func(st *ipvsmgr.State) error {
+			i, err := server.FindService(st, svcID)
+			if err != nil {
+				return err
+			}
+			st.Services[i].Servers = append(st.Services[i].Servers, rs)
+			return nil
+		},
+		direct: func(ctx context.Context, a server.Actor, o server.WriteOptions) (*server.WriteResult, error) {
+			return p.core.AddServer(ctx, a, svcID, rs, o)
+		},
+	}, d.Base)
+	if err != nil {
+		p.formFailed(w, r, u, err, f, true, func(status int) { p.showServerForm(w, r, u, status, d) })
+		return
+	}
+	redirect(w, r, pathOf("services", svcID), msg)
+}
+
+type serverData struct {
+	SvcID   string
+	Svc     *ipvsmgr.Service
+	Server  *ipvsmgr.Server
+	ID      string
+	Live    *srvRow
+	Base    int64
+	Drafted bool
+	Charts  []chartView
+	Range   string
+}
+
+func (p *Panel) serverShow(w http.ResponseWriter, r *http.Request, u who) {
+	ctx := r.Context()
+	st, rev, drafted, err := p.desired(ctx, u)
+	if err != nil {
+		p.fail(w, r, u, err)
+		return
+	}
+	i, err := server.FindService(st, r.PathValue("id"))
+	if err != nil {
+		p.fail(w, r, u, err)
+		return
+	}
+	svc := &st.Services[i]
+	j, err := server.FindServer(svc, r.PathValue("sid"))
+	if err != nil {
+		p.fail(w, r, u, err)
+		return
+	}
+	rs := &svc.Servers[j]
+	d := &serverData{SvcID: server.ServiceID(svc), Svc: svc, Server: rs, ID: serverID(rs), Base: rev, Drafted: drafted, Range: chartRange(r)}
+	if m, err := p.model(ctx); err == nil && !drafted {
+		if row := m.byID[d.SvcID]; row != nil && j < len(row.Servers) {
+			d.Live = row.Servers[j]
+			d.Charts = p.charts(ctx, d.Live.SeriesKey, d.Range)
+		}
+	}
+	pg := p.newPage(ctx, r, u, "Real server "+d.ID+" of "+d.SvcID, "services")
+	pg.Flash = takeFlash(w, r)
+	pg.Data = d
+	p.render(w, r, http.StatusOK, "server", pg)
+}
+
+func (p *Panel) serverEdit(w http.ResponseWriter, r *http.Request, u who) {
+	ctx := r.Context()
+	st, rev, drafted, err := p.desired(ctx, u)
+	if err != nil {
+		p.fail(w, r, u, err)
+		return
+	}
+	i, err := server.FindService(st, r.PathValue("id"))
+	if err != nil {
+		p.fail(w, r, u, err)
+		return
+	}
+	j, err := server.FindServer(&st.Services[i], r.PathValue("sid"))
+	if err != nil {
+		p.fail(w, r, u, err)
+		return
+	}
+	rs := &st.Services[i].Servers[j]
+	p.showServerForm(w, r, u, http.StatusOK, &serverFormData{Form: serverForm(rs), SvcID: server.ServiceID(&st.Services[i]),
+		ID: serverID(rs), Base: rev, Drafted: drafted})
+}
+
+func (p *Panel) serverSave(w http.ResponseWriter, r *http.Request, u who) {
+	ctx := r.Context()
+	svcID, sid := r.PathValue("id"), r.PathValue("sid")
+	f, rs := parseServerForm(r)
+	d := &serverFormData{Form: f, SvcID: svcID, ID: sid, Base: baseOf(r), Drafted: p.staging(ctx, r, u)}
+	if f.Invalid() {
+		p.showServerForm(w, r, u, http.StatusUnprocessableEntity, d)
+		return
+	}
+	patch := serverPatchOf(&rs)
+	if !u.CanAdmin() {
+		patch = server.ServerPatch{Weight: rs.Weight} // an operator changes weights, nothing else
+	}
+	msg, err := p.commit(ctx, r, u, change{
+		label: "edit real server " + sid + " of " + svcID,
+		edit: func(st *ipvsmgr.State) error {
+			i, err := server.FindService(st, svcID)
+			if err != nil {
+				return err
+			}
+			j, err := server.FindServer(&st.Services[i], sid)
+			if err != nil {
+				return err
+			}
+			patch.ApplyTo(&st.Services[i].Servers[j])
+			return nil
+		},
+		direct: func(ctx context.Context, a server.Actor, o server.WriteOptions) (*server.WriteResult, error) {
+			return p.core.PatchServer(ctx, a, svcID, sid, patch, o)
+		},
+	}, d.Base)
+	if err != nil {
+		p.formFailed(w, r, u, err, f, true, func(status int) { p.showServerForm(w, r, u, status, d) })
+		return
+	}
+	next := sid
+	if u.CanAdmin() && rs.Name != "" {
+		next = rs.Name
+	} else if u.CanAdmin() && rs.Name == "" {
+		next = serverID(&rs)
+	}
+	redirect(w, r, pathOf("services", svcID, "servers", next), msg)
+}
+
+// serverAction is a one-click action on one real server: drain, enable,
+// disable (operator) or delete (admin). These go straight to the core: an
+// operator drains a server now, not in a draft.
+func (p *Panel) serverAction(w http.ResponseWriter, r *http.Request, u who) {
+	ctx := r.Context()
+	svcID, sid, action := r.PathValue("id"), r.PathValue("sid"), r.PathValue("action")
+	if action == "delete" {
+		if !u.CanAdmin() {
+			p.renderError(w, r, u, http.StatusForbidden, "Removing a real server needs the admin role.")
+			return
+		}
+		msg, err := p.commit(ctx, r, u, change{
+			label: "remove real server " + sid + " from " + svcID,
+			edit: func(st *ipvsmgr.State) error {
+				i, err := server.FindService(st, svcID)
+				if err != nil {
+					return err
+				}
+				j, err := server.FindServer(&st.Services[i], sid)
+				if err != nil {
+					return err
+				}
+				st.Services[i].Servers = append(st.Services[i].Servers[:j], st.Services[i].Servers[j+1:]...)
+				return nil
+			},
+			direct: func(ctx context.Context, a server.Actor, o server.WriteOptions) (*server.WriteResult, error) {
+				return p.core.RemoveServer(ctx, a, svcID, sid, o)
+			},
+		}, baseOf(r))
+		if err != nil {
+			p.writeFailed(w, r, u, err)
+			return
+		}
+		redirect(w, r, pathOf("services", svcID), msg)
+		return
+	}
+	if !validAction(action) {
+		p.renderError(w, r, u, http.StatusNotFound, fmt.Sprintf("No action %q (want drain, enable or disable).", action))
+		return
+	}
+	msg, err := p.act(ctx, r, u, action, []target{{svcID, sid}})
+	if err != nil {
+		p.writeFailed(w, r, u, err)
+		return
+	}
+	redirect(w, r, backTo(r, pathOf("services", svcID, "servers", sid)), msg)
+}
+
+func validAction(a string) bool { return a == "drain" || a == "enable" || a == "disable" }
+
+// target names one real server of one virtual service.
+type target struct{ svc, server string }
+
+// act applies one action to real servers, as one revision: drain sets the
+// weight to 0; disable takes a server out of the kernel (drained first);
+// enable puts it back, and gives a drained server back its last non-zero
+// weight from the recent history (1 if none is found).
+func (p *Panel) act(ctx context.Context, r *http.Request, u who, action string, ts []target) (string, error) {
+	if len(ts) == 0 {
+		return "", &server.Error{Code: server.CodeBadInput, Msg: "no real server selected"}
+	}
+	st, rev, err := p.core.State(ctx)
+	if err != nil {
+		return "", err
+	}
+	var restored []string
+	for _, t := range ts {
+		i, err := server.FindService(st, t.svc)
+		if err != nil {
+			return "", err
+		}
+		j, err := server.FindServer(&st.Services[i], t.server)
+		if err != nil {
+			return "", err
+		}
+		rs := &st.Services[i].Servers[j]
+		switch action {
+		case "drain":
+			zero := 0
+			rs.Weight = &zero
+		case "disable":
+			off := false
+			rs.Enabled = &off
+		case "enable":
+			on := true
+			rs.Enabled = &on
+			if rs.EffectiveWeight() == 0 {
+				w, from := p.lastWeight(ctx, t.svc, t.server)
+				rs.Weight = &w
+				restored = append(restored, fmt.Sprintf("%s weight %d%s", t.server, w, from))
+			}
+		}
+	}
+	label := fmt.Sprintf("%s %d real server(s)", action, len(ts))
+	if len(ts) == 1 {
+		label = fmt.Sprintf("rs %s %s %s", action, ts[0].svc, ts[0].server)
+	}
+	res, err := p.core.ApplyState(ctx, p.actor(r, u), st, label, server.WriteOptions{Base: rev, NoWait: true})
+	if err != nil {
+		return "", err
+	}
+	msg := writeSummary(label, res)
+	if len(restored) > 0 {
+		msg += "; restored " + joinShort(restored)
+	}
+	return msg, nil
+}
+
+func joinShort(ss []string) string {
+	if len(ss) > 5 {
+		return fmt.Sprintf("%s and %d more", joinShort(ss[:5]), len(ss)-5)
+	}
+	out := ""
+	for i, s := range ss {
+		if i > 0 {
+			out += ", "
+		}
+		out += s
+	}
+	return out
+}
+
+// lastWeight finds a real server's last non-zero weight in the 20 latest revisions.
+func (p *Panel) lastWeight(ctx context.Context, svcID, sid string) (int, string) {
+	revs, err := p.core.History(ctx, 20)
+	if err != nil {
+		return 1, ""
+	}
+	for _, rv := range revs {
+		full, err := p.core.Store().Revision(ctx, rv.ID)
+		if err != nil {
+			continue
+		}
+		i, err := server.FindService(full.State, svcID)
+		if err != nil {
+			continue
+		}
+		j, err := server.FindServer(&full.State.Services[i], sid)
+		if err != nil {
+			continue
+		}
+		if w := full.State.Services[i].Servers[j].EffectiveWeight(); w > 0 {
+			return w, " (from revision " + strconv.FormatInt(rv.ID, 10) + ")"
+		}
+	}
+	return 1, " (no earlier weight found)"
+}

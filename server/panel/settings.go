@@ -1,0 +1,93 @@
+package panel
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server"
+)
+
+var settingsFields = []string{"network", "tcp_timeout", "tcpfin_timeout", "udp_timeout", "keep_foreign_services", "drain_timeout"}
+
+type settingsData struct {
+	Form    *form
+	Base    int64
+	Drafted bool
+	Kernel  *server.Snapshot
+}
+
+func settingsForm(s *ipvsmgr.Settings) *form {
+	f := newForm()
+	f.Values["network"] = s.Network
+	f.Values["tcp_timeout"] = strconv.Itoa(s.TCPTimeout)
+	f.Values["tcpfin_timeout"] = strconv.Itoa(s.TCPFinTimeout)
+	f.Values["udp_timeout"] = strconv.Itoa(s.UDPTimeout)
+	if s.KeepForeignServices {
+		f.Values["keep_foreign_services"] = "1"
+	}
+	f.Values["drain_timeout"] = strconv.Itoa(s.DrainTimeout)
+	return f
+}
+
+func (p *Panel) settingsShow(w http.ResponseWriter, r *http.Request, u who) {
+	st, rev, drafted, err := p.desired(r.Context(), u)
+	if err != nil {
+		p.fail(w, r, u, err)
+		return
+	}
+	p.showSettings(w, r, u, http.StatusOK, &settingsData{Form: settingsForm(&st.Settings), Base: rev, Drafted: drafted})
+}
+
+func (p *Panel) showSettings(w http.ResponseWriter, r *http.Request, u who, status int, d *settingsData) {
+	pg := p.newPage(r.Context(), r, u, "Global settings", "settings")
+	pg.Flash = takeFlash(w, r)
+	pg.Errors = d.Form.Top
+	if len(d.Form.Errs) > 0 && len(pg.Errors) == 0 {
+		pg.Errors = []string{"Some fields are not valid: see the messages beside them."}
+	}
+	d.Kernel = p.core.Snapshot()
+	pg.Data = d
+	p.render(w, r, status, "settings", pg)
+}
+
+func (p *Panel) settingsSave(w http.ResponseWriter, r *http.Request, u who) {
+	ctx := r.Context()
+	f := newForm()
+	for _, k := range settingsFields {
+		f.Values[k] = r.PostFormValue(k)
+	}
+	s := ipvsmgr.Settings{Network: f.V("network"), TCPTimeout: f.intField("tcp_timeout"), TCPFinTimeout: f.intField("tcpfin_timeout"),
+		UDPTimeout: f.intField("udp_timeout"), KeepForeignServices: f.V("keep_foreign_services") != "", DrainTimeout: f.intField("drain_timeout")}
+	d := &settingsData{Form: f, Base: baseOf(r), Drafted: p.staging(ctx, r, u)}
+	if f.Invalid() {
+		p.showSettings(w, r, u, http.StatusUnprocessableEntity, d)
+		return
+	}
+	msg, err := p.commit(ctx, r, u, change{
+		label: "settings",
+		edit:  func(st *ipvsmgr.State) error { st.Settings = s; return nil },
+		direct: func(ctx context.Context, a server.Actor, o server.WriteOptions) (*server.WriteResult, error) {
+			st, rev, err := p.core.State(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if o.Base == 0 {
+				o.Base = rev
+			}
+			st.Settings = s
+			return p.core.ApplyState(ctx, a, st, "settings", o)
+		},
+	}, d.Base)
+	if err != nil {
+		if server.CodeOf(err) == server.CodeInvalid {
+			f.takeErr(err, false, settingsFields)
+			p.showSettings(w, r, u, http.StatusUnprocessableEntity, d)
+			return
+		}
+		p.formFailed(w, r, u, err, f, false, func(status int) { p.showSettings(w, r, u, status, d) })
+		return
+	}
+	redirect(w, r, "/settings", msg)
+}
