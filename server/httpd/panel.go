@@ -169,4 +169,3 @@ func (x *accounts) Audit(ctx context.Context, f panel.AuditFilter) ([]panel.Audi
 	}
 	return out, err
 }
-
