@@ -52,6 +52,8 @@ type sharedKernel struct {
 	reconciles atomic.Int64
 	// onReconcile, if set, hears of every reconcile (metrics).
 	onReconcile func(ReconcileReport)
+	// overlay lays the director's VRRP role over the desired state (Core.roleOverlay).
+	overlay func(*ipvsmgr.Desired) *ipvsmgr.Desired
 }
 
 var errKernelClosed = errors.New("kernel connection closed")
@@ -120,7 +122,7 @@ func (sk *sharedKernel) reconcile(ctx context.Context) (*ipvsmgr.Result, error) 
 		return &ipvsmgr.Result{}, nil
 	}
 	start := time.Now()
-	res, err := sk.rec.Reconcile(ctx, sk.desired)
+	res, err := sk.rec.Reconcile(ctx, sk.overlay(sk.desired))
 	rep := ReconcileReport{Revision: sk.rev, At: start, Duration: time.Since(start)}
 	if err != nil {
 		rep.Err = err.Error()
