@@ -185,6 +185,9 @@ func (c *Core) refuseOnBackup(a Actor) error {
 	if !backup {
 		return nil
 	}
+	if s := c.redundancyStatus(); s != nil && s.Master != "" {
+		master = s.Master
+	}
 	where := orDefault(master, "the other director")
 	if peer != "" {
 		where += " (" + peer + ")"
@@ -243,3 +246,7 @@ func secondsSince(now, t time.Time) *float64 {
 	s := now.Sub(t).Seconds()
 	return &s
 }
+
+// RedundancyStatus is what the daemon's VRRP and replication are doing (nil
+// without a daemon, or when neither is configured).
+func (c *Core) RedundancyStatus() *RedundancyStatus { return c.redundancyStatus() }

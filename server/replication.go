@@ -300,11 +300,16 @@ func (p *replicator) report(ctx context.Context, c Conflict, key, peerName strin
 		return
 	}
 	p.reported = key
-	p.conflicts = append(p.conflicts, c)
-	if len(p.conflicts) > 20 {
-		p.conflicts = slices.Clone(p.conflicts[len(p.conflicts)-20:])
-	}
 	p.mu.Unlock()
+	// Logged and audited before status shows it.
+	defer func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.conflicts = append(p.conflicts, c)
+		if len(p.conflicts) > 20 {
+			p.conflicts = slices.Clone(p.conflicts[len(p.conflicts)-20:])
+		}
+	}()
 	p.log.Warn("replication conflict: both directors changed the desired state (a split); the newer change wins",
 		"winner", c.Winner, "kept", c.Kept, "lost", c.Lost)
 	e := store.AuditEntry{Actor: ReplicatedAuthor + peerName, Via: "api", ClientAddr: hostOf(p.url), Action: "replication conflict",
