@@ -38,8 +38,10 @@ type RedundancyStatus struct {
 	VIPs        []string               `json:"vips"`
 	Families    []FamilyStatus         `json:"families"`
 	Transitions []RedundancyTransition `json:"transitions"`
-	SyncDaemon  SyncDaemonStatus       `json:"sync_daemon"`
-	Replication *ReplicationStatus     `json:"replication,omitempty"`
+	// TransitionCounts counts every transition since the daemon started, by the state entered.
+	TransitionCounts map[string]int     `json:"transition_counts"`
+	SyncDaemon       SyncDaemonStatus   `json:"sync_daemon"`
+	Replication      *ReplicationStatus `json:"replication,omitempty"`
 }
 
 // FamilyStatus is one VRRP instance.

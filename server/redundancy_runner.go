@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -113,6 +114,7 @@ type redRunner struct {
 	red         *ipvsmgr.Redundancy
 	vips        []ipvsmgr.VIP
 	transitions []RedundancyTransition
+	counts      map[string]int
 	sync        SyncDaemonStatus
 	syncStarted map[ipvsmgr.SyncState]ipvsmgr.SyncDaemon
 	rep         *replicator
@@ -132,7 +134,7 @@ func newRedRunner(d *Daemon) *redRunner {
 	h := d.Hooks
 	h.defaults()
 	r := &redRunner{c: d.Core, sk: d.Core.shared, log: d.Log, h: h, wake: make(chan struct{}, 1),
-		insts: map[bool]*runningInst{}, syncStarted: map[ipvsmgr.SyncState]ipvsmgr.SyncDaemon{}}
+		insts: map[bool]*runningInst{}, counts: map[string]int{}, syncStarted: map[ipvsmgr.SyncState]ipvsmgr.SyncDaemon{}}
 	r.c.red.mu.Lock()
 	r.c.red.status = r.status
 	r.c.red.mu.Unlock()
@@ -420,6 +422,7 @@ func (r *redRunner) onTransition(ri *runningInst) func(vrrp.Transition) {
 		r.c.red.setRole(ri.v4, t.To, master)
 		r.mu.Lock()
 		vips := vipsOf(r.vips, ri.v4)
+		r.counts[t.To.String()]++
 		r.transitions = append(r.transitions, RedundancyTransition{At: t.At, Family: familyName(ri.v4), From: t.From.String(), To: t.To.String(), Reason: t.Reason})
 		if len(r.transitions) > 64 {
 			r.transitions = slices.Clone(r.transitions[len(r.transitions)-64:])
@@ -585,6 +588,7 @@ func (r *redRunner) status() *RedundancyStatus {
 	red, vips := r.red, slices.Clone(r.vips)
 	s := &RedundancyStatus{Transitions: slices.Clone(r.transitions), SyncDaemon: r.sync, VIPs: []string{}, Families: []FamilyStatus{}}
 	s.SyncDaemon.Running = slices.Clone(r.sync.Running)
+	s.TransitionCounts = maps.Clone(r.counts)
 	rep, node, fault := r.rep, r.node, r.fault
 	r.mu.Unlock()
 	if rep != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/server/auth"
 	"github.com/ipvsctl/ipvsctl/server/client"
 	"github.com/ipvsctl/ipvsctl/server/httpd"
+	"github.com/ipvsctl/ipvsctl/server/metrics"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -117,9 +118,9 @@ type director struct {
 	httpUp atomic.Bool // the API answers (false: a split)
 	// listenedWithVIP: VRRP was started while the VIP was still up.
 	listenedWithVIP atomic.Bool
-	logs   *lockedBuffer
-	cancel context.CancelFunc
-	done   chan error
+	logs            *lockedBuffer
+	cancel          context.CancelFunc
+	done            chan error
 }
 
 type lockedBuffer struct {
@@ -322,6 +323,27 @@ func TestPairElectsReplicatesAndFailsOver(t *testing.T) {
 		r := b.core.RedundancyStatus()
 		return r != nil && r.Replication != nil && r.Replication.InSync && r.Replication.LagSeconds == 0 && r.Replication.LastCopy != nil
 	})
+
+	// Status everywhere: the API's status and node, the metrics.
+	cb, _ := client.New(b.srv.URL, b.token)
+	sv, err := cb.Status(ctx)
+	if err != nil || sv.Redundancy == nil || sv.Redundancy.Role != "backup" || sv.Redundancy.Master != "198.18.0.2" ||
+		sv.Redundancy.MasterPriority != 200 || sv.Redundancy.LastAdvertAge == nil || *sv.Redundancy.LastAdvertAge > 1 ||
+		sv.Redundancy.SyncDaemon.Running[0] != "backup sync daemon on eth0, syncid 0" || sv.Redundancy.Replication == nil {
+		t.Fatalf("b's status through the API: %+v, %v", sv.Redundancy, err)
+	}
+	nv, err := cb.NodeSettings(ctx)
+	if err != nil || nv.Priority != 100 || nv.Address != "198.18.0.3" || !nv.PeerTokenSet || nv.Redundancy == nil {
+		t.Fatalf("b's node through the API: %+v, %v", nv, err)
+	}
+	rec := httptest.NewRecorder()
+	metrics.New(a.core).Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{`ipvsctl_vrrp_state{family="ipv4",state="master"} 1`, `ipvsctl_vrrp_state{family="ipv4",state="backup"} 0`,
+		`ipvsctl_vrrp_transitions_total{state="master"} 1`, "ipvsctl_replication_lag_seconds "} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("a's metrics lack %s", want)
+		}
+	}
 
 	// A tracked interface of the master goes down: it resigns and b takes over.
 	a.link.Store(false)

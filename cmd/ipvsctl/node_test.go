@@ -51,3 +51,18 @@ func TestNodeSetShow(t *testing.T) {
 		t.Errorf("audit:\n%s", r.stdout)
 	}
 }
+
+func TestRedundancyLines(t *testing.T) {
+	age := 0.35
+	r := &server.RedundancyStatus{Role: "backup", Priority: 100, VRID: 51, Interface: "eth0", Master: "198.18.0.2", MasterPriority: 200,
+		LastAdvertAge: &age, VIPs: []string{"198.18.0.100"},
+		SyncDaemon: server.SyncDaemonStatus{Enabled: true, Running: []string{"backup sync daemon on eth0, syncid 0"}}}
+	want := "backup of VRID 51 on eth0, priority 100; master 198.18.0.2 (priority 200), last advert 0.3s ago; VIPs 198.18.0.100; backup sync daemon on eth0, syncid 0"
+	if got := redundancyLine(r); got != want {
+		t.Errorf("redundancy line:\n got %s\nwant %s", got, want)
+	}
+	rep := &server.ReplicationStatus{Peer: "https://198.18.0.2:3636", Connected: true, InSync: true, PeerRevision: 12}
+	if got := replicationLine(rep); got != "from https://198.18.0.2:3636, in sync, peer revision 12, lag 0.0s" {
+		t.Errorf("replication line: %s", got)
+	}
+}
