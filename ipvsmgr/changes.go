@@ -1,7 +1,6 @@
 package ipvsmgr
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -140,99 +139,4 @@ func Summary(changes []string) string {
 		return strings.Join(changes, "; ")
 	}
 	return fmt.Sprintf("%s; %s; and %d more changes", changes[0], changes[1], len(changes)-2)
-}
-
-// StoredState is a stored document (the compact JSON of a State, as the
-// store keeps it) with its services still encoded.
-type StoredState struct {
-	Settings Settings
-	Imported []ImportedKey
-	Services [][]byte
-	parts    docParts // the document as stored; none when it is empty or was not in the stored form
-}
-
-// ParseStored splits a stored document; nil is the empty state.
-func ParseStored(doc []byte) (*StoredState, error) {
-	if len(doc) == 0 {
-		return &StoredState{}, nil
-	}
-	if p, ok := splitDocument(doc); ok {
-		was := &StoredState{Services: p.services, parts: p}
-		if decodeStrict(p.settings, &was.Settings) && (p.imported == nil || decodeStrict(p.imported, &was.Imported)) {
-			return was, nil
-		}
-	}
-	st, err := DecodeState(bytes.NewReader(doc))
-	if err != nil {
-		return nil, fmt.Errorf("read stored state: %w", err)
-	}
-	was := &StoredState{Settings: st.Settings, Imported: st.Imported}
-	for i := range st.Services {
-		was.Services = append(was.Services, AppendService(nil, &st.Services[i]))
-	}
-	return was, nil
-}
-
-// ChangesTo is Changes from the stored state to new, whose services are also
-// given encoded the same way (newServices[i] for new.Services[i]). Only the
-// services whose encoding differs are decoded, so a large state with a small
-// change costs little. It also gives the stored document as a reverse delta
-// against new (ReverseDelta), for the store: nil when the stored document was
-// empty or not in the stored form.
-func (was *StoredState) ChangesTo(newServices [][]byte, new *State) (changes []string, prevDelta []byte, err error) {
-	if len(newServices) != len(new.Services) {
-		return nil, nil, fmt.Errorf("%d encoded services for %d services", len(newServices), len(new.Services))
-	}
-	match := matchServices(was.Services, newServices)
-	matched := make([]bool, len(newServices))
-	oldSub := &State{Settings: was.Settings, Imported: was.Imported}
-	for i, j := range match {
-		if j >= 0 {
-			matched[j] = true
-			continue
-		}
-		var s Service
-		if err := json.Unmarshal(was.Services[i], &s); err != nil {
-			return nil, nil, fmt.Errorf("read stored state: %w", err)
-		}
-		oldSub.Services = append(oldSub.Services, s)
-	}
-	newSub := &State{Settings: new.Settings, Imported: new.Imported}
-	for j, m := range matched {
-		if !m {
-			newSub.Services = append(newSub.Services, new.Services[j])
-		}
-	}
-	if was.parts.settings != nil {
-		prevDelta = reverseDelta(was.parts, match)
-	}
-	return Changes(oldSub, newSub), prevDelta, nil
-}
-
-// matchServices gives, for each old service, the index of the byte-equal
-// service in new, or -1. Most are unchanged and in the same place; the others
-// are looked up by their bytes, wherever they are.
-func matchServices(old, new [][]byte) []int {
-	at := make([]int, len(old))
-	var moved map[string]int // new's services not matched in place
-	for i, s := range old {
-		if i < len(new) && bytes.Equal(s, new[i]) {
-			at[i] = i
-			continue
-		}
-		if moved == nil {
-			moved = map[string]int{}
-			for j, t := range new {
-				if j >= len(old) || !bytes.Equal(old[j], t) {
-					moved[string(t)] = j
-				}
-			}
-		}
-		j, ok := moved[string(s)]
-		if !ok {
-			j = -1
-		}
-		at[i] = j
-	}
-	return at
 }

@@ -284,7 +284,7 @@ func (d *fastDecoder) optBool() *bool {
 
 // skip passes over any JSON value and returns its bytes, unchecked: strict
 // checks what it decodes, and a stored service is either byte-equal to a new
-// encoding or decoded by encoding/json (ChangesTo).
+// encoding or decoded by encoding/json (the store's ChangesTo).
 func (d *fastDecoder) skip() []byte {
 	start := d.ws()
 	depth := 0

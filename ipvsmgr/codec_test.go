@@ -1,4 +1,4 @@
-package ipvsmgr
+package ipvsmgr_test
 
 import (
 	"bytes"
@@ -9,13 +9,16 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/ipvsmgrtest"
 )
 
 // slowDecode is DecodeState without the fast path: encoding/json, strict.
-func slowDecode(data []byte) (*State, error) {
+func slowDecode(data []byte) (*ipvsmgr.State, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	var st State
+	var st ipvsmgr.State
 	if err := dec.Decode(&st); err != nil {
 		return nil, err
 	}
@@ -30,7 +33,7 @@ func slowDecode(data []byte) (*State, error) {
 // back to what json.Marshal writes.
 func checkFastDecode(t *testing.T, data []byte) (ok bool) {
 	t.Helper()
-	fast, ok := decodeFast(data)
+	fast, ok := ipvsmgr.DecodeFast(data)
 	if !ok {
 		return false
 	}
@@ -42,27 +45,27 @@ func checkFastDecode(t *testing.T, data []byte) (ok bool) {
 		t.Fatalf("fast and encoding/json decoding differ (-json +fast):\n%s\n%s", d, data)
 	}
 	// A document in the stored form (as json.Marshal writes it) splits into
-	// its services' bytes.
-	parts, ok := splitDocument(data)
+	// its services' bytes, and joins back to itself.
+	parts, ok := ipvsmgr.SplitStored(data)
 	if stored, _ := json.Marshal(fast); !bytes.Equal(stored, data) {
 		return true
 	}
-	raw := parts.services
+	raw := parts.Services
 	if !ok || len(raw) != len(fast.Services) {
 		t.Fatalf("split: ok %v, %d services for %d: %s", ok, len(raw), len(fast.Services), data)
 	}
-	// Against itself, a document's reverse delta is all indexes, and undoing it gives the document back.
-	if delta, err := ReverseDelta(data, data); err != nil {
-		t.Fatalf("reverse delta of a stored document: %v", err)
-	} else if back, err := UndoDelta(delta, data); err != nil || !bytes.Equal(back, data) {
-		t.Fatalf("undo of its own delta %s gave %s (%v)", delta, back, err)
+	if back := parts.Join(); !bytes.Equal(back, data) {
+		t.Fatalf("split and joined, a stored document gave\n%s\nnot\n%s", back, data)
+	}
+	if settings, imported, ok := parts.DecodeSettingsAndImported(); !ok || !cmp.Equal(settings, fast.Settings) || !cmp.Equal(imported, fast.Imported) {
+		t.Fatalf("settings and imported keys of a stored document: ok %v, %+v %+v", ok, settings, imported)
 	}
 	for i := range fast.Services {
 		want, _ := json.Marshal(&fast.Services[i])
-		if got := AppendService(nil, &fast.Services[i]); !bytes.Equal(got, want) {
+		if got := ipvsmgr.AppendService(nil, &fast.Services[i]); !bytes.Equal(got, want) {
 			t.Fatalf("AppendService:\n got %s\nwant %s", got, want)
 		}
-		var back Service
+		var back ipvsmgr.Service
 		if err := json.Unmarshal(raw[i], &back); err != nil || !cmp.Equal(back, fast.Services[i]) {
 			t.Fatalf("service %d's bytes %s do not decode to it (%v)", i, raw[i], err)
 		}
@@ -121,7 +124,7 @@ func TestFastDecode(t *testing.T) {
 			t.Errorf("fast decoder took it: %v, want %v: %s", got, tc.fast, tc.doc)
 		}
 		// Whichever decoder takes it, DecodeState agrees with encoding/json.
-		st, err := DecodeState(strings.NewReader(tc.doc))
+		st, err := ipvsmgr.DecodeState(strings.NewReader(tc.doc))
 		slow, slowErr := slowDecode([]byte(tc.doc))
 		if (err == nil) != (slowErr == nil) {
 			t.Errorf("DecodeState error %v, encoding/json error %v: %s", err, slowErr, tc.doc)
@@ -131,82 +134,20 @@ func TestFastDecode(t *testing.T) {
 	}
 }
 
-// randomState covers every field, with strings json.Marshal escapes.
-func randomState(r *rand.Rand, services int) *State {
-	words := []string{"", "web", "dr", "wlc", "198.18.0.11", "2001:db8::1", "a<b>&c", `q"u\o`, "tab\there", "é", "\u2028", "\x7f"}
-	w := func() string { return words[r.IntN(len(words))] }
-	n := func() int { return []int{0, 1, -1, 80, 65535, 1 << 40}[r.IntN(6)] }
-	st := &State{Services: []Service{}}
-	for range services {
-		s := Service{Name: w(), Protocol: w(), Address: w(), Port: n(), FWMark: uint32(r.IntN(3)), Interface: w(), Scheduler: w(),
-			OnePacket: r.IntN(2) == 0, Persistence: n(), PersistenceNetmask: w(), Forwarding: w()}
-		if r.IntN(2) == 0 {
-			s.Match = []Match{{Protocol: w(), Ports: []int{n(), n()}}, {Protocol: w()}}
+// Only the stored form splits: the keys in Join's order, no white space.
+func TestSplitStored(t *testing.T) {
+	for _, doc := range []string{`{"settings":{},"services":null}`, `{"settings":{"network":"dr"},"services":[{"address":"198.18.0.1"},{}],"imported":[]}`} {
+		p, ok := ipvsmgr.SplitStored([]byte(doc))
+		if !ok || p.Len() != len(doc) || string(p.Join()) != doc {
+			t.Errorf("split %v, joined %s: %s", ok, p.Join(), doc)
 		}
-		if r.IntN(2) == 0 {
-			s.SchedulerFlags = []string{w(), w()}
-		}
-		if r.IntN(3) > 0 {
-			e := r.IntN(2) == 0
-			s.Enabled = &e
-		}
-		if r.IntN(3) == 0 {
-			s.Check = randomCheck(r, w, n)
-		}
-		if r.IntN(3) == 0 {
-			s.SorryServer = &SorryServer{Address: w(), Port: n()}
-		}
-		s.Quorum = []int{0, 0, 1, 2}[r.IntN(4)]
-		if r.IntN(4) > 0 {
-			s.Servers = []Server{}
-		}
-		for range r.IntN(4) {
-			sv := Server{Name: w(), Address: w(), Port: n(), Forwarding: w(), UpperThreshold: n(), LowerThreshold: n()}
-			if r.IntN(2) == 0 {
-				wt := n()
-				sv.Weight = &wt
-			}
-			if r.IntN(2) == 0 {
-				e := r.IntN(2) == 0
-				sv.Enabled = &e
-			}
-			if r.IntN(3) == 0 {
-				sv.Health = w()
-			}
-			if r.IntN(3) == 0 {
-				sv.Check = randomCheck(r, w, n)
-			}
-			s.Servers = append(s.Servers, sv)
-		}
-		st.Services = append(st.Services, s)
 	}
-	return st
-}
-
-// randomCheck sets each field of a check or leaves it unset, at random.
-func randomCheck(r *rand.Rand, w func() string, n func() int) *Check {
-	f := func() float64 { return []float64{0, 0.1, 1, 2.5, 1e-7, 1e21, 123456789.125, -3}[r.IntN(8)] }
-	b := func() *bool {
-		if r.IntN(3) == 0 {
-			return nil
+	for _, doc := range []string{`{"services":[]}`, `{"services":[],"settings":{}}`, `{"settings":{}, "services":[]}`, `{"settings":{},"services":[ ]}`,
+		`{"settings":{},"imported":[],"services":[]}`, `{"settings":{},"services":[]} `, `{"settings":{},"services":[],"x":1}`} {
+		if _, ok := ipvsmgr.SplitStored([]byte(doc)); ok {
+			t.Errorf("split, not in the stored form: %s", doc)
 		}
-		v := r.IntN(2) == 0
-		return &v
 	}
-	c := &Check{Type: w(), Interval: f(), Timeout: f(), Rise: n(), Fall: n(), Address: w(), Port: n(), OnFailure: w(),
-		StartHealthy: b(), Method: w(), Path: w(), Host: w(), ExpectBody: w(), TLSVerify: b(), SNI: w(), Send: w(),
-		Expect: w(), UseRegex: b(), Protocol: w(), Name: w(), QType: w(), RCode: w(), DynamicWeight: b()}
-	if r.IntN(2) == 0 {
-		v := f()
-		c.SlowStart = &v
-	}
-	if r.IntN(2) == 0 {
-		c.ExpectStatus = []int{n(), 200}
-	}
-	if r.IntN(2) == 0 {
-		c.Command = Argv{w(), w(), "%h:%p"}
-	}
-	return c
 }
 
 // Whatever json.Marshal writes for a state, the fast decoder takes, and
@@ -214,7 +155,7 @@ func randomCheck(r *rand.Rand, w func() string, n func() int) *Check {
 func TestFastCodecRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 200 {
-		st := randomState(r, 1+r.IntN(5))
+		st := ipvsmgrtest.RandomState(r, 1+r.IntN(5))
 		doc, err := json.Marshal(st)
 		if err != nil {
 			t.Fatal(err)
@@ -246,11 +187,11 @@ func TestLargeDocumentErrors(t *testing.T) {
 		t.Fatal("fast decoder gave up on a valid document")
 	}
 	bad := strings.Replace(doc, `"name":"s500",`, `"name":"s500","weight":2,`, 1)
-	if _, err := DecodeState(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), `unknown field "weight"`) {
+	if _, err := ipvsmgr.DecodeState(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), `unknown field "weight"`) {
 		t.Fatalf("unknown field in a large document: %v", err)
 	}
 	bad = strings.Replace(doc, `{"name":"s7","address":"198.18.100.8","port":80`, `{"name":"s7","address":"198.18.100.8","port":"80"`, 1)
-	if _, err := DecodeState(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), `line 8: field "services.port"`) {
+	if _, err := ipvsmgr.DecodeState(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), `line 8: field "services.port"`) {
 		t.Fatalf("type error in a large document: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -43,57 +44,122 @@ type Desired struct {
 
 // Compile validates st and translates it into kernel terms. The error is a
 // *ValidationError listing every invalid value.
-func Compile(st *State) (*Desired, error) {
+func Compile(st *State) (*Desired, error) { return CompileWith(st, nil, nil) }
+
+// CompileCache keeps what Compile made of each service, by the service's
+// encoding: compiling a state of 1,000 services of which one changed then
+// validates and translates that one only. The daemon keeps one.
+type CompileCache struct {
+	network string
+	pieces  map[string]*compiled
+}
+
+// compiled is one valid service in kernel terms.
+type compiled struct {
+	vs      *VirtualService
+	vip     netip.Addr
+	enabled bool
+	name    string
+	checks  []ServerCheck
+	sorry   []SorryPolicy
+	marks   []MarkRule
+}
+
+// CompileWith is Compile that takes each service's encoding (enc[i] for
+// st.Services[i], as AppendService writes it) and reuses what cache has of
+// the services it has seen; enc and cache may be nil.
+func CompileWith(st *State, enc [][]byte, cache *CompileCache) (*Desired, error) {
 	v := &validator{}
 	v.settings(&st.Settings)
-	d := &Desired{Table: &Table{}, Names: map[ServiceKey]string{}, Settings: st.Settings}
+	d := &Desired{Table: &Table{Services: make([]*VirtualService, 0, len(st.Services))}, Names: make(map[ServiceKey]string, len(st.Services)), Settings: st.Settings}
 	d.Table.Timeouts = Timeouts{TCP: uint32(max(st.Settings.TCPTimeout, 0)), TCPFin: uint32(max(st.Settings.TCPFinTimeout, 0)), UDP: uint32(max(st.Settings.UDPTimeout, 0))}
-	seenKeys := map[ServiceKey]string{}
-	seenNames := map[string]string{}
+	if cache != nil && (cache.pieces == nil || cache.network != st.Settings.Network || len(enc) != len(st.Services)) {
+		cache.network, cache.pieces = st.Settings.Network, map[string]*compiled{}
+	}
+	seenKeys := make(map[ServiceKey]string, len(st.Services))
+	seenNames := make(map[string]string, len(st.Services))
 	vips := map[VIP]bool{}
+	used := map[string]*compiled{}
 	for i := range st.Services {
 		svc := &st.Services[i]
-		field := fmt.Sprintf("services[%d]", i)
+		field := "services[" + strconv.Itoa(i) + "]"
 		if svc.Name != "" {
-			v.name(field+".name", svc.Name)
 			if prev, dup := seenNames[svc.Name]; dup {
 				v.addf(field+".name", "%q is already the name of %s", svc.Name, prev)
 			} else {
 				seenNames[svc.Name] = field
 			}
 		}
-		vs, vipAddr, ok := v.service(field, svc, st.Settings.Network)
-		if !ok {
+		caching := cache != nil && len(enc) == len(st.Services)
+		var c *compiled
+		if caching {
+			c = cache.pieces[string(enc[i])]
+		}
+		if c == nil {
+			var clean bool
+			if c, clean = v.compileService(field, svc, st.Settings.Network); c == nil {
+				continue
+			}
+			caching = caching && clean
+		}
+		if caching {
+			used[string(enc[i])] = c
+		}
+		if prev, dup := seenKeys[c.vs.Key]; dup {
+			v.addf(field, "duplicate service %s: %s already defines it", c.vs.Key, prev)
 			continue
 		}
-		if prev, dup := seenKeys[vs.Key]; dup {
-			v.addf(field, "duplicate service %s: %s already defines it", vs.Key, prev)
+		seenKeys[c.vs.Key] = field
+		d.Checks = append(d.Checks, c.checks...)
+		d.Sorry = append(d.Sorry, c.sorry...)
+		if !c.enabled {
 			continue
 		}
-		seenKeys[vs.Key] = field
-		if svc.Check != nil || svc.SorryServer != nil || svc.Quorum != 0 || serversHaveHealth(svc.Servers) {
-			v.checks(field, svc, vs, d, svc.IsEnabled(), st.Settings.Network)
-		}
-		if !svc.IsEnabled() {
-			continue
-		}
-		d.Names[vs.Key] = serviceName(svc, vs.Key)
-		d.Table.Services = append(d.Table.Services, vs)
-		if svc.Interface != "" && vipAddr.IsValid() {
-			vip := VIP{Interface: svc.Interface, Addr: vipAddr}
+		d.Names[c.vs.Key] = c.name
+		d.Table.Services = append(d.Table.Services, c.vs)
+		if svc.Interface != "" && c.vip.IsValid() {
+			vip := VIP{Interface: svc.Interface, Addr: c.vip}
 			if !vips[vip] {
 				vips[vip] = true
 				d.VIPs = append(d.VIPs, vip)
 			}
 		}
-		for _, m := range svc.Match {
-			d.Marks = append(d.Marks, MarkRule{Mark: vs.Key.FWMark, Addr: vipAddr, Protocol: m.Protocol, Ports: slices.Clone(m.Ports)})
-		}
+		d.Marks = append(d.Marks, c.marks...)
 	}
 	if len(v.problems) > 0 {
 		return nil, &ValidationError{Problems: v.problems}
 	}
+	if cache != nil && len(enc) == len(st.Services) {
+		cache.pieces = used // what the state no longer has is let go
+	}
 	return d, nil
+}
+
+// compileService validates one service on its own (what needs no other
+// service) and translates it; nil when its key could not be built, and
+// clean false when it has a problem.
+func (v *validator) compileService(field string, svc *Service, network string) (c *compiled, clean bool) {
+	before := len(v.problems)
+	if svc.Name != "" {
+		v.name(field+".name", svc.Name)
+	}
+	vs, vipAddr, ok := v.service(field, svc, network)
+	if !ok {
+		return nil, false
+	}
+	c = &compiled{vs: vs, vip: vipAddr, enabled: svc.IsEnabled()}
+	if svc.Check != nil || svc.SorryServer != nil || svc.Quorum != 0 || serversHaveHealth(svc.Servers) {
+		part := &Desired{}
+		v.checks(field, svc, vs, part, svc.IsEnabled(), network)
+		c.checks, c.sorry = part.Checks, part.Sorry
+	}
+	if c.enabled {
+		c.name = serviceName(svc, vs.Key)
+		for _, m := range svc.Match {
+			c.marks = append(c.marks, MarkRule{Mark: vs.Key.FWMark, Addr: vipAddr, Protocol: m.Protocol, Ports: slices.Clone(m.Ports)})
+		}
+	}
+	return c, len(v.problems) == before
 }
 
 func serversHaveHealth(rs []Server) bool {

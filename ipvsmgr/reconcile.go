@@ -66,6 +66,8 @@ type Result struct {
 	// Table is the kernel's table after the reconcile: as read, with the
 	// changes that were made (counters as read).
 	Table *Table `json:"-"`
+
+	retry bool // ReconcileOn must read the kernel and reconcile again
 }
 
 // Reconciler makes the kernel match a desired state.
@@ -218,19 +220,53 @@ func withDrains(desired, actual *Table, prev []Drain, now time.Time, timeout tim
 func (r *Reconciler) Reconcile(ctx context.Context, d *Desired) (*Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	actual, err := r.Kernel.Table(ctx)
+	return r.reconcile(ctx, d, nil)
+}
+
+// ReconcileOn is Reconcile against a table the caller knows the kernel has
+// (the daemon's: its last read, with the changes it made since), instead of
+// reading the kernel's 11,000 entries for a change of one. When the changes
+// would delete something (a drain decision needs fresh connection counts),
+// or when one fails (the table was not the kernel's after all), it reads the
+// kernel and reconciles again.
+func (r *Reconciler) ReconcileOn(ctx context.Context, d *Desired, known *Table) (*Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res, err := r.reconcile(ctx, d, known)
+	if err != nil || !res.retry {
+		return res, err
+	}
+	again, err := r.reconcile(ctx, d, nil)
 	if err != nil {
-		return nil, fmt.Errorf("read kernel IPVS table: %w", err)
+		return nil, err
+	}
+	again.Applied = append(res.Applied, again.Applied...)
+	again.Changes = append(res.Changes, again.Changes...)
+	return again, nil
+}
+
+// reconcile reconciles against known, or the kernel's table read now when
+// known is nil. Against known, it stops before a deletion or after a
+// failure, with retry set.
+func (r *Reconciler) reconcile(ctx context.Context, d *Desired, known *Table) (*Result, error) {
+	actual := known
+	if actual == nil {
+		var err error
+		if actual, err = r.Kernel.Table(ctx); err != nil {
+			return nil, fmt.Errorf("read kernel IPVS table: %w", err)
+		}
 	}
 	led, err := r.Ledger.LoadLedger(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load ledger: %w", err)
 	}
+	ops, drains := plan(d, actual, led, r.now())
+	if known != nil && slices.ContainsFunc(ops, func(op Op) bool { return op.Kind == OpDelService || op.Kind == OpDelDest }) {
+		return &Result{retry: true}, nil
+	}
 	res := &Result{}
 	newLed := &Ledger{}
 	r.ensureVIPs(ctx, d, led, newLed, res)
-
-	ops, drains := plan(d, actual, led, r.now())
 	res.Draining = drains
 	newLed.Drains = drains
 	errs := r.Kernel.Apply(ctx, ops)
@@ -250,13 +286,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, d *Desired) (*Result, error)
 		}
 		res.Applied = append(res.Applied, op)
 		res.Changes = append(res.Changes, change)
-		_ = actual.Apply(op) // the kernel took it, so the table does
 		if logChanges {
 			r.Log.Info("kernel changed", "service", name, "change", change)
 		}
 	}
-	res.Table = actual
-	newLed.Services = ownedServices(d, actual, led)
+	if known != nil && len(res.Failures) > 0 {
+		res.retry = true
+		res.Failures = nil // the reconcile on a fresh read says what still fails
+	}
+	res.Table = actual.With(ops, errs) // what the kernel took, the table now has
+	newLed.Services = ownedServices(d, res.Table, led)
 	r.removeStaleVIPs(ctx, d, led, newLed, res)
 	if r.Marks != nil && (len(d.Marks) > 0 || led.Marks) {
 		if err := r.Marks.SyncMarks(ctx, d.Marks); err != nil {

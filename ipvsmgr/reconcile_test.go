@@ -299,3 +299,68 @@ func TestManyServersDiff(t *testing.T) {
 		t.Fatalf("ops (-want +got):\n%s", d)
 	}
 }
+
+// countingKernel counts the reads of the whole table.
+type countingKernel struct {
+	*fakekernel.Kernel
+	reads int
+}
+
+func (k *countingKernel) Table(ctx context.Context) (*ipvsmgr.Table, error) {
+	k.reads++
+	return k.Kernel.Table(ctx)
+}
+
+// ReconcileOn makes a change against the table the caller knows, without
+// reading the kernel; it reads it before deleting anything, and when the
+// known table was wrong (someone ran ipvsadm) it reads it and still gets
+// the kernel right.
+func TestReconcileOnKnownTable(t *testing.T) {
+	g := newRig(t)
+	k := &countingKernel{Kernel: g.k}
+	g.r.Kernel = k
+	ctx := context.Background()
+	res, err := g.r.Reconcile(ctx, mustCompile(t, twoServers))
+	if err != nil || k.reads != 1 {
+		t.Fatalf("first reconcile: %v, %d reads", err, k.reads)
+	}
+	g.k.Ops()
+	known := res.Table
+	reweighted := strings.Replace(twoServers, `"weight":3`, `"weight":5`, 1)
+	res, err = g.r.ReconcileOn(ctx, mustCompile(t, reweighted), known)
+	if err != nil || k.reads != 1 || len(res.Failures) != 0 {
+		t.Fatalf("weight change: %v, %d reads, failures %v", err, k.reads, res.Failures)
+	}
+	if diff := cmp.Diff([]string{"ipvsadm -e -t 198.18.0.100:80 -r 198.18.0.12:80 -g -w 5"}, g.k.Ops()); diff != "" {
+		t.Fatalf("ops (-want +got):\n%s", diff)
+	}
+	// The table it gives back is the kernel's, and the one it was given is untouched.
+	if w := res.Table.Services[0].Dests[1].Weight; w != 5 {
+		t.Errorf("table after: weight %d, want 5", w)
+	}
+	if w := known.Services[0].Dests[1].Weight; w != 3 {
+		t.Errorf("the known table was changed: weight %d", w)
+	}
+	known = res.Table
+	// A deletion reads the kernel first: its connection counts decide a drain.
+	oneServer := strings.Replace(reweighted, `,{"address":"198.18.0.12","weight":5}`, ``, 1)
+	if res, err = g.r.ReconcileOn(ctx, mustCompile(t, oneServer), known); err != nil || k.reads != 2 {
+		t.Fatalf("deletion: %v, %d reads", err, k.reads)
+	}
+	if diff := cmp.Diff([]string{"ipvsadm -d -t 198.18.0.100:80 -r 198.18.0.12:80"}, g.k.Ops()); diff != "" {
+		t.Fatalf("ops (-want +got):\n%s", diff)
+	}
+	known = res.Table
+	// Someone deletes the service behind our back: the known table is wrong,
+	// the change fails against it, and a fresh read puts everything right.
+	tbl, _ := g.k.Table(ctx)
+	g.k.Apply(ctx, []ipvsmgr.Op{{Kind: ipvsmgr.OpDelService, Service: tbl.Services[0]}})
+	g.k.Ops()
+	res, err = g.r.ReconcileOn(ctx, mustCompile(t, strings.Replace(oneServer, `"weight":1`, `"weight":2`, 1)), known)
+	if err != nil || len(res.Failures) != 0 || k.reads != 3 {
+		t.Fatalf("stale table: %v, failures %v, %d reads", err, res.Failures, k.reads)
+	}
+	if diff := cmp.Diff([]string{"ipvsadm -A -t 198.18.0.100:80 -s wlc", "ipvsadm -a -t 198.18.0.100:80 -r 198.18.0.11:80 -g -w 2"}, g.k.Ops()); diff != "" {
+		t.Fatalf("repair ops (-want +got):\n%s", diff)
+	}
+}

@@ -86,6 +86,60 @@ func applyDest(svc *VirtualService, op Op) error {
 	return nil
 }
 
+// With is the table after every op the kernel made (errs[i] nil), leaving
+// t as it was: the services no op touched are shared with t, so a change of
+// one weight in a table of 11,000 real servers copies one service.
+func (t *Table) With(ops []Op, errs []error) *Table {
+	out := &Table{Timeouts: t.Timeouts, Services: slices.Clone(t.Services)}
+	at := make(map[ServiceKey]int, len(out.Services))
+	for i, s := range out.Services {
+		at[s.Key] = i
+	}
+	copied := map[ServiceKey]bool{}
+	for i, op := range ops {
+		if errs[i] != nil {
+			continue
+		}
+		if op.Service == nil {
+			_ = out.Apply(op)
+			continue
+		}
+		j, ok := at[op.Service.Key]
+		switch {
+		case op.Kind == OpAddService:
+			_ = out.Apply(op)
+			at[op.Service.Key] = len(out.Services) - 1
+			copied[op.Service.Key] = true // Apply made it
+		case op.Kind == OpDelService:
+			if ok {
+				out.Services = slices.Delete(out.Services, j, j+1)
+				for k, s := range out.Services[j:] {
+					at[s.Key] = j + k
+				}
+				delete(at, op.Service.Key)
+			}
+		case ok:
+			svc := out.Services[j]
+			if !copied[svc.Key] {
+				cp := *svc
+				cp.Dests = make([]*Destination, len(svc.Dests))
+				for k, d := range svc.Dests {
+					dc := *d
+					cp.Dests[k] = &dc
+				}
+				svc, out.Services[j] = &cp, &cp
+				copied[svc.Key] = true
+			}
+			if op.Kind == OpEditService {
+				svc.Scheduler, svc.Flags, svc.Timeout, svc.Netmask = op.Service.Scheduler, op.Service.Flags, op.Service.Timeout, op.Service.Netmask
+			} else {
+				_ = applyDest(svc, op)
+			}
+		}
+	}
+	return out
+}
+
 func (t *Table) find(key ServiceKey) *VirtualService {
 	for _, s := range t.Services {
 		if s.Key == key {

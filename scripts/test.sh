@@ -11,11 +11,12 @@ echo "== tier 1+2: go test -race ./..."
 go vet ./...
 go vet -tags vmtest ./scripts/vmtest
 go test -race -count=1 ./...
-echo "== fuzz: each importer, and the fast document decoder against encoding/json, for a few seconds"
+echo "== fuzz: each importer, the fast document decoder against encoding/json, the store's reverse deltas, for a few seconds"
 for target in FuzzImportIpvsadm FuzzImportJSON FuzzImportLVSCF FuzzImportKeepalived; do
 	go test -run "^$" -fuzz "^$target\$" -fuzztime "${FUZZTIME:-10s}" -fuzzminimizetime 50x ./ipvsmgr/formats
 done
 go test -run "^$" -fuzz "^FuzzDecodeFast\$" -fuzztime "${FUZZTIME:-10s}" -fuzzminimizetime 50x ./ipvsmgr
+go test -run "^$" -fuzz "^FuzzReverseDelta\$" -fuzztime "${FUZZTIME:-10s}" -fuzzminimizetime 50x ./server/store
 if [ "${1:-}" = "--no-vm" ]; then
 	exit 0
 fi

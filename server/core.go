@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
@@ -56,6 +57,9 @@ type Core struct {
 
 	shared *sharedKernel // the daemon's kernel, reconciler and snapshot; nil in a CLI
 	red    *redState     // the director's VRRP role (redundancy.go)
+
+	writeMu sync.Mutex // the daemon's writes, one at a time, on cur
+	cur     *current   // the daemon's copy of the current state
 }
 
 // Config configures a Core.
@@ -155,7 +159,7 @@ func (c *Core) beginReconcile(ctx context.Context, o WriteOptions) (*kernelLock,
 type storedDoc struct {
 	base   int64
 	doc    []byte
-	parsed func() (*ipvsmgr.StoredState, error)
+	parsed func() (*store.StoredState, error)
 }
 
 // readStored reads the current document in the background.
@@ -166,12 +170,12 @@ func (c *Core) readStored(ctx context.Context) func() (*storedDoc, error) {
 		var err error
 		sd.base, sd.doc, err = c.store.CurrentDocument(ctx)
 		parsed := make(chan struct{})
-		var was *ipvsmgr.StoredState
+		var was *store.StoredState
 		var perr error
-		sd.parsed = func() (*ipvsmgr.StoredState, error) { <-parsed; return was, perr }
+		sd.parsed = func() (*store.StoredState, error) { <-parsed; return was, perr }
 		ch <- err
 		if err == nil {
-			was, perr = ipvsmgr.ParseStored(sd.doc)
+			was, perr = store.ParseStored(sd.doc)
 		}
 		close(parsed)
 	}()
@@ -200,7 +204,7 @@ func (c *Core) replace(ctx context.Context, a Actor, label string, doc *ipvsmgr.
 			if base, cur, err = c.store.CurrentDocument(ctx); err != nil {
 				return nil, err
 			}
-			parsed = func() (*ipvsmgr.StoredState, error) { return ipvsmgr.ParseStored(cur) }
+			parsed = func() (*store.StoredState, error) { return store.ParseStored(cur) }
 		}
 		if o.Base != 0 && o.Base != base {
 			return nil, &store.StaleError{Base: o.Base, Current: base}
@@ -226,6 +230,13 @@ func (c *Core) replace(ctx context.Context, a Actor, label string, doc *ipvsmgr.
 			return nil, err
 		}
 		res.Revision, res.Changed = rev, changed
+		if c.shared != nil {
+			c.writeMu.Lock()
+			if c.cur == nil || c.cur.rev < rev {
+				c.cur = &current{rev: rev, st: doc, enc: encServices}
+			}
+			c.writeMu.Unlock()
+		}
 		break
 	}
 	return c.afterCommit(ctx, res, desired, o, wait)
@@ -234,7 +245,7 @@ func (c *Core) replace(ctx context.Context, a Actor, label string, doc *ipvsmgr.
 // update changes the stored desired state with change (retried on a
 // concurrent write), refuses a result that does not validate, then makes the
 // kernel match the stored state unless NoApply.
-func (c *Core) update(ctx context.Context, a Actor, action, target string, o WriteOptions, change func(cur *ipvsmgr.State) (string, error)) (res *WriteResult, err error) {
+func (c *Core) update(ctx context.Context, a Actor, action, target string, o WriteOptions, change func(cur *ipvsmgr.State) (edit, error)) (res *WriteResult, err error) {
 	var summary string
 	defer func() { c.audit(ctx, a, action, target, res, err, summary) }()
 	if err := c.refuseOnBackup(a); err != nil {
@@ -246,13 +257,20 @@ func (c *Core) update(ctx context.Context, a Actor, action, target string, o Wri
 	}
 	defer lock.unlock()
 	var desired *ipvsmgr.Desired
+	if c.shared != nil {
+		res, desired, summary, err = c.updateCurrent(ctx, a, o, change)
+		if err != nil {
+			return nil, err
+		}
+		return c.afterCommit(ctx, res, desired, o, wait)
+	}
 	res = &WriteResult{}
 	res.Revision, res.Changed, err = c.store.Update(ctx, a.Name, a.Via, func(cur *ipvsmgr.State, base int64) (string, error) {
 		if o.Base != 0 && o.Base != base {
 			return "", &store.StaleError{Base: o.Base, Current: base}
 		}
-		var err error
-		if summary, err = change(cur); err != nil {
+		ed, err := change(cur)
+		if summary = ed.summary; err != nil {
 			return "", err
 		}
 		if desired, err = ipvsmgr.Compile(cur); err != nil {

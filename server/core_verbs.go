@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -60,54 +61,54 @@ func (c *Core) AddService(ctx context.Context, a Actor, svc ipvsmgr.Service, o W
 	if svc.Servers == nil {
 		svc.Servers = []ipvsmgr.Server{}
 	}
-	return c.update(ctx, a, "vs add", svc.Name, o, func(cur *ipvsmgr.State) (string, error) {
+	return c.update(ctx, a, "vs add", svc.Name, o, func(cur *ipvsmgr.State) (edit, error) {
 		if svc.Name == "" {
-			return "", &ipvsmgr.ValidationError{Problems: []ipvsmgr.Problem{{Field: "name", Message: "a new virtual service needs a name"}}}
+			return edit{}, &ipvsmgr.ValidationError{Problems: []ipvsmgr.Problem{{Field: "name", Message: "a new virtual service needs a name"}}}
 		}
 		if _, err := FindService(cur, svc.Name); err == nil {
-			return "", errorf(CodeExists, "virtual service %q already exists (use vs set)", svc.Name)
+			return edit{}, errorf(CodeExists, "virtual service %q already exists (use vs set)", svc.Name)
 		}
 		cur.Services = append(cur.Services, svc)
-		return "vs add " + svc.Name, nil
+		return touch(len(cur.Services)-1, "vs add "+svc.Name), nil
 	})
 }
 
 // PatchService changes the given fields of a virtual service, in place.
 func (c *Core) PatchService(ctx context.Context, a Actor, id string, p ServicePatch, o WriteOptions) (*WriteResult, error) {
-	return c.update(ctx, a, "vs set", id, o, func(cur *ipvsmgr.State) (string, error) {
+	return c.update(ctx, a, "vs set", id, o, func(cur *ipvsmgr.State) (edit, error) {
 		i, err := FindService(cur, id)
 		if err != nil {
-			return "", err
+			return edit{}, err
 		}
 		old := cur.Services[i]
 		p.ApplyTo(&cur.Services[i])
-		return "vs set " + id + ": " + ipvsmgr.Summary(ipvsmgr.Changes(&ipvsmgr.State{Services: []ipvsmgr.Service{old}},
-			&ipvsmgr.State{Services: []ipvsmgr.Service{cur.Services[i]}})), nil
+		return touch(i, "vs set "+id+": "+ipvsmgr.Summary(ipvsmgr.Changes(&ipvsmgr.State{Services: []ipvsmgr.Service{old}},
+			&ipvsmgr.State{Services: []ipvsmgr.Service{cur.Services[i]}}))), nil
 	})
 }
 
 // RemoveService removes a virtual service and its real servers.
 func (c *Core) RemoveService(ctx context.Context, a Actor, id string, o WriteOptions) (*WriteResult, error) {
-	return c.update(ctx, a, "vs rm", id, o, func(cur *ipvsmgr.State) (string, error) {
+	return c.update(ctx, a, "vs rm", id, o, func(cur *ipvsmgr.State) (edit, error) {
 		i, err := FindService(cur, id)
 		if err != nil {
-			return "", err
+			return edit{}, err
 		}
-		cur.Services = append(cur.Services[:i], cur.Services[i+1:]...)
-		return "vs rm " + id, nil
+		cur.Services = slices.Delete(cur.Services, i, i+1)
+		return edit{summary: "vs rm " + id, touched: -1, removed: i}, nil
 	})
 }
 
 // SetServiceEnabled puts a virtual service into the kernel or takes it out,
 // keeping it in the desired state.
 func (c *Core) SetServiceEnabled(ctx context.Context, a Actor, id string, on bool, o WriteOptions) (*WriteResult, error) {
-	return c.update(ctx, a, "vs "+enableVerb(on), id, o, func(cur *ipvsmgr.State) (string, error) {
+	return c.update(ctx, a, "vs "+enableVerb(on), id, o, func(cur *ipvsmgr.State) (edit, error) {
 		i, err := FindService(cur, id)
 		if err != nil {
-			return "", err
+			return edit{}, err
 		}
 		cur.Services[i].Enabled = &on
-		return "vs " + enableVerb(on) + " " + id, nil
+		return touch(i, "vs "+enableVerb(on)+" "+id), nil
 	})
 }
 
@@ -120,22 +121,23 @@ func enableVerb(on bool) string {
 
 // AddServer adds a real server to a virtual service.
 func (c *Core) AddServer(ctx context.Context, a Actor, svcID string, rs ipvsmgr.Server, o WriteOptions) (*WriteResult, error) {
-	return c.update(ctx, a, "rs add", svcID+" "+orDefault(rs.Name, rs.Address), o, func(cur *ipvsmgr.State) (string, error) {
+	return c.update(ctx, a, "rs add", svcID+" "+orDefault(rs.Name, rs.Address), o, func(cur *ipvsmgr.State) (edit, error) {
 		if rs.Address == "" {
-			return "", &ipvsmgr.ValidationError{Problems: []ipvsmgr.Problem{{Field: "address", Message: "a real server needs an address"}}}
+			return edit{}, &ipvsmgr.ValidationError{Problems: []ipvsmgr.Problem{{Field: "address", Message: "a real server needs an address"}}}
 		}
 		si, err := FindService(cur, svcID)
 		if err != nil {
-			return "", err
+			return edit{}, err
 		}
 		svc := &cur.Services[si]
 		if rs.Name != "" {
 			if _, err := FindServer(svc, rs.Name); err == nil {
-				return "", errorf(CodeExists, "virtual service %q already has a real server %q", svcID, rs.Name)
+				return edit{}, errorf(CodeExists, "virtual service %q already has a real server %q", svcID, rs.Name)
 			}
 		}
-		svc.Servers = append(svc.Servers, rs)
-		return fmt.Sprintf("rs add %s %s", svcID, orDefault(rs.Name, rs.Address)), nil
+		// A new slice: the daemon's current state may share the old one.
+		svc.Servers = append(slices.Clip(svc.Servers), rs)
+		return touch(si, fmt.Sprintf("rs add %s %s", svcID, orDefault(rs.Name, rs.Address))), nil
 	})
 }
 
@@ -164,18 +166,20 @@ func (c *Core) SetServerEnabled(ctx context.Context, a Actor, svcID, id string, 
 	return c.editServer(ctx, a, enableVerb(on), svcID, id, o, func(s *ipvsmgr.Service, i int) { s.Servers[i].Enabled = &on })
 }
 
-func (c *Core) editServer(ctx context.Context, a Actor, verb, svcID, id string, o WriteOptions, edit func(*ipvsmgr.Service, int)) (*WriteResult, error) {
-	return c.update(ctx, a, "rs "+verb, svcID+" "+id, o, func(cur *ipvsmgr.State) (string, error) {
+func (c *Core) editServer(ctx context.Context, a Actor, verb, svcID, id string, o WriteOptions, change func(*ipvsmgr.Service, int)) (*WriteResult, error) {
+	return c.update(ctx, a, "rs "+verb, svcID+" "+id, o, func(cur *ipvsmgr.State) (edit, error) {
 		si, err := FindService(cur, svcID)
 		if err != nil {
-			return "", err
+			return edit{}, err
 		}
 		ri, err := FindServer(&cur.Services[si], id)
 		if err != nil {
-			return "", err
+			return edit{}, err
 		}
-		edit(&cur.Services[si], ri)
-		return fmt.Sprintf("rs %s %s %s", verb, svcID, id), nil
+		svc := &cur.Services[si]
+		svc.Servers = slices.Clone(svc.Servers) // the daemon's current state may share the old one
+		change(svc, ri)
+		return touch(si, fmt.Sprintf("rs %s %s %s", verb, svcID, id)), nil
 	})
 }
 
@@ -186,8 +190,8 @@ func (c *Core) Rollback(ctx context.Context, a Actor, rev int64, o WriteOptions)
 		c.audit(ctx, a, "rollback", strconv.FormatInt(rev, 10), nil, err, "")
 		return nil, err
 	}
-	return c.update(ctx, a, "rollback", strconv.FormatInt(rev, 10), o, func(cur *ipvsmgr.State) (string, error) {
+	return c.update(ctx, a, "rollback", strconv.FormatInt(rev, 10), o, func(cur *ipvsmgr.State) (edit, error) {
 		*cur = *r.State
-		return fmt.Sprintf("rollback to revision %d", rev), nil
+		return edit{summary: fmt.Sprintf("rollback to revision %d", rev), touched: -1, removed: -1, whole: true}, nil
 	})
 }

@@ -63,3 +63,51 @@ func TestDaemonFollowsRevisionsAndRepairs(t *testing.T) {
 		t.Errorf("repair not logged: %s", logs.String())
 	}
 }
+
+// The daemon's writes start from its copy of the current state: a revision
+// another process stored in between is read first, never overwritten.
+func TestDaemonWriteKeepsAnotherProcessRevision(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "ipvsctl.db")
+	st, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	k := fakekernel.New()
+	core := New(Config{Store: st, OpenKernel: func() (*KernelConn, error) { return &KernelConn{Kernel: k, Close: func() {}}, nil }})
+	d := NewDaemon(core, slog.New(slog.DiscardHandler))
+	d.Interval = time.Hour
+	go d.Run(ctx)
+	a := Actor{Name: "t", Via: "api"}
+	if _, err := core.AddService(ctx, a, ipvsmgr.Service{Name: "web", Address: "198.18.0.100", Port: 80}, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Another process (a CLI with --no-apply, or an older ipvsctl) stores a revision.
+	other, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := other.Update(ctx, "other", "cli", func(s *ipvsmgr.State, _ int64) (string, error) {
+		s.Services = append(s.Services, ipvsmgr.Service{Name: "dns", Protocol: "udp", Address: "198.18.0.53", Port: 53, Servers: []ipvsmgr.Server{}})
+		return "vs add dns", nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+	if _, err := core.AddServer(ctx, a, "web", ipvsmgr.Server{Address: "198.18.0.11"}, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cur, rev, err := st.Current(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev != 3 || len(cur.Services) != 2 || len(cur.Services[0].Servers) != 1 {
+		t.Fatalf("revision %d: %+v", rev, cur.Services)
+	}
+	tbl, _ := k.Table(ctx)
+	if len(tbl.Services) != 2 {
+		t.Fatalf("kernel has %d services, want both", len(tbl.Services))
+	}
+}

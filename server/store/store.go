@@ -219,45 +219,53 @@ func Encode(st *ipvsmgr.State) ([]byte, error) {
 // EncodeServices is Encode that also returns each service's encoding (a
 // slice of the document), for comparing documents service by service.
 func EncodeServices(st *ipvsmgr.State) (doc []byte, services [][]byte, err error) {
+	services = make([][]byte, len(st.Services))
+	for i := range st.Services {
+		services[i] = ipvsmgr.AppendService(nil, &st.Services[i])
+	}
+	doc, err = JoinServices(st, services)
+	return doc, services, err
+}
+
+// JoinServices is Encode for a state whose services are already encoded
+// (services[i] for st.Services[i]).
+func JoinServices(st *ipvsmgr.State, services [][]byte) ([]byte, error) {
 	settings, err := json.Marshal(st.Settings)
 	if err != nil {
-		return nil, nil, fmt.Errorf("encode settings: %w", err)
+		return nil, fmt.Errorf("encode settings: %w", err)
 	}
-	doc = append(append([]byte(`{"settings":`), settings...), `,"services":`...)
-	bounds := make([][2]int, len(st.Services))
+	n := len(settings) + 64
+	for _, s := range services {
+		n += len(s) + 1
+	}
+	doc := make([]byte, 0, n)
+	doc = append(append(append(doc, `{"settings":`...), settings...), `,"services":`...)
 	if st.Services == nil {
 		doc = append(doc, "null"...)
 	} else {
 		doc = append(doc, '[')
-		for i := range st.Services {
+		for i, s := range services {
 			if i > 0 {
 				doc = append(doc, ',')
 			}
-			bounds[i][0] = len(doc)
-			doc = ipvsmgr.AppendService(doc, &st.Services[i])
-			bounds[i][1] = len(doc)
+			doc = append(doc, s...)
 		}
 		doc = append(doc, ']')
 	}
 	if len(st.Imported) > 0 {
 		imp, err := json.Marshal(st.Imported)
 		if err != nil {
-			return nil, nil, fmt.Errorf("encode imported keys: %w", err)
+			return nil, fmt.Errorf("encode imported keys: %w", err)
 		}
 		doc = append(append(doc, `,"imported":`...), imp...)
 	}
-	doc = append(doc, '}')
-	services = make([][]byte, len(bounds))
-	for i, b := range bounds {
-		services[i] = doc[b[0]:b[1]]
-	}
-	return doc, services, nil
+	return append(doc, '}'), nil
 }
 
 // CommitDocument is Commit for a state already encoded with Encode.
 // prevDelta, if not nil, is the base revision's document as a reverse delta
-// against this one (StoredState.ReverseDelta), made by a caller that has both
-// split already; without it the store makes it.
+// against this one (ReverseDelta), made by a caller that has both split
+// already (StoredState.ChangesTo); without it the store makes it.
 func (s *Store) CommitDocument(ctx context.Context, base int64, docBytes, prevDelta []byte, author, via, summary string) (rev int64, changed bool, err error) {
 	doc := string(docBytes)
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -283,7 +291,7 @@ func (s *Store) CommitDocument(ctx context.Context, base int64, docBytes, prevDe
 			return 0, false, fmt.Errorf("store desired state: %w", busy(err))
 		}
 		// One not in the stored form (edited by hand) stays whole.
-		prevDelta, _ = ipvsmgr.ReverseDelta([]byte(prev), docBytes)
+		prevDelta, _ = ReverseDelta([]byte(prev), docBytes)
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO revisions (created_at, author, via, summary, state) VALUES (?, ?, ?, ?, ?)`,
 		time.Now().UTC().Format(time.RFC3339Nano), author, via, summary, doc)
@@ -401,7 +409,7 @@ func (s *Store) undoDeltas(ctx context.Context, id int64, delta string) (string,
 	}
 	b := []byte(doc)
 	for i := len(deltas) - 1; i >= 0; i-- {
-		if b, err = ipvsmgr.UndoDelta([]byte(deltas[i]), b); err != nil {
+		if b, err = UndoDelta([]byte(deltas[i]), b); err != nil {
 			return "", err
 		}
 	}
