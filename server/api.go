@@ -30,6 +30,8 @@ type API interface {
 	Revision(ctx context.Context, rev int64) (*RevisionDetail, error)
 	Export(ctx context.Context, format string, w io.Writer) error
 	Audit(ctx context.Context, f store.AuditFilter) ([]store.AuditEntry, error)
+	NodeSettings(ctx context.Context) (*NodeView, error)
+	SetNode(ctx context.Context, a Actor, p NodePatch) (*NodeView, error)
 }
 
 var _ API = (*Core)(nil)

@@ -56,6 +56,7 @@ type Core struct {
 	now      func() time.Time
 
 	shared *sharedKernel // the daemon's kernel, reconciler and snapshot; nil in a CLI
+	red    *redState     // the director's VRRP role (redundancy.go)
 
 	writeMu sync.Mutex // the daemon's writes, one at a time, on cur
 	cur     *current   // the daemon's copy of the current state
@@ -73,7 +74,7 @@ type Config struct {
 
 // New returns a Core over a store.
 func New(cfg Config) *Core {
-	c := &Core{store: cfg.Store, open: cfg.OpenKernel, log: cfg.Log, lockPath: cfg.LockPath, now: time.Now}
+	c := &Core{store: cfg.Store, open: cfg.OpenKernel, log: cfg.Log, lockPath: cfg.LockPath, now: time.Now, red: newRedState()}
 	if c.open == nil {
 		c.open = OpenHostKernel
 	}
@@ -96,6 +97,9 @@ func (c *Core) State(ctx context.Context) (*ipvsmgr.State, int64, error) {
 // says where the document came from, for the history.
 func (c *Core) Apply(ctx context.Context, a Actor, doc io.Reader, label string, o WriteOptions) (res *WriteResult, err error) {
 	defer func() { c.audit(ctx, a, "apply", label, res, err, "") }()
+	if err := c.refuseOnBackup(a); err != nil {
+		return nil, err
+	}
 	lock, wait, err := c.beginReconcile(ctx, o)
 	if err != nil {
 		return nil, err
@@ -116,6 +120,9 @@ func (c *Core) Apply(ctx context.Context, a Actor, doc io.Reader, label string, 
 // ApplyState is Apply for a document already decoded (an import).
 func (c *Core) ApplyState(ctx context.Context, a Actor, st *ipvsmgr.State, label string, o WriteOptions) (res *WriteResult, err error) {
 	defer func() { c.audit(ctx, a, "apply", label, res, err, "") }()
+	if err := c.refuseOnBackup(a); err != nil {
+		return nil, err
+	}
 	desired, err := ipvsmgr.Compile(st)
 	if err != nil {
 		return nil, err
@@ -241,6 +248,9 @@ func (c *Core) replace(ctx context.Context, a Actor, label string, doc *ipvsmgr.
 func (c *Core) update(ctx context.Context, a Actor, action, target string, o WriteOptions, change func(cur *ipvsmgr.State) (edit, error)) (res *WriteResult, err error) {
 	var summary string
 	defer func() { c.audit(ctx, a, action, target, res, err, summary) }()
+	if err := c.refuseOnBackup(a); err != nil {
+		return nil, err
+	}
 	lock, wait, err := c.beginReconcile(ctx, o)
 	if err != nil {
 		return nil, err
@@ -296,6 +306,7 @@ func (c *Core) afterCommit(ctx context.Context, res *WriteResult, desired *ipvsm
 		return res, err
 	}
 	defer kc.Close()
+	desired = c.roleOverlay(desired) // without the daemon's VRRP, a redundant director carries no VIPs
 	if kc.Prepare != nil && len(desired.Table.Services) > 0 {
 		// A revision that adds a NAT service needs forwarding on now, not at the next boot.
 		res.Failures = append(res.Failures, kc.Prepare(desired)...)

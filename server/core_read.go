@@ -37,6 +37,7 @@ func (c *Core) Diff(ctx context.Context, doc io.Reader) (*DiffResult, error) {
 		return nil, err
 	}
 	var p *ipvsmgr.Planned
+	desired = c.roleOverlay(desired)
 	if sk := c.shared; sk != nil {
 		sk.mu.Lock()
 		if sk.rec == nil {

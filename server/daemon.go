@@ -23,12 +23,15 @@ type Daemon struct {
 	Retry    time.Duration // how often to retry opening the kernel; 0 means 5 s
 	// OnKernel, if set, is called once the kernel is open (before the first reconcile).
 	OnKernel func(*KernelConn)
+	// Hooks are how VRRP and replication reach the host and the peer
+	// (redundancy_runner.go); zero means the host's, without replication.
+	Hooks RedundancyHooks
 }
 
 // NewDaemon makes c the daemon's core: its writes reconcile through the
 // daemon's one kernel connection, and its reads use the daemon's snapshot.
 func NewDaemon(c *Core, log *slog.Logger) *Daemon {
-	c.shared = &sharedKernel{open: c.open, store: c.store, log: c.log, ready: make(chan struct{})}
+	c.shared = &sharedKernel{open: c.open, store: c.store, log: c.log, ready: make(chan struct{}), overlay: c.roleOverlay}
 	return &Daemon{Core: c, Log: log}
 }
 
@@ -43,6 +46,10 @@ func orDuration(d, def time.Duration) time.Duration {
 func (d *Daemon) Run(ctx context.Context) error {
 	sk := d.Core.shared
 	defer sk.close()
+	// VRRP stops before the kernel closes: a master resigns, then its VIPs go.
+	redDone := make(chan struct{})
+	go func() { defer close(redDone); newRedRunner(d).run(ctx) }()
+	defer func() { <-redDone }()
 	interval, poll := orDuration(d.Interval, 10*time.Second), orDuration(d.Poll, time.Second)
 	go d.pollKernel(ctx, orDuration(d.Snapshot, PollInterval))
 	tick := time.NewTicker(poll)

@@ -21,9 +21,12 @@ const (
 	CodeStale     Code = "stale"     // based on a revision that is no longer current
 	CodeBusy      Code = "busy"      // the database or the kernel lock stayed taken
 	CodeForbidden Code = "forbidden" // the role does not allow it
-	CodeAuth      Code = "unauthorized"
-	CodeTooLarge  Code = "too_large"
-	CodeInternal  Code = "internal"
+	// CodeBackup refuses a change on the backup director of a pair: it
+	// follows the master's desired state, so changes are made there.
+	CodeBackup   Code = "backup"
+	CodeAuth     Code = "unauthorized"
+	CodeTooLarge Code = "too_large"
+	CodeInternal Code = "internal"
 )
 
 // Error is a failure of the core with its kind.

@@ -52,6 +52,8 @@ type sharedKernel struct {
 	reconciles atomic.Int64
 	// onReconcile, if set, hears of every reconcile (metrics).
 	onReconcile func(ReconcileReport)
+	// overlay lays the director's VRRP role over the desired state (Core.roleOverlay).
+	overlay func(*ipvsmgr.Desired) *ipvsmgr.Desired
 }
 
 var errKernelClosed = errors.New("kernel connection closed")
@@ -130,10 +132,11 @@ func (sk *sharedKernel) reconcile(ctx context.Context, known bool) (*ipvsmgr.Res
 	start := time.Now()
 	var res *ipvsmgr.Result
 	var err error
+	desired := sk.overlay(sk.desired)
 	if snap := sk.snap.Load(); known && snap != nil && snap.Table != nil && snap.Err == nil && time.Since(snap.At) < knownFor {
-		res, err = sk.rec.ReconcileOn(ctx, sk.desired, snap.Table)
+		res, err = sk.rec.ReconcileOn(ctx, desired, snap.Table)
 	} else {
-		res, err = sk.rec.Reconcile(ctx, sk.desired)
+		res, err = sk.rec.Reconcile(ctx, desired)
 	}
 	rep := ReconcileReport{Revision: sk.rev, At: start, Duration: time.Since(start)}
 	if err != nil {

@@ -57,6 +57,8 @@ type StatusView struct {
 		UDP    uint32 `json:"udp"`
 	} `json:"timeouts"`
 	Services []StatusService `json:"services"`
+	// Redundancy is the director's part in a redundant pair (absent without settings.redundancy).
+	Redundancy *RedundancyStatus `json:"redundancy,omitempty"`
 }
 
 // PollInterval is how often the daemon reads the kernel's table: IPVS sums
@@ -99,6 +101,7 @@ func (c *Core) Status(ctx context.Context) (*StatusView, error) {
 		return nil, err
 	}
 	v.RealServers = rs
+	v.Redundancy = c.redundancyStatus()
 	return v, nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
+	"github.com/ipvsctl/ipvsctl/server/client"
 	"github.com/ipvsctl/ipvsctl/server/httpd"
 	"github.com/ipvsctl/ipvsctl/server/metrics"
 	"github.com/ipvsctl/ipvsctl/server/store"
@@ -80,6 +81,8 @@ func runServe(env *cliEnv, args []string) int {
 	core := env.core(st, g.db)
 	d := server.NewDaemon(core, log)
 	d.Interval = f.interval
+	d.Hooks.Peer = func(url, token string) (server.Peer, error) { return client.New(url, token) }
+	context.AfterFunc(ctx, core.EndLongPolls) // a peer's long poll must not hold up the shutdown
 	a := auth.New(st, auth.Config{TrustedProxies: proxies, Log: log})
 	m := metrics.New(core)
 	d.OnReconcile(m.Reconciled)

@@ -41,6 +41,12 @@ func runStatus(env *cliEnv, args []string) int {
 }
 
 func printStatus(env *cliEnv, v *server.StatusView) {
+	if v.Redundancy != nil {
+		fmt.Fprintf(env.stdout, "Redundancy: %s\n", redundancyLine(v.Redundancy))
+		if v.Redundancy.Replication != nil {
+			fmt.Fprintf(env.stdout, "Replication: %s\n", replicationLine(v.Redundancy.Replication))
+		}
+	}
 	fmt.Fprintf(env.stdout, "IP Virtual Server table: %d services (timeouts tcp %ds, tcpfin %ds, udp %ds)\n",
 		len(v.Services), v.Timeouts.TCP, v.Timeouts.TCPFin, v.Timeouts.UDP)
 	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)

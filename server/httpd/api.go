@@ -63,6 +63,8 @@ func (a *api) routes() []auth.Route {
 		{Method: "GET", Pattern: p + "/export", Role: auth.Viewer, Handler: h(a.export)},
 		{Method: "POST", Pattern: p + "/import", Role: auth.Admin, Handler: h(a.importState)},
 		{Method: "GET", Pattern: p + "/audit", Role: auth.Admin, Handler: h(a.audit)},
+		{Method: "GET", Pattern: p + "/node", Role: auth.Viewer, Handler: h(a.getNode)},
+		{Method: "PATCH", Pattern: p + "/node", Role: auth.Admin, Handler: h(a.patchNode)},
 	}
 }
 
@@ -151,6 +153,9 @@ func (a *api) written(w http.ResponseWriter, res *server.WriteResult, err error)
 }
 
 func (a *api) getState(w http.ResponseWriter, r *http.Request) error {
+	if r.URL.Query().Has("after") {
+		return a.waitState(w, r)
+	}
 	st, rev, err := a.core.State(r.Context())
 	if err != nil {
 		return err

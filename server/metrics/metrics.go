@@ -55,6 +55,7 @@ func New(core *server.Core) *Metrics {
 	f(m.requests)
 	f(m.requestDur)
 	f(&table{core: core})
+	f(&redundancy{core: core})
 	f(collectors.NewGoCollector())
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

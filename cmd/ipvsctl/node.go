@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/server"
+)
+
+const nodeUsage = "usage: ipvsctl node set [--priority N] [--role auto|master|backup] [--peer-url URL --peer-token T] [--address IP]\n" +
+	"       ipvsctl node show [--json]\n" +
+	"\nThis director's own part in a redundant pair, kept outside the replicated revisions: its VRRP\n" +
+	"priority, a forced role, the peer it replicates the desired state from, and its own address.\n" +
+	"Run 'ipvsctl node VERB --help' for a verb's flags."
+
+func runNode(env *cliEnv, args []string) int {
+	args = moveGlobalFlags(args)
+	if len(args) == 0 {
+		fmt.Fprintln(env.stderr, nodeUsage)
+		return exitUsage
+	}
+	switch verb, rest := args[0], args[1:]; verb {
+	case "set":
+		return nodeSet(env, rest)
+	case "show":
+		return nodeShow(env, rest)
+	case "-h", "--help", "help":
+		fmt.Fprintln(env.stdout, nodeUsage)
+		return exitOK
+	default:
+		fmt.Fprintf(env.stderr, "ipvsctl node: unknown verb %q (want set or show)\n", verb)
+		return exitUsage
+	}
+}
+
+func nodeSet(env *cliEnv, args []string) int {
+	fs, g := env.newFlagSet("node set", "[--priority N] [--role auto|master|backup] [--peer-url URL --peer-token T] [--address IP]",
+		"Change this director's node settings; only the flags given change. A running daemon takes them up\n"+
+			"at once: a new priority or role restarts its VRRP instance (a master resigns first).")
+	priority := fs.Int("priority", 0, "VRRP priority 1..255 (default 100; 255 is the address owner)")
+	role := fs.String("role", "", "auto (VRRP elects), master (priority 255) or backup (never carries the VIPs)")
+	peerURL := fs.String("peer-url", "", "the other director's API (https://198.18.0.2:3636), which the desired state is replicated from (\"\" for none)")
+	peerToken := fs.String("peer-token", "", "an API token (viewer at least) of the other director")
+	address := fs.String("address", "", "this director's own address among settings.redundancy.peers (\"\": found from its interfaces)")
+	if st, ok := env.parseFlags(fs, args); !ok {
+		return st
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintln(env.stderr, "ipvsctl node set: takes no arguments")
+		return exitUsage
+	}
+	var p server.NodePatch
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "priority":
+			p.Priority = priority
+		case "role":
+			p.Role = role
+		case "peer-url":
+			p.PeerURL = peerURL
+		case "peer-token":
+			p.PeerToken = peerToken
+		case "address":
+			p.Address = address
+		}
+	})
+	if p == (server.NodePatch{}) {
+		fmt.Fprintln(env.stderr, "ipvsctl node set: give at least one of --priority, --role, --peer-url, --peer-token, --address")
+		return exitUsage
+	}
+	ctx := context.Background()
+	b, err := env.backend(ctx, g)
+	if err != nil {
+		return env.fail("node set", err, false)
+	}
+	defer b.close()
+	v, err := b.SetNode(ctx, b.actor, p)
+	if err != nil {
+		return env.fail("node set", err, false)
+	}
+	printNode(env.stdout, v)
+	return exitOK
+}
+
+func nodeShow(env *cliEnv, args []string) int {
+	fs, g := env.newFlagSet("node show", "[--json]",
+		"Show this director's node settings and, when the daemon runs with settings.redundancy, its role,\n"+
+			"the master, the last advert, the sync daemon, replication and the latest transitions.")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if st, ok := env.parseFlags(fs, args); !ok {
+		return st
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintln(env.stderr, "ipvsctl node show: takes no arguments")
+		return exitUsage
+	}
+	ctx := context.Background()
+	b, err := env.backend(ctx, g)
+	if err != nil {
+		return env.fail("node show", err, false)
+	}
+	defer b.close()
+	v, err := b.NodeSettings(ctx)
+	if err != nil {
+		return env.fail("node show", err, false)
+	}
+	if *asJSON {
+		return env.printJSON("node show", v)
+	}
+	printNode(env.stdout, v)
+	return exitOK
+}
+
+func printNode(w io.Writer, v *server.NodeView) {
+	fmt.Fprintf(w, "priority:    %d\n", v.Priority)
+	fmt.Fprintf(w, "role:        %s\n", v.Role)
+	peer := orDefault(v.PeerURL, "none")
+	if v.PeerURL != "" {
+		peer += map[bool]string{true: " (token set)", false: " (no token)"}[v.PeerTokenSet]
+	}
+	fmt.Fprintf(w, "peer:        %s\n", peer)
+	fmt.Fprintf(w, "address:     %s\n", orDefault(v.Address, "from the interfaces"))
+	r := v.Redundancy
+	if r == nil {
+		fmt.Fprintln(w, "redundancy:  not running (no daemon, or no settings.redundancy)")
+		return
+	}
+	fmt.Fprintf(w, "redundancy:  %s\n", redundancyLine(r))
+	if r.Replication != nil {
+		fmt.Fprintf(w, "replication: %s\n", replicationLine(r.Replication))
+		for _, c := range r.Replication.Conflicts {
+			fmt.Fprintf(w, "  conflict at %s: %s won; kept %s; lost %s\n", c.At.Local().Format(time.DateTime), c.Winner, c.Kept, c.Lost)
+		}
+	}
+	if len(r.Transitions) > 0 {
+		fmt.Fprintln(w, "transitions (latest last):")
+		from := max(0, len(r.Transitions)-10)
+		for _, t := range r.Transitions[from:] {
+			fmt.Fprintf(w, "  %s  %s  %s -> %s: %s\n", t.At.Local().Format("2006-01-02 15:04:05.000"), t.Family, t.From, t.To, t.Reason)
+		}
+	}
+}
+
+// redundancyLine is one line on the director's role: status and node show print it.
+func redundancyLine(r *server.RedundancyStatus) string {
+	if r.Role == "standalone" {
+		return "no settings.redundancy (replication only)"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s", r.Role)
+	if r.Forced {
+		b.WriteString(" (forced)")
+	}
+	fmt.Fprintf(&b, " of VRID %d on %s, priority %d", r.VRID, r.Interface, r.Priority)
+	if r.Fault != "" {
+		fmt.Fprintf(&b, ", fault: %s", r.Fault)
+	}
+	if r.Master != "" && r.Role != "master" {
+		fmt.Fprintf(&b, "; master %s (priority %d)", r.Master, r.MasterPriority)
+	}
+	if r.LastAdvertAge != nil {
+		fmt.Fprintf(&b, ", last advert %.1fs ago", *r.LastAdvertAge)
+	}
+	if len(r.VIPs) > 0 {
+		fmt.Fprintf(&b, "; VIPs %s", strings.Join(r.VIPs, " "))
+	}
+	switch {
+	case !r.SyncDaemon.Enabled:
+	case r.SyncDaemon.Error != "":
+		fmt.Fprintf(&b, "; sync daemon: %s", r.SyncDaemon.Error)
+	case len(r.SyncDaemon.Running) > 0:
+		fmt.Fprintf(&b, "; %s", strings.Join(r.SyncDaemon.Running, ", "))
+	}
+	return b.String()
+}
+
+func replicationLine(r *server.ReplicationStatus) string {
+	s := "from " + r.Peer
+	switch {
+	case !r.Connected && r.Error != "":
+		s += ", unreachable: " + r.Error
+	case r.InSync:
+		s += ", in sync"
+	default:
+		s += ", not in sync"
+	}
+	s += fmt.Sprintf(", peer revision %d, lag %.1fs", r.PeerRevision, r.LagSeconds)
+	if r.LastCopy != nil {
+		s += fmt.Sprintf(", last change arrived %.3fs after it was made", r.LastCopySeconds)
+	}
+	return s
+}

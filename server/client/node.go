@@ -1,0 +1,70 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/httpd"
+	"github.com/ipvsctl/ipvsctl/server/store"
+)
+
+// NodeSettings returns the daemon's node settings and redundancy status.
+func (c *Client) NodeSettings(ctx context.Context) (*server.NodeView, error) {
+	var v server.NodeView
+	if _, err := c.do(ctx, "GET", "/api/v1/node", nil, nil, nil, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// SetNode changes the daemon's node settings.
+func (c *Client) SetNode(ctx context.Context, _ server.Actor, p server.NodePatch) (*server.NodeView, error) {
+	var v server.NodeView
+	if _, err := c.do(ctx, "PATCH", "/api/v1/node", nil, nil, jsonBody(p), &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// WaitState is the long poll replication makes: the daemon's current
+// revision, as soon as it is newer than after (or after about 25 s).
+func (c *Client) WaitState(ctx context.Context, after int64) (*server.PeerState, error) {
+	u := c.base + "/api/v1/state?" + url.Values{"after": {strconv.FormatInt(after, 10)}}.Encode()
+	req, err := http.NewRequestWithContext(ctx, "GET", u, nil)
+	if err != nil {
+		return nil, err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("ipvsctl daemon at %s: %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		return nil, decodeError(resp)
+	}
+	doc, err := io.ReadAll(io.LimitReader(resp.Body, httpd.MaxBody))
+	if err != nil {
+		return nil, fmt.Errorf("read the state of %s: %w", c.base, err)
+	}
+	h := resp.Header
+	ps := &server.PeerState{Head: store.Head{Author: h.Get(httpd.HeaderRevisionAuthor), Hash: h.Get(httpd.HeaderContentHash), Document: doc},
+		Node: h.Get(httpd.HeaderNode)}
+	ps.Revision, _ = strconv.ParseInt(strings.Trim(h.Get("ETag"), `"`), 10, 64)
+	ps.At, _ = time.Parse(time.RFC3339Nano, h.Get(httpd.HeaderRevisionAt))
+	if ps.Revision > 0 && store.DocumentHash(doc) != ps.Hash {
+		return nil, fmt.Errorf("the state of %s arrived damaged (its hash differs)", c.base)
+	}
+	return ps, nil
+}
+
+var _ server.Peer = (*Client)(nil)

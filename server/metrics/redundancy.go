@@ -1,0 +1,54 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ipvsctl/ipvsctl/server"
+)
+
+// redundancy reports the director's VRRP role and replication at each
+// scrape, from the daemon's status (nothing without settings.redundancy or
+// a peer).
+type redundancy struct{ core *server.Core }
+
+var (
+	descVRRPState = prometheus.NewDesc("ipvsctl_vrrp_state",
+		"1 for the VRRP state each family's instance is in (initialize, backup, master, fault).", []string{"family", "state"}, nil)
+	descVRRPTransitions = prometheus.NewDesc("ipvsctl_vrrp_transitions_total",
+		"VRRP state changes since the daemon started, by the state entered.", []string{"state"}, nil)
+	descReplLag = prometheus.NewDesc("ipvsctl_replication_lag_seconds",
+		"0 while the desired state is in sync with the peer's, else how long since it last was.", nil, nil)
+)
+
+var vrrpStates = []string{"initialize", "backup", "master", "fault"}
+
+func (r *redundancy) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descVRRPState
+	ch <- descVRRPTransitions
+	ch <- descReplLag
+}
+
+func (r *redundancy) Collect(ch chan<- prometheus.Metric) {
+	s := r.core.RedundancyStatus()
+	if s == nil {
+		return
+	}
+	if s.Replication != nil {
+		ch <- prometheus.MustNewConstMetric(descReplLag, prometheus.GaugeValue, s.Replication.LagSeconds)
+	}
+	if s.Role == "standalone" {
+		return
+	}
+	for _, f := range s.Families {
+		for _, st := range vrrpStates {
+			v := 0.0
+			if f.State == st {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(descVRRPState, prometheus.GaugeValue, v, f.Family, st)
+		}
+	}
+	for _, st := range vrrpStates {
+		ch <- prometheus.MustNewConstMetric(descVRRPTransitions, prometheus.CounterValue, float64(s.TransitionCounts[st]), st)
+	}
+}

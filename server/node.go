@@ -1,0 +1,132 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/server/store"
+)
+
+// NodeSettings are this director's own part in a redundant pair, kept
+// outside the replicated revisions: the pair shares settings.redundancy,
+// and each director has its own priority.
+type NodeSettings struct {
+	// Priority is the VRRP priority, 1..255 (default 100).
+	Priority int `json:"priority"`
+	// Role is auto (VRRP elects), master (priority 255, the address owner:
+	// it takes over at once) or backup (never carries the VIPs).
+	Role string `json:"role"`
+	// PeerURL is the other director's API, which the desired state is
+	// replicated from while this one is backup ("" for none).
+	PeerURL string `json:"peer_url"`
+	// PeerTokenSet says a token for the peer is kept (it is never shown).
+	PeerTokenSet bool `json:"peer_token_set"`
+	// Address is this director's own address among settings.redundancy.peers
+	// ("": found from its interfaces).
+	Address   string     `json:"address"`
+	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+}
+
+// NodePatch changes the node settings that are set.
+type NodePatch struct {
+	Priority  *int    `json:"priority,omitempty"`
+	Role      *string `json:"role,omitempty"`
+	PeerURL   *string `json:"peer_url,omitempty"`
+	PeerToken *string `json:"peer_token,omitempty"`
+	Address   *string `json:"address,omitempty"`
+}
+
+// NodeView is the node settings with what the director's redundancy is
+// doing now (nil without a daemon or without settings.redundancy).
+type NodeView struct {
+	NodeSettings
+	Redundancy *RedundancyStatus `json:"redundancy,omitempty"`
+}
+
+func nodeSettings(n store.Node) NodeSettings {
+	s := NodeSettings{Priority: n.Priority, Role: n.Role, PeerURL: n.PeerURL, PeerTokenSet: n.PeerToken != "", Address: n.Address}
+	if !n.UpdatedAt.IsZero() {
+		at := n.UpdatedAt
+		s.UpdatedAt = &at
+	}
+	return s
+}
+
+// NodeSettings returns this director's node settings and its redundancy status.
+func (c *Core) NodeSettings(ctx context.Context) (*NodeView, error) {
+	n, err := c.store.Node(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &NodeView{NodeSettings: nodeSettings(n), Redundancy: c.redundancyStatus()}, nil
+}
+
+// SetNode changes this director's node settings; a running daemon takes
+// them up at once (a new priority or role restarts its VRRP instance, which
+// resigns first when it was master).
+func (c *Core) SetNode(ctx context.Context, a Actor, p NodePatch) (view *NodeView, err error) {
+	var detail []string
+	defer func() {
+		e := store.AuditEntry{Actor: a.Name, Via: a.Via, ClientAddr: a.Addr, Action: "node set", Target: "node",
+			Outcome: store.OutcomeSuccess, Detail: strings.Join(detail, ", ")}
+		if err != nil {
+			e.Outcome, e.Detail = store.OutcomeFailure, err.Error()
+		}
+		if _, werr := c.store.WriteAudit(context.WithoutCancel(ctx), e); werr != nil {
+			c.log.Error("audit record lost", "action", "node set", "actor", a.Name, "err", werr)
+		}
+	}()
+	n, err := c.store.Node(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if p.Priority != nil {
+		if *p.Priority < 1 || *p.Priority > 255 {
+			return nil, errorf(CodeBadInput, "priority: %d is out of range 1..255 (255 makes this director the address owner)", *p.Priority)
+		}
+		n.Priority = *p.Priority
+		detail = append(detail, fmt.Sprintf("priority %d", n.Priority))
+	}
+	if p.Role != nil {
+		switch *p.Role {
+		case "auto", "master", "backup":
+		default:
+			return nil, errorf(CodeBadInput, "role: %q is not auto, master or backup", *p.Role)
+		}
+		n.Role = *p.Role
+		detail = append(detail, "role "+n.Role)
+	}
+	if p.PeerURL != nil {
+		if v := *p.PeerURL; v != "" {
+			u, err := url.Parse(v)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return nil, errorf(CodeBadInput, "peer_url: %q is not an http:// or https:// URL", v)
+			}
+		}
+		n.PeerURL = strings.TrimRight(*p.PeerURL, "/")
+		detail = append(detail, "peer_url "+orDefault(n.PeerURL, `""`))
+	}
+	if p.PeerToken != nil {
+		n.PeerToken = *p.PeerToken
+		detail = append(detail, "peer_token "+map[bool]string{true: "set", false: "cleared"}[n.PeerToken != ""])
+	}
+	if p.Address != nil {
+		if v := *p.Address; v != "" {
+			if _, err := netip.ParseAddr(v); err != nil {
+				return nil, errorf(CodeBadInput, "address: %q is not an IP address", v)
+			}
+		}
+		n.Address = *p.Address
+		detail = append(detail, "address "+orDefault(n.Address, `""`))
+	}
+	n.UpdatedAt = c.now()
+	if err := c.store.SaveNode(ctx, n); err != nil {
+		return nil, err
+	}
+	c.red.nodeChanged()
+	return &NodeView{NodeSettings: nodeSettings(n), Redundancy: c.redundancyStatus()}, nil
+}

@@ -1,0 +1,254 @@
+package server
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/vrrp"
+)
+
+// ReplicatedAuthor starts the author of every revision copied from the
+// peer: "replication from 198.18.0.2". No user name has a space, so no user
+// can make one.
+const ReplicatedAuthor = "replication from "
+
+// RedundancyStatus is what this director's part in a redundant pair is doing.
+type RedundancyStatus struct {
+	// Role is master, backup, fault or initialize (per family, the most
+	// senior: master over fault over backup); Forced when node set --role
+	// chose it.
+	Role     string `json:"role"`
+	Forced   bool   `json:"forced,omitempty"`
+	Fault    string `json:"fault,omitempty"`
+	Priority int    `json:"priority"`
+	VRID     int    `json:"vrid"`
+	// Interface carries the adverts.
+	Interface string `json:"interface"`
+	// Master is the current master's address (this director's own when it
+	// is master), MasterPriority its priority.
+	Master         string `json:"master,omitempty"`
+	MasterPriority int    `json:"master_priority,omitempty"`
+	// LastAdvertAge is how long ago the last advert from the master came
+	// (absent before the first, and on the master itself).
+	LastAdvertAge *float64 `json:"last_advert_age_seconds,omitempty"`
+	// VIPs are the addresses the pair carries; Families each VRRP instance
+	// (one per address family that has VIPs).
+	VIPs        []string               `json:"vips"`
+	Families    []FamilyStatus         `json:"families"`
+	Transitions []RedundancyTransition `json:"transitions"`
+	// TransitionCounts counts every transition since the daemon started, by the state entered.
+	TransitionCounts map[string]int     `json:"transition_counts"`
+	SyncDaemon       SyncDaemonStatus   `json:"sync_daemon"`
+	Replication      *ReplicationStatus `json:"replication,omitempty"`
+}
+
+// FamilyStatus is one VRRP instance.
+type FamilyStatus struct {
+	Family     string `json:"family"` // ipv4, ipv6
+	State      string `json:"state"`
+	Master     string `json:"master,omitempty"`
+	SendErrors int    `json:"send_errors,omitempty"`
+}
+
+// RedundancyTransition is one change of role with its reason.
+type RedundancyTransition struct {
+	At     time.Time `json:"at"`
+	Family string    `json:"family"`
+	From   string    `json:"from"`
+	To     string    `json:"to"`
+	Reason string    `json:"reason"`
+}
+
+// SyncDaemonStatus is the IPVS connection sync daemon as the role wants it
+// and as the kernel runs it.
+type SyncDaemonStatus struct {
+	Enabled bool     `json:"enabled"`
+	Want    string   `json:"want,omitempty"` // master or backup
+	Running []string `json:"running"`
+	Error   string   `json:"error,omitempty"`
+}
+
+// ReplicationStatus is how this director follows its peer's desired state.
+type ReplicationStatus struct {
+	Peer      string `json:"peer"`
+	Connected bool   `json:"connected"`
+	InSync    bool   `json:"in_sync"`
+	// PeerRevision is the peer's current revision as last seen.
+	PeerRevision int64 `json:"peer_revision"`
+	// LagSeconds is 0 while in sync with the peer, else how long since it
+	// last was; LastCopySeconds is how long the last change took to arrive.
+	LagSeconds      float64    `json:"lag_seconds"`
+	LastCopySeconds float64    `json:"last_copy_seconds,omitempty"`
+	LastCopy        *time.Time `json:"last_copy,omitempty"`
+	Error           string     `json:"error,omitempty"`
+	Conflicts       []Conflict `json:"conflicts"`
+}
+
+// Conflict is a split's end: both directors had changed the desired state,
+// and the newer change won. The loser's revision stays in its history.
+type Conflict struct {
+	At       time.Time `json:"at"`
+	Winner   string    `json:"winner"`   // which director's change was kept
+	Kept     string    `json:"kept"`     // its revision: "peer revision 9 by alice at ..."
+	Lost     string    `json:"lost"`     // the diverging one: "local revision 7 by bob at ..."
+	Revision int64     `json:"revision"` // the revision here that made the winner current (0 if none was needed)
+}
+
+// redState is what the core knows of the director's role: the reconcile
+// lays it over the desired state, and writes are refused on a backup.
+type redState struct {
+	mu     sync.Mutex
+	active bool                // a runner manages VRRP (the daemon with settings.redundancy)
+	roles  map[bool]vrrp.State // by family: true for IPv4
+	forced string              // node set --role master|backup
+	master string              // the master's address, as VRRP last heard
+	peer   string              // the peer's URL, for the refusal's message
+	status func() *RedundancyStatus
+
+	node      chan struct{} // the node settings changed
+	pollsDone chan struct{} // closed when the daemon stops: long polls end
+	pollsOnce sync.Once
+}
+
+func newRedState() *redState {
+	return &redState{roles: map[bool]vrrp.State{}, node: make(chan struct{}, 1), pollsDone: make(chan struct{})}
+}
+
+func (r *redState) nodeChanged() {
+	select {
+	case r.node <- struct{}{}:
+	default:
+	}
+}
+
+func (r *redState) setRole(v4 bool, s vrrp.State, master string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.roles[v4] = s
+	if master != "" {
+		r.master = master
+	}
+}
+
+// isMaster says whether the VIPs of a family belong on this director.
+func (r *redState) isMaster(v4 bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.roles[v4] == vrrp.Master
+}
+
+// backup says whether this director is a backup (no family master, one
+// backup), and who the master is.
+func (r *redState) backup() (bool, string, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.active {
+		return false, "", ""
+	}
+	if r.forced == "backup" {
+		return true, r.master, r.peer
+	}
+	any := false
+	for _, s := range r.roles {
+		if s == vrrp.Master {
+			return false, "", ""
+		}
+		any = any || s == vrrp.Backup
+	}
+	return any, r.master, r.peer
+}
+
+// roleOverlay is the desired state as this director's role allows: with
+// settings.redundancy, only the families it is master of keep their VIPs
+// (a backup, a director in fault, and a CLI or boot restore without the
+// daemon's VRRP carry none, so the reconciler removes what it added).
+func (c *Core) roleOverlay(d *ipvsmgr.Desired) *ipvsmgr.Desired {
+	if d == nil || d.Settings.Redundancy == nil || len(d.VIPs) == 0 {
+		return d
+	}
+	cp := *d
+	cp.VIPs = nil
+	for _, v := range d.VIPs {
+		if c.red.isMaster(v.Addr.Unmap().Is4()) {
+			cp.VIPs = append(cp.VIPs, v)
+		}
+	}
+	return &cp
+}
+
+// refuseOnBackup refuses a change on a backup: it follows the master.
+func (c *Core) refuseOnBackup(a Actor) error {
+	if strings.HasPrefix(a.Name, ReplicatedAuthor) {
+		return nil
+	}
+	backup, master, peer := c.red.backup()
+	if !backup {
+		return nil
+	}
+	if s := c.redundancyStatus(); s != nil && s.Master != "" {
+		master = s.Master
+	}
+	where := orDefault(master, "the other director")
+	if peer != "" {
+		where += " (" + peer + ")"
+	}
+	return errorf(CodeBackup, "this director is the backup: make the change on the master, %s; it reaches this one within a second", where)
+}
+
+func (c *Core) redundancyStatus() *RedundancyStatus {
+	c.red.mu.Lock()
+	f := c.red.status
+	c.red.mu.Unlock()
+	if f == nil {
+		return nil
+	}
+	return f()
+}
+
+// EndLongPolls answers every waiting GET /api/v1/state?after=N at once: the
+// daemon is stopping, and its HTTP shutdown waits for requests in flight.
+func (c *Core) EndLongPolls() { c.red.pollsOnce.Do(func() { close(c.red.pollsDone) }) }
+
+func familyName(v4 bool) string {
+	if v4 {
+		return "ipv4"
+	}
+	return "ipv6"
+}
+
+// vipsOf are the VIPs of one family.
+func vipsOf(vips []ipvsmgr.VIP, v4 bool) []ipvsmgr.VIP {
+	var out []ipvsmgr.VIP
+	for _, v := range vips {
+		if v.Addr.Unmap().Is4() == v4 {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func roleOrder(s vrrp.State) int {
+	switch s {
+	case vrrp.Master:
+		return 3
+	case vrrp.Fault:
+		return 2
+	case vrrp.Backup:
+		return 1
+	}
+	return 0
+}
+
+func secondsSince(now, t time.Time) *float64 {
+	if t.IsZero() {
+		return nil
+	}
+	s := now.Sub(t).Seconds()
+	return &s
+}
+
+// RedundancyStatus is what the daemon's VRRP and replication are doing (nil
+// without a daemon, or when neither is configured).
+func (c *Core) RedundancyStatus() *RedundancyStatus { return c.redundancyStatus() }

@@ -1,0 +1,665 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/vrrp"
+	"github.com/ipvsctl/ipvsctl/server/store"
+)
+
+// RedundancyHooks are how the daemon's VRRP and replication reach the host
+// and the peer; a nil hook is the host's (tests give fakes).
+type RedundancyHooks struct {
+	// Listen opens one virtual router's adverts (vrrp.Listen).
+	Listen func(vrrp.ConnConfig) (vrrp.Conn, error)
+	// Announcer sends gratuitous ARPs / unsolicited NAs (vrrp.NewAnnouncer).
+	Announcer func(iface string, v4, v6 bool) (vrrp.Announcer, error)
+	// LinkUp reports whether an interface is up (netlink).
+	LinkUp func(name string) (bool, error)
+	// LocalAddrs are the host's own addresses, dropped from the peers.
+	LocalAddrs func() ([]netip.Addr, error)
+	// SyncDaemons is the kernel's connection sync daemon (the driver's).
+	SyncDaemons func(*KernelConn) ipvsmgr.SyncDaemons
+	// Peer is the other director's API (package client); nil: no replication.
+	Peer func(url, token string) (Peer, error)
+	// Tick is how often the director's own health is looked at (default 200 ms).
+	Tick time.Duration
+}
+
+func (h *RedundancyHooks) defaults() {
+	if h.Listen == nil {
+		h.Listen = func(cfg vrrp.ConnConfig) (vrrp.Conn, error) { return vrrp.Listen(cfg) }
+	}
+	if h.Announcer == nil {
+		h.Announcer = func(iface string, v4, v6 bool) (vrrp.Announcer, error) { return vrrp.NewAnnouncer(iface, v4, v6) }
+	}
+	if h.LinkUp == nil {
+		h.LinkUp = linkUp
+	}
+	if h.LocalAddrs == nil {
+		h.LocalAddrs = localAddrs
+	}
+	if h.SyncDaemons == nil {
+		h.SyncDaemons = func(kc *KernelConn) ipvsmgr.SyncDaemons {
+			sd, _ := kc.Kernel.(ipvsmgr.SyncDaemons)
+			return sd
+		}
+	}
+	if h.Tick == 0 {
+		h.Tick = 200 * time.Millisecond
+	}
+}
+
+func linkUp(name string) (bool, error) {
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		return false, err
+	}
+	a := l.Attrs()
+	// Unknown is what a veth or dummy without carrier detection reports.
+	return a.Flags&net.FlagUp != 0 && (a.OperState == netlink.OperUp || a.OperState == netlink.OperUnknown), nil
+}
+
+func localAddrs() ([]netip.Addr, error) {
+	as, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, err
+	}
+	var out []netip.Addr
+	for _, a := range as {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out = append(out, p.Addr())
+		}
+	}
+	return out, nil
+}
+
+// redRunner runs the director's VRRP: one instance per address family that
+// has VIPs, the director's own health as their fault, the sync daemon
+// switched with the role, and the reconcile told of each change of role.
+type redRunner struct {
+	c   *Core
+	sk  *sharedKernel
+	log *slog.Logger
+	h   RedundancyHooks
+
+	wake    chan struct{}
+	restart atomic.Bool // an instance stopped on its own: start again
+
+	node      store.Node
+	nodeRead  bool
+	key       string // the running instances' configuration
+	insts     map[bool]*runningInst
+	cleaned   bool   // the ledger's VIPs were removed before VRRP spoke
+	fault     string // the director's own health: why it cannot be master
+	lastErr   string // the last error starting VRRP, logged once
+	rolesSeen string // the roles at the last reconcile
+
+	mu          sync.Mutex // guards what status reads: below, and node, fault and insts (written under it)
+	red         *ipvsmgr.Redundancy
+	vips        []ipvsmgr.VIP
+	transitions []RedundancyTransition
+	counts      map[string]int
+	sync        SyncDaemonStatus
+	syncStarted map[ipvsmgr.SyncState]ipvsmgr.SyncDaemon
+	rep         *replicator
+}
+
+type runningInst struct {
+	v4     bool
+	inst   *vrrp.Instance
+	cancel context.CancelFunc
+	done   chan struct{}
+	ann    vrrp.Announcer
+	// primary is this director's address in the instance's family.
+	primary netip.Addr
+}
+
+func newRedRunner(d *Daemon) *redRunner {
+	h := d.Hooks
+	h.defaults()
+	r := &redRunner{c: d.Core, sk: d.Core.shared, log: d.Log, h: h, wake: make(chan struct{}, 1),
+		insts: map[bool]*runningInst{}, counts: map[string]int{}, syncStarted: map[ipvsmgr.SyncState]ipvsmgr.SyncDaemon{}}
+	r.c.red.mu.Lock()
+	r.c.red.status = r.status
+	r.c.red.mu.Unlock()
+	return r
+}
+
+func (r *redRunner) poke() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run manages VRRP until ctx ends, then resigns (priority 0 where master),
+// lets the VIPs go and stops the sync daemons it started.
+func (r *redRunner) run(ctx context.Context) {
+	t := time.NewTicker(r.h.Tick)
+	defer t.Stop()
+	for {
+		r.step(ctx)
+		select {
+		case <-ctx.Done():
+			r.stopInstances()
+			r.stopReplication()
+			r.stopSyncDaemons(context.WithoutCancel(ctx))
+			return
+		case <-t.C:
+		case <-r.wake:
+		case <-r.c.red.node:
+			r.nodeRead = false
+		}
+	}
+}
+
+// step looks at the desired state, the node settings and the director's
+// health, and makes VRRP, the sync daemon and replication follow them.
+func (r *redRunner) step(ctx context.Context) {
+	if !r.nodeRead {
+		n, err := r.c.store.Node(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Error("read node settings", "err", err)
+			}
+			return
+		}
+		r.mu.Lock()
+		r.node, r.nodeRead = n, true
+		r.mu.Unlock()
+	}
+	r.followPeer(ctx)
+	sk := r.sk
+	sk.mu.Lock()
+	desired, kc, openErr, last := sk.desired, sk.conn, sk.openErr, sk.last
+	sk.mu.Unlock()
+	if desired == nil || desired.Settings.Redundancy == nil {
+		if len(r.insts) > 0 || r.key != "" {
+			r.log.Info("settings.redundancy removed: VRRP stops")
+			r.stopInstances()
+			r.stopSyncDaemons(ctx)
+			r.key = ""
+		}
+		r.c.red.mu.Lock()
+		r.c.red.active, r.c.red.forced = false, ""
+		r.c.red.mu.Unlock()
+		r.mu.Lock()
+		r.red, r.vips = nil, nil
+		r.mu.Unlock()
+		return
+	}
+	red := *desired.Settings.Redundancy
+	r.mu.Lock()
+	r.red, r.vips = &red, desired.VIPs
+	r.mu.Unlock()
+	r.c.red.mu.Lock()
+	r.c.red.active, r.c.red.forced, r.c.red.peer = true, map[bool]string{true: r.node.Role}[r.node.Role != "auto"], r.node.PeerURL
+	r.c.red.mu.Unlock()
+
+	r.setFault(r.health(kc, openErr, last, &red))
+	if !r.cleaned {
+		if kc == nil {
+			return
+		}
+		// Before VRRP speaks: the VIPs the ledger says this director added
+		// go (after a crash too), so that it never holds one beside the
+		// master. No family is master yet, so the reconcile removes them.
+		if _, err := sk.reconcile(ctx, true); err != nil {
+			if ctx.Err() == nil {
+				r.log.Error("remove VIPs before VRRP starts", "err", err)
+			}
+			return
+		}
+		r.cleaned = true
+	}
+	if r.restart.Swap(false) {
+		r.key = ""
+	}
+	if key := r.configKey(&red, desired.VIPs); key != r.key {
+		if r.key != "" {
+			r.log.Info("redundancy settings changed: VRRP restarts (a master resigns first)")
+		}
+		r.stopInstances()
+		r.key = key
+		r.startInstances(ctx, &red, desired.VIPs)
+	}
+	if roles := r.rolesKey(); roles != r.rolesSeen {
+		// The role changed: the reconcile makes the rest of the host follow
+		// (the VIPs moved already, in the transition).
+		r.rolesSeen = roles
+		if _, err := sk.reconcile(ctx, true); err != nil && ctx.Err() == nil {
+			r.log.Error("reconcile after a change of role", "err", err)
+		}
+	}
+	if kc != nil {
+		r.switchSyncDaemon(ctx, kc, &red)
+	}
+}
+
+// health is why this director cannot be master now ("" when it can).
+func (r *redRunner) health(kc *KernelConn, openErr error, last ReconcileReport, red *ipvsmgr.Redundancy) string {
+	if kc == nil {
+		if openErr == nil {
+			return "kernel IPVS not open yet"
+		}
+		return unavailable(openErr).Error()
+	}
+	if last.Err != "" {
+		return "reconcile failed: " + last.Err
+	}
+	for _, name := range append([]string{red.Interface}, red.TrackInterfaces...) {
+		up, err := r.h.LinkUp(name)
+		if err != nil {
+			return fmt.Sprintf("interface %s: %v", name, err)
+		}
+		if !up {
+			return "interface " + name + " is down"
+		}
+	}
+	return ""
+}
+
+func (r *redRunner) setFault(reason string) {
+	if reason == r.fault {
+		return
+	}
+	if reason != "" {
+		r.log.Warn("director in fault: it cannot be VRRP master", "reason", reason)
+	} else {
+		r.log.Info("director healthy again: VRRP takes part in the election")
+	}
+	r.mu.Lock()
+	r.fault = reason
+	r.mu.Unlock()
+	for _, ri := range r.insts {
+		ri.inst.SetFault(reason)
+	}
+}
+
+func (r *redRunner) configKey(red *ipvsmgr.Redundancy, vips []ipvsmgr.VIP) string {
+	fams := ""
+	for _, v4 := range []bool{true, false} {
+		if len(vipsOf(vips, v4)) > 0 {
+			fams += familyName(v4)
+		}
+	}
+	n, d := red.GARPs()
+	return fmt.Sprintf("%d|%s|%s|%v|%v|%s|%d|%s|%d|%s|%s|%s", red.VRID, red.Interface, red.Advert(), red.Peers, red.PreemptOn(),
+		red.Delay(), n, d, r.node.Priority, r.node.Role, r.node.Address, fams)
+}
+
+func (r *redRunner) rolesKey() string {
+	r.c.red.mu.Lock()
+	defer r.c.red.mu.Unlock()
+	return fmt.Sprint(r.c.red.roles[true], r.c.red.roles[false])
+}
+
+// startInstances starts a VRRP instance for each family with VIPs; a
+// forced backup starts none and stays backup.
+func (r *redRunner) startInstances(ctx context.Context, red *ipvsmgr.Redundancy, vips []ipvsmgr.VIP) {
+	var errs []string
+	for _, v4 := range []bool{true, false} {
+		fam := vipsOf(vips, v4)
+		if len(fam) == 0 {
+			continue
+		}
+		if r.node.Role == "backup" {
+			r.c.red.setRole(v4, vrrp.Backup, "")
+			continue
+		}
+		if err := r.startInstance(ctx, red, v4, fam); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if msg := strings.Join(errs, "; "); msg != r.lastErr {
+		r.lastErr = msg
+		if msg != "" {
+			r.log.Error("VRRP not started", "err", msg)
+		}
+	}
+	if len(errs) > 0 {
+		r.key = "" // try again at the next step
+	}
+}
+
+func (r *redRunner) startInstance(ctx context.Context, red *ipvsmgr.Redundancy, v4 bool, fam []ipvsmgr.VIP) error {
+	own, _ := r.h.LocalAddrs()
+	cc := vrrp.ConnConfig{Interface: red.Interface, VRID: uint8(red.VRID), IPv6: !v4, Logger: r.log}
+	if a, err := netip.ParseAddr(r.node.Address); err == nil && a.Unmap().Is4() == v4 {
+		cc.Primary = a.Unmap()
+		own = append(own, cc.Primary)
+	}
+	for _, p := range red.Peers {
+		a, err := netip.ParseAddr(p)
+		if err != nil || a.Unmap().Is4() != v4 || slices.Contains(own, a.Unmap()) {
+			continue
+		}
+		cc.Peers = append(cc.Peers, a.Unmap())
+	}
+	conn, err := r.h.Listen(cc)
+	if err != nil {
+		return fmt.Errorf("%s adverts on %s: %w", familyName(v4), red.Interface, err)
+	}
+	ann, err := r.h.Announcer(red.Interface, v4, !v4)
+	if err != nil {
+		r.log.Warn("no gratuitous ARPs / unsolicited NAs", "interface", red.Interface, "err", err)
+		ann = nil
+	}
+	prio := r.node.Priority
+	if r.node.Role == "master" {
+		prio = vrrp.OwnerPriority
+	}
+	n, delay := red.GARPs()
+	cfg := vrrp.Config{VRID: uint8(red.VRID), Priority: uint8(prio), AdvertInterval: red.Advert(), Preempt: red.PreemptOn(),
+		PreemptDelay: red.Delay(), GARPCount: n, GARPRepeatDelay: delay}
+	for _, v := range fam {
+		cfg.Addrs = append(cfg.Addrs, v.Addr)
+	}
+	ri := &runningInst{v4: v4, ann: ann, done: make(chan struct{}), primary: conn.Primary()}
+	opt := vrrp.Options{Conn: conn, Logger: r.log.With("family", familyName(v4)),
+		OnMaster: r.onTransition(ri), OnBackup: r.onTransition(ri), OnFault: r.onTransition(ri)}
+	if ann != nil {
+		opt.Announcer = ann
+	}
+	inst, err := vrrp.New(cfg, opt)
+	if err != nil {
+		conn.Close()
+		closeAnnouncer(ann)
+		return err
+	}
+	inst.SetFault(r.fault)
+	ri.inst = inst
+	ictx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	ri.cancel = cancel
+	go func() {
+		defer close(ri.done)
+		defer closeAnnouncer(ann)
+		if err := inst.Run(ictx); err != nil {
+			r.log.Error("VRRP instance stopped", "family", familyName(v4), "err", err)
+			r.restart.Store(true)
+			r.poke()
+		}
+	}()
+	r.mu.Lock()
+	r.insts[v4] = ri
+	r.mu.Unlock()
+	r.log.Info("VRRP started", "family", familyName(v4), "vrid", red.VRID, "priority", prio, "interface", red.Interface,
+		"advert_interval", red.Advert().String(), "peers", fmt.Sprint(cc.Peers))
+	return nil
+}
+
+func closeAnnouncer(a vrrp.Announcer) {
+	if c, ok := a.(io.Closer); ok && c != nil {
+		c.Close()
+	}
+}
+
+// onTransition moves the family's VIPs at once (they cannot wait for a
+// reconcile: the adverts and gratuitous ARPs follow the callback), then
+// wakes the runner to switch the sync daemon and reconcile.
+func (r *redRunner) onTransition(ri *runningInst) func(vrrp.Transition) {
+	return func(t vrrp.Transition) {
+		master := ""
+		if t.To == vrrp.Master && ri.primary.IsValid() {
+			master = ri.primary.String()
+		}
+		r.c.red.setRole(ri.v4, t.To, master)
+		r.mu.Lock()
+		vips := vipsOf(r.vips, ri.v4)
+		r.counts[t.To.String()]++
+		r.transitions = append(r.transitions, RedundancyTransition{At: t.At, Family: familyName(ri.v4), From: t.From.String(), To: t.To.String(), Reason: t.Reason})
+		if len(r.transitions) > 64 {
+			r.transitions = slices.Clone(r.transitions[len(r.transitions)-64:])
+		}
+		r.mu.Unlock()
+		r.sk.mu.Lock()
+		rec := r.sk.rec
+		r.sk.mu.Unlock()
+		if rec != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			var fails []ipvsmgr.Failure
+			if t.To == vrrp.Master {
+				fails = rec.AddVIPs(ctx, vips)
+			} else {
+				fails = rec.RemoveVIPs(ctx, vips)
+			}
+			cancel()
+			for _, f := range fails {
+				r.log.Error("VIP change on a change of role failed", "change", f.Change, "err", f.Err)
+			}
+		}
+		r.poke()
+	}
+}
+
+// stopInstances stops every instance: a master resigns (priority 0) and
+// its VIPs go, in the instance's last transition.
+func (r *redRunner) stopInstances() {
+	for v4, ri := range r.insts {
+		ri.cancel()
+		<-ri.done
+		r.mu.Lock()
+		delete(r.insts, v4)
+		r.mu.Unlock()
+	}
+	r.c.red.mu.Lock()
+	clear(r.c.red.roles)
+	r.c.red.mu.Unlock()
+}
+
+// switchSyncDaemon runs the master sync daemon on a master and the backup
+// one elsewhere, as settings.redundancy.sync_daemon asks.
+func (r *redRunner) switchSyncDaemon(ctx context.Context, kc *KernelConn, red *ipvsmgr.Redundancy) {
+	r.mu.Lock()
+	r.sync.Enabled = red.SyncDaemon
+	r.mu.Unlock()
+	if !red.SyncDaemon {
+		r.stopSyncDaemons(ctx)
+		return
+	}
+	want := ipvsmgr.SyncDaemon{State: ipvsmgr.SyncBackup, Interface: red.SyncDaemonInterface(), SyncID: uint32(red.SyncID)}
+	if r.rolesMaster() {
+		want.State = ipvsmgr.SyncMaster
+	}
+	other := ipvsmgr.SyncMaster
+	if want.State == ipvsmgr.SyncMaster {
+		other = ipvsmgr.SyncBackup
+	}
+	r.mu.Lock()
+	have, started := r.syncStarted[want.State]
+	_, otherStarted := r.syncStarted[other]
+	r.mu.Unlock()
+	if started && have == want && !otherStarted {
+		return
+	}
+	sd := r.h.SyncDaemons(kc)
+	if sd == nil {
+		r.setSyncErr("this kernel driver has no connection sync daemon")
+		return
+	}
+	running, err := sd.ListSyncDaemons(ctx)
+	if err != nil {
+		r.setSyncErr("list sync daemons: " + err.Error())
+		return
+	}
+	for _, d := range running {
+		if d.State == other || (d.State == want.State && (d.Interface != want.Interface || d.SyncID != want.SyncID)) {
+			if err := sd.StopSyncDaemon(ctx, d.State); err != nil {
+				r.setSyncErr(fmt.Sprintf("stop %s sync daemon: %v", d.State, err))
+				return
+			}
+			r.log.Info("sync daemon stopped", "state", d.State.String())
+		} else if d.State == want.State {
+			have, started = want, true
+		}
+	}
+	if !started || have != want {
+		if err := sd.StartSyncDaemon(ctx, want); err != nil {
+			r.setSyncErr(fmt.Sprintf("start %s: %v", want, err))
+			return
+		}
+		r.log.Info("sync daemon started", "daemon", want.String())
+	}
+	r.mu.Lock()
+	delete(r.syncStarted, other)
+	r.syncStarted[want.State] = want
+	r.sync.Want, r.sync.Error = want.State.String(), ""
+	r.sync.Running = []string{want.String()}
+	r.mu.Unlock()
+}
+
+func (r *redRunner) setSyncErr(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sync.Error != msg {
+		r.log.Error("sync daemon", "err", msg)
+	}
+	r.sync.Error = msg
+}
+
+func (r *redRunner) rolesMaster() bool {
+	r.c.red.mu.Lock()
+	defer r.c.red.mu.Unlock()
+	for _, s := range r.c.red.roles {
+		if s == vrrp.Master {
+			return true
+		}
+	}
+	return false
+}
+
+// stopSyncDaemons stops the sync daemons this runner started.
+func (r *redRunner) stopSyncDaemons(ctx context.Context) {
+	r.mu.Lock()
+	started := maps2slice(r.syncStarted)
+	clear(r.syncStarted)
+	r.sync.Running, r.sync.Want = nil, ""
+	r.mu.Unlock()
+	if len(started) == 0 {
+		return
+	}
+	r.sk.mu.Lock()
+	kc := r.sk.conn
+	r.sk.mu.Unlock()
+	if kc == nil {
+		return
+	}
+	sd := r.h.SyncDaemons(kc)
+	if sd == nil {
+		return
+	}
+	for _, st := range started {
+		if err := sd.StopSyncDaemon(ctx, st); err != nil {
+			r.log.Warn("stop sync daemon", "state", st.String(), "err", err)
+		} else {
+			r.log.Info("sync daemon stopped", "state", st.String())
+		}
+	}
+}
+
+func maps2slice(m map[ipvsmgr.SyncState]ipvsmgr.SyncDaemon) []ipvsmgr.SyncState {
+	var out []ipvsmgr.SyncState
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// status is the redundancy part of the status view.
+func (r *redRunner) status() *RedundancyStatus {
+	r.mu.Lock()
+	red, vips := r.red, slices.Clone(r.vips)
+	s := &RedundancyStatus{Transitions: slices.Clone(r.transitions), SyncDaemon: r.sync, VIPs: []string{}, Families: []FamilyStatus{}}
+	s.SyncDaemon.Running = slices.Clone(r.sync.Running)
+	s.TransitionCounts = maps.Clone(r.counts)
+	rep, node, fault := r.rep, r.node, r.fault
+	r.mu.Unlock()
+	if rep != nil {
+		s.Replication = rep.status()
+	}
+	if red == nil {
+		if s.Replication == nil {
+			return nil
+		}
+		s.Role = "standalone"
+		return s
+	}
+	if s.Transitions == nil {
+		s.Transitions = []RedundancyTransition{}
+	}
+	if s.SyncDaemon.Running == nil {
+		s.SyncDaemon.Running = []string{}
+	}
+	s.VRID, s.Interface = red.VRID, red.Interface
+	for _, v := range vips {
+		s.VIPs = append(s.VIPs, v.Addr.String())
+	}
+	r.c.red.mu.Lock()
+	forced, roles := r.c.red.forced, map[bool]vrrp.State{}
+	for k, v := range r.c.red.roles {
+		roles[k] = v
+	}
+	r.c.red.mu.Unlock()
+	s.Forced = forced != ""
+	s.Priority = node.Priority
+	if node.Role == "master" {
+		s.Priority = vrrp.OwnerPriority
+	}
+	now := time.Now()
+	best := vrrp.Initialize
+	for _, v4 := range []bool{true, false} {
+		st, ok := roles[v4]
+		if !ok {
+			continue
+		}
+		fs := FamilyStatus{Family: familyName(v4), State: st.String()}
+		if ri := r.instFor(v4); ri != nil {
+			is := ri.inst.Status()
+			if is.Master.IsValid() {
+				fs.Master = is.Master.String()
+			}
+			fs.SendErrors = is.SendErrors
+			if s.Master == "" && fs.Master != "" {
+				s.Master, s.MasterPriority = fs.Master, int(is.MasterPriority)
+				if st != vrrp.Master {
+					s.LastAdvertAge = secondsSince(now, is.LastAdvert)
+				}
+			}
+			if st == vrrp.Fault {
+				s.Fault = is.Fault
+			}
+		}
+		if roleOrder(st) > roleOrder(best) {
+			best = st
+		}
+		s.Families = append(s.Families, fs)
+	}
+	s.Role = best.String()
+	if len(roles) == 0 && fault != "" {
+		s.Role, s.Fault = "fault", fault
+	}
+	return s
+}
+
+func (r *redRunner) instFor(v4 bool) *runningInst {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.insts[v4]
+}

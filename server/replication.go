@@ -1,0 +1,346 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/server/store"
+)
+
+// PeerState is the other director's current revision as its API serves it
+// to replication: the stored document, when and by whom it was made, its
+// hash, and the director's name for itself.
+type PeerState struct {
+	store.Head
+	Node string
+}
+
+// Peer is the other director's API, as replication uses it (package client).
+type Peer interface {
+	// WaitState answers the peer's current revision as soon as it is newer
+	// than after, or after about 25 s anyway.
+	WaitState(ctx context.Context, after int64) (*PeerState, error)
+}
+
+// LongPollWait is how long GET /api/v1/state?after=N waits for a newer revision.
+const LongPollWait = 25 * time.Second
+
+// WaitHead returns the current revision as soon as it is newer than after,
+// or after wait (or when the daemon stops) whatever it is. Revisions are
+// looked for every 50 ms: a change reaches a waiting peer within that.
+func (c *Core) WaitHead(ctx context.Context, after int64, wait time.Duration) (*store.Head, error) {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		rev, err := c.store.CurrentRevision(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if rev > after {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.red.pollsDone:
+		case <-deadline.C:
+		case <-tick.C:
+			continue
+		}
+		break
+	}
+	return c.store.Head(ctx)
+}
+
+// NodeName is how this director names itself to its peer: its node address,
+// else what the caller knows it as.
+func (c *Core) NodeName(ctx context.Context) string {
+	n, err := c.store.Node(ctx)
+	if err != nil {
+		return ""
+	}
+	return n.Address
+}
+
+// replicator follows the peer's desired state: a backup takes the master's
+// every change; after a split (both changed it) the newer change wins on
+// both, and the conflict is logged, audited and shown in status.
+type replicator struct {
+	c      *Core
+	log    *slog.Logger
+	peer   Peer
+	url    string
+	token  string
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu        sync.Mutex
+	st        ReplicationStatus
+	syncedAt  time.Time
+	reported  string // the conflict last reported (winner's and loser's hashes)
+	conflicts []Conflict
+}
+
+// followPeer starts, restarts or stops replication as the node settings say.
+func (r *redRunner) followPeer(ctx context.Context) {
+	r.mu.Lock()
+	cur := r.rep
+	r.mu.Unlock()
+	want := r.node.PeerURL
+	if cur != nil && cur.url == want && cur.token == r.node.PeerToken {
+		return
+	}
+	r.stopReplication()
+	if want == "" {
+		return
+	}
+	if r.h.Peer == nil {
+		r.log.Warn("node peer_url is set but this daemon cannot reach peers; no replication", "peer", want)
+		return
+	}
+	p, err := r.h.Peer(want, r.node.PeerToken)
+	if err != nil {
+		r.log.Error("replication peer", "peer", want, "err", err)
+		return
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	rep := &replicator{c: r.c, log: r.log.With("peer", want), peer: p, url: want, token: r.node.PeerToken, cancel: cancel, done: make(chan struct{})}
+	rep.st = ReplicationStatus{Peer: want, Conflicts: []Conflict{}}
+	if h, at, err := r.c.store.SyncedHash(ctx); err == nil && h != "" {
+		rep.syncedAt = at
+	}
+	r.mu.Lock()
+	r.rep = rep
+	r.mu.Unlock()
+	go func() {
+		defer close(rep.done)
+		rep.run(rctx)
+	}()
+	r.log.Info("replication follows the peer", "peer", want)
+}
+
+func (r *redRunner) stopReplication() {
+	r.mu.Lock()
+	rep := r.rep
+	r.rep = nil
+	r.mu.Unlock()
+	if rep != nil {
+		rep.cancel()
+		<-rep.done
+	}
+}
+
+func (p *replicator) run(ctx context.Context) {
+	var after int64
+	backoff := 200 * time.Millisecond
+	for ctx.Err() == nil {
+		wctx, cancel := context.WithTimeout(ctx, LongPollWait+15*time.Second)
+		ps, err := p.peer.WaitState(wctx, after)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			p.mu.Lock()
+			if p.st.Error != err.Error() {
+				p.log.Warn("replication: peer unreachable", "err", err)
+			}
+			p.st.Connected, p.st.InSync, p.st.Error = false, false, err.Error()
+			p.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = 200 * time.Millisecond
+		if err := p.consider(ctx, ps); err != nil && ctx.Err() == nil {
+			p.mu.Lock()
+			if p.st.Error != err.Error() {
+				p.log.Error("replication", "err", err)
+			}
+			p.st.Error = err.Error()
+			p.mu.Unlock()
+		}
+		after = ps.Revision
+	}
+}
+
+func replicated(author string) bool { return strings.HasPrefix(author, ReplicatedAuthor) }
+
+// newer says whether revision a is newer than b: by time, then by hash.
+func newer(a, b *store.Head) bool {
+	if !a.At.Equal(b.At) {
+		return a.At.After(b.At)
+	}
+	return a.Hash > b.Hash
+}
+
+func describe(where string, h *store.Head) string {
+	return fmt.Sprintf("%s revision %d by %s at %s", where, h.Revision, h.Author, h.At.UTC().Format(time.RFC3339Nano))
+}
+
+// consider takes the peer's revision if it is the one both should have:
+// on a backup the master's, unless this director holds a newer change the
+// master has not had; elsewhere the peer's only when it holds a change this
+// one has not had and that is newer than any this one made.
+func (p *replicator) consider(ctx context.Context, ps *PeerState) error {
+	now := time.Now()
+	p.mu.Lock()
+	p.st.Connected, p.st.Error, p.st.PeerRevision = true, "", ps.Revision
+	p.mu.Unlock()
+	mine, err := p.c.store.Head(ctx)
+	if err != nil {
+		return err
+	}
+	if ps.Revision == 0 { // the peer has nothing yet: it takes ours
+		p.setInSync(false, now)
+		return nil
+	}
+	if mine.Hash == ps.Hash {
+		return p.agreed(ctx, mine.Hash, now)
+	}
+	synced, _, err := p.c.store.SyncedHash(ctx)
+	if err != nil {
+		return err
+	}
+	mineDiverged := mine.Revision > 0 && !replicated(mine.Author) && mine.Hash != synced
+	peerChanged := !replicated(ps.Author) && ps.Hash != synced
+	backup, _, _ := p.c.red.backup()
+	var adopt bool
+	if backup {
+		adopt = !mineDiverged || (peerChanged && newer(&ps.Head, mine))
+	} else {
+		adopt = peerChanged && (!mineDiverged || newer(&ps.Head, mine))
+	}
+	peerName := orDefault(ps.Node, hostOf(p.url))
+	var conflict *Conflict
+	if mineDiverged && peerChanged {
+		c := Conflict{At: now, Winner: "this director", Kept: describe("local", mine), Lost: describe("peer "+peerName+"'s", &ps.Head)}
+		if adopt {
+			c.Winner, c.Kept, c.Lost = "peer "+peerName, describe("peer "+peerName+"'s", &ps.Head), describe("local", mine)
+		}
+		conflict = &c
+	}
+	if !adopt {
+		p.setInSync(false, now)
+		if conflict != nil {
+			p.report(ctx, *conflict, ps.Hash+mine.Hash, peerName)
+		}
+		return nil
+	}
+	label := fmt.Sprintf("replication: %s's revision %d", peerName, ps.Revision)
+	if conflict != nil {
+		label += fmt.Sprintf(" (conflict: replaces diverging local revision %d, kept in the history)", mine.Revision)
+	}
+	res, err := p.c.Apply(ctx, Actor{Name: ReplicatedAuthor + peerName, Via: "api", Addr: hostOf(p.url)},
+		bytes.NewReader(ps.Document), label, WriteOptions{NoWait: true})
+	if err != nil {
+		return fmt.Errorf("store %s: %w", label, err)
+	}
+	if conflict != nil {
+		conflict.Revision = res.Revision
+		p.report(ctx, *conflict, ps.Hash+mine.Hash, peerName)
+	}
+	p.log.Info("replication: took the peer's desired state", "peer_revision", ps.Revision, "revision", res.Revision,
+		"after", time.Since(ps.At).Round(time.Millisecond).String())
+	p.mu.Lock()
+	copied := now
+	p.st.LastCopy, p.st.LastCopySeconds = &copied, now.Sub(ps.At).Seconds()
+	p.mu.Unlock()
+	after, err := p.c.store.Head(ctx)
+	if err != nil {
+		return err
+	}
+	if after.Hash != ps.Hash {
+		return fmt.Errorf("stored %s, but its document differs from the peer's (hash %.12s, peer's %.12s)", label, after.Hash, ps.Hash)
+	}
+	return p.agreed(ctx, after.Hash, now)
+}
+
+func (p *replicator) agreed(ctx context.Context, hash string, now time.Time) error {
+	synced, _, err := p.c.store.SyncedHash(ctx)
+	if err != nil {
+		return err
+	}
+	if synced != hash {
+		if err := p.c.store.SaveSyncedHash(ctx, hash, now); err != nil {
+			return err
+		}
+	}
+	p.setInSync(true, now)
+	return nil
+}
+
+func (p *replicator) setInSync(in bool, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if in {
+		p.syncedAt = now
+	}
+	p.st.InSync = in
+}
+
+// report logs, audits and keeps a conflict once.
+func (p *replicator) report(ctx context.Context, c Conflict, key, peerName string) {
+	p.mu.Lock()
+	if p.reported == key {
+		p.mu.Unlock()
+		return
+	}
+	p.reported = key
+	p.mu.Unlock()
+	// Logged and audited before status shows it.
+	defer func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.conflicts = append(p.conflicts, c)
+		if len(p.conflicts) > 20 {
+			p.conflicts = slices.Clone(p.conflicts[len(p.conflicts)-20:])
+		}
+	}()
+	p.log.Warn("replication conflict: both directors changed the desired state (a split); the newer change wins",
+		"winner", c.Winner, "kept", c.Kept, "lost", c.Lost)
+	e := store.AuditEntry{Actor: ReplicatedAuthor + peerName, Via: "api", ClientAddr: hostOf(p.url), Action: "replication conflict",
+		Target: peerName, Outcome: store.OutcomeSuccess,
+		Detail: fmt.Sprintf("winner %s: kept %s; lost %s (still in its history)", c.Winner, c.Kept, c.Lost)}
+	if c.Revision != 0 {
+		rev := c.Revision
+		e.Revision = &rev
+	}
+	if _, err := p.c.store.WriteAudit(context.WithoutCancel(ctx), e); err != nil {
+		p.log.Error("audit record lost", "action", e.Action, "err", err)
+	}
+}
+
+func (p *replicator) status() *ReplicationStatus {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.st
+	s.Conflicts = append([]Conflict{}, p.conflicts...)
+	if !s.InSync || !s.Connected {
+		if !p.syncedAt.IsZero() {
+			s.LagSeconds = time.Since(p.syncedAt).Seconds()
+		}
+	}
+	return &s
+}
+
+func hostOf(u string) string {
+	pu, err := url.Parse(u)
+	if err != nil || pu.Hostname() == "" {
+		return u
+	}
+	return pu.Hostname()
+}

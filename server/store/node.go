@@ -1,0 +1,113 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Node is this director's own settings, outside the replicated revisions.
+type Node struct {
+	Priority  int       // VRRP priority 1..255
+	Role      string    // auto, master or backup
+	PeerURL   string    // the other director's API ("" for none)
+	PeerToken string    // presented to the peer; never shown
+	Address   string    // this director's address among the peers ("" = from its interfaces)
+	UpdatedAt time.Time // zero while never set
+}
+
+// DefaultNode is a director's settings before any node set.
+func DefaultNode() Node { return Node{Priority: 100, Role: "auto"} }
+
+// Node returns this director's settings (the defaults while never set).
+func (s *Store) Node(ctx context.Context) (Node, error) {
+	n := DefaultNode()
+	var at string
+	err := s.db.QueryRowContext(ctx, `SELECT priority, role, peer_url, peer_token, address, updated_at FROM node WHERE id = 1`).
+		Scan(&n.Priority, &n.Role, &n.PeerURL, &n.PeerToken, &n.Address, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return n, nil
+	}
+	if err != nil {
+		return n, fmt.Errorf("read node settings: %w", busy(err))
+	}
+	n.UpdatedAt = parseTime(at)
+	return n, nil
+}
+
+// SaveNode replaces this director's settings.
+func (s *Store) SaveNode(ctx context.Context, n Node) error {
+	if n.UpdatedAt.IsZero() {
+		n.UpdatedAt = time.Now()
+	}
+	_, err := s.db.ExecContext(ctx, `INSERT INTO node (id, priority, role, peer_url, peer_token, address, updated_at)
+		VALUES (1, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET priority = excluded.priority, role = excluded.role, peer_url = excluded.peer_url,
+			peer_token = excluded.peer_token, address = excluded.address, updated_at = excluded.updated_at`,
+		n.Priority, n.Role, n.PeerURL, n.PeerToken, n.Address, dbTime(n.UpdatedAt))
+	if err != nil {
+		return fmt.Errorf("save node settings: %w", busy(err))
+	}
+	return nil
+}
+
+// Head is the current revision as replication compares it: who made it,
+// when, and a hash of its document.
+type Head struct {
+	Revision int64
+	At       time.Time
+	Author   string
+	Hash     string // hex SHA-256 of the stored document
+	Document []byte
+}
+
+// DocumentHash is the hash Head gives a stored document.
+func DocumentHash(doc []byte) string {
+	h := sha256.Sum256(doc)
+	return hex.EncodeToString(h[:])
+}
+
+// Head returns the current revision with its document (Revision 0 before
+// the first change).
+func (s *Store) Head(ctx context.Context) (*Head, error) {
+	h := &Head{}
+	var at, doc string
+	err := s.db.QueryRowContext(ctx, `SELECT id, created_at, author, state FROM revisions ORDER BY id DESC LIMIT 1`).
+		Scan(&h.Revision, &at, &h.Author, &doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return h, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read current revision: %w", busy(err))
+	}
+	h.At, h.Document, h.Hash = parseTime(at), []byte(doc), DocumentHash([]byte(doc))
+	return h, nil
+}
+
+// SyncedHash is the hash of the document this director and its peer last
+// agreed on ("" before they ever did), and when.
+func (s *Store) SyncedHash(ctx context.Context) (string, time.Time, error) {
+	var h, at string
+	err := s.db.QueryRowContext(ctx, `SELECT synced_hash, synced_at FROM replication WHERE id = 1`).Scan(&h, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", time.Time{}, nil
+	}
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("read replication state: %w", busy(err))
+	}
+	return h, parseTime(at), nil
+}
+
+// SaveSyncedHash records that both directors have the document of hash.
+func (s *Store) SaveSyncedHash(ctx context.Context, hash string, at time.Time) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO replication (id, synced_hash, synced_at) VALUES (1, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET synced_hash = excluded.synced_hash, synced_at = excluded.synced_at`, hash, dbTime(at))
+	if err != nil {
+		return fmt.Errorf("save replication state: %w", busy(err))
+	}
+	return nil
+}
