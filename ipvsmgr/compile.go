@@ -52,6 +52,11 @@ func Compile(st *State) (*Desired, error) { return CompileWith(st, nil, nil) }
 type CompileCache struct {
 	network string
 	pieces  map[string]*compiled
+	// last are the encodings and pieces of the last state compiled, by
+	// index: a service whose encoding is the very same bytes is found
+	// without hashing them.
+	lastEnc    [][]byte
+	lastPieces []*compiled
 }
 
 // compiled is one valid service in kernel terms.
@@ -80,6 +85,10 @@ func CompileWith(st *State, enc [][]byte, cache *CompileCache) (*Desired, error)
 	seenNames := make(map[string]string, len(st.Services))
 	vips := map[VIP]bool{}
 	used := map[string]*compiled{}
+	var pieces []*compiled
+	if cache != nil {
+		pieces = make([]*compiled, len(st.Services))
+	}
 	for i := range st.Services {
 		svc := &st.Services[i]
 		field := "services[" + strconv.Itoa(i) + "]"
@@ -93,7 +102,11 @@ func CompileWith(st *State, enc [][]byte, cache *CompileCache) (*Desired, error)
 		caching := cache != nil && len(enc) == len(st.Services)
 		var c *compiled
 		if caching {
-			c = cache.pieces[string(enc[i])]
+			if i < len(cache.lastEnc) && len(enc[i]) > 0 && len(cache.lastEnc[i]) == len(enc[i]) && &cache.lastEnc[i][0] == &enc[i][0] {
+				c = cache.lastPieces[i]
+			} else {
+				c = cache.pieces[string(enc[i])]
+			}
 		}
 		if c == nil {
 			var clean bool
@@ -103,7 +116,7 @@ func CompileWith(st *State, enc [][]byte, cache *CompileCache) (*Desired, error)
 			caching = caching && clean
 		}
 		if caching {
-			used[string(enc[i])] = c
+			pieces[i] = c
 		}
 		if prev, dup := seenKeys[c.vs.Key]; dup {
 			v.addf(field, "duplicate service %s: %s already defines it", c.vs.Key, prev)
@@ -130,7 +143,24 @@ func CompileWith(st *State, enc [][]byte, cache *CompileCache) (*Desired, error)
 		return nil, &ValidationError{Problems: v.problems}
 	}
 	if cache != nil && len(enc) == len(st.Services) {
-		cache.pieces = used // what the state no longer has is let go
+		// New pieces join the map; what the state no longer has is let go
+		// when the map has grown to twice the state (a weight change at a
+		// time does not hash the whole document).
+		for i, c := range pieces {
+			if c != nil && (i >= len(cache.lastPieces) || cache.lastPieces[i] != c) {
+				cache.pieces[string(enc[i])] = c
+			}
+		}
+		if len(cache.pieces) > 2*len(pieces)+16 {
+			clear(used)
+			for i, c := range pieces {
+				if c != nil {
+					used[string(enc[i])] = c
+				}
+			}
+			cache.pieces = used
+		}
+		cache.lastEnc, cache.lastPieces = slices.Clone(enc), pieces // the caller may reuse enc
 	}
 	return d, nil
 }
