@@ -30,6 +30,8 @@ type API interface {
 	Revision(ctx context.Context, rev int64) (*RevisionDetail, error)
 	Export(ctx context.Context, format string, w io.Writer) error
 	Audit(ctx context.Context, f store.AuditFilter) ([]store.AuditEntry, error)
+	Health(ctx context.Context, q HealthQuery) ([]HealthReport, error)
+	CheckServer(ctx context.Context, a Actor, svcID, id string) (*CheckResult, error)
 }
 
 var _ API = (*Core)(nil)
