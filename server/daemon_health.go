@@ -116,8 +116,18 @@ func (d *Daemon) startHealth(ctx context.Context) (done <-chan struct{}) {
 	return ch
 }
 
+// healthGather is how long a reconcile after a health change waits for
+// the rest of a burst (a thousand new servers passing their first check
+// within one interval): one reconcile for them, not one each.
+const healthGather = 50 * time.Millisecond
+
 // healthChanged reconciles at once after the checks changed something.
 func (d *Daemon) healthChanged(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(healthGather):
+	}
 	h := d.health
 	h.mu.Lock()
 	n := len(h.pending)
