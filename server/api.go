@@ -32,6 +32,8 @@ type API interface {
 	Audit(ctx context.Context, f store.AuditFilter) ([]store.AuditEntry, error)
 	NodeSettings(ctx context.Context) (*NodeView, error)
 	SetNode(ctx context.Context, a Actor, p NodePatch) (*NodeView, error)
+	Health(ctx context.Context, q HealthQuery) ([]HealthReport, error)
+	CheckServer(ctx context.Context, a Actor, svcID, id string) (*CheckResult, error)
 }
 
 var _ API = (*Core)(nil)

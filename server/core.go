@@ -306,7 +306,7 @@ func (c *Core) afterCommit(ctx context.Context, res *WriteResult, desired *ipvsm
 		return res, err
 	}
 	defer kc.Close()
-	desired = c.roleOverlay(desired) // without the daemon's VRRP, a redundant director carries no VIPs
+	desired = withoutDaemon(c.roleOverlay(desired)) // without the daemon: no VRRP (no VIPs on a redundant director), no checks
 	if kc.Prepare != nil && len(desired.Table.Services) > 0 {
 		// A revision that adds a NAT service needs forwarding on now, not at the next boot.
 		res.Failures = append(res.Failures, kc.Prepare(desired)...)
@@ -319,6 +319,19 @@ func (c *Core) afterCommit(ctx context.Context, res *WriteResult, desired *ipvsm
 	res.Result, res.Applied, res.Counts = *got, true, changeCounts(got.Applied)
 	res.Failures = append(failures, res.Failures...)
 	return res, nil
+}
+
+// withoutDaemon is desired for a reconcile in a process without the daemon:
+// no checks run here, so checked servers are in as configured and only an
+// operator's forced health applies (the daemon, once it runs, takes down
+// servers out again at its first results).
+func withoutDaemon(d *ipvsmgr.Desired) *ipvsmgr.Desired {
+	if d.Health != nil {
+		return d
+	}
+	cp := *d
+	cp.Health = &ipvsmgr.HealthView{NoChecks: true}
+	return &cp
 }
 
 // reconcileWaiting makes the kernel match desired, waiting for drains unless told not to.

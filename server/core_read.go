@@ -43,7 +43,7 @@ func (c *Core) Diff(ctx context.Context, doc io.Reader) (*DiffResult, error) {
 		if sk.rec == nil {
 			err = sk.unavailable()
 		} else {
-			p, err = sk.rec.Plan(ctx, desired)
+			p, err = sk.rec.Plan(ctx, sk.withHealth(desired))
 		}
 		sk.mu.Unlock()
 	} else {
@@ -52,7 +52,7 @@ func (c *Core) Diff(ctx context.Context, doc io.Reader) (*DiffResult, error) {
 			return nil, oerr
 		}
 		defer kc.Close()
-		p, err = kc.reconciler(c.store, c.log).Plan(ctx, desired)
+		p, err = kc.reconciler(c.store, c.log).Plan(ctx, withoutDaemon(desired))
 	}
 	if err != nil {
 		return nil, err

@@ -6,14 +6,17 @@ import (
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/health"
 )
 
 // Daemon keeps the kernel matching the stored desired state: at once when a
 // change is made through its core, within Poll of a revision stored by
 // another process, and every Interval anyway, which repairs out-of-band
 // changes and finishes drains. It reads the kernel's table into the shared
-// snapshot every PollInterval. Where the kernel has no IPVS it keeps serving
-// the desired state and retries in the background.
+// snapshot every PollInterval. It runs the health checks of the desired
+// state and lays what they see over every reconcile; a change of health is
+// applied at once and kept in the store. Where the kernel has no IPVS it
+// keeps serving the desired state and retries in the background.
 type Daemon struct {
 	Core     *Core
 	Log      *slog.Logger
@@ -26,13 +29,23 @@ type Daemon struct {
 	// Hooks are how VRRP and replication reach the host and the peer
 	// (redundancy_runner.go); zero means the host's, without replication.
 	Hooks RedundancyHooks
+	// Check, if set, runs each health check instead of the real checkers (tests).
+	Check func(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result
+
+	health *daemonHealth
 }
 
 // NewDaemon makes c the daemon's core: its writes reconcile through the
 // daemon's one kernel connection, and its reads use the daemon's snapshot.
 func NewDaemon(c *Core, log *slog.Logger) *Daemon {
-	c.shared = &sharedKernel{open: c.open, store: c.store, log: c.log, ready: make(chan struct{}), overlay: c.roleOverlay}
-	return &Daemon{Core: c, Log: log}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	d := &Daemon{Core: c, Log: log, health: newDaemonHealth()}
+	sk := &sharedKernel{open: c.open, store: c.store, log: c.log, ready: make(chan struct{}), check: d.runCheck, overlay: c.roleOverlay}
+	sk.health = health.NewRunner(health.Config{Check: d.runCheck, Notify: d.notify, Log: log})
+	c.shared = sk
+	return d
 }
 
 func orDuration(d, def time.Duration) time.Duration {
@@ -42,7 +55,8 @@ func orDuration(d, def time.Duration) time.Duration {
 	return d
 }
 
-// Run reconciles until ctx is cancelled, then closes the kernel.
+// Run reconciles and runs the health checks until ctx is cancelled, then
+// closes the kernel.
 func (d *Daemon) Run(ctx context.Context) error {
 	sk := d.Core.shared
 	defer sk.close()
@@ -50,6 +64,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	redDone := make(chan struct{})
 	go func() { defer close(redDone); newRedRunner(d).run(ctx) }()
 	defer func() { <-redDone }()
+	healthDone := d.startHealth(ctx)
+	defer func() { <-healthDone }()
 	interval, poll := orDuration(d.Interval, 10*time.Second), orDuration(d.Poll, time.Second)
 	go d.pollKernel(ctx, orDuration(d.Snapshot, PollInterval))
 	tick := time.NewTicker(poll)
@@ -73,6 +89,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+		case <-d.health.wake:
+			d.healthChanged(ctx)
 		}
 	}
 }

@@ -58,10 +58,19 @@ type ServerPatch struct {
 	UpperThreshold *int    `json:"upper_threshold,omitempty"`
 	LowerThreshold *int    `json:"lower_threshold,omitempty"`
 	Enabled        *bool   `json:"enabled,omitempty"`
+	// Health forces the server up or down whatever its checks say; auto
+	// (kept as no value) follows them again.
+	Health *string `json:"health,omitempty"`
 }
 
 // ApplyTo sets the patch's fields on s.
 func (p *ServerPatch) ApplyTo(s *ipvsmgr.Server) {
+	if p.Health != nil {
+		s.Health = *p.Health
+		if s.Health == "auto" {
+			s.Health = ""
+		}
+	}
 	set(&s.Name, p.Name)
 	set(&s.Address, p.Address)
 	set(&s.Port, p.Port)

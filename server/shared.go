@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/health"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -47,6 +48,11 @@ type sharedKernel struct {
 	desired *ipvsmgr.Desired
 	last    ReconcileReport
 	ready   chan struct{} // closed once the kernel is open
+
+	// health runs the daemon's checks; its view is laid over every desired
+	// state reconciled. check runs one check (the runner's, and "check now").
+	health *health.Runner
+	check  func(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result
 
 	snap       atomic.Pointer[Snapshot]
 	reconciles atomic.Int64
@@ -107,13 +113,35 @@ func (sk *sharedKernel) close() {
 }
 
 // offer makes desired (of revision rev) the state to reconcile, unless a
-// newer one is known already.
+// newer one is known already, and has its checks run (servers whose check
+// did not change keep their health).
 func (sk *sharedKernel) offer(rev int64, desired *ipvsmgr.Desired) {
 	sk.mu.Lock()
 	defer sk.mu.Unlock()
 	if rev >= sk.rev {
 		sk.rev, sk.desired = rev, desired
+		if sk.health != nil {
+			sk.health.Update(desired.Checks)
+		}
 	}
+}
+
+// withHealth is d with the checks' current view laid over it: every plan
+// the daemon makes, a write's included, sees which servers are down.
+func (sk *sharedKernel) withHealth(d *ipvsmgr.Desired) *ipvsmgr.Desired {
+	if sk.health == nil || d == nil {
+		return d
+	}
+	cp := *d
+	cp.Health = sk.health.View()
+	return &cp
+}
+
+// current is the newest desired state known and its revision, with health.
+func (sk *sharedKernel) current() (int64, *ipvsmgr.Desired) {
+	sk.mu.Lock()
+	defer sk.mu.Unlock()
+	return sk.rev, sk.withHealth(sk.desired)
 }
 
 // reconcile makes the kernel match the newest desired state known. With
@@ -132,7 +160,7 @@ func (sk *sharedKernel) reconcile(ctx context.Context, known bool) (*ipvsmgr.Res
 	start := time.Now()
 	var res *ipvsmgr.Result
 	var err error
-	desired := sk.overlay(sk.desired)
+	desired := sk.overlay(sk.withHealth(sk.desired))
 	if snap := sk.snap.Load(); known && snap != nil && snap.Table != nil && snap.Err == nil && time.Since(snap.At) < knownFor {
 		res, err = sk.rec.ReconcileOn(ctx, desired, snap.Table)
 	} else {

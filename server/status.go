@@ -34,6 +34,11 @@ type StatusServer struct {
 	ActiveConns    uint32        `json:"active_conns"`
 	InactiveConns  uint32        `json:"inactive_conns"`
 	Stats          ipvsmgr.Stats `json:"stats"`
+	// Health is what the checks say of a server with a check or a forced
+	// health (nil for one without). A checked server the kernel does not have
+	// (down and removed, or not checked yet) is listed too, with Health.InKernel
+	// false, so that an operator sees why it gets no traffic.
+	Health *HealthStatus `json:"health,omitempty"`
 }
 
 // KernelState says whether the table could be read, and how fresh it is.
@@ -95,6 +100,9 @@ func (c *Core) Status(ctx context.Context) (*StatusView, error) {
 	if st, rev, err := c.store.Current(ctx); err == nil {
 		v.Revision = rev
 		names(v, st)
+		if desired, err := c.desiredFor(rev, st); err == nil && len(desired.Checks)+len(desired.Sorry) > 0 {
+			attachHealth(v, desired, c.healthStatuses(desired))
+		}
 	}
 	rs, err := c.store.Results(ctx)
 	if err != nil {

@@ -21,6 +21,7 @@ func commands() map[string]command {
 		"apply":      {"make the desired state equal to a document, then the kernel match it", runApply},
 		"diff":       {"show what apply would change in the kernel", runDiff},
 		"status":     {"show the kernel's IPVS table with connections, counters and rates", runStatus},
+		"health":     {"show the real servers' health checks and their recent transitions", runHealth},
 		"realserver": {"prepare real servers for DR/TUN/NAT: push|verify|undo|script|apply", runRealserver},
 		"serve":      {"the daemon: restore, then keep the kernel matching the stored state", runServe},
 		"restore":    {"boot-time restore: stored desired state -> kernel (modules, sysctls, VIPs, services)", runRestore},

@@ -12,6 +12,7 @@ import (
 
 type serverFlags struct {
 	name, address, forwarding  string
+	health                     string
 	port, weight, upper, lower int
 }
 
@@ -23,6 +24,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.forwarding, "forwarding", "", "dr, nat or tun (default: the service's)")
 	fs.IntVar(&f.upper, "upper-threshold", 0, "connection limit (0 = none)")
 	fs.IntVar(&f.lower, "lower-threshold", 0, "connections below which a server over its limit takes new ones again")
+	fs.StringVar(&f.health, "health", "", "force the server up or down whatever its checks say, or auto to follow them")
 }
 
 // patch is the change the given flags make (all of them for add).
@@ -50,6 +52,9 @@ func (f *serverFlags) patch(fs *flag.FlagSet, all bool) server.ServerPatch {
 	}
 	if given("lower-threshold") {
 		p.LowerThreshold = &f.lower
+	}
+	if set["health"] {
+		p.Health = &f.health
 	}
 	return p
 }

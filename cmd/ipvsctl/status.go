@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -50,8 +51,19 @@ func printStatus(env *cliEnv, v *server.StatusView) {
 	fmt.Fprintf(env.stdout, "IP Virtual Server table: %d services (timeouts tcp %ds, tcpfin %ds, udp %ds)\n",
 		len(v.Services), v.Timeouts.TCP, v.Timeouts.TCPFin, v.Timeouts.UDP)
 	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "Prot LocalAddress:Port Scheduler Flags\t\t\tActiveConn\tInActConn\tConns\tInPkts\tOutPkts\tInBytes\tOutBytes\tCPS\tInPPS\tOutPPS\tInBPS\tOutBPS\t")
-	fmt.Fprintln(tw, "  -> RemoteAddress:Port\tForward\tWeight\t\t\t\t\t\t\t\t\t\t\t\t\t")
+	// The health column only when some server has a check or a forced health.
+	withHealth, hcol, hhead := false, "", ""
+	for _, s := range v.Services {
+		for _, d := range s.Servers {
+			withHealth = withHealth || d.Health != nil
+		}
+	}
+	if withHealth {
+		hcol, hhead = "\t", "Health\t"
+	}
+	now := time.Now()
+	fmt.Fprintln(tw, "Prot LocalAddress:Port Scheduler Flags\t\t\tActiveConn\tInActConn\tConns\tInPkts\tOutPkts\tInBytes\tOutBytes\tCPS\tInPPS\tOutPPS\tInBPS\tOutBPS\t"+hcol)
+	fmt.Fprintln(tw, "  -> RemoteAddress:Port\tForward\tWeight\t\t\t\t\t\t\t\t\t\t\t\t\t"+hhead)
 	for _, s := range v.Services {
 		name := "FWM  " + strconv.FormatUint(uint64(s.FWMark), 10)
 		if s.FWMark == 0 {
@@ -69,9 +81,18 @@ func printStatus(env *cliEnv, v *server.StatusView) {
 			act += d.ActiveConns
 			inact += d.InactiveConns
 		}
-		fmt.Fprintf(tw, "%s\t\t\t%d\t%d\t%s\t\n", line, act, inact, statCols(s.Stats))
+		fmt.Fprintf(tw, "%s\t\t\t%d\t%d\t%s\t%s\n", line, act, inact, statCols(s.Stats), hcol)
 		for _, d := range s.Servers {
-			fmt.Fprintf(tw, "  -> %s\t%s\t%d\t%d\t%d\t%s\t\n", hostPort(d.Address, d.Port), d.Forwarding, d.Weight, d.ActiveConns, d.InactiveConns, statCols(d.Stats))
+			weight, h := strconv.FormatUint(uint64(d.Weight), 10), ""
+			if d.Health != nil {
+				h = healthText(d.Health, now) + "\t"
+				if !d.Health.InKernel {
+					weight = "-"
+				}
+			} else if withHealth {
+				h = "unchecked\t"
+			}
+			fmt.Fprintf(tw, "  -> %s\t%s\t%s\t%d\t%d\t%s\t%s\n", hostPort(d.Address, d.Port), orDefault(d.Forwarding, "-"), weight, d.ActiveConns, d.InactiveConns, statCols(d.Stats), h)
 		}
 	}
 	tw.Flush()
@@ -83,6 +104,51 @@ func printStatus(env *cliEnv, v *server.StatusView) {
 		}
 		tw.Flush()
 	}
+}
+
+// healthText is a server's health in one cell: its phase and for how long,
+// the last result, and its weight when the checks change it.
+func healthText(h *server.HealthStatus, now time.Time) string {
+	s := h.Phase
+	if h.Since != nil {
+		s += " " + since(now.Sub(*h.Since))
+	}
+	detail := h.LastResult
+	if detail == "" {
+		detail = h.Reason
+	}
+	if h.Fault != "" {
+		detail = "checker fault: " + h.Fault
+	}
+	if detail != "" {
+		s += ": " + detail
+	}
+	if h.Flapping {
+		s += ", flapping"
+	}
+	if h.EffectiveWeight != h.ConfiguredWeight && h.Phase != "sorry server" {
+		s += fmt.Sprintf(", weight %d of %d", h.EffectiveWeight, h.ConfiguredWeight)
+	}
+	if !h.InKernel {
+		s += ", not in the kernel"
+	}
+	return s
+}
+
+// since is a duration rounded for a person: 42s, 5m12s, 3h4m, 2d5h.
+func since(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	case d < 48*time.Hour:
+		return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
+	}
+	days := int(d / (24 * time.Hour))
+	return fmt.Sprintf("%dd%dh", days, int((d-time.Duration(days)*24*time.Hour)/time.Hour))
 }
 
 func hostPort(addr string, port uint16) string {

@@ -42,6 +42,10 @@ type lvsBlock struct {
 	port       *ipvsmgr.ImportedKey // of a fwmark virtual, kept until the end of the block
 	protocol   *ipvsmgr.ImportedKey
 	hasAddress bool
+	// health holds nanny's keys (send, expect, use_regex, send_program,
+	// timeout, reentry, quiesce_server) until the block closes: the check
+	// they make depends on the service's protocol.
+	health map[string]*ipvsmgr.ImportedKey
 }
 
 func (b *lvsBlock) scope(parent *lvsBlock) string {
@@ -103,7 +107,8 @@ func parseLVSCF(data []byte) (*ipvsmgr.State, lineIndex, error) {
 }
 
 func (p *lvsParser) parseLine(text string) error {
-	if text == "" || strings.HasPrefix(text, "#") {
+	text = strings.TrimSpace(stripComment(text))
+	if text == "" {
 		return nil
 	}
 	if p.pending != nil {
@@ -184,7 +189,7 @@ func (p *lvsParser) open(b *lvsBlock) error {
 	return nil
 }
 
-func (p *lvsParser) close() error {
+func (p *lvsParser) close() (err error) {
 	b := p.top()
 	if b == nil {
 		return p.errf("} closes no block")
@@ -206,6 +211,11 @@ func (p *lvsParser) close() error {
 				p.st.Imported = append(p.st.Imported, *b.pmask)
 			}
 		}
+		defer func() {
+			if err == nil {
+				err = p.nannyCheck(svc, b)
+			}
+		}()
 		for _, k := range []*ipvsmgr.ImportedKey{b.port, b.protocol} {
 			if k == nil {
 				continue
@@ -337,9 +347,16 @@ func (p *lvsParser) virtualKey(b *lvsBlock, key, value string) error {
 		field("persistence")
 	case "pmask":
 		b.pmask = &ipvsmgr.ImportedKey{Source: FormatLVSCF, Line: p.line, Scope: b.scope(nil), Key: key, Value: value}
+	case "send", "expect", "use_regex", "send_program", "timeout", "reentry", "quiesce_server":
+		if b.health == nil {
+			b.health = map[string]*ipvsmgr.ImportedKey{}
+		}
+		if b.health[key] != nil {
+			return p.errf("%s given twice in virtual %s (line %d)", key, b.name, b.health[key].Line)
+		}
+		b.health[key] = &ipvsmgr.ImportedKey{Source: FormatLVSCF, Line: p.line, Scope: b.scope(nil), Key: key, Value: value}
 	default:
-		// send, expect, use_regex, send_program, expect_program, timeout,
-		// reentry, quiesce_server, sorry_server, load_monitor, vip_nmask...
+		// expect_program, sorry_server, load_monitor, vip_nmask...
 		p.keep(b.scope(nil), key, value)
 	}
 	return nil
@@ -516,6 +533,7 @@ func exportLVSCF(st *ipvsmgr.State, w io.Writer) error {
 				writeKV(bw, "    ", "pmask", svc.PersistenceNetmask)
 			}
 		}
+		writeLVSCheck(bw, svc, scoped[scope])
 		for _, k := range scoped[scope] {
 			writeKV(bw, "    ", k.Key, k.Value)
 		}
@@ -616,6 +634,7 @@ func lvsNetwork(st *ipvsmgr.State) (string, error) {
 		if badBlockName(svc.Name) {
 			bad("%s.name: %q cannot be an lvs.cf block name", f, svc.Name)
 		}
+		lvsCheckProblems(svc, f, bad)
 		for j := range svc.Servers {
 			rs := &svc.Servers[j]
 			rf := fmt.Sprintf("%s.servers[%d]", f, j)

@@ -146,3 +146,49 @@ func TestImportLVSCFErrors(t *testing.T) {
 		{"missing port", "virtual web {\n  address = 198.18.0.1\n}\n", 1, "services[0].port"},
 	})
 }
+
+// nanny's keys are the virtual's check: exported back as nanny's keys, and
+// what nanny cannot do is refused by name.
+func TestLVSCFChecks(t *testing.T) {
+	st, err := Import(FormatLVSCF, strings.NewReader(`network = direct   # DR
+virtual web {
+     address = 198.18.0.100 eth0:1  # VIP
+     port = 80
+     send = "GET / HTTP/1.0\r\n\r\n"
+     expect = "HTTP/1.[01] 200"
+     use_regex = 1
+     timeout = 3
+     reentry = 15
+     quiesce_server = 1
+     server a {
+         address = 198.18.0.11
+     }
+}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := st.Services[0].Check
+	if c == nil || c.Type != "send_expect" || c.Send != `GET / HTTP/1.0\r\n\r\n` || c.Expect != "HTTP/1.[01] 200" ||
+		c.UseRegex == nil || !*c.UseRegex || c.Timeout != 3 || c.Rise != 8 || c.OnFailure != "quiesce" {
+		t.Fatalf("check = %+v", c)
+	}
+	if len(st.Imported) != 0 {
+		t.Errorf("mapped keys still kept: %+v", st.Imported)
+	}
+	var out bytes.Buffer
+	if err := Export(FormatLVSCF, st, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`send = "GET / HTTP/1.0\r\n\r\n"`, `expect = "HTTP/1.[01] 200"`, "use_regex = 1", "timeout = 3", "reentry = 16", "quiesce_server = 1"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("export lacks %q:\n%s", want, out.String())
+		}
+	}
+	st.Services[0].Check = &ipvsmgr.Check{Type: "http", Path: "/healthz"}
+	st.Services[0].SorryServer = &ipvsmgr.SorryServer{Address: "198.18.0.50"}
+	err = Export(FormatLVSCF, st, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "services[0].check.type: nanny has no http check") || !strings.Contains(err.Error(), "services[0].sorry_server: lvs.cf has no sorry server") {
+		t.Errorf("export of an http check: %v", err)
+	}
+}

@@ -26,6 +26,9 @@ type Event struct {
 	// Fault is set while the check cannot run at all.
 	Fault    string
 	Flapping bool
+	// Ramp says the weight is a step of the slow-start ramp (a change worth
+	// applying, not one worth keeping in the history).
+	Ramp bool
 }
 
 // Config sets a Runner up. Every field is optional.
@@ -183,16 +186,39 @@ func (r *Runner) Update(checks []ipvsmgr.ServerCheck) {
 // restart), for the checks that have no result yet, so that a restart
 // neither takes every server out until its first pass nor puts a dead one in.
 func (r *Runner) Restore(prev map[ipvsmgr.ServerRef]ipvsmgr.HealthState) {
+	full := make(map[ipvsmgr.ServerRef]Restored, len(prev))
+	for ref, st := range prev {
+		full[ref] = Restored{State: st}
+	}
+	r.RestoreFrom(full)
+}
+
+// Restored is a server's health as the store kept it across a restart.
+type Restored struct {
+	State  ipvsmgr.HealthState
+	Since  time.Time // zero: now
+	Reason string    // of the transition to State
+}
+
+// RestoreFrom is Restore with since when and why each server has been in
+// its state, so that a status after a restart still says so.
+func (r *Runner) RestoreFrom(prev map[ipvsmgr.ServerRef]Restored) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.clock.Now()
-	for ref, st := range prev {
+	for ref, rs := range prev {
 		m := r.members[ref]
-		if m == nil || m.probe.state != ipvsmgr.HealthUnknown || st == ipvsmgr.HealthUnknown {
+		if m == nil || m.probe.state != ipvsmgr.HealthUnknown || rs.State == ipvsmgr.HealthUnknown {
 			continue
 		}
-		m.probe.state = st
+		m.probe.state = rs.State
 		m.probe.reason = "restored"
+		if rs.Reason != "" {
+			m.probe.reason = rs.Reason + " (restored)"
+		}
+		if !rs.Since.IsZero() && rs.Since.Before(now) {
+			m.probe.since = rs.Since
+		}
 	}
 	for _, m := range r.members {
 		m.up = m.in()
@@ -364,7 +390,8 @@ func (r *Runner) record(p *probe, res Result, now time.Time) []Event {
 		}
 		m.sent, m.sentFlt = h, p.fault
 		events = append(events, Event{Ref: m.check.Ref, ServiceName: m.check.ServiceName, ServerName: m.check.ServerName,
-			At: now, From: from, To: p.state, Health: h, Reason: res.Reason, Fault: p.fault, Flapping: flapping})
+			At: now, From: from, To: p.state, Health: h, Reason: res.Reason, Fault: p.fault, Flapping: flapping,
+			Ramp: !m.rampFrom.IsZero() && from == p.state})
 	}
 	return events
 }

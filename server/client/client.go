@@ -291,4 +291,32 @@ func (c *Client) Audit(ctx context.Context, f store.AuditFilter) ([]store.AuditE
 	return out, nil
 }
 
+// Health reports the checked real servers' health.
+func (c *Client) Health(ctx context.Context, q server.HealthQuery) ([]server.HealthReport, error) {
+	v := url.Values{}
+	if q.Service != "" {
+		v.Set("service", q.Service)
+	}
+	if q.Server != "" {
+		v.Set("server", q.Server)
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	var out []server.HealthReport
+	if _, err := c.do(ctx, "GET", "/api/v1/health", v, nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// CheckServer runs a real server's check once, now.
+func (c *Client) CheckServer(ctx context.Context, _ server.Actor, svcID, id string) (*server.CheckResult, error) {
+	var res server.CheckResult
+	if _, err := c.do(ctx, "POST", "/api/v1/services/"+esc(svcID)+"/servers/"+esc(id)+"/check", nil, nil, nil, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
 var _ server.API = (*Client)(nil)

@@ -56,7 +56,9 @@ func (a *api) routes() []auth.Route {
 		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/drain", Role: auth.Operator, Handler: h(a.drainServer)},
 		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/enable", Role: auth.Operator, Handler: h(a.enableServer(true))},
 		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/disable", Role: auth.Operator, Handler: h(a.enableServer(false))},
+		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/check", Role: auth.Operator, Handler: h(a.checkServer)},
 		{Method: "GET", Pattern: p + "/status", Role: auth.Viewer, Handler: h(a.status)},
+		{Method: "GET", Pattern: p + "/health", Role: auth.Viewer, Handler: h(a.health)},
 		{Method: "GET", Pattern: p + "/history", Role: auth.Viewer, Handler: h(a.history)},
 		{Method: "GET", Pattern: p + "/history/{rev}", Role: auth.Viewer, Handler: h(a.revision)},
 		{Method: "POST", Pattern: p + "/rollback/{rev}", Role: auth.Admin, Handler: h(a.rollback)},
@@ -316,15 +318,16 @@ func (a *api) patchServer(w http.ResponseWriter, r *http.Request) error {
 	}
 	if pr, _ := auth.FromContext(r.Context()); pr != nil && !auth.Allows(pr.Role, auth.Admin) && !operatorPatch(p) {
 		return &server.Error{Code: server.CodeForbidden, Msg: pr.User + " is an " + pr.Role.String() +
-			": an operator may change a real server's weight or enable it; other fields need the admin role"}
+			": an operator may change a real server's weight, enable it or force its health; other fields need the admin role"}
 	}
 	res, err := a.core.PatchServer(r.Context(), actor(r), chi.URLParam(r, "id"), chi.URLParam(r, "sid"), p, o)
 	return a.written(w, res, err)
 }
 
-// operatorPatch reports whether p changes only what an operator may: the weight and whether the server is enabled.
+// operatorPatch reports whether p changes only what an operator may: the
+// weight, whether the server is enabled, and its forced health.
 func operatorPatch(p server.ServerPatch) bool {
-	p.Weight, p.Enabled = nil, nil
+	p.Weight, p.Enabled, p.Health = nil, nil, nil
 	return p == server.ServerPatch{}
 }
 
@@ -363,6 +366,29 @@ func (a *api) status(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+func (a *api) health(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	limit, err := intParam("limit", q.Get("limit"), 20)
+	if err != nil {
+		return err
+	}
+	reports, err := a.core.Health(r.Context(), server.HealthQuery{Service: q.Get("service"), Server: q.Get("server"), Limit: limit})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, reports)
+	return nil
+}
+
+func (a *api) checkServer(w http.ResponseWriter, r *http.Request) error {
+	res, err := a.core.CheckServer(r.Context(), actor(r), chi.URLParam(r, "id"), chi.URLParam(r, "sid"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
 	return nil
 }
 

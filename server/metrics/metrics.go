@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/health"
 	"github.com/ipvsctl/ipvsctl/server"
 )
 
@@ -27,6 +29,8 @@ type Metrics struct {
 	draining   prometheus.Gauge
 	requests   *prometheus.CounterVec
 	requestDur *prometheus.HistogramVec
+	checkDur   *prometheus.HistogramVec
+	healthTr   *prometheus.CounterVec
 }
 
 // New registers the metrics of core's daemon.
@@ -47,6 +51,13 @@ func New(core *server.Core) *Metrics {
 		Help: "HTTP requests by route and status code."}, []string{"route", "code"})
 	m.requestDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ipvsctl_http_request_duration_seconds",
 		Help: "HTTP request time by route.", Buckets: prometheus.DefBuckets}, []string{"route"})
+	m.checkDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ipvsctl_health_check_duration_seconds",
+		Help:    "Time one health check took, by check type and outcome (pass, fail, fault).",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 3, 11)}, []string{"type", "outcome"})
+	m.healthTr = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ipvsctl_health_transitions_total",
+		Help: "Changes of a real server's health state (to up or down) since the daemon started."}, append(append([]string{}, rsLabels...), "to"))
+	f(m.checkDur)
+	f(m.healthTr)
 	f(m.reconcile)
 	f(m.recErrors)
 	f(m.recFailed)
@@ -73,6 +84,32 @@ func (m *Metrics) Reconciled(r server.ReconcileReport) {
 	default:
 		m.lastOK.Set(float64(r.At.Add(r.Duration).UnixNano()) / 1e9)
 	}
+}
+
+// Checked records one health check run (server.Daemon.OnCheck).
+func (m *Metrics) Checked(spec *ipvsmgr.CheckSpec, r health.Result) {
+	m.checkDur.WithLabelValues(spec.Type, r.Outcome.String()).Observe(r.Duration.Seconds())
+}
+
+// HealthEvent counts a change of a server's state (server.Daemon.OnHealthEvent).
+func (m *Metrics) HealthEvent(e health.Event) {
+	if e.From == e.To {
+		return // a weight or fault change
+	}
+	m.healthTr.WithLabelValues(append(refLabels(e.Ref), e.To.String())...).Inc()
+}
+
+// refLabels are node_exporter's labels of a real server of a service.
+func refLabels(ref ipvsmgr.ServerRef) []string {
+	k := ref.Service
+	addr, port, proto, mark := "", "0", "FWM", ""
+	if k.FWMark != 0 {
+		mark = strconv.FormatUint(uint64(k.FWMark), 10)
+	} else {
+		addr, port = k.Addr.String(), strconv.Itoa(int(k.Port))
+		proto = map[string]string{"tcp": "TCP", "udp": "UDP", "sctp": "SCTP"}[ipvsmgr.ProtocolName(k.Protocol)]
+	}
+	return []string{addr, port, ref.Server.Addr.String(), strconv.Itoa(int(ref.Server.Port)), proto, mark}
 }
 
 // Handler serves the registry in Prometheus' text format.
@@ -117,6 +154,7 @@ var (
 	descActive   = prometheus.NewDesc("ipvsctl_backend_connections_active", "Active connections to a real server.", rsLabels, nil)
 	descInactive = prometheus.NewDesc("ipvsctl_backend_connections_inactive", "Inactive connections to a real server.", rsLabels, nil)
 	descWeight   = prometheus.NewDesc("ipvsctl_backend_weight", "A real server's weight in the kernel.", rsLabels, nil)
+	descUp       = prometheus.NewDesc("ipvsctl_backend_up", "1 when a real server gets traffic by its health (up, forced up, or without a check), 0 when it is down or not checked yet.", rsLabels, nil)
 	descRSConns  = prometheus.NewDesc("ipvsctl_backend_connections_total", "Connections scheduled to a real server.", rsLabels, nil)
 	descRSInPk   = prometheus.NewDesc("ipvsctl_backend_incoming_packets_total", "Packets from clients to a real server.", rsLabels, nil)
 	descRSOutPk  = prometheus.NewDesc("ipvsctl_backend_outgoing_packets_total", "Packets from a real server to clients (NAT).", rsLabels, nil)
@@ -131,7 +169,7 @@ var (
 )
 
 func (t *table) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descKernel, descAge, descRevision, descActive, descInactive, descWeight,
+	for _, d := range []*prometheus.Desc{descKernel, descAge, descRevision, descActive, descInactive, descWeight, descUp,
 		descRSConns, descRSInPk, descRSOutPk, descRSInB, descRSOutB, descSvcConns, descSvcInPk, descSvcOutPk, descSvcInB, descSvcOutB} {
 		ch <- d
 	}
@@ -174,6 +212,17 @@ func (t *table) Collect(ch chan<- prometheus.Metric) {
 		counter(descSvcOutB, s.Stats.OutBytes, sl)
 		for _, d := range s.Servers {
 			rl := []string{s.Address, port, d.Address, strconv.Itoa(int(d.Port)), proto, mark}
+			if h := d.Health; h == nil || h.Phase != "sorry server" {
+				up := 1.0
+				if h != nil && h.State != "up" {
+					up = 0
+				}
+				gauge(descUp, up, rl)
+			}
+			if d.Health != nil && !d.Health.InKernel {
+				gauge(descWeight, 0, rl)
+				continue // listed for its health; the kernel has no counters for it
+			}
 			gauge(descActive, float64(d.ActiveConns), rl)
 			gauge(descInactive, float64(d.InactiveConns), rl)
 			gauge(descWeight, float64(d.Weight), rl)

@@ -65,6 +65,8 @@ func Start(t testing.TB) *Rig {
 	}
 	m := metrics.New(g.Core)
 	d.OnReconcile(m.Reconciled)
+	d.OnHealthEvent(m.HealthEvent)
+	d.OnCheck(m.Checked)
 	opts := httpd.Options{Core: g.Core, Auth: g.Auth, Log: log, Metrics: m.Handler(), Instrument: m.Instrument}
 	pnl, err := httpd.NewPanel(g.Core, g.Auth, time.Now(), opts)
 	if err != nil {

@@ -40,17 +40,38 @@ func parseHealthState(s string) ipvsmgr.HealthState {
 // SaveHealthTransition records a change: it becomes the server's current
 // health and joins its history (the oldest beyond HealthHistoryLimit go).
 func (s *Store) SaveHealthTransition(ctx context.Context, tr HealthTransition) error {
+	return s.SaveHealthTransitions(ctx, []HealthTransition{tr})
+}
+
+// SaveHealthTransitions records several changes, in order, in one
+// transaction (a burst: a switch port down takes many servers with it).
+func (s *Store) SaveHealthTransitions(ctx context.Context, trs []HealthTransition) error {
+	if len(trs) == 0 {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("save health of %s: %w", trs[0].Ref, busy(err))
+	}
+	defer tx.Rollback()
+	for _, tr := range trs {
+		if err := saveHealthTransition(ctx, tx, tr); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("save health of %s: %w", trs[0].Ref, busy(err))
+	}
+	return nil
+}
+
+func saveHealthTransition(ctx context.Context, tx *sql.Tx, tr HealthTransition) error {
 	svc, srv := tr.Ref.Service.String(), tr.Ref.Server.String()
 	at := tr.At.UTC().Format(time.RFC3339Nano)
 	var weight sql.NullInt64
 	if tr.WeightSet {
 		weight = sql.NullInt64{Int64: int64(tr.Weight), Valid: true}
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("save health of %s: %w", tr.Ref, busy(err))
-	}
-	defer tx.Rollback()
 	// since moves only when the state does: a weight or fault change keeps it.
 	if _, err := tx.ExecContext(ctx, `INSERT INTO health_current (service, server, state, since, reason, weight, fault)
 		VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -68,9 +89,6 @@ func (s *Store) SaveHealthTransition(ctx context.Context, tr HealthTransition) e
 		SELECT id FROM health_transitions WHERE service = ? AND server = ? ORDER BY id DESC LIMIT 1 OFFSET ?)`,
 		svc, srv, svc, srv, HealthHistoryLimit); err != nil {
 		return fmt.Errorf("prune health history of %s: %w", tr.Ref, busy(err))
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("save health of %s: %w", tr.Ref, busy(err))
 	}
 	return nil
 }
