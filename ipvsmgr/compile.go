@@ -457,3 +457,14 @@ func familyName(f uint16) string {
 	}
 	return "IPv4"
 }
+
+// ServiceKeyOf is the kernel's key of a service; ok is false when the
+// service is too invalid to have one.
+func ServiceKeyOf(svc *Service) (ServiceKey, bool) {
+	v := &validator{}
+	vs, _, ok := v.service("", svc, "")
+	if !ok {
+		return ServiceKey{}, false
+	}
+	return vs.Key, true
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"reflect"
 	"slices"
 	"sync"
@@ -229,10 +230,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, d *Desired) (*Result, error)
 // would delete something (a drain decision needs fresh connection counts),
 // or when one fails (the table was not the kernel's after all), it reads the
 // kernel and reconciles again.
-func (r *Reconciler) ReconcileOn(ctx context.Context, d *Desired, known *Table) (*Result, error) {
+//
+// only, when not nil, names the services a write changed: the others are
+// neither planned nor touched (the periodic reconcile repairs them).
+func (r *Reconciler) ReconcileOn(ctx context.Context, d *Desired, known *Table, only []ServiceKey) (*Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	res, err := r.reconcile(ctx, d, known)
+	var res *Result
+	var err error
+	if only != nil {
+		res, err = r.reconcileOnly(ctx, d, known, only)
+	} else {
+		res, err = r.reconcile(ctx, d, known)
+	}
 	if err != nil || !res.retry {
 		return res, err
 	}
@@ -243,6 +253,74 @@ func (r *Reconciler) ReconcileOn(ctx context.Context, d *Desired, known *Table) 
 	again.Applied = append(res.Applied, again.Applied...)
 	again.Changes = append(res.Changes, again.Changes...)
 	return again, nil
+}
+
+// reconcileOnly is reconcile against known for the services in only: a
+// write's change of one service among a thousand plans that one.
+func (r *Reconciler) reconcileOnly(ctx context.Context, d *Desired, known *Table, only []ServiceKey) (*Result, error) {
+	in := make(map[ServiceKey]bool, len(only))
+	fwmark := false
+	addrs := map[netip.Addr]bool{}
+	for _, k := range only {
+		in[k] = true
+		fwmark = fwmark || k.FWMark != 0
+		addrs[k.Addr] = true
+	}
+	pd := *d
+	pd.Table = &Table{Timeouts: d.Table.Timeouts}
+	for _, s := range d.Table.Services {
+		if in[s.Key] {
+			pd.Table.Services = append(pd.Table.Services, s)
+		}
+	}
+	pd.VIPs = nil
+	for _, v := range d.VIPs {
+		if fwmark || addrs[v.Addr] {
+			pd.VIPs = append(pd.VIPs, v)
+		}
+	}
+	if !fwmark {
+		pd.Marks = nil
+	}
+	part := &Table{Timeouts: known.Timeouts}
+	for _, s := range known.Services {
+		if in[s.Key] {
+			part.Services = append(part.Services, s)
+		}
+	}
+	led, err := r.Ledger.LoadLedger(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load ledger: %w", err)
+	}
+	ops, drains := plan(&pd, part, led, r.now())
+	if slices.ContainsFunc(ops, func(op Op) bool { return op.Kind == OpDelService || op.Kind == OpDelDest }) {
+		return &Result{retry: true}, nil
+	}
+	res := &Result{Draining: drains}
+	newLed := &Ledger{Drains: drains, Marks: led.Marks}
+	for _, dr := range led.Drains {
+		if !in[dr.Service] {
+			newLed.Drains = append(newLed.Drains, dr)
+		}
+	}
+	r.ensureVIPs(ctx, &pd, led, newLed, res)
+	for _, v := range led.VIPs {
+		if !slices.Contains(pd.VIPs, v) && slices.Contains(d.VIPs, v) {
+			newLed.VIPs = append(newLed.VIPs, v) // owned, and not this write's
+		}
+	}
+	errs := r.apply(ctx, d, ops, res)
+	if len(res.Failures) > 0 {
+		res.retry, res.Failures = true, nil
+	}
+	res.Table = known.With(ops, errs)
+	newLed.Services = ownedServices(d, res.Table, led)
+	r.removeStaleVIPs(ctx, d, led, newLed, res)
+	if fwmark {
+		r.syncMarks(ctx, d, led, newLed, res)
+	}
+	r.saveLedger(ctx, led, newLed, res)
+	return res, nil
 }
 
 // reconcile reconciles against known, or the kernel's table read now when
@@ -269,6 +347,21 @@ func (r *Reconciler) reconcile(ctx context.Context, d *Desired, known *Table) (*
 	r.ensureVIPs(ctx, d, led, newLed, res)
 	res.Draining = drains
 	newLed.Drains = drains
+	errs := r.apply(ctx, d, ops, res)
+	if known != nil && len(res.Failures) > 0 {
+		res.retry = true
+		res.Failures = nil // the reconcile on a fresh read says what still fails
+	}
+	res.Table = actual.With(ops, errs) // what the kernel took, the table now has
+	newLed.Services = ownedServices(d, res.Table, led)
+	r.removeStaleVIPs(ctx, d, led, newLed, res)
+	r.syncMarks(ctx, d, led, newLed, res)
+	r.saveLedger(ctx, led, newLed, res)
+	return res, nil
+}
+
+// apply makes ops in the kernel, listing each as made or failed in res.
+func (r *Reconciler) apply(ctx context.Context, d *Desired, ops []Op, res *Result) []error {
 	errs := r.Kernel.Apply(ctx, ops)
 	logChanges := r.Log.Enabled(ctx, slog.LevelInfo)
 	for i, op := range ops {
@@ -290,13 +383,11 @@ func (r *Reconciler) reconcile(ctx context.Context, d *Desired, known *Table) (*
 			r.Log.Info("kernel changed", "service", name, "change", change)
 		}
 	}
-	if known != nil && len(res.Failures) > 0 {
-		res.retry = true
-		res.Failures = nil // the reconcile on a fresh read says what still fails
-	}
-	res.Table = actual.With(ops, errs) // what the kernel took, the table now has
-	newLed.Services = ownedServices(d, res.Table, led)
-	r.removeStaleVIPs(ctx, d, led, newLed, res)
+	return errs
+}
+
+// syncMarks makes ipvsctl's mangle rules d's.
+func (r *Reconciler) syncMarks(ctx context.Context, d *Desired, led, newLed *Ledger, res *Result) {
 	if r.Marks != nil && (len(d.Marks) > 0 || led.Marks) {
 		if err := r.Marks.SyncMarks(ctx, d.Marks); err != nil {
 			res.Failures = append(res.Failures, Failure{Service: "fwmark rules", Change: "sync mangle rules", Err: err.Error()})
@@ -305,13 +396,16 @@ func (r *Reconciler) reconcile(ctx context.Context, d *Desired, known *Table) (*
 			newLed.Marks = len(d.Marks) > 0
 		}
 	}
+}
+
+// saveLedger stores the new ledger unless it is the old one.
+func (r *Reconciler) saveLedger(ctx context.Context, led, newLed *Ledger, res *Result) {
 	if reflect.DeepEqual(led, newLed) {
-		return res, nil
+		return
 	}
 	if err := r.Ledger.SaveLedger(ctx, newLed); err != nil {
 		res.Failures = append(res.Failures, Failure{Service: "ledger", Change: "save ledger", Err: err.Error()})
 	}
-	return res, nil
 }
 
 // ownedServices is the set of kernel services ipvsctl answers for after a

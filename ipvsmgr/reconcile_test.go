@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net/netip"
 	"strconv"
 	"strings"
 	"syscall"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
@@ -327,7 +329,7 @@ func TestReconcileOnKnownTable(t *testing.T) {
 	g.k.Ops()
 	known := res.Table
 	reweighted := strings.Replace(twoServers, `"weight":3`, `"weight":5`, 1)
-	res, err = g.r.ReconcileOn(ctx, mustCompile(t, reweighted), known)
+	res, err = g.r.ReconcileOn(ctx, mustCompile(t, reweighted), known, nil)
 	if err != nil || k.reads != 1 || len(res.Failures) != 0 {
 		t.Fatalf("weight change: %v, %d reads, failures %v", err, k.reads, res.Failures)
 	}
@@ -344,7 +346,7 @@ func TestReconcileOnKnownTable(t *testing.T) {
 	known = res.Table
 	// A deletion reads the kernel first: its connection counts decide a drain.
 	oneServer := strings.Replace(reweighted, `,{"address":"198.18.0.12","weight":5}`, ``, 1)
-	if res, err = g.r.ReconcileOn(ctx, mustCompile(t, oneServer), known); err != nil || k.reads != 2 {
+	if res, err = g.r.ReconcileOn(ctx, mustCompile(t, oneServer), known, nil); err != nil || k.reads != 2 {
 		t.Fatalf("deletion: %v, %d reads", err, k.reads)
 	}
 	if diff := cmp.Diff([]string{"ipvsadm -d -t 198.18.0.100:80 -r 198.18.0.12:80"}, g.k.Ops()); diff != "" {
@@ -356,11 +358,54 @@ func TestReconcileOnKnownTable(t *testing.T) {
 	tbl, _ := g.k.Table(ctx)
 	g.k.Apply(ctx, []ipvsmgr.Op{{Kind: ipvsmgr.OpDelService, Service: tbl.Services[0]}})
 	g.k.Ops()
-	res, err = g.r.ReconcileOn(ctx, mustCompile(t, strings.Replace(oneServer, `"weight":1`, `"weight":2`, 1)), known)
+	res, err = g.r.ReconcileOn(ctx, mustCompile(t, strings.Replace(oneServer, `"weight":1`, `"weight":2`, 1)), known, nil)
 	if err != nil || len(res.Failures) != 0 || k.reads != 3 {
 		t.Fatalf("stale table: %v, failures %v, %d reads", err, res.Failures, k.reads)
 	}
 	if diff := cmp.Diff([]string{"ipvsadm -A -t 198.18.0.100:80 -s wlc", "ipvsadm -a -t 198.18.0.100:80 -r 198.18.0.11:80 -g -w 2"}, g.k.Ops()); diff != "" {
+		t.Fatalf("repair ops (-want +got):\n%s", diff)
+	}
+}
+
+// With only, ReconcileOn plans the services a write changed and leaves the
+// rest alone (the periodic reconcile repairs them), and the ledger keeps
+// what it had of the others.
+func TestReconcileOnOnlyTheChangedService(t *testing.T) {
+	g := newRig(t)
+	ctx := context.Background()
+	two := `{"services":[{"name":"web","address":"198.18.0.100","port":80,"servers":[{"address":"198.18.0.11","weight":1}]},
+	 {"name":"api","address":"198.18.0.101","port":80,"servers":[{"address":"198.18.0.21","weight":1}]}]}`
+	res, err := g.r.Reconcile(ctx, mustCompile(t, two))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.k.Ops()
+	led, _ := g.r.Ledger.LoadLedger(ctx)
+	// Someone changes api's weight behind our back; then web's changes through a write.
+	tbl, _ := g.k.Table(ctx)
+	api := tbl.Services[1]
+	d := *api.Dests[0]
+	d.Weight = 9
+	g.k.Apply(ctx, []ipvsmgr.Op{{Kind: ipvsmgr.OpEditDest, Service: api, Dest: &d}})
+	g.k.Ops()
+	changed := strings.Replace(two, `"198.18.0.11","weight":1`, `"198.18.0.11","weight":4`, 1)
+	webKey := res.Table.Services[0].Key
+	got, err := g.r.ReconcileOn(ctx, mustCompile(t, changed), res.Table, []ipvsmgr.ServiceKey{webKey})
+	if err != nil || len(got.Failures) != 0 {
+		t.Fatalf("%v %v", err, got.Failures)
+	}
+	if diff := cmp.Diff([]string{"ipvsadm -e -t 198.18.0.100:80 -r 198.18.0.11:80 -g -w 4"}, g.k.Ops()); diff != "" {
+		t.Fatalf("ops (-want +got):\n%s", diff)
+	}
+	after, _ := g.r.Ledger.LoadLedger(ctx)
+	if diff := cmp.Diff(led.Services, after.Services, cmpopts.EquateComparable(netip.Addr{})); diff != "" {
+		t.Errorf("owned services changed (-before +after):\n%s", diff)
+	}
+	// The full reconcile puts api right.
+	if _, err := g.r.Reconcile(ctx, mustCompile(t, changed)); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"ipvsadm -e -t 198.18.0.101:80 -r 198.18.0.21:80 -g -w 1"}, g.k.Ops()); diff != "" {
 		t.Fatalf("repair ops (-want +got):\n%s", diff)
 	}
 }

@@ -239,7 +239,7 @@ func (c *Core) replace(ctx context.Context, a Actor, label string, doc *ipvsmgr.
 		}
 		break
 	}
-	return c.afterCommit(ctx, res, desired, o, wait)
+	return c.afterCommit(ctx, res, desired, o, wait, nil)
 }
 
 // update changes the stored desired state with change (retried on a
@@ -258,11 +258,12 @@ func (c *Core) update(ctx context.Context, a Actor, action, target string, o Wri
 	defer lock.unlock()
 	var desired *ipvsmgr.Desired
 	if c.shared != nil {
-		res, desired, summary, err = c.updateCurrent(ctx, a, o, change)
+		var only []ipvsmgr.ServiceKey
+		res, desired, only, summary, err = c.updateCurrent(ctx, a, o, change)
 		if err != nil {
 			return nil, err
 		}
-		return c.afterCommit(ctx, res, desired, o, wait)
+		return c.afterCommit(ctx, res, desired, o, wait, only)
 	}
 	res = &WriteResult{}
 	res.Revision, res.Changed, err = c.store.Update(ctx, a.Name, a.Via, func(cur *ipvsmgr.State, base int64) (string, error) {
@@ -281,11 +282,12 @@ func (c *Core) update(ctx context.Context, a Actor, action, target string, o Wri
 	if err != nil {
 		return nil, err
 	}
-	return c.afterCommit(ctx, res, desired, o, wait)
+	return c.afterCommit(ctx, res, desired, o, wait, nil)
 }
 
-// afterCommit tells the daemon of a new revision and reconciles.
-func (c *Core) afterCommit(ctx context.Context, res *WriteResult, desired *ipvsmgr.Desired, o WriteOptions, wait func() (*KernelConn, error)) (*WriteResult, error) {
+// afterCommit tells the daemon of a new revision and reconciles; only
+// names the services the change touched (nil: any may have changed).
+func (c *Core) afterCommit(ctx context.Context, res *WriteResult, desired *ipvsmgr.Desired, o WriteOptions, wait func() (*KernelConn, error), only []ipvsmgr.ServiceKey) (*WriteResult, error) {
 	if c.shared != nil {
 		c.shared.offer(res.Revision, desired)
 	}
@@ -293,7 +295,7 @@ func (c *Core) afterCommit(ctx context.Context, res *WriteResult, desired *ipvsm
 		return res, nil
 	}
 	if c.shared != nil {
-		got, err := c.shared.reconcileWaiting(ctx, o)
+		got, err := c.shared.reconcileWaiting(ctx, o, only)
 		if err != nil {
 			res.Failures = append(res.Failures, ipvsmgr.Failure{Service: "kernel", Change: "reconcile", Err: err.Error()})
 			return res, nil

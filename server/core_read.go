@@ -172,14 +172,14 @@ func (c *Core) Restore(ctx context.Context) (*WriteResult, error) {
 	}
 	defer lock.unlock()
 	if c.shared != nil {
-		return c.afterCommit(ctx, res, desired, WriteOptions{NoWait: true}, nil)
+		return c.afterCommit(ctx, res, desired, WriteOptions{NoWait: true}, nil, nil)
 	}
 	kc, err := wait()
 	if err != nil {
 		res.Failures = append(res.Failures, ipvsmgr.Failure{Service: "kernel", Change: "open IPVS", Err: err.Error()})
 		return res, nil
 	}
-	return c.afterCommit(ctx, res, desired, WriteOptions{NoWait: true}, func() (*KernelConn, error) { return kc, nil })
+	return c.afterCommit(ctx, res, desired, WriteOptions{NoWait: true}, func() (*KernelConn, error) { return kc, nil }, nil)
 }
 
 // ChangesSince lists what changed from revision rev to the current one: what

@@ -57,35 +57,37 @@ func (c *Core) loadCurrent(ctx context.Context) (*current, error) {
 // updateCurrent is update for the daemon: the change is made on a copy of
 // its current state, and only the service it touched is encoded and
 // compiled again.
-func (c *Core) updateCurrent(ctx context.Context, a Actor, o WriteOptions, change func(cur *ipvsmgr.State) (edit, error)) (*WriteResult, *ipvsmgr.Desired, string, error) {
+// It also names the services the change touched, for the reconcile (nil
+// when any may have changed).
+func (c *Core) updateCurrent(ctx context.Context, a Actor, o WriteOptions, change func(cur *ipvsmgr.State) (edit, error)) (*WriteResult, *ipvsmgr.Desired, []ipvsmgr.ServiceKey, string, error) {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	for attempt := 0; ; attempt++ {
 		cur, err := c.loadCurrent(ctx)
 		if err != nil {
-			return nil, nil, "", err
+			return nil, nil, nil, "", err
 		}
 		if o.Base != 0 && o.Base != cur.rev {
-			return nil, nil, "", &store.StaleError{Base: o.Base, Current: cur.rev}
+			return nil, nil, nil, "", &store.StaleError{Base: o.Base, Current: cur.rev}
 		}
 		next := *cur.st
 		next.Services = slices.Clone(cur.st.Services)
 		ed, err := change(&next)
 		if err != nil {
-			return nil, nil, ed.summary, err
+			return nil, nil, nil, ed.summary, err
 		}
 		enc, err := reencode(cur, &next, ed)
 		if err != nil {
-			return nil, nil, ed.summary, err
+			return nil, nil, nil, ed.summary, err
 		}
 		desired, err := ipvsmgr.CompileWith(&next, enc, &cur.cache)
 		if err != nil {
-			return nil, nil, ed.summary, err
+			return nil, nil, nil, ed.summary, err
 		}
 		from := unchanged(cur, &next, enc, ed)
 		if from != nil && ed.removed < 0 && len(enc) == len(cur.enc) && !slices.Contains(from, -1) {
 			// Nothing changed (a weight set to what it was): no revision.
-			return &WriteResult{Revision: cur.rev}, desired, ed.summary, nil
+			return &WriteResult{Revision: cur.rev}, desired, touchedKeys(cur, &next, ed), ed.summary, nil
 		}
 		rev, changed, err := c.commit(ctx, a, cur, &next, enc, from, ed.summary)
 		var stale *store.StaleError
@@ -94,11 +96,37 @@ func (c *Core) updateCurrent(ctx context.Context, a Actor, o WriteOptions, chang
 			continue
 		}
 		if err != nil {
-			return nil, nil, ed.summary, err
+			return nil, nil, nil, ed.summary, err
 		}
 		c.cur = &current{rev: rev, st: &next, enc: enc, cache: cur.cache}
-		return &WriteResult{Revision: rev, Changed: changed}, desired, ed.summary, nil
+		return &WriteResult{Revision: rev, Changed: changed}, desired, touchedKeys(cur, &next, ed), ed.summary, nil
 	}
+}
+
+// touchedKeys are the kernel keys of the services an edit changed, as they
+// were and as they are; nil when it may have changed any.
+func touchedKeys(cur *current, next *ipvsmgr.State, ed edit) []ipvsmgr.ServiceKey {
+	if ed.whole {
+		return nil
+	}
+	keys := []ipvsmgr.ServiceKey{}
+	add := func(svc *ipvsmgr.Service) bool {
+		k, ok := ipvsmgr.ServiceKeyOf(svc)
+		keys = append(keys, k)
+		return ok
+	}
+	if ed.removed >= 0 && !add(&cur.st.Services[ed.removed]) {
+		return nil
+	}
+	if ed.touched >= 0 {
+		if ed.touched < len(cur.st.Services) && ed.removed < 0 && !add(&cur.st.Services[ed.touched]) {
+			return nil
+		}
+		if !add(&next.Services[ed.touched]) {
+			return nil
+		}
+	}
+	return keys
 }
 
 // commit stores next: as a forward delta against cur when from says which

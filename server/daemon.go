@@ -143,7 +143,7 @@ func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision bool) {
 		}
 		sk.offer(cur, desired)
 	}
-	res, err := sk.reconcile(ctx, false)
+	res, err := sk.reconcile(ctx, false, nil)
 	if err != nil {
 		if sk.isOpen() {
 			d.Log.Error("reconcile", "revision", rev, "err", err)

@@ -137,7 +137,7 @@ func (d *Daemon) healthChanged(ctx context.Context) {
 		return
 	}
 	sk := d.Core.shared
-	res, err := sk.reconcile(ctx, true)
+	res, err := sk.reconcile(ctx, true, nil)
 	if err != nil {
 		if sk.isOpen() && ctx.Err() == nil {
 			d.Log.Error("reconcile after a health change", "err", err)

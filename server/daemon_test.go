@@ -78,8 +78,11 @@ func TestDaemonWriteKeepsAnotherProcessRevision(t *testing.T) {
 	k := fakekernel.New()
 	core := New(Config{Store: st, OpenKernel: func() (*KernelConn, error) { return &KernelConn{Kernel: k, Close: func() {}}, nil }})
 	d := NewDaemon(core, slog.New(slog.DiscardHandler))
-	d.Interval = time.Hour
+	d.Interval, d.Poll = time.Hour, 10*time.Millisecond
 	go d.Run(ctx)
+	for !core.shared.isOpen() && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
 	a := Actor{Name: "t", Via: "api"}
 	if _, err := core.AddService(ctx, a, ipvsmgr.Service{Name: "web", Address: "198.18.0.100", Port: 80}, WriteOptions{}); err != nil {
 		t.Fatal(err)
@@ -106,8 +109,16 @@ func TestDaemonWriteKeepsAnotherProcessRevision(t *testing.T) {
 	if rev != 3 || len(cur.Services) != 2 || len(cur.Services[0].Servers) != 1 {
 		t.Fatalf("revision %d: %+v", rev, cur.Services)
 	}
-	tbl, _ := k.Table(ctx)
-	if len(tbl.Services) != 2 {
-		t.Fatalf("kernel has %d services, want both", len(tbl.Services))
+	// The write reconciled the service it changed; the daemon, seeing the
+	// other process's revision, brings the rest.
+	for {
+		tbl, _ := k.Table(ctx)
+		if len(tbl.Services) == 2 && len(tbl.Services[0].Dests)+len(tbl.Services[1].Dests) == 1 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("kernel has %d services, want both", len(tbl.Services))
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

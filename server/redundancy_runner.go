@@ -220,7 +220,7 @@ func (r *redRunner) step(ctx context.Context) {
 		// Before VRRP speaks: the VIPs the ledger says this director added
 		// go (after a crash too), so that it never holds one beside the
 		// master. No family is master yet, so the reconcile removes them.
-		if _, err := sk.reconcile(ctx, true); err != nil {
+		if _, err := sk.reconcile(ctx, true, nil); err != nil {
 			if ctx.Err() == nil {
 				r.log.Error("remove VIPs before VRRP starts", "err", err)
 			}
@@ -243,7 +243,7 @@ func (r *redRunner) step(ctx context.Context) {
 		// The role changed: the reconcile makes the rest of the host follow
 		// (the VIPs moved already, in the transition).
 		r.rolesSeen = roles
-		if _, err := sk.reconcile(ctx, true); err != nil && ctx.Err() == nil {
+		if _, err := sk.reconcile(ctx, true, nil); err != nil && ctx.Err() == nil {
 			r.log.Error("reconcile after a change of role", "err", err)
 		}
 	}

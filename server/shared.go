@@ -148,7 +148,7 @@ func (sk *sharedKernel) current() (int64, *ipvsmgr.Desired) {
 // known, it plans against the table the daemon knows the kernel has (the
 // snapshot: its last read with the changes made since), as a write does; the
 // periodic reconcile reads the kernel, which repairs what others changed.
-func (sk *sharedKernel) reconcile(ctx context.Context, known bool) (*ipvsmgr.Result, error) {
+func (sk *sharedKernel) reconcile(ctx context.Context, known bool, only []ipvsmgr.ServiceKey) (*ipvsmgr.Result, error) {
 	sk.mu.Lock()
 	defer sk.mu.Unlock()
 	if sk.conn == nil {
@@ -162,7 +162,7 @@ func (sk *sharedKernel) reconcile(ctx context.Context, known bool) (*ipvsmgr.Res
 	var err error
 	desired := sk.overlay(sk.withHealth(sk.desired))
 	if snap := sk.snap.Load(); known && snap != nil && snap.Table != nil && snap.Err == nil && time.Since(snap.At) < knownFor {
-		res, err = sk.rec.ReconcileOn(ctx, desired, snap.Table)
+		res, err = sk.rec.ReconcileOn(ctx, desired, snap.Table, only)
 	} else {
 		res, err = sk.rec.Reconcile(ctx, desired)
 	}
@@ -185,8 +185,9 @@ func (sk *sharedKernel) reconcile(ctx context.Context, known bool) (*ipvsmgr.Res
 
 // reconcileWaiting reconciles, then again every second while real servers
 // drain, unless told not to wait.
-func (sk *sharedKernel) reconcileWaiting(ctx context.Context, o WriteOptions) (*ipvsmgr.Result, error) {
-	res, err := sk.reconcile(ctx, true)
+// only names the services the write changed (nil: any).
+func (sk *sharedKernel) reconcileWaiting(ctx context.Context, o WriteOptions, only []ipvsmgr.ServiceKey) (*ipvsmgr.Result, error) {
+	res, err := sk.reconcile(ctx, true, only)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +200,7 @@ func (sk *sharedKernel) reconcileWaiting(ctx context.Context, o WriteOptions) (*
 		case <-ctx.Done():
 		case <-time.After(time.Second):
 		}
-		if res, err = sk.reconcile(ctx, false); err != nil {
+		if res, err = sk.reconcile(ctx, false, nil); err != nil {
 			return nil, err
 		}
 		total.Applied = append(total.Applied, res.Applied...)
