@@ -338,7 +338,14 @@ func withoutDaemon(d *ipvsmgr.Desired) *ipvsmgr.Desired {
 
 // reconcileWaiting makes the kernel match desired, waiting for drains unless told not to.
 func reconcileWaiting(ctx context.Context, rec *ipvsmgr.Reconciler, desired *ipvsmgr.Desired, o WriteOptions) (*ipvsmgr.Result, error) {
-	res, err := rec.Reconcile(ctx, desired)
+	return waitDrains(ctx, o, func(bool) (*ipvsmgr.Result, error) { return rec.Reconcile(ctx, desired) })
+}
+
+// waitDrains reconciles (first true the first time), then, unless told not
+// to wait, again every second while real servers drain, adding up what the
+// reconciles did.
+func waitDrains(ctx context.Context, o WriteOptions, reconcile func(first bool) (*ipvsmgr.Result, error)) (*ipvsmgr.Result, error) {
+	res, err := reconcile(true)
 	if err != nil {
 		return nil, err
 	}
@@ -351,7 +358,7 @@ func reconcileWaiting(ctx context.Context, rec *ipvsmgr.Reconciler, desired *ipv
 		case <-ctx.Done():
 		case <-time.After(time.Second):
 		}
-		if res, err = rec.Reconcile(ctx, desired); err != nil {
+		if res, err = reconcile(false); err != nil {
 			return nil, err
 		}
 		total.Applied = append(total.Applied, res.Applied...)

@@ -187,28 +187,12 @@ func (sk *sharedKernel) reconcile(ctx context.Context, known bool, only []ipvsmg
 // drain, unless told not to wait.
 // only names the services the write changed (nil: any).
 func (sk *sharedKernel) reconcileWaiting(ctx context.Context, o WriteOptions, only []ipvsmgr.ServiceKey) (*ipvsmgr.Result, error) {
-	res, err := sk.reconcile(ctx, true, only)
-	if err != nil {
-		return nil, err
-	}
-	total := *res
-	for !o.NoWait && len(res.Draining) > 0 && ctx.Err() == nil {
-		if o.Progress != nil {
-			o.Progress(res.Draining)
+	return waitDrains(ctx, o, func(first bool) (*ipvsmgr.Result, error) {
+		if first {
+			return sk.reconcile(ctx, true, only)
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-		if res, err = sk.reconcile(ctx, false, nil); err != nil {
-			return nil, err
-		}
-		total.Applied = append(total.Applied, res.Applied...)
-		total.Changes = append(total.Changes, res.Changes...)
-		total.Failures = append(total.Failures, res.Failures...)
-		total.Draining = res.Draining
-	}
-	return &total, nil
+		return sk.reconcile(ctx, false, nil)
+	})
 }
 
 // poll reads the kernel's table into the snapshot, unless a reconcile
