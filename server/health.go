@@ -363,16 +363,7 @@ func (c *Core) CheckServer(ctx context.Context, a Actor, svcID, id string) (res 
 // with a check or a forced health, by service and server (the panel's live
 // table and its "why" view); a server not in it is unchecked.
 func (c *Core) HealthByServer(ctx context.Context) (map[ipvsmgr.ServerRef]*HealthStatus, error) {
-	if c.shared != nil {
-		if _, d := c.shared.current(); d != nil {
-			return c.healthStatuses(d), nil
-		}
-	}
-	st, rev, err := c.store.Current(ctx)
-	if err != nil {
-		return nil, err
-	}
-	d, err := c.desiredFor(rev, st)
+	_, d, err := c.currentDesired(ctx)
 	if err != nil {
 		return nil, err
 	}

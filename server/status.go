@@ -97,10 +97,12 @@ func (c *Core) Status(ctx context.Context) (*StatusView, error) {
 	if snap.Err != nil {
 		v.Kernel.Error = snap.Err.Error()
 	}
-	if st, rev, err := c.store.Current(ctx); err == nil {
+	if rev, desired, err := c.currentDesired(ctx); err == nil {
 		v.Revision = rev
-		names(v, st)
-		if desired, err := c.desiredFor(rev, st); err == nil && len(desired.Checks)+len(desired.Sorry) > 0 {
+		for i := range v.Services {
+			v.Services[i].Name = desired.Names[statusKey(&v.Services[i])]
+		}
+		if len(desired.Checks)+len(desired.Sorry) > 0 {
 			attachHealth(v, desired, c.healthStatuses(desired))
 		}
 	}
@@ -113,18 +115,20 @@ func (c *Core) Status(ctx context.Context) (*StatusView, error) {
 	return v, nil
 }
 
-// names gives each kernel service its name in the desired state.
-func names(v *StatusView, st *ipvsmgr.State) {
-	byKey := map[string]string{}
-	for i := range st.Services {
-		s := &st.Services[i]
-		byKey[serviceKey(s)] = s.Name
+// currentDesired is the current revision compiled: the daemon's, which it
+// holds already, or (without a daemon) the store's.
+func (c *Core) currentDesired(ctx context.Context) (int64, *ipvsmgr.Desired, error) {
+	if c.shared != nil {
+		if rev, d := c.shared.current(); d != nil {
+			return rev, d, nil
+		}
 	}
-	for i := range v.Services {
-		s := &v.Services[i]
-		key := (&ipvsmgr.Service{Protocol: s.Protocol, Address: s.Address, Port: int(s.Port), FWMark: s.FWMark})
-		s.Name = byKey[serviceKey(key)]
+	st, rev, err := c.store.Current(ctx)
+	if err != nil {
+		return 0, nil, err
 	}
+	d, err := c.desiredFor(rev, st)
+	return rev, d, err
 }
 
 func viewOf(t *ipvsmgr.Table) *StatusView {
