@@ -5,14 +5,16 @@
 package metrics
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/health"
@@ -21,7 +23,12 @@ import (
 
 // Metrics is the daemon's registry.
 type Metrics struct {
+	core       *server.Core
 	reg        *prometheus.Registry
+	mu         sync.Mutex // guards the last exposition
+	snap       *server.Snapshot
+	sec        int64
+	body       []byte
 	reconcile  prometheus.Histogram
 	recErrors  prometheus.Counter
 	recFailed  prometheus.Counter
@@ -35,7 +42,7 @@ type Metrics struct {
 
 // New registers the metrics of core's daemon.
 func New(core *server.Core) *Metrics {
-	m := &Metrics{reg: prometheus.NewRegistry()}
+	m := &Metrics{core: core, reg: prometheus.NewRegistry()}
 	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
 	m.reconcile = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ipvsctl_reconcile_duration_seconds",
 		Help: "Time one reconcile of the kernel with the desired state took.", Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12)})
@@ -112,9 +119,41 @@ func refLabels(ref ipvsmgr.ServerRef) []string {
 	return []string{addr, port, ref.Server.Addr.String(), strconv.Itoa(int(ref.Server.Port)), proto, mark}
 }
 
-// Handler serves the registry in Prometheus' text format.
+// Handler serves the registry in Prometheus' text format. The exposition is
+// made at most once a second and once per kernel snapshot, however many
+// scrapers ask: a director of 11,000 real servers has some 90,000 series.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := m.exposition()
+		if err != nil {
+			http.Error(w, "gather metrics: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
+		_, _ = w.Write(body)
+	})
+}
+
+func (m *Metrics) exposition() ([]byte, error) {
+	snap, sec := m.core.Snapshot(), time.Now().Unix()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.body != nil && snap != nil && snap == m.snap && sec == m.sec {
+		return m.body, nil
+	}
+	families, err := m.reg.Gather()
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, f := range families {
+		if err := enc.Encode(f); err != nil {
+			return nil, err
+		}
+	}
+	m.snap, m.sec, m.body = snap, sec, b.Bytes()
+	return m.body, nil
 }
 
 // Instrument counts a route's requests by status code and times them.
