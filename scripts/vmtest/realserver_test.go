@@ -118,9 +118,13 @@ func TestRealserverPushPreparesDR(t *testing.T) {
 			t.Errorf("verify of real server %d: %s", i+1, r.Summary())
 		}
 	}
-	var stored []arpguard.Result
-	if b, err := os.ReadFile(filepath.Join(filepath.Dir(l.db), "realserver-results.json")); err != nil || json.Unmarshal(b, &stored) != nil || len(stored) != 2 {
-		t.Errorf("stored results: %v\n%s", err, b)
+	// The last result per real server is kept in the state database, and status shows it.
+	var status struct {
+		RealServers []arpguard.Result `json:"real_servers"`
+	}
+	if out, err := l.ipvsctl("status", "--json"); err != nil || json.Unmarshal([]byte(out), &status) != nil || len(status.RealServers) != 2 ||
+		status.RealServers[0].Action != "verify" || status.RealServers[0].Summary() != "prepared" {
+		t.Errorf("stored results: %v %+v\n%s", err, status.RealServers, out)
 	}
 	for i, r := range l.realserver("push", flags...) {
 		if r.State != arpguard.StatePrepared || len(r.Changed) > 0 {
