@@ -4,6 +4,7 @@
 package server
 
 import (
+	"slices"
 	"bytes"
 	"context"
 	"errors"
@@ -87,9 +88,26 @@ func New(cfg Config) *Core {
 // Store is the core's database.
 func (c *Core) Store() *store.Store { return c.store }
 
-// State returns the stored desired state and its revision.
+// State returns the stored desired state and its revision: in the daemon,
+// a copy of the one it holds (no decoding of the document per request).
 func (c *Core) State(ctx context.Context) (*ipvsmgr.State, int64, error) {
-	return c.store.Current(ctx)
+	if c.shared == nil {
+		return c.store.Current(ctx)
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	cur, err := c.loadCurrent(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	st := *cur.st
+	st.Services = slices.Clone(cur.st.Services)
+	for i := range st.Services {
+		s := &st.Services[i]
+		s.Servers, s.Match, s.SchedulerFlags = slices.Clone(s.Servers), slices.Clone(s.Match), slices.Clone(s.SchedulerFlags)
+	}
+	st.Imported = slices.Clone(cur.st.Imported)
+	return &st, cur.rev, nil
 }
 
 // Apply replaces the desired state with the document (a new revision unless
