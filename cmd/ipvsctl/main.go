@@ -33,6 +33,7 @@ func commands() map[string]command {
 		"user":       {"users of the panel and the API: add|passwd|set|rm|list", runUser},
 		"token":      {"API tokens: create|list|revoke", runToken},
 		"audit":      {"list the audit record: every change and every login attempt", runAudit},
+		"version":    {"print the version, the commit and the Go version", runVersion},
 	}
 }
 
