@@ -3,6 +3,7 @@
 #   1. go test -race ./...   (no root needed: model, diff, fake kernel, netlink encoding, CLI, arpguard generators)
 #   2. the same run as root also covers the host-kernel tests (namespaces, sysctls, sshd in a namespace)
 #   3. scripts/vmtest.sh     (the real IPVS kernel in the VM test bed: real traffic, ipvsadm reading back)
+#      and the lab (scripts/lab.sh started, checked on 127.0.0.1:3636 through its API, stopped)
 # Usage: scripts/test.sh [--no-vm]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,6 +11,7 @@ cd "$root"
 echo "== tier 1+2: go test -race ./..."
 go vet ./...
 go vet -tags vmtest ./scripts/vmtest
+go vet -tags labtest ./scripts/lab
 go test -race -count=1 ./...
 echo "== fuzz: each importer, and the fast document decoder against encoding/json, for a few seconds"
 for target in FuzzImportIpvsadm FuzzImportJSON FuzzImportLVSCF FuzzImportKeepalived; do
@@ -22,3 +24,5 @@ fi
 echo "== tier 3: VM test bed (Debian kernel with IPVS)"
 scripts/vm/setup.sh >/dev/null
 scripts/vmtest.sh
+echo "== the lab: scripts/lab.sh on 127.0.0.1:${IPVSCTL_LAB_PORT:-3636}"
+go test -tags labtest -count=1 -v -timeout 8m ./scripts/lab
