@@ -35,6 +35,8 @@ type cliEnv struct {
 	// terminal, when set, says whether stderr is a terminal (tests);
 	// otherwise it is asked of the file.
 	terminal func() bool
+	// progressShown: a progress line is on the terminal, to be cleared.
+	progressShown bool
 }
 
 // hostFake is what tests give for the host's VIPs, mangle rules and sysctls.
