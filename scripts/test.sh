@@ -3,6 +3,8 @@
 #   1. go test -race ./...   (no root needed: model, diff, fake kernel, netlink encoding, CLI, arpguard generators)
 #   2. the same run as root also covers the host-kernel tests (namespaces, sysctls, sshd in a namespace)
 #   3. scripts/vmtest.sh     (the real IPVS kernel in the VM test bed: real traffic, ipvsadm reading back)
+#      and the lab (scripts/lab.sh started, checked on 127.0.0.1:3636 through its API, stopped)
+#   4. scripts/package/test.sh (the .deb: contents, control, lintian; with the VM tier, installed and restoring)
 # Usage: scripts/test.sh [--no-vm]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,6 +12,8 @@ cd "$root"
 echo "== tier 1+2: go test -race ./..."
 go vet ./...
 go vet -tags vmtest ./scripts/vmtest
+go vet -tags labtest ./scripts/lab
+(cd scripts/package && go vet .)
 go test -race -count=1 ./...
 echo "== fuzz: each importer, the fast document decoder against encoding/json, the store's reverse deltas, for a few seconds"
 for target in FuzzImportIpvsadm FuzzImportJSON FuzzImportLVSCF FuzzImportKeepalived; do
@@ -18,8 +22,13 @@ done
 go test -run "^$" -fuzz "^FuzzDecodeFast\$" -fuzztime "${FUZZTIME:-10s}" -fuzzminimizetime 50x ./ipvsmgr
 go test -run "^$" -fuzz "^FuzzReverseDelta\$" -fuzztime "${FUZZTIME:-10s}" -fuzzminimizetime 50x ./server/store
 if [ "${1:-}" = "--no-vm" ]; then
+	scripts/package/test.sh --no-vm
 	exit 0
 fi
 echo "== tier 3: VM test bed (Debian kernel with IPVS)"
 scripts/vm/setup.sh >/dev/null
 scripts/vmtest.sh
+echo "== the lab: scripts/lab.sh on 127.0.0.1:${IPVSCTL_LAB_PORT:-3636}"
+go test -tags labtest -count=1 -v -timeout 8m ./scripts/lab
+echo "== the Debian package (scripts/package.sh): contents, lintian, installed in the VM"
+scripts/package/test.sh

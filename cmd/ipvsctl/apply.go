@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/signal"
 	"syscall"
+
+	"golang.org/x/term"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/server"
@@ -29,14 +32,23 @@ func (o *writeOpts) register(fs interface {
 	fs.BoolVar(&o.verbose, "v", false, fmt.Sprintf("list every kernel change (past %d they are counted)", maxListedChanges))
 }
 
-// options are the core's write options for these flags; drains in progress
-// are shown as they count down.
+// options are the core's write options for these flags; on a terminal, and
+// without --json, drains in progress count down on one line.
 func (env *cliEnv) options(o writeOpts) server.WriteOptions {
 	w := server.WriteOptions{NoApply: o.noApply, NoWait: o.noWait, Base: o.base}
-	if !o.asJSON {
+	if !o.asJSON && env.isTerminal() {
 		w.Progress = env.printDrains
 	}
 	return w
+}
+
+// isTerminal reports whether stderr, where progress goes, is a terminal.
+func (env *cliEnv) isTerminal() bool {
+	if env.terminal != nil {
+		return env.terminal()
+	}
+	f, ok := env.stderr.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func runApply(env *cliEnv, args []string) int {
@@ -76,6 +88,7 @@ func (env *cliEnv) write(verb string, g *globalFlags, o writeOpts, call func(con
 	}
 	defer b.close()
 	res, err := call(ctx, b)
+	env.clearLine()
 	if err != nil {
 		return env.fail(verb, err, false)
 	}
@@ -103,9 +116,26 @@ func (env *cliEnv) report(res *server.WriteResult, o writeOpts) int {
 	return exitOK
 }
 
+// printDrains rewrites one line: the connections left on the draining real
+// servers (clearLine removes it when the wait is over).
 func (env *cliEnv) printDrains(drains []ipvsmgr.Drain) {
+	total := 0
 	for _, d := range drains {
-		fmt.Fprintf(env.stderr, "draining %s from %s: %d active connections\n", d.Dest, d.Service, d.ActiveConns)
+		total += int(d.ActiveConns)
+	}
+	line := fmt.Sprintf("draining %d real servers: %d active connections", len(drains), total)
+	if len(drains) == 1 {
+		line = fmt.Sprintf("draining %s from %s: %d active connections", drains[0].Dest, drains[0].Service, total)
+	}
+	fmt.Fprintf(env.stderr, "\r\033[K%s", line)
+	env.progressShown = true
+}
+
+// clearLine ends a progress line, if one was shown.
+func (env *cliEnv) clearLine() {
+	if env.progressShown {
+		fmt.Fprint(env.stderr, "\r\033[K")
+		env.progressShown = false
 	}
 }
 

@@ -29,6 +29,14 @@ type cliEnv struct {
 	// otherwise left alone.
 	kernel ipvsmgr.Kernel
 	host   hostFake
+	// probe, when set, makes the verb describe itself instead of running:
+	// its flag set is recorded here and parsing stops (see probeVerb).
+	probe *verbDoc
+	// terminal, when set, says whether stderr is a terminal (tests);
+	// otherwise it is asked of the file.
+	terminal func() bool
+	// progressShown: a progress line is on the terminal, to be cleared.
+	progressShown bool
 }
 
 // hostFake is what tests give for the host's VIPs, mangle rules and sysctls.
@@ -64,12 +72,18 @@ func (e *cliEnv) newFlagSet(name, args, summary string) (*flag.FlagSet, *globalF
 		fmt.Fprintf(fs.Output(), "usage: ipvsctl %s %s\n\n%s\n\nflags:\n", name, args, summary)
 		fs.PrintDefaults()
 	}
+	if e.probe != nil {
+		*e.probe = verbDoc{Path: name, Synopsis: args, Summary: summary, Flags: fs}
+	}
 	return fs, g
 }
 
 // parseFlags parses args and maps the outcome to an exit status; ok is false when
 // the verb should return status at once (help shown or bad usage).
 func (e *cliEnv) parseFlags(fs *flag.FlagSet, args []string) (status int, ok bool) {
+	if e.probe != nil {
+		return exitOK, false
+	}
 	err := fs.Parse(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):

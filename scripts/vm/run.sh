@@ -2,9 +2,13 @@
 # Runs one command as root inside a throwaway VM booted on Debian's stock kernel (which has IPVS), with the
 # host's root filesystem as the guest's root (read-only underneath, writes go to RAM). See README.md.
 #
-# Usage: run.sh [--mem MB] [--timeout SECONDS] -- COMMAND [ARGS...]
+# Usage: run.sh [--mem MB] [--timeout SECONDS] [--hostfwd 127.0.0.1:PORT-:GUESTPORT] -- COMMAND [ARGS...]
 #   --mem MB           guest memory (default 2048)
 #   --timeout SECONDS  kill the VM after this long and exit 124 (default 1200)
+#   --hostfwd 127.0.0.1:PORT-:GUESTPORT
+#                      give the guest one e1000 NIC on QEMU's user network with restrict=on (nothing leaves the
+#                      VM) and forward the host's loopback PORT to GUESTPORT on the guest's 10.0.2.15; the guest
+#                      loads e1000 and sets the address itself. Without it the guest has no network device.
 # The command runs in the current directory, with PATH (plus the sbin directories), HOME=/root and the
 # variables named in IPVSCTL_VM_ENV (space-separated). Its stdout and stderr come out on stdout; stdin is empty.
 # Exit status: the command's; 124 on timeout; 125 when the VM itself failed (the boot log goes to stderr).
@@ -23,20 +27,26 @@ usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 
 mem=2048
 timeout=1200
+hostfwd=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--mem) [ $# -ge 2 ] || die "--mem needs a value"; mem=$2; shift 2 ;;
 	--mem=*) mem=${1#*=}; shift ;;
 	--timeout) [ $# -ge 2 ] || die "--timeout needs a value"; timeout=$2; shift 2 ;;
 	--timeout=*) timeout=${1#*=}; shift ;;
+	--hostfwd) [ $# -ge 2 ] || die "--hostfwd needs a value"; hostfwd=$2; shift 2 ;;
+	--hostfwd=*) hostfwd=${1#*=}; shift ;;
 	-h | --help) usage; exit 0 ;;
 	--) shift; break ;;
-	*) die "unknown option '$1' (usage: run.sh [--mem MB] [--timeout SECONDS] -- COMMAND [ARGS...])" ;;
+	*) die "unknown option '$1' (usage: run.sh [--mem MB] [--timeout SECONDS] [--hostfwd 127.0.0.1:PORT-:GUESTPORT] -- COMMAND [ARGS...])" ;;
 	esac
 done
-[ $# -gt 0 ] || die "no command given (usage: run.sh [--mem MB] [--timeout SECONDS] -- COMMAND [ARGS...])"
+[ $# -gt 0 ] || die "no command given (usage: run.sh [--mem MB] [--timeout SECONDS] [--hostfwd 127.0.0.1:PORT-:GUESTPORT] -- COMMAND [ARGS...])"
 [[ $mem =~ ^[1-9][0-9]*$ ]] || die "--mem must be a whole number of MB, got '$mem'"
 [[ $timeout =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a whole number of seconds, got '$timeout'"
+# Only the host's loopback: a forwarded port must not offer the guest to the host's network.
+[ -z "$hostfwd" ] || [[ $hostfwd =~ ^127\.0\.0\.1:[1-9][0-9]*-:[1-9][0-9]*$ ]] ||
+	die "--hostfwd must be 127.0.0.1:PORT-:GUESTPORT, got '$hostfwd'"
 
 # setup.sh writes vm.env last; a missing file, or one built from other scripts than these, means setup is due.
 vm_ready() {
@@ -97,7 +107,11 @@ cmdline="$console panic=-1 ipvsctl.job=$workdir/job ipvsctl.kdir=$VM_KDIR ipvsct
 
 # shellcheck disable=SC2054 # the commas belong to qemu's option syntax
 # Never a network device: the guest has loopback and whatever namespaces the command builds, nothing else.
-qemu=(qemu-system-x86_64 -accel tcg -smp 2 -m "$mem" -nographic -vga none -nic none -no-reboot
+nic=(-nic none)
+# Unless asked for one forwarded port: QEMU's user network, restricted (the guest reaches nothing outside,
+# not even the host), one e1000 (no option ROM: nothing boots from it).
+[ -n "$hostfwd" ] && nic=(-netdev "user,id=n0,restrict=on,hostfwd=tcp:$hostfwd" -device e1000,netdev=n0,romfile=)
+qemu=(qemu-system-x86_64 -accel tcg -smp 2 -m "$mem" -nographic -vga none "${nic[@]}" -no-reboot
 	-kernel "$VM_KERNEL" -initrd "$VM_INITRD" -append "$cmdline"
 	-fsdev local,id=root,path=/,readonly=on,security_model=none,multidevs=remap
 	-device virtio-9p-pci,fsdev=root,mount_tag=hostroot)
