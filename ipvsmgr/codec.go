@@ -498,96 +498,115 @@ func (d *fastDecoder) server(s *Server) {
 	})
 }
 
+// object writes a JSON object's fields in order, as json.Marshal writes a
+// struct whose fields have omitempty: a field's name, then its value.
+type object struct {
+	b     []byte
+	comma bool
+}
+
+func (o *object) field(name string) {
+	if o.comma {
+		o.b = append(o.b, ',')
+	}
+	o.comma = true
+	o.b = append(append(append(o.b, '"'), name...), `":`...)
+}
+
+func (o *object) str(name, v string) {
+	if v != "" {
+		o.field(name)
+		o.b = appendString(o.b, v)
+	}
+}
+
+func (o *object) num(name string, v int64) {
+	if v != 0 {
+		o.field(name)
+		o.b = strconv.AppendInt(o.b, v, 10)
+	}
+}
+
+func (o *object) boolean(name string, v *bool) {
+	if v != nil {
+		o.field(name)
+		o.b = strconv.AppendBool(o.b, *v)
+	}
+}
+
+// list writes a non-empty list field, each element by elem.
+func list[T any](o *object, name string, vs []T, elem func(b []byte, v T) []byte) {
+	if len(vs) == 0 {
+		return
+	}
+	o.field(name)
+	o.b = append(o.b, '[')
+	for i, v := range vs {
+		if i > 0 {
+			o.b = append(o.b, ',')
+		}
+		o.b = elem(o.b, v)
+	}
+	o.b = append(o.b, ']')
+}
+
 // AppendService appends the service as json.Marshal writes it.
 func AppendService(b []byte, s *Service) []byte {
-	b = append(b, '{')
-	comma := false
-	field := func(name string) {
-		if comma {
-			b = append(b, ',')
-		}
-		comma = true
-		b = append(append(append(b, '"'), name...), `":`...)
-	}
-	str := func(name, v string) {
-		if v != "" {
-			field(name)
-			b = appendString(b, v)
-		}
-	}
-	num := func(name string, v int64) {
-		if v != 0 {
-			field(name)
-			b = strconv.AppendInt(b, v, 10)
-		}
-	}
-	str("name", s.Name)
-	str("protocol", s.Protocol)
-	str("address", s.Address)
-	num("port", int64(s.Port))
-	num("fwmark", int64(s.FWMark))
+	o := &object{b: append(b, '{')}
+	o.str("name", s.Name)
+	o.str("protocol", s.Protocol)
+	o.str("address", s.Address)
+	o.num("port", int64(s.Port))
+	o.num("fwmark", int64(s.FWMark))
 	if len(s.Match) > 0 {
-		field("match")
-		b = append(b, '[')
+		o.field("match")
+		o.b = append(o.b, '[')
 		for i := range s.Match {
 			if i > 0 {
-				b = append(b, ',')
+				o.b = append(o.b, ',')
 			}
-			b = appendMatch(b, &s.Match[i])
+			o.b = appendMatch(o.b, &s.Match[i])
 		}
-		b = append(b, ']')
+		o.b = append(o.b, ']')
 	}
-	str("interface", s.Interface)
-	str("scheduler", s.Scheduler)
-	if len(s.SchedulerFlags) > 0 {
-		field("scheduler_flags")
-		b = append(b, '[')
-		for i, f := range s.SchedulerFlags {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, f)
-		}
-		b = append(b, ']')
-	}
+	o.str("interface", s.Interface)
+	o.str("scheduler", s.Scheduler)
+	list(o, "scheduler_flags", s.SchedulerFlags, appendString)
 	if s.OnePacket {
-		field("one_packet")
-		b = append(b, "true"...)
+		o.field("one_packet")
+		o.b = append(o.b, "true"...)
 	}
-	num("persistence", int64(s.Persistence))
-	str("persistence_netmask", s.PersistenceNetmask)
-	str("forwarding", s.Forwarding)
-	if s.Enabled != nil {
-		field("enabled")
-		b = strconv.AppendBool(b, *s.Enabled)
-	}
+	o.num("persistence", int64(s.Persistence))
+	o.str("persistence_netmask", s.PersistenceNetmask)
+	o.str("forwarding", s.Forwarding)
+	o.boolean("enabled", s.Enabled)
 	if s.Check != nil {
-		field("check")
-		b = appendCheck(b, s.Check)
+		o.field("check")
+		o.b = appendCheck(o.b, s.Check)
 	}
 	if s.SorryServer != nil {
-		field("sorry_server")
-		b = appendString(append(b, `{"address":`...), s.SorryServer.Address)
+		o.field("sorry_server")
+		o.b = appendString(append(o.b, `{"address":`...), s.SorryServer.Address)
 		if s.SorryServer.Port != 0 {
-			b = strconv.AppendInt(append(b, `,"port":`...), int64(s.SorryServer.Port), 10)
+			o.b = strconv.AppendInt(append(o.b, `,"port":`...), int64(s.SorryServer.Port), 10)
 		}
-		b = append(b, '}')
+		o.b = append(o.b, '}')
 	}
-	num("quorum", int64(s.Quorum))
-	field("servers")
+	o.num("quorum", int64(s.Quorum))
+	o.field("servers")
 	if s.Servers == nil {
-		b = append(b, "null"...)
+		o.b = append(o.b, "null"...)
 	} else {
-		b = append(b, '[')
+		o.b = append(o.b, '[')
 		for i := range s.Servers {
 			if i > 0 {
-				b = append(b, ',')
+				o.b = append(o.b, ',')
 			}
-			b = appendServer(b, &s.Servers[i])
+			o.b = appendServer(o.b, &s.Servers[i])
 		}
-		b = append(b, ']')
+		o.b = append(o.b, ']')
 	}
-	return append(b, '}')
+	return append(o.b, '}')
 }
 
 func appendMatch(b []byte, m *Match) []byte {
@@ -654,90 +673,43 @@ func appendString(b []byte, s string) []byte {
 
 // appendCheck appends a check as json.Marshal writes it.
 func appendCheck(b []byte, c *Check) []byte {
-	b = append(b, '{')
-	comma := false
-	field := func(name string) {
-		if comma {
-			b = append(b, ',')
-		}
-		comma = true
-		b = append(append(append(b, '"'), name...), `":`...)
-	}
-	str := func(name, v string) {
-		if v != "" {
-			field(name)
-			b = appendString(b, v)
-		}
-	}
-	num := func(name string, v int) {
-		if v != 0 {
-			field(name)
-			b = strconv.AppendInt(b, int64(v), 10)
-		}
-	}
+	o := &object{b: append(b, '{')}
 	flt := func(name string, v float64) {
-		field(name)
-		b = appendFloat(b, v)
-	}
-	boolean := func(name string, v *bool) {
-		if v != nil {
-			field(name)
-			b = strconv.AppendBool(b, *v)
+		if v != 0 {
+			o.field(name)
+			o.b = appendFloat(o.b, v)
 		}
 	}
-	str("type", c.Type)
-	if c.Interval != 0 {
-		flt("interval", c.Interval)
-	}
-	if c.Timeout != 0 {
-		flt("timeout", c.Timeout)
-	}
-	num("rise", c.Rise)
-	num("fall", c.Fall)
-	str("address", c.Address)
-	num("port", c.Port)
-	str("on_failure", c.OnFailure)
+	o.str("type", c.Type)
+	flt("interval", c.Interval)
+	flt("timeout", c.Timeout)
+	o.num("rise", int64(c.Rise))
+	o.num("fall", int64(c.Fall))
+	o.str("address", c.Address)
+	o.num("port", int64(c.Port))
+	o.str("on_failure", c.OnFailure)
 	if c.SlowStart != nil {
-		flt("slow_start", *c.SlowStart)
+		o.field("slow_start")
+		o.b = appendFloat(o.b, *c.SlowStart)
 	}
-	boolean("start_healthy", c.StartHealthy)
-	str("method", c.Method)
-	str("path", c.Path)
-	str("host", c.Host)
-	if len(c.ExpectStatus) > 0 {
-		field("expect_status")
-		b = append(b, '[')
-		for i, s := range c.ExpectStatus {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = strconv.AppendInt(b, int64(s), 10)
-		}
-		b = append(b, ']')
-	}
-	str("expect_body", c.ExpectBody)
-	boolean("tls_verify", c.TLSVerify)
-	str("sni", c.SNI)
-	str("send", c.Send)
-	str("expect", c.Expect)
-	boolean("use_regex", c.UseRegex)
-	str("protocol", c.Protocol)
-	str("name", c.Name)
-	str("qtype", c.QType)
-	str("rcode", c.RCode)
-	if len(c.Command) > 0 {
-		field("command")
-		b = append(b, '[')
-		for i, a := range c.Command {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, a)
-		}
-		b = append(b, ']')
-	}
-	boolean("dynamic_weight", c.DynamicWeight)
-	return append(b, '}')
+	o.boolean("start_healthy", c.StartHealthy)
+	o.str("method", c.Method)
+	o.str("path", c.Path)
+	o.str("host", c.Host)
+	list(o, "expect_status", c.ExpectStatus, func(b []byte, v int) []byte { return strconv.AppendInt(b, int64(v), 10) })
+	o.str("expect_body", c.ExpectBody)
+	o.boolean("tls_verify", c.TLSVerify)
+	o.str("sni", c.SNI)
+	o.str("send", c.Send)
+	o.str("expect", c.Expect)
+	o.boolean("use_regex", c.UseRegex)
+	o.str("protocol", c.Protocol)
+	o.str("name", c.Name)
+	o.str("qtype", c.QType)
+	o.str("rcode", c.RCode)
+	list(o, "command", c.Command, appendString)
+	o.boolean("dynamic_weight", c.DynamicWeight)
+	return append(o.b, '}')
 }
 
 // appendFloat writes a float64 as encoding/json does (ES6 number form).
