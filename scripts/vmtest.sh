@@ -13,13 +13,19 @@ go test -c -tags vmtest -o "$out/vmtest.test" ./scripts/vmtest
 # arpguard's real-kernel tests, for the modes the host kernel lacks (ipip): run by TestRealserverTunNetnsApplyUndo.
 go test -c -o "$out/arpguard.test" ./arpguard
 run=${1:-.}
+# Tests that need a kernel without ip_vs run first, in their own process; a -run pattern selects among them too
+# (except the first, which always runs).
+first='TestNoIPVSModuleIsAClearError'
+if printf 'TestServeWithoutIPVSModule\n' | grep -Eq -- "$run"; then
+	first="$first|TestServeWithoutIPVSModule"
+fi
 cat >"$out/guest.sh" <<GUEST
 #!/bin/sh
 set -e
 export IPVSCTL_BIN=$out/ipvsctl ARPGUARD_TEST_BIN=$out/arpguard.test
 cd $root/scripts/vmtest
-$out/vmtest.test -test.v -test.timeout 900s -test.run '^TestNoIPVSModuleIsAClearError\$'
-$out/vmtest.test -test.v -test.timeout 900s -test.run '$run' -test.skip '^TestNoIPVSModuleIsAClearError\$'
+$out/vmtest.test -test.v -test.timeout 900s -test.run '^($first)\$'
+$out/vmtest.test -test.v -test.timeout 900s -test.run '$run' -test.skip '^(TestNoIPVSModuleIsAClearError|TestServeWithoutIPVSModule)\$'
 GUEST
 chmod +x "$out/guest.sh"
 "$root/scripts/vm/run.sh" --timeout 1500 -- "$out/guest.sh"

@@ -122,3 +122,34 @@ func TestDaemonWriteKeepsAnotherProcessRevision(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// Readers of the status share the snapshot: many of them make no kernel read.
+func TestStatusReadersShareOneKernelRead(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	k := fakekernel.New()
+	core := New(Config{Store: st, OpenKernel: func() (*KernelConn, error) {
+		return &KernelConn{Kernel: k, Close: func() {}}, nil
+	}})
+	NewDaemon(core, slog.New(slog.DiscardHandler))
+	if err := core.shared.connect(); err != nil {
+		t.Fatal(err)
+	}
+	core.shared.poll(ctx)
+	if n := core.KernelReads(); n != 1 {
+		t.Fatalf("one poll made %d kernel reads", n)
+	}
+	for range 50 {
+		if _, err := core.Status(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := core.KernelReads(); n != 1 {
+		t.Fatalf("50 status reads after one poll: %d kernel reads, want 1", n)
+	}
+}

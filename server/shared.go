@@ -56,6 +56,10 @@ type sharedKernel struct {
 
 	snap       atomic.Pointer[Snapshot]
 	reconciles atomic.Int64
+	// kernelReads counts reads of the whole kernel table (poll, reconcile,
+	// diff): however many clients read the snapshot, this grows only with
+	// the poll interval and the reconciles.
+	kernelReads atomic.Int64
 	// onReconcile, if set, hears of every reconcile (metrics).
 	onReconcile func(ReconcileReport)
 	// overlay lays the director's VRRP role over the desired state (Core.roleOverlay).
@@ -97,8 +101,10 @@ func (sk *sharedKernel) connect() error {
 		sk.openErr = err
 		return err
 	}
-	sk.conn, sk.openErr = kc, nil
-	sk.rec = kc.reconciler(&cachedLedger{LedgerStore: sk.store}, sk.log)
+	counted := *kc
+	counted.Kernel = &countedKernel{Kernel: kc.Kernel, reads: &sk.kernelReads}
+	sk.conn, sk.openErr = &counted, nil
+	sk.rec = sk.conn.reconciler(&cachedLedger{LedgerStore: sk.store}, sk.log)
 	close(sk.ready)
 	return nil
 }
@@ -221,6 +227,26 @@ func (sk *sharedKernel) poll(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// countedKernel counts the reads of the whole table.
+type countedKernel struct {
+	ipvsmgr.Kernel
+	reads *atomic.Int64
+}
+
+func (k *countedKernel) Table(ctx context.Context) (*ipvsmgr.Table, error) {
+	k.reads.Add(1)
+	return k.Kernel.Table(ctx)
+}
+
+// KernelReads is how many times the daemon has read the kernel's whole
+// table (0 without a daemon).
+func (c *Core) KernelReads() int64 {
+	if c.shared == nil {
+		return 0
+	}
+	return c.shared.kernelReads.Load()
 }
 
 func (sk *sharedKernel) lastReconcile() ReconcileReport {

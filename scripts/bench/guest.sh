@@ -3,7 +3,7 @@
 # each contender in its own fresh network namespace, torn down before the next one starts (IPVS keeps deleted
 # destinations in a trash list that slows later re-adds, and every namespace's services share the kernel's
 # hash tables, so leftovers would favour whoever runs first).
-# Usage: guest.sh IPVSCTL_BIN DATA_DIR
+# Usage: guest.sh IPVSCTL_BIN DATA_DIR (DATA_DIR also holds the API client, apiclient)
 set -euo pipefail
 bin=$1 data=$2
 entries=$(cat "$data/entries")
@@ -116,6 +116,41 @@ for rep in $(seq "$edit_reps"); do
 	noop_ms+=("$(ms "$t0" "$t1")")
 	grep -q '^0 changes applied' /tmp/noop.out || { echo "no-op reconcile changed something"; exit 1; }
 done
+
+# The daemon over the same table, in the same namespace: one weight change through the API (a Go client that
+# stays connected, beside ipvsadm -Sn) and through the CLI's local socket (beside ipvsctl --help, the cost of
+# starting the process at all), then reads under 20 concurrent clients.
+db=/tmp/bench.db
+printf 'bench password 0123456789\n' | in1 "$bin" --db "$db" user add bench --role admin --password-stdin >/dev/null
+token=$(in1 "$bin" --db "$db" token create --user bench 2>/dev/null)
+# Not through in1: $! must be ipvsctl itself (ip netns exec execs it), not a subshell.
+ip netns exec bi "$bin" --db "$db" serve --listen 127.0.0.1:3636 >/tmp/serve.log 2>&1 &
+spid=$!
+in1 timeout 120 sh -c 'until curl -sf -o /dev/null http://127.0.0.1:3636/healthz; do sleep 0.2; done' ||
+	{ echo "ipvsctl serve did not answer in 120 s:"; cat /tmp/serve.log; exit 1; }
+read -r tsvc tsrv <"$data/weight-target"
+in1 "$data/apiclient" -url http://127.0.0.1:3636 -token "$token" weight -service "$tsvc" -server "$tsrv" -n "$edit_reps" \
+	>/tmp/api.out 2>&1 || { cat /tmp/api.out; tail -20 /tmp/serve.log; exit 1; }
+help_ms=() rsset_ms=()
+in1 "$bin" --help >/dev/null
+for rep in $(seq "$edit_reps"); do
+	t0=$(now); in1 "$bin" --help >/dev/null; t1=$(now)
+	help_ms+=("$(ms "$t0" "$t1")")
+	t0=$(now); in1 "$bin" --db "$db" rs set "$tsvc" "$tsrv" --weight $((7 + rep % 2)) >/tmp/rsset.out 2>&1 ||
+		{ cat /tmp/rsset.out; exit 1; }; t1=$(now)
+	rsset_ms+=("$(ms "$t0" "$t1")")
+	grep -q '^1 changes applied' /tmp/rsset.out || { echo "rs set through the daemon was not one change:"; cat /tmp/rsset.out; exit 1; }
+done
+in1 "$data/apiclient" -url http://127.0.0.1:3636 -token "$token" load -clients 20 -requests 2000 -duration 30s \
+	>>/tmp/api.out 2>&1 || { cat /tmp/api.out; tail -20 /tmp/serve.log; exit 1; }
+echo "BENCH serve: the daemon's peak memory after the load: $(awk '/VmHWM/ { printf "%d MB", $2 / 1024 }' /proc/$spid/status)" >>/tmp/api.out
+kill -TERM "$spid"
+(sleep 60 && kill -KILL "$spid" 2>/dev/null) &
+watchdog=$!
+st=0
+wait "$spid" || st=$?
+kill "$watchdog" 2>/dev/null || true
+[ "$st" = 0 ] || { echo "ipvsctl serve exited with status $st after SIGTERM:"; tail -20 /tmp/serve.log; exit 1; }
 drop_ns bi
 
 median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
@@ -127,3 +162,6 @@ echo "BENCH table: $entries entries (services + real servers); medians of $full_
 echo "BENCH ipvsctl apply from empty:   ${full} ms ($(spread "${full_ms[@]}")) = $(ratio "$full" "$keep")x keepalived (${keep} ms, $(spread "${keep_ms[@]}")), $(ratio "$full" "$restore")x ipvsadm -R (${restore} ms, $(spread "${restore_ms[@]}"))"
 echo "BENCH ipvsctl one weight change:  ${weight} ms ($(spread "${weight_ms[@]}")) = $(ratio "$weight" "$save")x ipvsadm -Sn (${save} ms, $(spread "${save_ms[@]}"))"
 echo "BENCH ipvsctl no-op reconcile:    ${noop} ms ($(spread "${noop_ms[@]}")) = $(ratio "$noop" "$save")x ipvsadm -Sn (${save} ms)"
+rsset=$(median "${rsset_ms[@]}") help=$(median "${help_ms[@]}")
+cat /tmp/api.out
+echo "BENCH serve: ipvsctl rs set through the daemon's socket: ${rsset} ms ($(spread "${rsset_ms[@]}")) = $(ratio "$rsset" "$help")x ipvsctl --help (${help} ms, $(spread "${help_ms[@]}"), the cost of starting the process)"

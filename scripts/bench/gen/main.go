@@ -44,9 +44,12 @@ func main() {
 	}
 	write(*out, "state.json", st)
 	w := 5
-	srv := st.Services[len(st.Services)/2].Servers
+	target := st.Services[len(st.Services)/2]
+	srv := target.Servers
 	srv[len(srv)/2].Weight = &w
 	write(*out, "state-weight.json", st)
+	// The service and real server whose weight the benchmark changes.
+	mustWrite(filepath.Join(*out, "weight-target"), fmt.Sprintf("%s %s:%d\n", target.Name, srv[len(srv)/2].Address, srv[len(srv)/2].Port))
 	mustWrite(filepath.Join(*out, "rules.ipvsadm"), ipvsadm.String())
 	mustWrite(filepath.Join(*out, "keepalived.conf"), keep.String())
 	mustWrite(filepath.Join(*out, "entries"), fmt.Sprint(*nsvc+*nsvc**nrs))
