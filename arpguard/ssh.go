@@ -49,6 +49,9 @@ type SSHConfig struct {
 	Dial   func(ctx context.Context, network, addr string) (net.Conn, error)
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Done, if set, hears of each real server as it is finished (progress),
+	// from several goroutines at once.
+	Done func(Result)
 }
 
 // Pusher prepares, verifies and restores real servers over SSH by running
@@ -136,7 +139,12 @@ func (p *Pusher) each(ctx context.Context, action string, targets []Target, fn f
 		results[i] = Result{Target: t.Label(), Host: t.SSHAddress(), Action: action}
 		wg.Go(func() {
 			r := &results[i]
-			defer func() { r.At = p.cfg.Now().UTC() }()
+			defer func() {
+				r.At = p.cfg.Now().UTC()
+				if p.cfg.Done != nil {
+					p.cfg.Done(*r)
+				}
+			}()
 			select {
 			case sem <- struct{}{}:
 				defer func() { <-sem }()

@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"golang.org/x/term"
 
+	"github.com/ipvsctl/ipvsctl/arpguard"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/server"
 )
@@ -129,6 +131,27 @@ func (env *cliEnv) printDrains(drains []ipvsmgr.Drain) {
 	}
 	fmt.Fprintf(env.stderr, "\r\033[K%s", line)
 	env.progressShown = true
+}
+
+// countDone is the progress of an action on many real servers, on one
+// line of a terminal: how many are done and how many failed (nil off a
+// terminal or with --json).
+func (env *cliEnv) countDone(verb string, total int, asJSON bool) func(arpguard.Result) {
+	if asJSON || total < 2 || !env.isTerminal() {
+		return nil
+	}
+	var mu sync.Mutex
+	done, failed := 0, 0
+	return func(r arpguard.Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		done++
+		if !r.OK() {
+			failed++
+		}
+		fmt.Fprintf(env.stderr, "\r\033[K%s: %d of %d real servers done, %d failed", verb, done, total, failed)
+		env.progressShown = true
+	}
 }
 
 // clearLine ends a progress line, if one was shown.

@@ -207,6 +207,7 @@ func runRealserverSSH(env *cliEnv, verb string, args []string) int {
 	p, err := arpguard.NewPusher(arpguard.SSHConfig{
 		User: *user, Signers: []ssh.Signer{signer}, KnownHostsFile: *knownHosts, AcceptNewHostKeys: *acceptNew,
 		Sudo: arpguard.SudoMode(*sudo), Parallel: *parallel, Timeout: *timeout, Paths: arpguard.DefaultPaths(), Logger: log,
+		Done: env.countDone(verb, len(targets), *asJSON),
 	})
 	if err != nil {
 		return env.fail(name, err, true)
@@ -222,6 +223,7 @@ func runRealserverSSH(env *cliEnv, verb string, args []string) int {
 	case "undo":
 		rs = p.Undo(ctx, targets)
 	}
+	env.clearLine()
 	// The last result per real server is kept in the state database, for status and the panel.
 	if st, err := store.Open(ctx, db.db); err != nil {
 		log.Error("results not stored", "err", err)

@@ -125,3 +125,20 @@ func TestRealserverGlobalFlagsBeforeVerb(t *testing.T) {
 		t.Fatalf("ipvsctl --db PATH realserver verify: exit %d, stderr %q", code, errb.String())
 	}
 }
+
+// On a terminal, an action on many real servers counts them as they finish,
+// on one line that is cleared before the results.
+func TestRealserverProgressOnATerminal(t *testing.T) {
+	var errb bytes.Buffer
+	env := &cliEnv{stderr: &errb, terminal: func() bool { return true }}
+	done := env.countDone("verify", 3, false)
+	done(arpguard.Result{State: arpguard.StatePrepared})
+	done(arpguard.Result{State: arpguard.StateUnreachable})
+	env.clearLine()
+	if got := errb.String(); !strings.Contains(got, "verify: 2 of 3 real servers done, 1 failed") || !strings.HasSuffix(got, "\r\033[K") {
+		t.Fatalf("progress: %q", got)
+	}
+	if env.countDone("verify", 3, true) != nil || (&cliEnv{stderr: &errb, terminal: func() bool { return false }}).countDone("verify", 3, false) != nil {
+		t.Fatal("progress shown with --json or off a terminal")
+	}
+}
