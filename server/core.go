@@ -307,7 +307,7 @@ func (c *Core) update(ctx context.Context, a Actor, action, target string, o Wri
 // names the services the change touched (nil: any may have changed).
 func (c *Core) afterCommit(ctx context.Context, res *WriteResult, desired *ipvsmgr.Desired, o WriteOptions, wait func() (*KernelConn, error), only []ipvsmgr.ServiceKey) (*WriteResult, error) {
 	if c.shared != nil {
-		c.shared.offer(res.Revision, desired)
+		c.shared.offer(res.Revision, desired, !o.NoApply)
 	}
 	if o.NoApply {
 		return res, nil

@@ -62,7 +62,13 @@ func (c *Core) loadCurrent(ctx context.Context) (*current, error) {
 func (c *Core) updateCurrent(ctx context.Context, a Actor, o WriteOptions, change func(cur *ipvsmgr.State) (edit, error)) (*WriteResult, *ipvsmgr.Desired, []ipvsmgr.ServiceKey, string, error) {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
+	reloaded := c.cur == nil
 	for attempt := 0; ; attempt++ {
+		if c.cur != nil && attempt == 0 {
+			if rev, err := c.store.CurrentRevision(ctx); err == nil && rev != c.cur.rev {
+				reloaded = true
+			}
+		}
 		cur, err := c.loadCurrent(ctx)
 		if err != nil {
 			return nil, nil, nil, "", err
@@ -87,26 +93,28 @@ func (c *Core) updateCurrent(ctx context.Context, a Actor, o WriteOptions, chang
 		from := unchanged(cur, &next, enc, ed)
 		if from != nil && ed.removed < 0 && len(enc) == len(cur.enc) && !slices.Contains(from, -1) {
 			// Nothing changed (a weight set to what it was): no revision.
-			return &WriteResult{Revision: cur.rev}, desired, touchedKeys(cur, &next, ed), ed.summary, nil
+			return &WriteResult{Revision: cur.rev}, desired, touchedKeys(cur, &next, ed, reloaded), ed.summary, nil
 		}
 		rev, changed, err := c.commit(ctx, a, cur, &next, enc, from, ed.summary)
 		var stale *store.StaleError
 		if errors.As(err, &stale) && attempt < 50 {
-			c.cur = nil // another process wrote: read it again
+			c.cur, reloaded = nil, true // another process wrote: read it again
 			continue
 		}
 		if err != nil {
 			return nil, nil, nil, ed.summary, err
 		}
 		c.cur = &current{rev: rev, st: &next, enc: enc, cache: cur.cache}
-		return &WriteResult{Revision: rev, Changed: changed}, desired, touchedKeys(cur, &next, ed), ed.summary, nil
+		return &WriteResult{Revision: rev, Changed: changed}, desired, touchedKeys(cur, &next, ed, reloaded), ed.summary, nil
 	}
 }
 
 // touchedKeys are the kernel keys of the services an edit changed, as they
-// were and as they are; nil when it may have changed any.
-func touchedKeys(cur *current, next *ipvsmgr.State, ed edit) []ipvsmgr.ServiceKey {
-	if ed.whole {
+// were and as they are; nil when it may have changed any, or when the state
+// it started from came from another process's revision, which the kernel
+// may not have yet.
+func touchedKeys(cur *current, next *ipvsmgr.State, ed edit, reloaded bool) []ipvsmgr.ServiceKey {
+	if ed.whole || reloaded {
 		return nil
 	}
 	keys := []ipvsmgr.ServiceKey{}

@@ -129,7 +129,11 @@ func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision bool) {
 	sk := d.Core.shared
 	sk.mu.Lock()
 	stale := rev > sk.rev || sk.desired == nil
+	ours := newRevision && rev <= sk.reconciling
 	sk.mu.Unlock()
+	if ours {
+		return // a write through the core made it and reconciles it itself
+	}
 	if stale {
 		st, cur, err := d.Core.store.Current(ctx)
 		if err != nil {
@@ -141,9 +145,13 @@ func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision bool) {
 			d.Log.Error("stored desired state is invalid", "revision", cur, "err", err)
 			return
 		}
-		sk.offer(cur, desired)
+		sk.offer(cur, desired, false)
 	}
-	res, err := sk.reconcile(ctx, false, nil)
+	// A fresh read first, over the poll's own connection and outside the
+	// reconcile's lock (a write does not wait behind it); the reconcile then
+	// plans on it, which repairs what others changed.
+	sk.poll(ctx)
+	res, err := sk.reconcile(ctx, true, nil)
 	if err != nil {
 		if sk.isOpen() {
 			d.Log.Error("reconcile", "revision", rev, "err", err)

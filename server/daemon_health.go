@@ -85,7 +85,7 @@ func (d *Daemon) startHealth(ctx context.Context) (done <-chan struct{}) {
 	} else if desired, err := ipvsmgr.Compile(st); err != nil {
 		d.Log.Error("stored desired state is invalid", "revision", rev, "err", err)
 	} else {
-		sk.offer(rev, desired)
+		sk.offer(rev, desired, false)
 	}
 	saved := map[ipvsmgr.ServerRef]store.HealthTransition{}
 	if cur, err := d.Core.store.CurrentHealth(ctx); err != nil {

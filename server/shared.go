@@ -43,9 +43,17 @@ type sharedKernel struct {
 	mu      sync.Mutex // one reconcile at a time; guards the fields below
 	conn    *KernelConn
 	rec     *ipvsmgr.Reconciler
+	// reader is what the poll reads the table through: a connection of
+	// its own (readConn) when one could be opened.
+	reader   ipvsmgr.Kernel
+	readConn *KernelConn
 	openErr error
 	rev     int64
 	desired *ipvsmgr.Desired
+	// reconciling is the newest revision a write offered and reconciles
+	// itself: the daemon's loop leaves it to the write, whose answer then
+	// lists the kernel changes it made.
+	reconciling int64
 	last    ReconcileReport
 	ready   chan struct{} // closed once the kernel is open
 
@@ -77,6 +85,9 @@ const knownFor = 10 * time.Second
 func (sk *sharedKernel) unavailable() error { return unavailable(sk.openErr) }
 
 func unavailable(openErr error) error {
+	if openErr == nil {
+		return errors.New("kernel IPVS not opened yet: the daemon is starting")
+	}
 	if errors.Is(openErr, ipvsmgr.ErrIPVSUnavailable) {
 		return openErr
 	}
@@ -105,6 +116,13 @@ func (sk *sharedKernel) connect() error {
 	counted.Kernel = &countedKernel{Kernel: kc.Kernel, reads: &sk.kernelReads}
 	sk.conn, sk.openErr = &counted, nil
 	sk.rec = sk.conn.reconciler(&cachedLedger{LedgerStore: sk.store}, sk.log)
+	// The poll reads over a connection of its own: a write does not wait
+	// behind the poll's read of a large table.
+	sk.reader = sk.conn.Kernel
+	if rc, err := sk.open(); err == nil {
+		sk.readConn = rc
+		sk.reader = &countedKernel{Kernel: rc.Kernel, reads: &sk.kernelReads}
+	}
 	close(sk.ready)
 	return nil
 }
@@ -116,14 +134,22 @@ func (sk *sharedKernel) close() {
 		sk.conn.Close()
 		sk.conn, sk.rec, sk.openErr = nil, nil, errKernelClosed
 	}
+	if sk.readConn != nil {
+		sk.readConn.Close()
+		sk.readConn, sk.reader = nil, nil
+	}
 }
 
 // offer makes desired (of revision rev) the state to reconcile, unless a
 // newer one is known already, and has its checks run (servers whose check
-// did not change keep their health).
-func (sk *sharedKernel) offer(rev int64, desired *ipvsmgr.Desired) {
+// did not change keep their health). willReconcile says the caller
+// reconciles it at once.
+func (sk *sharedKernel) offer(rev int64, desired *ipvsmgr.Desired, willReconcile bool) {
 	sk.mu.Lock()
 	defer sk.mu.Unlock()
+	if willReconcile {
+		sk.reconciling = max(sk.reconciling, rev)
+	}
 	if rev >= sk.rev {
 		sk.rev, sk.desired = rev, desired
 		if sk.health != nil {
@@ -205,12 +231,12 @@ func (sk *sharedKernel) reconcileWaiting(ctx context.Context, o WriteOptions, on
 // stored a newer one while it read.
 func (sk *sharedKernel) poll(ctx context.Context) {
 	sk.mu.Lock()
-	kc, openErr := sk.conn, sk.openErr
+	kc, reader, openErr := sk.conn, sk.reader, sk.openErr
 	sk.mu.Unlock()
 	next := &Snapshot{At: time.Now()}
 	if kc == nil {
 		next.Err = unavailable(openErr)
-	} else if t, err := kc.Kernel.Table(ctx); err != nil {
+	} else if t, err := reader.Table(ctx); err != nil {
 		next.Err = err
 	} else {
 		next.Table = t

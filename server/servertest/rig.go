@@ -88,6 +88,12 @@ func Start(t testing.TB) *Rig {
 	go local.Serve(ln)
 	done := make(chan struct{})
 	go func() { d.Run(ctx); close(done) }()
+	for g.Core.Snapshot() == nil || g.Core.Snapshot().Table == nil { // the daemon has opened the kernel and read it
+		if ctx.Err() != nil {
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 	t.Cleanup(func() {
 		ts.Close()
 		local.Close()
