@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/store"
@@ -65,5 +64,4 @@ func BenchmarkWeightChangeThroughDaemon(b *testing.B) {
 			b.Fatal(err, res)
 		}
 	}
-	_ = ipvsmgr.Op{}
 }
