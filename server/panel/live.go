@@ -57,11 +57,15 @@ func (p *Panel) liveData(r *http.Request, u who) (*liveData, error) {
 	kb := kernelOf(m.Snap)
 	d.Stale, d.Known, d.Age = kb.Bad, kb.Known, kb.Age
 	lv := p.liveView(m)
-	hits := filterLive(lv.order(d.Sort), strings.ToLower(d.Q), d.Problems)
-	d.Matched = len(hits)
-	d.Pager = newPager(r, len(hits), p.d.PageSize)
-	hits = hits[d.Pager.From:d.Pager.To]
-	d.Body, d.Shown = lv.body(hits, d.CanOp)
+	pg := lv.page(d.Sort, d.Q, d.Problems, q.Get("page"), d.CanOp, func() livePage {
+		hits := filterLive(lv.order(d.Sort), strings.ToLower(d.Q), d.Problems)
+		var out livePage
+		out.matched = len(hits)
+		out.pager = newPager(r, len(hits), p.d.PageSize)
+		out.body, out.shown = lv.body(hits[out.pager.From:out.pager.To], d.CanOp)
+		return out
+	})
+	d.Body, d.Shown, d.Matched, d.Pager = pg.body, pg.shown, pg.matched, pg.pager
 	return d, nil
 }
 

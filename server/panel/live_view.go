@@ -22,6 +22,7 @@ type liveView struct {
 
 	mu     sync.Mutex
 	orders map[string][]*svcRow
+	pages  map[livePageKey]livePage // a page of the table as shown, by what asked for it
 	// Per variant (0: viewer, 1: operator, who gets checkboxes and buttons),
 	// per row: the service's row up to its last cell, and each real server's row.
 	svc [2][]string
@@ -36,13 +37,49 @@ func (p *Panel) liveView(m *model) *liveView {
 	if lv := p.live; lv != nil && lv.m == m && lv.spark == gen {
 		return lv
 	}
-	lv := &liveView{m: m, spark: gen, t: p.views.t["live_row"], s: p.sampler, orders: map[string][]*svcRow{}}
+	lv := &liveView{m: m, spark: gen, t: p.views.t["live_row"], s: p.sampler, orders: map[string][]*svcRow{},
+		pages: map[livePageKey]livePage{}}
 	for v := range lv.svc {
 		lv.svc[v] = make([]string, len(m.Rows))
 		lv.srv[v] = make([][]string, len(m.Rows))
 	}
 	p.live = lv
 	return lv
+}
+
+// livePage is one page of the table, as a filter, sort and role see it.
+type livePage struct {
+	body           template.HTML
+	shown, matched int
+	pager          pager
+}
+
+type livePageKey struct {
+	sort, q, page   string
+	problems, canOp bool
+}
+
+// maxLivePages bounds the pages kept per view (a view lives 2 s).
+const maxLivePages = 64
+
+// page is the page that sort, q, problems and page number ask for, made
+// once per view by build: every browser showing the same page shares it.
+func (lv *liveView) page(sort, q string, problems bool, page string, canOp bool, build func() livePage) livePage {
+	key := livePageKey{sort, q, page, problems, canOp}
+	lv.mu.Lock()
+	pg, ok := lv.pages[key]
+	lv.mu.Unlock()
+	if ok {
+		return pg
+	}
+	pg = build()
+	lv.mu.Lock()
+	if len(lv.pages) >= maxLivePages {
+		clear(lv.pages)
+	}
+	lv.pages[key] = pg
+	lv.mu.Unlock()
+	return pg
 }
 
 // order is the services sorted by key ("name": the desired state's order),
