@@ -1,18 +1,20 @@
 package panel
 
 import (
+	"html/template"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 )
 
+// liveData is one request's view of the live table: the filter, sort and
+// page, and the rows' HTML taken from the shared liveView.
 type liveData struct {
 	Q        string
 	Problems bool
 	Sort     string
 	Query    url.Values
-	Rows     []liveSvc
+	Body     template.HTML // the rows, rendered by html/template once per snapshot (liveView)
 	Pager    pager
 	Stale    bool
 	Known    bool
@@ -25,19 +27,13 @@ type liveData struct {
 	Back     string
 }
 
-type liveSvc struct {
-	*svcRow
-	Spark   string
-	Servers []liveSrv
-	Hidden  int // servers filtered out
-}
-
-type liveSrv struct {
-	*srvRow
-	Spark string
-}
-
 var liveSorts = map[string]string{"name": "name", "state": "state", "active": "active", "cps": "cps", "bps": "bps", "pps": "pps"}
+
+// liveHit is a service the filter kept, with the servers it kept (nil: all).
+type liveHit struct {
+	row     *svcRow
+	servers []int
+}
 
 func (p *Panel) liveData(r *http.Request, u who) (*liveData, error) {
 	ctx := r.Context()
@@ -60,45 +56,55 @@ func (p *Panel) liveData(r *http.Request, u who) (*liveData, error) {
 	d.Back = queryWith("/live", d.Query)
 	kb := kernelOf(m.Snap)
 	d.Stale, d.Known, d.Age = kb.Bad, kb.Known, kb.Age
-	var rows []liveSvc
-	for _, row := range m.Rows {
-		if d.Problems && row.Problem == "" && !hasProblemServer(row) {
-			continue
-		}
-		ls := liveSvc{svcRow: row}
-		svcMatch := d.Q == "" || matchText(d.Q, row.Name, row.KeyText, row.Svc.Address, row.ID)
-		for _, sr := range row.Servers {
-			keep := svcMatch || matchText(d.Q, sr.Name, sr.Addr, sr.ID)
-			if d.Problems && hasProblemServer(row) && sr.Problem == "" && sr.Status != "draining" {
-				keep = false // show the servers that are the problem
-			}
-			if keep {
-				ls.Servers = append(ls.Servers, liveSrv{srvRow: sr})
-			} else {
-				ls.Hidden++
-			}
-		}
-		if !svcMatch && len(ls.Servers) == 0 {
-			continue
-		}
-		rows = append(rows, ls)
-	}
-	sortLive(rows, d.Sort)
-	d.Matched = len(rows)
-	d.Pager = newPager(r, len(rows), p.d.PageSize)
-	rows = rows[d.Pager.From:d.Pager.To]
-	for i := range rows {
-		rows[i].Spark = p.sampler.spark(rows[i].SeriesKey)
-		for j := range rows[i].Servers {
-			rows[i].Servers[j].Spark = p.sampler.spark(rows[i].Servers[j].SeriesKey)
-		}
-		d.Shown += len(rows[i].Servers)
-	}
-	d.Rows = rows
+	lv := p.liveView(m)
+	pg := lv.page(d.Sort, d.Q, d.Problems, q.Get("page"), d.CanOp, func() livePage {
+		hits := filterLive(lv.order(d.Sort), strings.ToLower(d.Q), d.Problems)
+		var out livePage
+		out.matched = len(hits)
+		out.pager = newPager(r, len(hits), p.d.PageSize)
+		out.body, out.shown = lv.body(hits[out.pager.From:out.pager.To], d.CanOp)
+		return out
+	})
+	d.Body, d.Shown, d.Matched, d.Pager = pg.body, pg.shown, pg.matched, pg.pager
 	return d, nil
 }
 
-func hasProblemServer(row *svcRow) bool {
+// filterLive keeps, in the order given, the services that match q (lower
+// case) or have a real server that does, and with problems set only those
+// with a problem, showing the servers that are it.
+func filterLive(rows []*svcRow, q string, problems bool) []liveHit {
+	hits := make([]liveHit, 0, len(rows))
+	if q == "" && !problems {
+		for _, row := range rows {
+			hits = append(hits, liveHit{row: row})
+		}
+		return hits
+	}
+	for _, row := range rows {
+		probServer := problems && row.hasProblemServer()
+		if problems && row.Problem == "" && !probServer {
+			continue
+		}
+		svcMatch := q == "" || strings.Contains(row.search, q)
+		if svcMatch && !probServer {
+			hits = append(hits, liveHit{row: row})
+			continue
+		}
+		keep := []int{}
+		for j, sr := range row.Servers {
+			if (svcMatch || strings.Contains(sr.search, q)) && (!probServer || sr.Problem != "" || sr.Status == "draining") {
+				keep = append(keep, j)
+			}
+		}
+		if !svcMatch && len(keep) == 0 {
+			continue
+		}
+		hits = append(hits, liveHit{row: row, servers: keep})
+	}
+	return hits
+}
+
+func (row *svcRow) hasProblemServer() bool {
 	for _, s := range row.Servers {
 		if s.Problem != "" {
 			return true
@@ -119,30 +125,6 @@ func stateRank(s *svcRow) int {
 		return 3
 	}
 	return 4
-}
-
-func sortLive(rows []liveSvc, by string) {
-	key := func(r liveSvc) uint64 {
-		switch by {
-		case "active":
-			return r.Active
-		case "cps":
-			return r.Stats.CPS
-		case "bps":
-			return r.Stats.InBPS + r.Stats.OutBPS
-		case "pps":
-			return r.Stats.InPPS + r.Stats.OutPPS
-		}
-		return 0
-	}
-	switch by {
-	case "name":
-		return // the desired state's order
-	case "state":
-		sort.SliceStable(rows, func(i, j int) bool { return stateRank(rows[i].svcRow) < stateRank(rows[j].svcRow) })
-	default:
-		sort.SliceStable(rows, func(i, j int) bool { return key(rows[i]) > key(rows[j]) })
-	}
 }
 
 func (p *Panel) liveShow(w http.ResponseWriter, r *http.Request, u who) {

@@ -2,6 +2,7 @@ package panel
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,6 +48,7 @@ type svcRow struct {
 	Inactive        uint64
 	Servers         []*srvRow
 	SeriesKey       string
+	search          string // what the live table's search looks in, lower case
 }
 
 // srvRow is one real server of a service (or a removed one the kernel still drains).
@@ -69,6 +71,7 @@ type srvRow struct {
 	Lower     int
 	Stats     ipvsmgr.Stats
 	SeriesKey string
+	search    string // what the live table's search looks in, lower case
 }
 
 func (r *srvRow) AtThreshold() bool { return r.Upper > 0 && int(r.Active) >= r.Upper }
@@ -169,6 +172,7 @@ func buildModel(rev int64, st *ipvsmgr.State, sk []ipvsmgr.ServiceKey, dk [][]ip
 		svc := &st.Services[i]
 		row := &svcRow{Index: i, ID: server.ServiceID(svc), Name: svc.Name, Key: sk[i], KeyText: sk[i].String(), Svc: svc,
 			Enabled: svc.IsEnabled(), Known: known, SeriesKey: seriesKeySvc(sk[i])}
+		row.search = strings.ToLower(row.Name + "\x00" + row.KeyText + "\x00" + svc.Address + "\x00" + row.ID)
 		vs := kernel[sk[i]]
 		if vs != nil {
 			matched++
@@ -197,6 +201,7 @@ func buildModel(rev int64, st *ipvsmgr.State, sk []ipvsmgr.ServiceKey, dk [][]ip
 			default:
 				sr.Admin = "enabled"
 			}
+			sr.search = strings.ToLower(sr.Name + "\x00" + sr.Addr + "\x00" + sr.ID)
 			if d := dests[key]; d != nil {
 				sr.InKernel, sr.KWeight, sr.Active, sr.Inactive, sr.Stats = true, d.Weight, d.ActiveConns, d.InactiveConns, d.Stats
 				delete(dests, key)
@@ -223,6 +228,7 @@ func buildModel(rev int64, st *ipvsmgr.State, sk []ipvsmgr.ServiceKey, dk [][]ip
 					InKernel: true, KWeight: d.Weight, Active: d.ActiveConns, Inactive: d.InactiveConns, Stats: d.Stats,
 					SeriesKey: seriesKeyDest(sk[i], d.Key)}
 				sr.Status = "draining"
+				sr.search = strings.ToLower(sr.Addr)
 				row.Active += uint64(sr.Active)
 				row.Inactive += uint64(sr.Inactive)
 				row.Servers = append(row.Servers, sr)

@@ -38,6 +38,8 @@ type Panel struct {
 
 	cache   modelCache
 	sampler *sampler
+	liveMu  sync.Mutex
+	live    *liveView // the live table's rows, for the current model
 }
 
 // New checks d and parses the templates (once).

@@ -44,6 +44,7 @@ type sampler struct {
 	lastAt time.Time
 	minute int64
 	acc    map[string]*accum
+	gen    uint64 // counts the samples taken into the rings
 }
 
 type ring struct {
@@ -119,6 +120,7 @@ func (s *sampler) sample(ctx context.Context) error {
 			delete(s.rings, k)
 		}
 	}
+	s.gen++
 	// Minute points: the mean of the 10 s points of that minute.
 	var coarse map[string]point
 	coarseAt := s.minute * resCoarse
@@ -201,6 +203,13 @@ func (s *sampler) chunks(pts map[string]point) map[int64][]byte {
 		binary.LittleEndian.PutUint32(b[o+12:], math.Float32bits(pt.bps))
 	}
 	return out
+}
+
+// generation changes whenever the sparklines do.
+func (s *sampler) generation() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen
 }
 
 // spark is a series' last five minutes of active connections as SVG

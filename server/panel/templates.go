@@ -26,6 +26,7 @@ var viewPartials = map[string][]string{
 	"overview":     nil,
 	"live":         {"live_rows"},
 	"live_rows":    {"live_rows"}, // the fragment the live table polls
+	"live_row":     {"live_row"},  // one row of it, rendered once per snapshot
 	"services":     nil,
 	"service":      {"chart"},
 	"service_new":  {"service_fields"},
@@ -89,7 +90,7 @@ func parseViews(a *assets) (*views, error) {
 		for _, p := range partials {
 			files = append(files, "templates/partials/"+p+".html")
 		}
-		if name != "live_rows" {
+		if name != "live_rows" && name != "live_row" {
 			files = append(files, "templates/views/"+name+".html")
 		}
 		t, err := template.New(name).Funcs(funcs).ParseFS(web.Templates, files...)

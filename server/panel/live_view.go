@@ -1,0 +1,265 @@
+package panel
+
+import (
+	"bytes"
+	"html/template"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// liveView is the live table's rows rendered to HTML, built lazily for one
+// model (revision and snapshot) and one sparkline sample, and shared by every
+// browser: a snapshot changes every 2 s, so a row is rendered at most once
+// per 2 s however many browsers poll it. Rendering goes through html/template
+// (partials/live_row.html), which escapes every field; a request only joins
+// the pieces its filter and page kept.
+type liveView struct {
+	m     *model
+	spark uint64
+	t     *template.Template
+	s     *sampler
+
+	mu     sync.Mutex
+	orders map[string][]*svcRow
+	pages  map[livePageKey]livePage // a page of the table as shown, by what asked for it
+	// Per variant (0: viewer, 1: operator, who gets checkboxes and buttons),
+	// per row: the service's row up to its last cell, and each real server's row.
+	svc [2][]string
+	srv [2][][]string
+}
+
+// liveView returns the shared view of m, a new one when m or the sparklines moved.
+func (p *Panel) liveView(m *model) *liveView {
+	gen := p.sampler.generation()
+	p.liveMu.Lock()
+	defer p.liveMu.Unlock()
+	if lv := p.live; lv != nil && lv.m == m && lv.spark == gen {
+		return lv
+	}
+	lv := &liveView{m: m, spark: gen, t: p.views.t["live_row"], s: p.sampler, orders: map[string][]*svcRow{},
+		pages: map[livePageKey]livePage{}}
+	for v := range lv.svc {
+		lv.svc[v] = make([]string, len(m.Rows))
+		lv.srv[v] = make([][]string, len(m.Rows))
+	}
+	p.live = lv
+	return lv
+}
+
+// livePage is one page of the table, as a filter, sort and role see it.
+type livePage struct {
+	body           template.HTML
+	shown, matched int
+	pager          pager
+}
+
+type livePageKey struct {
+	sort, q, page   string
+	problems, canOp bool
+}
+
+// maxLivePages bounds the pages kept per view (a view lives 2 s).
+const maxLivePages = 64
+
+// page is the page that sort, q, problems and page number ask for, made
+// once per view by build: every browser showing the same page shares it.
+func (lv *liveView) page(sort, q string, problems bool, page string, canOp bool, build func() livePage) livePage {
+	key := livePageKey{sort, q, page, problems, canOp}
+	lv.mu.Lock()
+	pg, ok := lv.pages[key]
+	lv.mu.Unlock()
+	if ok {
+		return pg
+	}
+	pg = build()
+	lv.mu.Lock()
+	if len(lv.pages) >= maxLivePages {
+		clear(lv.pages)
+	}
+	lv.pages[key] = pg
+	lv.mu.Unlock()
+	return pg
+}
+
+// order is the services sorted by key ("name": the desired state's order),
+// sorted once per view.
+func (lv *liveView) order(by string) []*svcRow {
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
+	if o, ok := lv.orders[by]; ok {
+		return o
+	}
+	o := append([]*svcRow(nil), lv.m.Rows...)
+	key := func(r *svcRow) uint64 {
+		switch by {
+		case "active":
+			return r.Active
+		case "cps":
+			return r.Stats.CPS
+		case "bps":
+			return r.Stats.InBPS + r.Stats.OutBPS
+		case "pps":
+			return r.Stats.InPPS + r.Stats.OutPPS
+		}
+		return 0
+	}
+	switch by {
+	case "name":
+	case "state":
+		sort.SliceStable(o, func(i, j int) bool { return stateRank(o[i]) < stateRank(o[j]) })
+	default:
+		sort.SliceStable(o, func(i, j int) bool { return key(o[i]) > key(o[j]) })
+	}
+	lv.orders[by] = o
+	return o
+}
+
+// body joins the rows of hits, rendering those not rendered yet. It returns
+// the HTML and the number of real-server rows in it.
+func (lv *liveView) body(hits []liveHit, canOp bool) (template.HTML, int) {
+	v := 0
+	if canOp {
+		v = 1
+	}
+	var b strings.Builder
+	shown := 0
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
+	var buf bytes.Buffer
+	for _, h := range hits {
+		row := h.row
+		if lv.svc[v][row.Index] == "" {
+			lv.render(&buf, row, v)
+		}
+		servers := lv.srv[v][row.Index]
+		b.WriteString(lv.svc[v][row.Index])
+		hidden := 0
+		if h.servers != nil {
+			hidden = len(servers) - len(h.servers)
+		}
+		if hidden > 0 {
+			b.WriteString(`<td><span class="muted small">` + itoa(hidden) + ` hidden</span></td></tr>`)
+		} else {
+			b.WriteString("<td></td></tr>")
+		}
+		if h.servers == nil {
+			for _, s := range servers {
+				b.WriteString(s)
+			}
+			shown += len(servers)
+		} else {
+			for _, j := range h.servers {
+				b.WriteString(servers[j])
+			}
+			shown += len(h.servers)
+		}
+		b.WriteString("</tbody>\n")
+	}
+	return template.HTML(b.String()), shown
+}
+
+// render fills in row's HTML for variant v (lv.mu held).
+func (lv *liveView) render(buf *bytes.Buffer, row *svcRow, v int) {
+	exec := func(name string, data any) string {
+		buf.Reset()
+		if err := lv.t.ExecuteTemplate(buf, name, data); err != nil {
+			return `<tr><td colspan="14" class="why">cannot render this row: ` + template.HTMLEscapeString(err.Error()) + "</td></tr>"
+		}
+		return buf.String()
+	}
+	lv.svc[v][row.Index] = exec("live_svc", svcCellsOf(row, lv.s.spark(row.SeriesKey)))
+	out := make([]string, len(row.Servers))
+	for j, sr := range row.Servers {
+		out[j] = exec("live_srv", srvCellsOf(sr, lv.s.spark(sr.SeriesKey), v == 1))
+	}
+	lv.srv[v][row.Index] = out
+}
+
+// svcCells is a service's row with every cell already formatted.
+type svcCells struct {
+	Problem                    string
+	Href, Label, Key           string
+	State, StateClass          string
+	Active, Inactive, CPS, PPS string
+	BPS, Spark                 string
+}
+
+func svcCellsOf(row *svcRow, spark string) svcCells {
+	label := row.Name
+	if label == "" {
+		label = row.ID
+	}
+	return svcCells{Problem: row.Problem, Href: pathOf("services", row.ID), Label: label, Key: row.KeyText,
+		State: row.State, StateClass: stateClass(row.State), Active: fmtNum(row.Active), Inactive: fmtNum(row.Inactive),
+		CPS: fmtRate(row.Stats.CPS), PPS: fmtRate(row.Stats.InPPS + row.Stats.OutPPS), BPS: fmtBytes(row.Stats.InBPS + row.Stats.OutBPS),
+		Spark: spark}
+}
+
+// srvCells is a real server's row with every cell already formatted; an
+// empty URL is a link or button not shown.
+type srvCells struct {
+	Problem, Draining           string
+	Sel, SelLabel               string
+	Href, Label, Addr           string
+	Status, StatusClass         string
+	Admin, AdminClass           string
+	Health, HealthClass         string
+	Weight, Active, Inactive    string
+	Limit, Lower                string
+	AtLimit                     bool
+	CPS, PPS, BPS, Spark        string
+	Drain, Enable, Disable, Why string
+}
+
+func srvCellsOf(sr *srvRow, spark string, canOp bool) srvCells {
+	c := srvCells{Problem: sr.Problem, Addr: sr.Addr, Label: sr.Addr, Status: sr.Status, StatusClass: stateClass(sr.Status),
+		Admin: sr.Admin, AdminClass: stateClass(sr.Admin), Health: sr.Health, HealthClass: stateClass(sr.Health),
+		Active: fmtNum(sr.Active), Inactive: fmtNum(sr.Inactive),
+		CPS: fmtRate(sr.Stats.CPS), PPS: fmtRate(sr.Stats.InPPS + sr.Stats.OutPPS), BPS: fmtBytes(sr.Stats.InBPS + sr.Stats.OutBPS),
+		Spark: spark}
+	if sr.Status == "draining" {
+		c.Draining = " ↓"
+	}
+	cfg, kw := "—", "—"
+	if sr.Server != nil {
+		cfg = itoa(sr.CfgWeight)
+	}
+	if sr.InKernel {
+		kw = itoa(int(sr.KWeight))
+	}
+	c.Weight = cfg + " / " + kw
+	switch {
+	case sr.Upper == 0:
+		c.Limit = "—"
+	case sr.AtThreshold():
+		c.AtLimit, c.Limit = true, itoa(int(sr.Active))+"/"+itoa(sr.Upper)
+	default:
+		c.Limit = itoa(sr.Upper)
+	}
+	if sr.Upper != 0 && sr.Lower != 0 {
+		c.Lower = " / " + itoa(sr.Lower)
+	}
+	if sr.Server == nil {
+		return c // removed from the desired state: no page, no actions
+	}
+	if sr.Name != "" {
+		c.Label = sr.Name
+	}
+	base := pathOf("services", sr.Svc.ID, "servers", sr.ID)
+	c.Href, c.Why = base, base+"/why"
+	if canOp {
+		c.Sel, c.SelLabel = sr.Svc.ID+"/"+sr.ID, "Select "+sr.ID+" of "+sr.Svc.ID
+		if sr.Admin == "enabled" {
+			c.Drain = base + "/drain"
+		} else {
+			c.Enable = base + "/enable"
+		}
+		if sr.Admin != "disabled" {
+			c.Disable = base + "/disable"
+		}
+	}
+	return c
+}
+
+func stateClass(s string) string { return "st-" + strings.ReplaceAll(s, " ", "-") }
