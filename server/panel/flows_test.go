@@ -6,6 +6,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -430,5 +431,27 @@ func TestLoginPage(t *testing.T) {
 	}
 	if r := e.get(t, "", "/static/0000/panel.css"); strings.Contains(r.Header.Get("Cache-Control"), "immutable") {
 		t.Fatal("an old hash is cached for a year")
+	}
+}
+
+// A server's health shows in the live table and in the why view, which names
+// it as the reason when it is down.
+func TestHealthInLiveTableAndWhy(t *testing.T) {
+	e := newEnv(t)
+	st := webState()
+	st.Services[0].Servers[1].Health = "down"
+	e.seed(t, st)
+	waitFor(t, "kernel", func() bool { m, _ := e.panel.model(t.Context()); return m != nil && m.Rows[0].InKernel })
+	waitFor(t, "the forced health in the model", func() bool {
+		m, _ := e.panel.model(t.Context())
+		return m != nil && len(m.Rows[0].Servers) > 1 && m.Rows[0].Servers[1].Health == "forced down"
+	})
+	if r := e.get(t, "vic", "/live"); !strings.Contains(r.Body, "forced down") {
+		t.Errorf("live table without the forced health: %s", excerpt(r.Body))
+	}
+	r := e.get(t, "vic", "/services/web/servers/r2/why")
+	if !strings.Contains(r.Body, `<span class="state st-down">blocks</span>`+"\n         <strong>Health</strong>: forced down") &&
+		!regexp.MustCompile(`blocks</span>\s*<strong>Health</strong>: forced down`).MatchString(r.Body) {
+		t.Errorf("why r2 does not name its health: %s", excerpt(r.Body))
 	}
 }

@@ -214,7 +214,7 @@ type srvCells struct {
 
 func srvCellsOf(sr *srvRow, spark string, canOp bool) srvCells {
 	c := srvCells{Problem: sr.Problem, Addr: sr.Addr, Label: sr.Addr, Status: sr.Status, StatusClass: stateClass(sr.Status),
-		Admin: sr.Admin, AdminClass: stateClass(sr.Admin), Health: sr.Health, HealthClass: stateClass(sr.Health),
+		Admin: sr.Admin, AdminClass: stateClass(sr.Admin), Health: sr.Health, HealthClass: healthClass(sr.Health),
 		Active: fmtNum(sr.Active), Inactive: fmtNum(sr.Inactive),
 		CPS: fmtRate(sr.Stats.CPS), PPS: fmtRate(sr.Stats.InPPS + sr.Stats.OutPPS), BPS: fmtBytes(sr.Stats.InBPS + sr.Stats.OutBPS),
 		Spark: spark}
@@ -263,3 +263,17 @@ func srvCellsOf(sr *srvRow, spark string, canOp bool) srvCells {
 }
 
 func stateClass(s string) string { return "st-" + strings.ReplaceAll(s, " ", "-") }
+
+// healthClass colours a health phase: up, down, on its way (going up or
+// down, forced), or not known (unchecked, not checked yet).
+func healthClass(phase string) string {
+	switch {
+	case phase == "up" || phase == "forced up" || phase == "sorry server":
+		return "st-up"
+	case phase == "down" || phase == "forced down":
+		return "st-down"
+	case strings.HasPrefix(phase, "going"):
+		return "st-draining"
+	}
+	return "st-unchecked"
+}

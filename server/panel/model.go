@@ -56,11 +56,12 @@ type srvRow struct {
 	Svc       *svcRow
 	ID        string
 	Name      string
-	Addr      string          // address:port as the kernel has it
-	Server    *ipvsmgr.Server // nil: removed from the desired state, still in the kernel
-	Admin     string          // enabled, drained, disabled, removed
-	Health    string          // unchecked (health checks are not built yet)
-	Status    string          // up, down, draining, drained, disabled, full, unknown
+	Addr      string               // address:port as the kernel has it
+	Server    *ipvsmgr.Server      // nil: removed from the desired state, still in the kernel
+	Admin     string               // enabled, drained, disabled, removed
+	Health    string               // the checks' phase: up, down, going down 2/3, ..., or unchecked
+	HealthOf  *server.HealthStatus // nil when the server has no check
+	Status    string               // up, down, draining, drained, disabled, full, unknown
 	Problem   string
 	CfgWeight int
 	KWeight   uint32
@@ -118,7 +119,8 @@ func (p *Panel) model(ctx context.Context) (*model, error) {
 		c.st.sk, c.st.keys = kernelKeys(st)
 		rev = srev
 	}
-	m := buildModel(c.st.rev, c.st.st, c.st.sk, c.st.keys, snap)
+	hs, _ := p.core.HealthByServer(ctx) // unchecked when it cannot be had
+	m := buildModel(c.st.rev, c.st.st, c.st.sk, c.st.keys, snap, hs)
 	c.m = m
 	c.keyed.rev, c.keyed.at = rev, at
 	return m, nil
@@ -157,7 +159,7 @@ func seriesKeyDest(k ipvsmgr.ServiceKey, d ipvsmgr.DestKey) string {
 	return "d " + k.String() + " " + d.String()
 }
 
-func buildModel(rev int64, st *ipvsmgr.State, sk []ipvsmgr.ServiceKey, dk [][]ipvsmgr.DestKey, snap *server.Snapshot) *model {
+func buildModel(rev int64, st *ipvsmgr.State, sk []ipvsmgr.ServiceKey, dk [][]ipvsmgr.DestKey, snap *server.Snapshot, hs map[ipvsmgr.ServerRef]*server.HealthStatus) *model {
 	m := &model{Rev: rev, State: st, Snap: snap, byID: make(map[string]*svcRow, len(st.Services))}
 	kernel := map[ipvsmgr.ServiceKey]*ipvsmgr.VirtualService{}
 	known := snap != nil && snap.Table != nil
@@ -193,6 +195,9 @@ func buildModel(rev int64, st *ipvsmgr.State, sk []ipvsmgr.ServiceKey, dk [][]ip
 			}
 			sr := &srvRow{Svc: row, ID: serverID(rs), Name: rs.Name, Addr: key.String(), Server: rs, Health: "unchecked",
 				CfgWeight: rs.EffectiveWeight(), Upper: rs.UpperThreshold, Lower: rs.LowerThreshold, SeriesKey: seriesKeyDest(sk[i], key)}
+			if h := hs[ipvsmgr.ServerRef{Service: sk[i], Server: key}]; h != nil {
+				sr.Health, sr.HealthOf = h.Phase, h
+			}
 			switch {
 			case !rs.IsEnabled():
 				sr.Admin = "disabled"

@@ -129,7 +129,26 @@ func (p *Panel) whyShow(w http.ResponseWriter, r *http.Request, u who) {
 		}
 	}
 	add(prep)
-	add(check{What: "Health", Unknown: true, Detail: "unchecked: health checks are not built yet"})
+	switch h := sr.HealthOf; {
+	case h == nil:
+		add(check{What: "Health", Detail: "unchecked: no check, the server is always in (give it or its service a check to have it watched)"})
+	case h.State == "down":
+		detail := h.Phase
+		if h.Since != nil {
+			detail += " since " + ago(*h.Since)
+		}
+		if h.Reason != "" {
+			detail += ": " + h.Reason
+		}
+		if h.Fault != "" {
+			detail += " (checker fault: " + h.Fault + ")"
+		}
+		add(check{What: "Health", Blocking: true, Detail: detail})
+	case h.State == "up":
+		add(check{What: "Health", Detail: h.Phase + ", effective weight " + fmt.Sprint(h.EffectiveWeight) + " of " + fmt.Sprint(h.ConfiguredWeight)})
+	default:
+		add(check{What: "Health", Unknown: true, Detail: h.Phase + ": " + h.Reason})
+	}
 	switch {
 	case sr.Upper > 0 && int(sr.Active) >= sr.Upper:
 		add(check{What: "Connection limit", Blocking: true, Detail: fmt.Sprintf("reached: %d active ≥ upper threshold %d (the kernel sends it no new connection until it is below %d)", sr.Active, sr.Upper, max(sr.Lower, 0))})
