@@ -4,13 +4,13 @@
 package server
 
 import (
-	"slices"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"

@@ -40,22 +40,22 @@ type sharedKernel struct {
 	store *store.Store
 	log   *slog.Logger
 
-	mu      sync.Mutex // one reconcile at a time; guards the fields below
-	conn    *KernelConn
-	rec     *ipvsmgr.Reconciler
+	mu   sync.Mutex // one reconcile at a time; guards the fields below
+	conn *KernelConn
+	rec  *ipvsmgr.Reconciler
 	// reader is what the poll reads the table through: a connection of
 	// its own (readConn) when one could be opened.
 	reader   ipvsmgr.Kernel
 	readConn *KernelConn
-	openErr error
-	rev     int64
-	desired *ipvsmgr.Desired
+	openErr  error
+	rev      int64
+	desired  *ipvsmgr.Desired
 	// reconciling is the newest revision a write offered and reconciles
 	// itself: the daemon's loop leaves it to the write, whose answer then
 	// lists the kernel changes it made.
 	reconciling int64
-	last    ReconcileReport
-	ready   chan struct{} // closed once the kernel is open
+	last        ReconcileReport
+	ready       chan struct{} // closed once the kernel is open
 
 	// health runs the daemon's checks; its view is laid over every desired
 	// state reconciled. check runs one check (the runner's, and "check now").

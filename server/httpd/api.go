@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -23,19 +22,8 @@ import (
 
 // api holds the JSON handlers; each calls the core and nothing else.
 type api struct {
-	core        *server.Core
-	statusCache statusCache
-}
-
-// statusCache is the status document as last encoded: every client asking
-// within the same second of the same snapshot gets the same bytes, so twenty
-// dashboards polling a director of 11,000 real servers cost one encoding a
-// second, not twenty.
-type statusCache struct {
-	mu   sync.Mutex
-	snap *server.Snapshot
-	sec  int64
-	body []byte
+	core     *server.Core
+	rendered server.Rendered // the status document, one encoding per snapshot
 }
 
 // apiRoutes is the API's route table: every route with the least role that may call it.
@@ -374,7 +362,13 @@ func (a *api) enableServer(on bool) func(w http.ResponseWriter, r *http.Request)
 }
 
 func (a *api) status(w http.ResponseWriter, r *http.Request) error {
-	body, err := a.statusCache.get(a.core, r)
+	body, err := a.rendered.Get(a.core.KeyNow(), func() ([]byte, error) {
+		v, err := a.core.Status(r.Context())
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(v)
+	})
 	if err != nil {
 		return err
 	}
@@ -382,29 +376,6 @@ func (a *api) status(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	_, err = w.Write(body)
 	return err
-}
-
-// get gives the status document, encoding it anew at most once a second and
-// once per snapshot (without a daemon, every time).
-func (c *statusCache) get(core *server.Core, r *http.Request) ([]byte, error) {
-	snap, sec := core.Snapshot(), time.Now().Unix()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if snap != nil && c.snap == snap && c.sec == sec && c.body != nil {
-		return c.body, nil
-	}
-	v, err := core.Status(r.Context())
-	if err != nil {
-		return nil, err
-	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	c.snap, c.sec, c.body = snap, sec, b.Bytes()
-	return c.body, nil
 }
 
 func (a *api) health(w http.ResponseWriter, r *http.Request) error {

@@ -9,7 +9,6 @@ import (
 	"context"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,10 +24,7 @@ import (
 type Metrics struct {
 	core       *server.Core
 	reg        *prometheus.Registry
-	mu         sync.Mutex // guards the last exposition
-	snap       *server.Snapshot
-	sec        int64
-	body       []byte
+	rendered   server.Rendered // the last exposition, one per snapshot
 	reconcile  prometheus.Histogram
 	recErrors  prometheus.Counter
 	recFailed  prometheus.Counter
@@ -123,8 +119,8 @@ func refLabels(ref ipvsmgr.ServerRef) []string {
 }
 
 // Handler serves the registry in Prometheus' text format. The exposition is
-// made at most once a second and once per kernel snapshot, however many
-// scrapers ask: a director of 11,000 real servers has some 90,000 series.
+// made once per kernel snapshot (every 2 s), however many scrapers ask: a
+// director of 11,000 real servers has some 90,000 series.
 func (m *Metrics) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := m.exposition()
@@ -138,25 +134,20 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 func (m *Metrics) exposition() ([]byte, error) {
-	snap, sec := m.core.Snapshot(), time.Now().Unix()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.body != nil && snap != nil && snap == m.snap && sec == m.sec {
-		return m.body, nil
-	}
-	families, err := m.reg.Gather()
-	if err != nil {
-		return nil, err
-	}
-	var b bytes.Buffer
-	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, f := range families {
-		if err := enc.Encode(f); err != nil {
+	return m.rendered.Get(m.core.KeyNow(), func() ([]byte, error) {
+		families, err := m.reg.Gather()
+		if err != nil {
 			return nil, err
 		}
-	}
-	m.snap, m.sec, m.body = snap, sec, b.Bytes()
-	return m.body, nil
+		var b bytes.Buffer
+		enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
+		for _, f := range families {
+			if err := enc.Encode(f); err != nil {
+				return nil, err
+			}
+		}
+		return b.Bytes(), nil
+	})
 }
 
 // Instrument counts a route's requests by status code and times them.

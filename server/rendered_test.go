@@ -1,0 +1,44 @@
+package server
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+// One rendering per snapshot however many ask; while a new one is made,
+// the others get the last one at once.
+func TestRenderedOncePerSnapshot(t *testing.T) {
+	var r Rendered
+	builds := 0
+	build := func(s string) func() ([]byte, error) {
+		return func() ([]byte, error) { builds++; return []byte(s), nil }
+	}
+	s1 := &Snapshot{At: time.Now()}
+	for range 5 {
+		if b, _ := r.Get(RenderKey{Snap: s1}, build("one")); string(b) != "one" {
+			t.Fatalf("got %q", b)
+		}
+	}
+	if builds != 1 {
+		t.Fatalf("%d renderings of one snapshot", builds)
+	}
+	s2 := &Snapshot{At: time.Now()}
+	started, release := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_, _ = r.Get(RenderKey{Snap: s2}, func() ([]byte, error) { close(started); <-release; return []byte("two"), nil })
+	})
+	<-started
+	if b, _ := r.Get(RenderKey{Snap: s2}, build("again")); string(b) != "one" {
+		t.Errorf("while the new one is made: %q, want the last one", b)
+	}
+	close(release)
+	wg.Wait()
+	if b, _ := r.Get(RenderKey{Snap: s2}, build("again")); string(b) != "two" {
+		t.Errorf("after: %q", b)
+	}
+	if b, _ := r.Get(RenderKey{Snap: s2, Stale: true}, build("stale")); string(b) != "stale" {
+		t.Errorf("a snapshot gone stale is rendered again: %q", b)
+	}
+}
