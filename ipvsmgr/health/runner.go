@@ -64,6 +64,7 @@ type Runner struct {
 	queue   probeHeap
 
 	afterResult func() // tests: called after each result is recorded
+	noConnector bool   // tests and benchmarks: tcp checks dial
 }
 
 // probe is one distinct check (spec) and its state machine; members are the
@@ -239,6 +240,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	sem := make(chan struct{}, r.cfg.Workers)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	tcp := r.tcpConnector(ctx, &wg)
 	for {
 		r.mu.Lock()
 		now := r.clock.Now()
@@ -259,6 +261,9 @@ func (r *Runner) Run(ctx context.Context) error {
 				return ctx.Err()
 			}
 			wg.Add(1)
+			if tcp != nil && p.spec.Type == "tcp" && r.startTCP(ctx, tcp, p, func() { <-sem; wg.Done() }) {
+				continue
+			}
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
@@ -309,7 +314,51 @@ func (r *Runner) runProbe(ctx context.Context, p *probe) {
 	start := r.clock.Now()
 	res := r.check(runCtx, &spec)
 	cancel()
+	r.finish(ctx, p, start, res)
+}
 
+// tcpConnector starts the non-blocking connector for tcp checks when the
+// runner runs the real checks; nil (every check dials) when a test's Check
+// replaces them or the connector cannot be made.
+func (r *Runner) tcpConnector(ctx context.Context, wg *sync.WaitGroup) *tcpConnector {
+	if r.cfg.Check != nil || r.noConnector {
+		return nil
+	}
+	tcp, err := newTCPConnector()
+	if err != nil {
+		r.cfg.Log.Warn("tcp checks dial, one goroutine each", "err", err)
+		return nil
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tcp.run(ctx)
+	}()
+	return tcp
+}
+
+// startTCP begins p's tcp check on the connector, with no goroutine of its
+// own; release is called once the result is recorded. false: the connector
+// cannot make this connect, and the caller runs the check as any other.
+func (r *Runner) startTCP(ctx context.Context, tcp *tcpConnector, p *probe, release func()) bool {
+	r.mu.Lock()
+	if p.removed {
+		r.mu.Unlock()
+		release()
+		return true
+	}
+	spec := p.spec
+	r.mu.Unlock()
+	start := r.clock.Now()
+	return tcp.start(&spec, func(res Result) {
+		defer release()
+		r.finish(ctx, p, start, res)
+	})
+}
+
+// finish records a check's result, tells the changes, and puts the probe
+// back on the heap.
+func (r *Runner) finish(ctx context.Context, p *probe, start time.Time, res Result) {
 	r.mu.Lock()
 	p.cancel = nil
 	if p.removed || ctx.Err() != nil {
