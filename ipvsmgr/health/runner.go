@@ -35,6 +35,9 @@ type Event struct {
 type Config struct {
 	// Check runs one check; nil: a Checker's Run.
 	Check func(ctx context.Context, spec *ipvsmgr.CheckSpec) Result
+	// OnCheck is called after every check run, with the run's result
+	// (metrics); never with the runner's lock held.
+	OnCheck func(spec *ipvsmgr.CheckSpec, r Result)
 	// Notify is told of every change, from the runner's goroutines and
 	// never with its lock held; it should return quickly (queue the event
 	// and wake the reconcile).
@@ -314,14 +317,25 @@ func (r *Runner) runProbe(ctx context.Context, p *probe) {
 	start := r.clock.Now()
 	res := r.check(runCtx, &spec)
 	cancel()
-	r.finish(ctx, p, start, res)
+	r.finish(ctx, p, &spec, start, res)
+}
+
+// SetCheck replaces the real checks (tcp on the connector included) with
+// check, as Config.Check does; call it before Run.
+func (r *Runner) SetCheck(check func(ctx context.Context, spec *ipvsmgr.CheckSpec) Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cfg.Check, r.check = check, check
 }
 
 // tcpConnector starts the non-blocking connector for tcp checks when the
 // runner runs the real checks; nil (every check dials) when a test's Check
 // replaces them or the connector cannot be made.
 func (r *Runner) tcpConnector(ctx context.Context, wg *sync.WaitGroup) *tcpConnector {
-	if r.cfg.Check != nil || r.noConnector {
+	r.mu.Lock()
+	replaced := r.cfg.Check != nil || r.noConnector
+	r.mu.Unlock()
+	if replaced {
 		return nil
 	}
 	tcp, err := newTCPConnector()
@@ -352,13 +366,16 @@ func (r *Runner) startTCP(ctx context.Context, tcp *tcpConnector, p *probe, rele
 	start := r.clock.Now()
 	return tcp.start(&spec, func(res Result) {
 		defer release()
-		r.finish(ctx, p, start, res)
+		r.finish(ctx, p, &spec, start, res)
 	})
 }
 
 // finish records a check's result, tells the changes, and puts the probe
 // back on the heap.
-func (r *Runner) finish(ctx context.Context, p *probe, start time.Time, res Result) {
+func (r *Runner) finish(ctx context.Context, p *probe, spec *ipvsmgr.CheckSpec, start time.Time, res Result) {
+	if r.cfg.OnCheck != nil {
+		r.cfg.OnCheck(spec, res)
+	}
 	r.mu.Lock()
 	p.cancel = nil
 	if p.removed || ctx.Err() != nil {

@@ -137,3 +137,41 @@ func cpuTime(b *testing.B) (user, sys time.Duration) {
 	}
 	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
 }
+
+// BenchmarkRunnerTCP1000 runs the scheduler on 1,000 tcp checks every 100 ms
+// for a second (about 10,000 checks), dialled or on the connector, and
+// reports the process's CPU time per check.
+func BenchmarkRunnerTCP1000(b *testing.B) {
+	fds, specs := rawListeners(b, 1000)
+	for _, mode := range []string{"dial", "epoll"} {
+		b.Run(mode, func(b *testing.B) {
+			var user, sys time.Duration
+			var checks int64
+			for i := 0; i < b.N; i++ {
+				var n atomic.Int64
+				r := NewRunner(Config{})
+				r.noConnector = mode == "dial"
+				r.afterResult = func() { n.Add(1) }
+				sc := make([]ipvsmgr.ServerCheck, len(specs))
+				for j, s := range specs {
+					spec := *s
+					spec.Interval = 100 * time.Millisecond
+					sc[j] = ipvsmgr.ServerCheck{Ref: ipvsmgr.ServerRef{Server: ipvsmgr.DestKey{Addr: s.Target.Addr(), Port: s.Target.Port()}}, Spec: spec, Weight: 1}
+				}
+				r.Update(sc)
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				u0, s0 := cpuTime(b)
+				r.Run(ctx)
+				u1, s1 := cpuTime(b)
+				cancel()
+				user, sys, checks = user+u1-u0, sys+s1-s0, checks+n.Load()
+				b.StopTimer()
+				drain(fds)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64((user+sys).Nanoseconds())/1e3/float64(checks), "cpu-µs/check")
+			b.ReportMetric(float64(user.Nanoseconds())/1e3/float64(checks), "user-µs/check")
+			b.ReportMetric(float64(checks)/float64(b.N), "checks/op")
+		})
+	}
+}
