@@ -8,7 +8,9 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -23,14 +25,18 @@ import (
 // targets a Go dial costs about twice the CPU: a goroutine, the runtime's
 // poller registration, timers, and socket options a check does not need.
 type tcpConnector struct {
-	epfd   int
-	wakefd int // an eventfd: a new earlier deadline, or the end
+	// epoll is the connects' epoll, itself waited for by the Go runtime's
+	// poller: no thread sleeps in epoll_wait, and a read deadline on it is
+	// the earliest connect's timeout.
+	epoll *os.File
+	raw   syscall.RawConn
 
 	mu      sync.Mutex
 	pending map[int32]*connect
 	byTime  connectHeap
-	waiting time.Time // the deadline epoll_wait sleeps until (zero: none)
-	closed  bool
+	waiting time.Time // the deadline set on epoll (zero: none)
+	closed  bool      // run has ended: start dials instead
+	stop    bool      // ctx ended: run ends
 }
 
 // connect is one check under way.
@@ -48,18 +54,22 @@ func newTCPConnector() (*tcpConnector, error) {
 	if err != nil {
 		return nil, err
 	}
-	wakefd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		unix.Close(epfd)
+		return nil, err
+	}
+	f := os.NewFile(uintptr(epfd), "tcp check epoll")
+	raw, err := f.SyscallConn()
 	if err != nil {
-		unix.Close(epfd)
+		f.Close()
 		return nil, err
 	}
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: -1}
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wakefd, &ev); err != nil {
-		unix.Close(wakefd)
-		unix.Close(epfd)
+	if err := f.SetReadDeadline(time.Time{}); err != nil {
+		// Not in the runtime's poller: run could not wait on it.
+		f.Close()
 		return nil, err
 	}
-	return &tcpConnector{epfd: epfd, wakefd: wakefd, pending: map[int32]*connect{}}, nil
+	return &tcpConnector{epoll: f, raw: raw, pending: map[int32]*connect{}}, nil
 }
 
 // start begins a connect to spec's target; done is called once with the
@@ -111,19 +121,30 @@ func (c *tcpConnector) start(spec *ipvsmgr.CheckSpec, done func(Result)) bool {
 		return false
 	}
 	ev := unix.EpollEvent{Events: unix.EPOLLOUT | unix.EPOLLONESHOT, Fd: cn.fd}
-	if err := unix.EpollCtl(c.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+	var ctlErr error
+	c.raw.Control(func(epfd uintptr) {
+		ctlErr = unix.EpollCtl(int(epfd), unix.EPOLL_CTL_ADD, fd, &ev)
+	})
+	if ctlErr != nil {
 		c.mu.Unlock()
 		unix.Close(fd)
 		return false
 	}
 	c.pending[cn.fd] = cn
 	heap.Push(&c.byTime, cn)
-	wake := c.waiting.IsZero() || cn.deadline.Before(c.waiting)
-	c.mu.Unlock()
-	if wake {
-		c.wake()
+	if c.waiting.IsZero() || cn.deadline.Before(c.waiting) {
+		c.setDeadline(cn.deadline)
 	}
+	c.mu.Unlock()
 	return true
+}
+
+// setDeadline makes run wake at t at the latest; c.mu is held.
+func (c *tcpConnector) setDeadline(t time.Time) {
+	if !t.Equal(c.waiting) {
+		c.waiting = t
+		c.epoll.SetReadDeadline(t)
+	}
 }
 
 func zoneID(a netip.Addr) uint32 {
@@ -148,43 +169,43 @@ func resetClose(fd int) {
 	unix.Close(fd)
 }
 
-func (c *tcpConnector) wake() {
-	var one = [8]byte{1}
-	unix.Write(c.wakefd, one[:])
-}
-
 // run waits for the connects to finish or time out until ctx ends; then
 // every connect still under way is told "check cancelled", and the epoll is
 // closed.
 func (c *tcpConnector) run(ctx context.Context) {
-	stop := context.AfterFunc(ctx, c.wake)
+	stop := context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		c.stop = true
+		c.setDeadline(time.Unix(1, 0))
+		c.mu.Unlock()
+	})
 	defer stop()
 	events := make([]unix.EpollEvent, 256)
-	var buf [8]byte
 	var done []*connect
 	var results []Result
-	for ctx.Err() == nil {
+	for {
 		c.mu.Lock()
-		wait := -1
-		c.waiting = time.Time{}
-		if len(c.byTime) > 0 {
-			c.waiting = c.byTime[0].deadline
-			// Rounded up: woken a little late rather than early and idle.
-			wait = int((time.Until(c.waiting) + time.Millisecond - 1) / time.Millisecond)
-			wait = max(wait, 0)
+		if c.stop {
+			c.mu.Unlock()
+			break
 		}
+		next := time.Time{}
+		if len(c.byTime) > 0 {
+			next = c.byTime[0].deadline
+		}
+		c.setDeadline(next)
 		c.mu.Unlock()
-		n, err := unix.EpollWait(c.epfd, events, wait)
-		if err != nil && !errors.Is(err, unix.EINTR) {
+		n := 0
+		err := c.raw.Read(func(epfd uintptr) bool {
+			n, _ = unix.EpollWait(int(epfd), events, 0)
+			return n > 0
+		})
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 			break
 		}
 		done, results = done[:0], results[:0]
 		c.mu.Lock()
 		for _, ev := range events[:max(n, 0)] {
-			if ev.Fd == -1 {
-				unix.Read(c.wakefd, buf[:])
-				continue
-			}
 			cn := c.pending[ev.Fd]
 			if cn == nil {
 				continue
@@ -221,8 +242,7 @@ func (c *tcpConnector) run(ctx context.Context) {
 	for _, cn := range left {
 		cn.done(fault("check cancelled"))
 	}
-	unix.Close(c.wakefd)
-	unix.Close(c.epfd)
+	c.epoll.Close()
 }
 
 // outcome reads a writable socket's connect result and closes it.
