@@ -213,7 +213,7 @@ func (c *tcpConnector) run(ctx context.Context) {
 			delete(c.pending, cn.fd)
 			heap.Remove(&c.byTime, cn.index)
 			done = append(done, cn)
-			results = append(results, c.outcome(cn))
+			results = append(results, Result{}) // read below, without the lock
 		}
 		now := time.Now()
 		for len(c.byTime) > 0 && !c.byTime[0].deadline.After(now) {
@@ -224,6 +224,11 @@ func (c *tcpConnector) run(ctx context.Context) {
 			results = append(results, fail("timeout after "+cn.spec.Timeout.String()))
 		}
 		c.mu.Unlock()
+		for i, cn := range done {
+			if results[i].Outcome == 0 {
+				results[i] = c.outcome(cn)
+			}
+		}
 		for i, cn := range done {
 			r := results[i]
 			r.Duration = time.Since(cn.start)
