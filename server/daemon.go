@@ -43,7 +43,7 @@ func NewDaemon(c *Core, log *slog.Logger) *Daemon {
 	}
 	d := &Daemon{Core: c, Log: log, health: newDaemonHealth()}
 	sk := &sharedKernel{open: c.open, store: c.store, log: c.log, ready: make(chan struct{}), check: d.runCheck, overlay: c.roleOverlay}
-	sk.health = health.NewRunner(health.Config{Check: d.runCheck, Notify: d.notify, Log: log})
+	sk.health = health.NewRunner(health.Config{OnCheck: d.checked, Notify: d.notify, Log: log})
 	c.shared = sk
 	return d
 }

@@ -38,7 +38,8 @@ func (d *Daemon) OnHealthEvent(f func(health.Event)) { d.health.onEvent = f }
 // OnCheck calls f after every check run (metrics). Set it before Run.
 func (d *Daemon) OnCheck(f func(spec *ipvsmgr.CheckSpec, r health.Result)) { d.health.onCheck = f }
 
-// runCheck runs one check: the daemon's Check (tests), else the real one.
+// runCheck runs one check now (the health verb's --check): the daemon's
+// Check (tests), else the real one.
 func (d *Daemon) runCheck(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result {
 	var r health.Result
 	if d.Check != nil {
@@ -46,10 +47,15 @@ func (d *Daemon) runCheck(ctx context.Context, spec *ipvsmgr.CheckSpec) health.R
 	} else {
 		r = d.health.checker.Run(ctx, spec)
 	}
+	d.checked(spec, r)
+	return r
+}
+
+// checked is told of every check run (the runner's and runCheck's).
+func (d *Daemon) checked(spec *ipvsmgr.CheckSpec, r health.Result) {
 	if f := d.health.onCheck; f != nil {
 		f(spec, r)
 	}
-	return r
 }
 
 // notify is the runner's Notify: it must return at once.
@@ -97,6 +103,9 @@ func (d *Daemon) startHealth(ctx context.Context) (done <-chan struct{}) {
 			saved[ref] = tr
 		}
 		sk.health.RestoreFrom(prev)
+	}
+	if d.Check != nil {
+		sk.health.SetCheck(d.Check)
 	}
 	ch := make(chan struct{})
 	var wg sync.WaitGroup

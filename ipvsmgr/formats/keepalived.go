@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -10,9 +11,10 @@ import (
 )
 
 // keepalived.conf: the virtual_server and real_server blocks become services
-// and servers; everything else (global_defs, vrrp_instance, checker blocks,
-// delay_loop, quorum...) is kept in State.Imported: a block as one entry
-// whose value is its text, a statement as its keyword and arguments.
+// and servers, their checkers checks (keepalived_check.go); everything else
+// (global_defs, vrrp_instance, hysteresis, a digest...) is kept in
+// State.Imported: a block as one entry whose value is its text, a statement
+// as its keyword and arguments.
 
 var kaForwarding = map[string]string{"DR": "dr", "NAT": "nat", "TUN": "tun"}
 
@@ -100,8 +102,9 @@ func (k *kaImporter) virtualServer(n *kaNode) error {
 	scope := n.header()
 	// protocol is only known to matter once every key is read (a fwmark
 	// service has none), and keepalived's default method is NAT.
-	var protocol *kaNode
+	var protocol, sorry, quorum *kaNode
 	var servers []*kaNode
+	var checks kaCheckSettings
 	for _, c := range n.children {
 		kw := c.word(0)
 		set := func(f string) { k.lines[field+"."+f] = c.line }
@@ -173,9 +176,18 @@ func (k *kaImporter) virtualServer(n *kaNode) error {
 			set("scheduler_flags")
 		case "real_server":
 			servers = append(servers, c)
+		case "sorry_server":
+			sorry = c
+		case "quorum":
+			quorum = c
+		case "alpha":
+			checks.alpha = true
 		default:
-			// delay_loop, sorry_server, virtualhost, alpha, omega, quorum,
-			// hysteresis, ha_suspend, quorum_up, retry...
+			if checks.setting(c) {
+				continue
+			}
+			// virtualhost, omega, hysteresis, ha_suspend, quorum_up,
+			// delay_before_retry...
 			k.keep(scope, c)
 		}
 	}
@@ -198,8 +210,22 @@ func (k *kaImporter) virtualServer(n *kaNode) error {
 	if svc.Forwarding == "" {
 		svc.Forwarding = "nat"
 	}
+	var rsChecks []*kaCheck
 	for _, c := range servers {
-		if err := k.realServer(&svc, idx, scope, c); err != nil {
+		ch, err := k.realServer(&svc, idx, scope, c, checks)
+		if err != nil {
+			return err
+		}
+		rsChecks = append(rsChecks, ch)
+	}
+	k.placeChecks(&svc, field, rsChecks)
+	if sorry != nil {
+		if err := k.sorryServer(&svc, field, scope, sorry); err != nil {
+			return err
+		}
+	}
+	if quorum != nil {
+		if err := k.quorum(&svc, field, scope, quorum); err != nil {
 			return err
 		}
 	}
@@ -214,30 +240,33 @@ func (k *kaImporter) arg(n *kaNode) (string, error) {
 	return n.word(1), nil
 }
 
-func (k *kaImporter) realServer(svc *ipvsmgr.Service, idx int, vsScope string, n *kaNode) error {
+// realServer adds the server to svc and returns its check (nil: none).
+func (k *kaImporter) realServer(svc *ipvsmgr.Service, idx int, vsScope string, n *kaNode, checks kaCheckSettings) (*kaCheck, error) {
 	field := fmt.Sprintf("services[%d].servers[%d]", idx, len(svc.Servers))
 	k.lines[field] = n.line
 	if len(n.words) < 2 || len(n.words) > 3 {
-		return k.errf(n.line, "want `real_server ADDRESS [PORT] {`")
+		return nil, k.errf(n.line, "want `real_server ADDRESS [PORT] {`")
 	}
 	a, err := netip.ParseAddr(n.word(1))
 	if err != nil {
-		return k.errf(n.line, "real server %q is not an IP address", n.word(1))
+		return nil, k.errf(n.line, "real server %q is not an IP address", n.word(1))
 	}
 	rs := ipvsmgr.Server{Address: a.Unmap().String()}
 	if len(n.words) == 3 {
 		if rs.Port, err = strconv.Atoi(n.word(2)); err != nil {
-			return k.errf(n.line, "real server port %q is not a number", n.word(2))
+			return nil, k.errf(n.line, "real server port %q is not a number", n.word(2))
 		}
 		k.lines[field+".port"] = n.line
 	}
 	scope := vsScope + " " + n.header()
+	var checkers []*kaNode
 	for _, c := range n.children {
 		kw := c.word(0)
 		if c.block {
-			// TCP_CHECK, HTTP_GET, SSL_GET, MISC_CHECK, SMTP_CHECK, DNS_CHECK...
-			// kept whole for the health checks.
-			k.keep(scope, c)
+			checkers = append(checkers, c)
+			continue
+		}
+		if checks.setting(c) {
 			continue
 		}
 		num := func(f string, dst *int) error {
@@ -255,32 +284,49 @@ func (k *kaImporter) realServer(svc *ipvsmgr.Service, idx int, vsScope string, n
 		case "weight":
 			var w int
 			if err := num("weight", &w); err != nil {
-				return err
+				return nil, err
 			}
 			rs.Weight = intPtr(w)
 		case "uthreshold":
 			if err := num("upper_threshold", &rs.UpperThreshold); err != nil {
-				return err
+				return nil, err
 			}
 		case "lthreshold":
 			if err := num("lower_threshold", &rs.LowerThreshold); err != nil {
-				return err
+				return nil, err
 			}
 		case "lvs_method", "lb_kind":
 			v, err := k.arg(c)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			fwd, ok := kaForwarding[strings.ToUpper(v)]
 			if !ok {
-				return k.errf(c.line, "%s %q: want DR, NAT or TUN", kw, v)
+				return nil, k.errf(c.line, "%s %q: want DR, NAT or TUN", kw, v)
 			}
 			rs.Forwarding = fwd
 			k.lines[field+".forwarding"] = c.line
 		default:
-			// inhibit_on_failure, notify_up, notify_down, delay_loop...
+			// notify_up, notify_down, delay_before_retry...
 			k.keep(scope, c)
 		}
+	}
+	// keepalived requires every checker of a server to pass; a server has
+	// one check here, the first that maps, and the others are kept.
+	var check *kaCheck
+	for _, c := range checkers {
+		if check == nil {
+			kept := len(k.st.Imported)
+			ch, err := k.checker(scope, c, checks)
+			if err != nil {
+				return nil, err
+			}
+			if check = ch; check != nil {
+				continue
+			}
+			k.st.Imported = k.st.Imported[:kept] // the block is kept whole
+		}
+		k.keep(scope, c)
 	}
 	if rs.Weight == nil {
 		rs.Weight = intPtr(1)
@@ -289,12 +335,21 @@ func (k *kaImporter) realServer(svc *ipvsmgr.Service, idx int, vsScope string, n
 	if fwd == "" {
 		fwd = svc.Forwarding
 	}
-	if svc.FWMark > 0 && rs.Port != 0 && fwd != "nat" {
+	switch {
+	case svc.FWMark > 0 && rs.Port != 0 && fwd != "nat":
 		// A DR or TUN server of a fwmark service gets the packet's own
 		// port; the port written here is only where checkers connect.
-		k.st.Imported = append(k.st.Imported, ipvsmgr.ImportedKey{Source: FormatKeepalived, Line: n.line, Scope: scope, Key: "port", Value: n.word(2)})
+		if check == nil {
+			k.st.Imported = append(k.st.Imported, ipvsmgr.ImportedKey{Source: FormatKeepalived, Line: n.line, Scope: scope, Key: "port", Value: n.word(2)})
+		} else if check.check.Port == 0 {
+			check.check.Port = rs.Port
+			check.lines["port"] = n.line
+		}
 		rs.Port = 0
+	case check != nil && check.check.Port != 0 && check.check.Port == cmp.Or(rs.Port, svc.Port):
+		check.check.Port = 0 // the server's own port
+		delete(check.lines, "port")
 	}
 	svc.Servers = append(svc.Servers, rs)
-	return nil
+	return check, nil
 }

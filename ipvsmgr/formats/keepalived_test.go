@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -14,16 +15,21 @@ func TestImportKeepalivedSamples(t *testing.T) {
 	}
 }
 
-func TestKeepalivedCheckerKeptVerbatim(t *testing.T) {
+func TestKeepalivedCheckerMapped(t *testing.T) {
 	st, err := Import(FormatKeepalived, strings.NewReader(`virtual_server 198.18.0.1 80 {
   lb_kind DR
   real_server 198.18.0.11 80 {
     weight 2
     HTTP_GET {
       url {
-        path "/a b"   # comment kept too
+        path "/a b"   # a comment
         status_code 200
+        digest 9b3a0c85a887a256d6939da88aabd8cd
       }
+      SMTP_CHECK {
+      }
+    }
+    SMTP_CHECK {
     }
   }
 }
@@ -31,13 +37,88 @@ func TestKeepalivedCheckerKeptVerbatim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ipvsmgr.ImportedKey{{Source: "keepalived", Line: 5, Scope: "virtual_server 198.18.0.1 80 real_server 198.18.0.11 80",
-		Key: "HTTP_GET", Value: "HTTP_GET {\n  url {\n    path \"/a b\"   # comment kept too\n    status_code 200\n  }\n}"}}
-	if d := cmp.Diff(want, st.Imported); d != "" {
-		t.Error(d)
+	want := &ipvsmgr.Check{Type: "http", Interval: 60, Timeout: 5, Rise: 1, Fall: 2, StartHealthy: boolPtr(true),
+		Path: "/a%20b", ExpectStatus: []int{200}}
+	if d := cmp.Diff(want, st.Services[0].Check); d != "" {
+		t.Errorf("check (-want +got):\n%s", d)
 	}
-	if rs := st.Services[0].Servers[0]; *rs.Weight != 2 || st.Services[0].Forwarding != "dr" {
+	scope := "virtual_server 198.18.0.1 80 real_server 198.18.0.11 80"
+	wantKept := []ipvsmgr.ImportedKey{
+		{Source: "keepalived", Line: 9, Scope: scope + " HTTP_GET url", Key: "digest", Value: "9b3a0c85a887a256d6939da88aabd8cd"},
+		{Source: "keepalived", Line: 11, Scope: scope + " HTTP_GET", Key: "SMTP_CHECK", Value: "SMTP_CHECK {\n}"},
+		{Source: "keepalived", Line: 14, Scope: scope, Key: "SMTP_CHECK", Value: "SMTP_CHECK {\n}"},
+	}
+	if d := cmp.Diff(wantKept, st.Imported); d != "" {
+		t.Errorf("imported (-want +got):\n%s", d)
+	}
+	if rs := st.Services[0].Servers[0]; *rs.Weight != 2 || rs.Check != nil || st.Services[0].Forwarding != "dr" {
 		t.Errorf("mapping: %+v", st.Services[0])
+	}
+}
+
+// A setting of the virtual_server reaches every checker under it, the real
+// server's overrides it, the checker's overrides both; servers whose checks
+// differ keep one each.
+func TestKeepalivedCheckSettingsInherited(t *testing.T) {
+	st, err := Import(FormatKeepalived, strings.NewReader(`virtual_server 198.18.0.1 80 {
+  delay_loop 4
+  connect_timeout 3
+  retry 4
+  inhibit_on_failure
+  alpha
+  real_server 198.18.0.11 80 {
+    TCP_CHECK {
+    }
+  }
+  real_server 198.18.0.12 80 {
+    delay_loop 2
+    TCP_CHECK {
+      retry 0
+      connect_port 80
+    }
+  }
+  real_server 198.18.0.13 80 {
+  }
+}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := st.Services[0]
+	if svc.Check != nil {
+		t.Fatalf("checks differ, yet the service has one: %+v", svc.Check)
+	}
+	want := []*ipvsmgr.Check{
+		{Type: "tcp", Interval: 4, Timeout: 3, Rise: 1, Fall: 5, OnFailure: "quiesce"},
+		{Type: "tcp", Interval: 2, Timeout: 3, Rise: 1, Fall: 1, OnFailure: "quiesce"},
+		nil, // no checker: always in, as in keepalived
+	}
+	for i, w := range want {
+		if d := cmp.Diff(w, svc.Servers[i].Check); d != "" {
+			t.Errorf("server %d (-want +got):\n%s", i, d)
+		}
+	}
+	if len(st.Imported) != 0 {
+		t.Errorf("every setting is mapped, yet kept: %+v", st.Imported)
+	}
+}
+
+func TestKeepalivedQuorumIsAWeightSum(t *testing.T) {
+	conf := func(w2 int) string {
+		return fmt.Sprintf("virtual_server 198.18.0.1 80 {\n  quorum 5\n  real_server 198.18.1.1 80 {\n weight 2\n }\n  real_server 198.18.1.2 80 {\n weight %d\n }\n}\n", w2)
+	}
+	st, err := Import(FormatKeepalived, strings.NewReader(conf(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := st.Services[0].Quorum; q != 3 || len(st.Imported) != 0 {
+		t.Errorf("quorum 5 of weight-2 servers: want 3 servers, got %d (kept %+v)", q, st.Imported)
+	}
+	if st, err = Import(FormatKeepalived, strings.NewReader(conf(3))); err != nil {
+		t.Fatal(err)
+	}
+	if q := st.Services[0].Quorum; q != 0 || len(st.Imported) != 1 || st.Imported[0].Key != "quorum" {
+		t.Errorf("weights differ: the quorum is kept, not mapped; got quorum %d, kept %+v", q, st.Imported)
 	}
 }
 
@@ -70,5 +151,13 @@ func TestImportKeepalivedErrors(t *testing.T) {
 		{"no block", "virtual_server 198.18.0.1 80\n", 1, "without a { ... } block"},
 		{"too deep", strings.Repeat("a {\n", 40), 33, "nested deeper"},
 		{"two values", "virtual_server 198.18.0.1 80 {\n  lb_algo rr wrr\n}\n", 2, "takes one value"},
+		{"connect_port", "virtual_server 198.18.0.1 80 {\n  real_server 198.18.0.2 80 {\n    TCP_CHECK {\n      connect_port http\n    }\n  }\n}\n", 4, `connect_port "http"`},
+		{"port range", "virtual_server 198.18.0.1 80 {\n  real_server 198.18.0.2 80 {\n    TCP_CHECK {\n      connect_port 70000\n    }\n  }\n}\n", 4, "70000 is out of range"},
+		{"no misc_path", "virtual_server 198.18.0.1 80 {\n  real_server 198.18.0.2 80 {\n    MISC_CHECK {\n    }\n  }\n}\n", 3, "without misc_path"},
+		{"status code", "virtual_server 198.18.0.1 80 {\n  real_server 198.18.0.2 80 {\n    HTTP_GET {\n      url {\n        status_code 200-700\n      }\n    }\n  }\n}\n", 5, "within 100-599"},
+		{"delay_loop", "virtual_server 198.18.0.1 80 {\n  delay_loop soon\n  real_server 198.18.0.2 80 {\n    TCP_CHECK {\n    }\n  }\n}\n", 2, `delay_loop "soon"`},
+		{"interval range", "virtual_server 198.18.0.1 80 {\n  delay_loop 0.01\n  real_server 198.18.0.2 80 {\n    TCP_CHECK {\n    }\n  }\n}\n", 2, "out of range 0.1"},
+		{"retry", "virtual_server 198.18.0.1 80 {\n  real_server 198.18.0.2 80 {\n    retry -1\n    TCP_CHECK {\n    }\n  }\n}\n", 3, `retry "-1"`},
+		{"sorry server", "virtual_server 198.18.0.1 80 {\n  sorry_server backup 80\n}\n", 2, `sorry server "backup"`},
 	})
 }

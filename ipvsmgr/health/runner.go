@@ -35,6 +35,9 @@ type Event struct {
 type Config struct {
 	// Check runs one check; nil: a Checker's Run.
 	Check func(ctx context.Context, spec *ipvsmgr.CheckSpec) Result
+	// OnCheck is called after every check run, with the run's result
+	// (metrics); never with the runner's lock held.
+	OnCheck func(spec *ipvsmgr.CheckSpec, r Result)
 	// Notify is told of every change, from the runner's goroutines and
 	// never with its lock held; it should return quickly (queue the event
 	// and wake the reconcile).
@@ -48,6 +51,11 @@ type Config struct {
 	FlapWindow time.Duration
 	FlapCount  int
 }
+
+// batchSlack: the checks due within it are started together, a little
+// early, so that a thousand checks a second wake the scheduler (and the
+// connector) a hundred times rather than a thousand.
+const batchSlack = 10 * time.Millisecond
 
 // Runner runs every check of a director on one scheduler: a heap of the
 // next run times, bounded concurrency, one run per distinct check however
@@ -64,6 +72,7 @@ type Runner struct {
 	queue   probeHeap
 
 	afterResult func() // tests: called after each result is recorded
+	noConnector bool   // tests and benchmarks: tcp checks dial
 }
 
 // probe is one distinct check (spec) and its state machine; members are the
@@ -239,11 +248,12 @@ func (r *Runner) Run(ctx context.Context) error {
 	sem := make(chan struct{}, r.cfg.Workers)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	tcp := r.tcpConnector(ctx, &wg)
 	for {
 		r.mu.Lock()
 		now := r.clock.Now()
 		var due []*probe
-		for len(r.queue) > 0 && !r.queue[0].next.After(now) {
+		for len(r.queue) > 0 && !r.queue[0].next.After(now.Add(batchSlack)) {
 			due = append(due, heap.Pop(&r.queue).(*probe))
 		}
 		var next time.Time
@@ -259,6 +269,9 @@ func (r *Runner) Run(ctx context.Context) error {
 				return ctx.Err()
 			}
 			wg.Add(1)
+			if tcp != nil && p.spec.Type == "tcp" && r.startTCP(ctx, tcp, p, func() { <-sem; wg.Done() }) {
+				continue
+			}
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
@@ -309,7 +322,65 @@ func (r *Runner) runProbe(ctx context.Context, p *probe) {
 	start := r.clock.Now()
 	res := r.check(runCtx, &spec)
 	cancel()
+	r.finish(ctx, p, &spec, start, res)
+}
 
+// SetCheck replaces the real checks (tcp on the connector included) with
+// check, as Config.Check does; call it before Run.
+func (r *Runner) SetCheck(check func(ctx context.Context, spec *ipvsmgr.CheckSpec) Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cfg.Check, r.check = check, check
+}
+
+// tcpConnector starts the non-blocking connector for tcp checks when the
+// runner runs the real checks; nil (every check dials) when a test's Check
+// replaces them or the connector cannot be made.
+func (r *Runner) tcpConnector(ctx context.Context, wg *sync.WaitGroup) *tcpConnector {
+	r.mu.Lock()
+	replaced := r.cfg.Check != nil || r.noConnector
+	r.mu.Unlock()
+	if replaced {
+		return nil
+	}
+	tcp, err := newTCPConnector()
+	if err != nil {
+		r.cfg.Log.Warn("tcp checks dial, one goroutine each", "err", err)
+		return nil
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tcp.run(ctx)
+	}()
+	return tcp
+}
+
+// startTCP begins p's tcp check on the connector, with no goroutine of its
+// own; release is called once the result is recorded. false: the connector
+// cannot make this connect, and the caller runs the check as any other.
+func (r *Runner) startTCP(ctx context.Context, tcp *tcpConnector, p *probe, release func()) bool {
+	r.mu.Lock()
+	if p.removed {
+		r.mu.Unlock()
+		release()
+		return true
+	}
+	spec := p.spec
+	r.mu.Unlock()
+	start := r.clock.Now()
+	return tcp.start(&spec, func(res Result) {
+		defer release()
+		r.finish(ctx, p, &spec, start, res)
+	})
+}
+
+// finish records a check's result, tells the changes, and puts the probe
+// back on the heap.
+func (r *Runner) finish(ctx context.Context, p *probe, spec *ipvsmgr.CheckSpec, start time.Time, res Result) {
+	if r.cfg.OnCheck != nil {
+		r.cfg.OnCheck(spec, res)
+	}
 	r.mu.Lock()
 	p.cancel = nil
 	if p.removed || ctx.Err() != nil {

@@ -1,0 +1,290 @@
+//go:build linux
+
+package health
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+)
+
+// connector starts a tcpConnector for the test and stops it at its end.
+func connector(t testing.TB) *tcpConnector {
+	t.Helper()
+	tcp, err := newTCPConnector()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tcp.run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return tcp
+}
+
+// connectOnce runs one check on tcp and waits for its result (bounded).
+func connectOnce(t *testing.T, tcp *tcpConnector, spec *ipvsmgr.CheckSpec) Result {
+	t.Helper()
+	got := make(chan Result, 1)
+	if !tcp.start(spec, func(r Result) { got <- r }) {
+		t.Fatalf("%s: the connector refused the check", spec.Target)
+	}
+	select {
+	case r := <-got:
+		return r
+	case <-time.After(spec.Timeout + 5*time.Second):
+		t.Fatalf("%s: no result %v after its timeout", spec.Target, 5*time.Second)
+		return Result{}
+	}
+}
+
+// fullListener is a listener whose accept queue is full: a SYN to it is
+// dropped, so a connect hangs until the check's timeout.
+func fullListener(t *testing.T, host string) string {
+	t.Helper()
+	lc := net.ListenConfig{}
+	ln, err := lc.Listen(context.Background(), "tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	// Listen again with a backlog of 0 (one connection fits) on the same socket.
+	raw, err := ln.(*net.TCPListener).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.Control(func(fd uintptr) { unix.Listen(int(fd), 0) })
+	for i := 0; i < 2; i++ {
+		d := net.Dialer{Timeout: 200 * time.Millisecond}
+		if c, err := d.Dial("tcp", ln.Addr().String()); err == nil {
+			t.Cleanup(func() { c.Close() })
+		}
+	}
+	return ln.Addr().String()
+}
+
+func TestTCPConnector(t *testing.T) {
+	tcp := connector(t)
+	for _, host := range loopbacks(t) {
+		ln := listen(t, "tcp", host)
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				conn.Close()
+			}
+		}()
+		r := connectOnce(t, tcp, specFor("tcp", ln.Addr().String()))
+		expect(t, host+" listening", r, Pass, "connected")
+		if r.Duration <= 0 || r.Weight != -1 || r.Percent != -1 {
+			t.Errorf("%s listening: result %+v: want a duration, no weight, no percentage", host, r)
+		}
+		expect(t, host+" closed", connectOnce(t, tcp, specFor("tcp", closedPort(t, "tcp", host))), Fail, "connection refused")
+
+		spec := specFor("tcp", fullListener(t, host))
+		spec.Timeout = 300 * time.Millisecond
+		r = connectOnce(t, tcp, spec)
+		expect(t, host+" backlog full", r, Fail, "timeout after 300ms")
+		if r.Duration < spec.Timeout || r.Duration > spec.Timeout+time.Second {
+			t.Errorf("%s backlog full: took %v, want about %v", host, r.Duration, spec.Timeout)
+		}
+	}
+}
+
+// TEST-NET-1 answers nothing: without a route the connect fails at once, a
+// fault of the director; with one it times out.
+func TestTCPConnectorBlackhole(t *testing.T) {
+	tcp := connector(t)
+	spec := specFor("tcp", "192.0.2.1:80")
+	spec.Timeout = 200 * time.Millisecond
+	r := connectOnce(t, tcp, spec)
+	if r.Outcome == Fail && r.Reason == "connection refused" {
+		t.Skip("192.0.2.1 is refused here: a firewall answers for TEST-NET-1 (the full backlog of TestTCPConnector times out instead)")
+	}
+	if !(r.Outcome == Fail && r.Reason == "timeout after 200ms") && !(r.Outcome == Fault && strings.Contains(r.Reason, "unreachable")) {
+		t.Errorf("192.0.2.1: got %s %q, want a timeout after 200ms (or no route: a fault)", r.Outcome, r.Reason)
+	}
+}
+
+// The checks of many targets run at once, each finishing at its own time.
+func TestTCPConnectorMixed(t *testing.T) {
+	tcp := connector(t)
+	open := listen(t, "tcp", "127.0.0.1")
+	go func() {
+		for {
+			c, err := open.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	full, closed := fullListener(t, "127.0.0.1"), closedPort(t, "tcp", "127.0.0.1")
+	type want struct {
+		outcome Outcome
+		reason  string
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	bad := map[string]int{}
+	for i := 0; i < 60; i++ {
+		target, w := open.Addr().String(), want{Pass, "connected"}
+		switch i % 3 {
+		case 1:
+			target, w = closed, want{Fail, "connection refused"}
+		case 2:
+			target, w = full, want{Fail, "timeout after 200ms"}
+		}
+		spec := specFor("tcp", target)
+		spec.Timeout = 200 * time.Millisecond
+		wg.Add(1)
+		if !tcp.start(spec, func(r Result) {
+			defer wg.Done()
+			if r.Outcome != w.outcome || r.Reason != w.reason {
+				mu.Lock()
+				bad[fmt.Sprintf("%s: %s %q, want %s %q", target, r.Outcome, r.Reason, w.outcome, w.reason)]++
+				mu.Unlock()
+			}
+		}) {
+			t.Fatal("the connector refused a check")
+		}
+	}
+	wg.Wait()
+	for b, n := range bad {
+		t.Errorf("%d times %s", n, b)
+	}
+}
+
+// A passed check resets its connection: neither side keeps a TIME_WAIT.
+func TestTCPConnectorLeavesNoTimeWait(t *testing.T) {
+	tcp := connector(t)
+	ln := listen(t, "tcp", "127.0.0.1")
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	for i := 0; i < 20; i++ {
+		expect(t, "listening", connectOnce(t, tcp, specFor("tcp", ln.Addr().String())), Pass, "connected")
+	}
+	port := netip.MustParseAddrPort(ln.Addr().String()).Port()
+	if n := timeWaits(t, port); n > 0 {
+		t.Errorf("%d sockets of port %d in TIME_WAIT after 20 checks", n, port)
+	}
+}
+
+// timeWaits counts the IPv4 TCP sockets in TIME_WAIT to or from port.
+func timeWaits(t *testing.T, port uint16) int {
+	f, err := os.Open("/proc/net/tcp")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	hex := fmt.Sprintf(":%04X", port)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) > 3 && fs[3] == "06" && (strings.HasSuffix(fs[1], hex) || strings.HasSuffix(fs[2], hex)) {
+			n++
+		}
+	}
+	return n
+}
+
+// Out of file descriptors, the check cannot run: a fault, not a failure.
+func TestTCPConnectorOutOfFiles(t *testing.T) {
+	tcp := connector(t)
+	var old unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
+		t.Skip(err)
+	}
+	lowest, err := unix.Dup(0)
+	if err != nil {
+		t.Skip(err)
+	}
+	unix.Close(lowest)
+	lim := old
+	lim.Cur = uint64(lowest)
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		t.Skip(err)
+	}
+	got := make(chan Result, 1)
+	ok := tcp.start(specFor("tcp", "127.0.0.1:9"), func(r Result) { got <- r })
+	unix.Setrlimit(unix.RLIMIT_NOFILE, &old)
+	if !ok {
+		t.Fatal("the connector refused the check")
+	}
+	expect(t, "no file descriptor", <-got, Fault, "out of file descriptors")
+}
+
+// The runner checks tcp on the connector: a listener is up, a closed port
+// down with its reason.
+func TestRunnerChecksTCPOnTheConnector(t *testing.T) {
+	ln := listen(t, "tcp", "127.0.0.1")
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	closed := closedPort(t, "tcp", "127.0.0.1")
+	events := make(chan Event, 16)
+	r := NewRunner(Config{Notify: func(e Event) { events <- e }})
+	var checks []ipvsmgr.ServerCheck
+	for i, target := range []string{ln.Addr().String(), closed} {
+		spec := *specFor("tcp", target)
+		spec.Interval = 100 * time.Millisecond
+		checks = append(checks, ipvsmgr.ServerCheck{Ref: ipvsmgr.ServerRef{Server: ipvsmgr.DestKey{Port: uint16(i + 1)}}, Spec: spec, Weight: 1})
+	}
+	r.Update(checks)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	got := map[uint16]Event{}
+	deadline := time.After(10 * time.Second)
+	for len(got) < 2 {
+		select {
+		case e := <-events:
+			got[e.Ref.Server.Port] = e
+		case <-deadline:
+			t.Fatalf("events after 10s: %+v", got)
+		}
+	}
+	if e := got[1]; e.To != ipvsmgr.HealthUp || e.Reason != "connected" {
+		t.Errorf("listening: %s %q, want up: connected", e.To, e.Reason)
+	}
+	if e := got[2]; e.To != ipvsmgr.HealthDown || e.Reason != "connection refused" {
+		t.Errorf("closed: %s %q, want down: connection refused", e.To, e.Reason)
+	}
+}
