@@ -213,3 +213,89 @@ func TestRedundancyPairFailover(t *testing.T) {
 		t.Errorf("requests through B with A back as backup: %v", got)
 	}
 }
+
+// TestRedundancyKeepalivedPeer: an ipvsctl director and a keepalived one
+// (vrrp_version 3, the same VRID and VIP; its LVS DR table loaded with
+// ipvsadm) as one pair, both ways round: the priority-200 one is master
+// with the VIP, serving HTTP through it; killed (SIGKILL, link cut) the
+// other takes the VIP and serves; restarted, it preempts back.
+func TestRedundancyKeepalivedPeer(t *testing.T) {
+	for _, ipvsctlMaster := range []bool{true, false} {
+		name := map[bool]string{true: "ipvsctl master, keepalived backup", false: "keepalived master, ipvsctl backup"}[ipvsctlMaster]
+		t.Run(name, func(t *testing.T) {
+			p := newPair(t, 2)
+			A, B := p.a, p.b // A has priority 200
+			ipv, ka := A, B
+			ipvPrio, kaPrio := 200, 100
+			if !ipvsctlMaster {
+				ipv, ka, ipvPrio, kaPrio = B, A, 100, 200
+			}
+			ipv.cmdOut("node", "set", "--priority", fmt.Sprint(ipvPrio))
+			d := p.director(ipv, map[bool]string{true: addrA, false: addrB}[ipvsctlMaster])
+			d.start()
+			ipv.apply(pairDoc(1, true, 0, false, 1))
+			for _, port := range []string{"80", fmt.Sprint(echoPort)} {
+				ka.ns(ka.dir, "ipvsadm -A -t "+vip+":"+port+" -s rr")
+				ka.ns(ka.dir, "ipvsadm -a -t "+vip+":"+port+" -r 198.18.0.11:"+port+" -g -w 1")
+				ka.ns(ka.dir, "ipvsadm -a -t "+vip+":"+port+" -r 198.18.0.12:"+port+" -g -w 1")
+			}
+			k := &kaDirector{l: ka, prio: kaPrio, interval: 1}
+			t.Cleanup(k.kill)
+			k.startA()
+			start := func() {
+				if ipvsctlMaster {
+					d.start()
+				} else {
+					k.startA()
+				}
+			}
+			kill := func() {
+				if ipvsctlMaster {
+					d.stop(syscall.SIGKILL)
+				} else {
+					k.kill()
+				}
+			}
+			serves := func(what string) {
+				t.Helper()
+				waitFor(t, what+": HTTP through the VIP", 20*time.Second, func() bool {
+					c, err := A.dial(vip + ":80")
+					if err != nil {
+						return false
+					}
+					defer c.Close()
+					_, err = ask(c)
+					return err == nil
+				})
+			}
+			settled := func(what string) {
+				t.Helper()
+				waitFor(t, what, 30*time.Second, func() bool {
+					r := roleOf(ipv)
+					return hasVIP(t, A) && !hasVIP(t, B) && (ipvsctlMaster && r == "master" || !ipvsctlMaster && r == "backup")
+				})
+				serves(what)
+			}
+			settled("A (priority 200) master with the VIP, B backup without it")
+			t.Logf("ipvsctl's node show:\n%s", ipv.cmdOut("node", "show"))
+
+			killed := time.Now()
+			p.link(A, false)
+			kill()
+			waitFor(t, "B master with the VIP", 30*time.Second, func() bool {
+				return hasVIP(t, B) && (ipvsctlMaster || roleOf(ipv) == "master")
+			})
+			serves("B after the takeover")
+			t.Logf("A killed -> B serving through the VIP in %s", time.Since(killed).Round(time.Millisecond))
+
+			p.link(A, true)
+			start()
+			settled("A restarted: master again (preempt), B backup without the VIP")
+			if ipvsctlMaster {
+				if !strings.Contains(ipv.cmdOut("node", "show"), "preempting a master of lower priority 100") {
+					t.Errorf("ipvsctl's transitions lack the preemption:\n%s", ipv.cmdOut("node", "show"))
+				}
+			}
+		})
+	}
+}
