@@ -81,10 +81,12 @@ func benchPair(t *testing.T, who string, interval float64, reps int) []time.Dura
 		p.net.ns(p.net.cli, "sysctl -qw net.ipv4.neigh.eth0.locktime="+os.Getenv("IPVSCTL_BENCH_LOCKTIME"))
 	}
 	var c contender
+	var dB *director
 	switch who {
 	case "ipvsctl":
 		p.nodes(200, 100)
-		dA, dB := p.director(A, addrA), p.director(B, addrB)
+		var dA *director
+		dA, dB = p.director(A, addrA), p.director(B, addrB)
 		dA.start()
 		dB.start()
 		A.apply(pairDoc(interval, true, 0, false, 1))
@@ -113,6 +115,10 @@ func benchPair(t *testing.T, who string, interval float64, reps int) []time.Dura
 			return err == nil
 		})
 		time.Sleep(time.Duration(4*interval*float64(time.Second)) + 500*time.Millisecond) // B settled on A's adverts
+		moves := 0
+		if dB != nil {
+			moves = strings.Count(dB.logs.String(), "to=master took=")
+		}
 		t0 := time.Now()
 		p.link(A, false)
 		c.killA()
@@ -125,8 +131,16 @@ func benchPair(t *testing.T, who string, interval float64, reps int) []time.Dura
 		if g, ok := arps.after(t0); ok {
 			garp = fmt.Sprintf("%.3fs", g.Seconds())
 		}
-		fmt.Printf("%s, advert %gs, run %d: answered %.3fs after the kill; first gratuitous ARP for the VIP at the client %s\n",
-			who, interval, i+1, d.Seconds(), garp)
+		moved := ""
+		if dB != nil {
+			waitFor(t, "B's log of the VIP move", 5*time.Second, func() bool { return strings.Count(dB.logs.String(), "to=master took=") > moves })
+			logs := dB.logs.String()
+			k := strings.LastIndex(logs, "to=master took=")
+			moved, _, _ = strings.Cut(logs[k+len("to=master took="):], "\n")
+			moved = "; B added the VIP in " + moved
+		}
+		fmt.Printf("%s, advert %gs, run %d: answered %.3fs after the kill; first gratuitous ARP for the VIP at the client %s%s\n",
+			who, interval, i+1, d.Seconds(), garp, moved)
 		out = append(out, d)
 		if !hasVIP(t, B) {
 			t.Errorf("%s: answered but B has no VIP", who)
