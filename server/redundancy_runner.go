@@ -434,12 +434,17 @@ func (r *redRunner) onTransition(ri *runningInst) func(vrrp.Transition) {
 		if rec != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			var fails []ipvsmgr.Failure
+			start := time.Now()
 			if t.To == vrrp.Master {
 				fails = rec.AddVIPs(ctx, vips)
 			} else {
 				fails = rec.RemoveVIPs(ctx, vips)
 			}
 			cancel()
+			if len(vips) > 0 {
+				// The adverts and gratuitous ARPs wait for this: how long is part of the failover time.
+				r.log.Info("VIPs moved with the role", "family", familyName(ri.v4), "to", t.To.String(), "took", time.Since(start).String())
+			}
 			for _, f := range fails {
 				r.log.Error("VIP change on a change of role failed", "change", f.Change, "err", f.Err)
 			}
