@@ -61,7 +61,7 @@ func inNetns(t *testing.T, tools ...string) (parent bool) {
 	}
 	requireRootTools(t, tools...)
 	ns := newNetns(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Second)
 	defer cancel()
 	var run []string
 	for _, part := range strings.Split(t.Name(), "/") {
@@ -205,7 +205,7 @@ func TestNetnsApplyUndo(t *testing.T) {
 }
 
 func netnsApplyUndo(t *testing.T, tg Target) {
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 240*time.Second)
 	defer cancel()
 	skipUnsupported(t, ctx, tg)
 	realServerNetns(t, ctx)

@@ -55,10 +55,7 @@ func (h *RedundancyHooks) defaults() {
 		h.LocalAddrs = localAddrs
 	}
 	if h.SyncDaemons == nil {
-		h.SyncDaemons = func(kc *KernelConn) ipvsmgr.SyncDaemons {
-			sd, _ := kc.Kernel.(ipvsmgr.SyncDaemons)
-			return sd
-		}
+		h.SyncDaemons = func(kc *KernelConn) ipvsmgr.SyncDaemons { return syncDaemonsOf(kc.Kernel) }
 	}
 	if h.Tick == 0 {
 		h.Tick = 200 * time.Millisecond
@@ -667,4 +664,20 @@ func (r *redRunner) instFor(v4 bool) *runningInst {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.insts[v4]
+}
+
+// syncDaemonsOf finds the sync-daemon control of a kernel driver, through
+// the wrappers the daemon puts around it (countedKernel).
+func syncDaemonsOf(k ipvsmgr.Kernel) ipvsmgr.SyncDaemons {
+	for k != nil {
+		if sd, ok := k.(ipvsmgr.SyncDaemons); ok {
+			return sd
+		}
+		u, ok := k.(interface{ Unwrap() ipvsmgr.Kernel })
+		if !ok {
+			return nil
+		}
+		k = u.Unwrap()
+	}
+	return nil
 }

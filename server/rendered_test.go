@@ -2,8 +2,11 @@ package server
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
 )
 
 // One rendering per snapshot however many ask; while a new one is made,
@@ -41,4 +44,22 @@ func TestRenderedOncePerSnapshot(t *testing.T) {
 	if b, _ := r.Get(RenderKey{Snap: s2, Stale: true}, build("stale")); string(b) != "stale" {
 		t.Errorf("a snapshot gone stale is rendered again: %q", b)
 	}
+}
+
+// The daemon counts its reads through a wrapper: the sync daemons of the
+// driver behind it are still found.
+func TestSyncDaemonsFoundThroughTheReadCounter(t *testing.T) {
+	fk := &syncFake{}
+	var reads atomic.Int64
+	if syncDaemonsOf(&countedKernel{Kernel: fk, reads: &reads}) != fk {
+		t.Fatal("the counted kernel hides its driver's sync daemons")
+	}
+	if syncDaemonsOf(fakekernel.New()) != nil {
+		t.Fatal("a kernel without sync daemons has some")
+	}
+}
+
+type syncFake struct {
+	*fakekernel.Kernel
+	fakekernel.SyncDaemons
 }

@@ -261,6 +261,9 @@ type countedKernel struct {
 	reads *atomic.Int64
 }
 
+// Unwrap is the driver counted (its sync daemons, for one).
+func (k *countedKernel) Unwrap() ipvsmgr.Kernel { return k.Kernel }
+
 func (k *countedKernel) Table(ctx context.Context) (*ipvsmgr.Table, error) {
 	k.reads.Add(1)
 	return k.Kernel.Table(ctx)
