@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/formats"
 )
@@ -64,7 +67,12 @@ func runImport(env *cliEnv, args []string) int {
 		return env.fail("import", err, false)
 	}
 	defer b.close()
-	res, err := b.Import(ctx, b.actor, *format, pos[0], f, env.options(o))
+	var in io.Reader = f
+	if !o.asJSON && env.isTerminal() {
+		in = env.servicesRead(f, *format)
+	}
+	res, err := b.Import(ctx, b.actor, *format, pos[0], in, env.options(o))
+	env.clearLine()
 	if err != nil {
 		return env.fail("import", err, false)
 	}
@@ -72,4 +80,41 @@ func runImport(env *cliEnv, args []string) int {
 		fmt.Fprintf(env.stderr, "kept, no equivalent yet: %s line %d: %s %s = %q\n", k.Source, k.Line, k.Scope, k.Key, k.Value)
 	}
 	return env.report(res.WriteResult, o)
+}
+
+// serviceMarks is how each format starts a virtual service, for counting
+// them as a large file is read.
+var serviceMarks = map[string]string{"ipvsadm": "-A ", "lvs.cf": "virtual ", "keepalived": "virtual_server ", "json": `"servers"`}
+
+// servicesRead counts the services of r as it is read, on one terminal line.
+func (env *cliEnv) servicesRead(r io.Reader, format string) io.Reader {
+	mark := serviceMarks[format]
+	if mark == "" {
+		return r
+	}
+	return &serviceCounter{r: r, mark: []byte(mark), show: func(n int) {
+		fmt.Fprintf(env.stderr, "\r\033[Kimport: %d services read", n)
+		env.progressShown = true
+	}}
+}
+
+type serviceCounter struct {
+	r     io.Reader
+	mark  []byte
+	tail  []byte // the end of the last read, for a mark split across reads
+	n     int
+	shown time.Time
+	show  func(int)
+}
+
+func (c *serviceCounter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	buf := append(c.tail, p[:n]...)
+	c.n += bytes.Count(buf, c.mark) - bytes.Count(c.tail, c.mark)
+	c.tail = append(c.tail[:0], buf[max(0, len(buf)-len(c.mark)+1):]...)
+	if now := time.Now(); now.Sub(c.shown) > 100*time.Millisecond || err == io.EOF {
+		c.shown = now
+		c.show(c.n)
+	}
+	return n, err
 }

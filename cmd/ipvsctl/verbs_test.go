@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -145,5 +149,23 @@ func TestApplyBaseRevision(t *testing.T) {
 	}
 	if r := runCLI(t, k, "--db", db, "apply", "--base", "2", "-f", doc); r.code != 0 {
 		t.Fatalf("current base refused: %s", r.stderr)
+	}
+}
+
+// On a terminal, a large import counts its services as it reads them, on
+// one line cleared before the result.
+func TestImportCountsServicesOnATerminal(t *testing.T) {
+	var errb bytes.Buffer
+	env := &cliEnv{stderr: &errb, terminal: func() bool { return true }}
+	var doc strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&doc, "-A -t 198.18.%d.%d:80 -s wlc\n-a -t 198.18.%d.%d:80 -r 198.18.9.9:80 -g -w 1\n", i/250, 1+i%250, i/250, 1+i%250)
+	}
+	r := env.servicesRead(iotest.OneByteReader(strings.NewReader(doc.String())), "ipvsadm")
+	if _, err := io.ReadAll(r); err != nil {
+		t.Fatal(err)
+	}
+	if got := errb.String(); !strings.HasSuffix(got, "import: 300 services read") {
+		t.Fatalf("progress: %q", got[max(0, len(got)-80):])
 	}
 }
