@@ -35,20 +35,13 @@ func (p *Panel) showServerForm(w http.ResponseWriter, r *http.Request, u who, st
 }
 
 func (p *Panel) serverNew(w http.ResponseWriter, r *http.Request, u who) {
-	ctx := r.Context()
-	st, rev, drafted, err := p.desired(ctx, u)
-	if err != nil {
-		p.fail(w, r, u, err)
-		return
-	}
-	i, err := server.FindService(st, r.PathValue("id"))
-	if err != nil {
-		p.fail(w, r, u, err)
+	l, ok := p.locate(w, r, u, false)
+	if !ok {
 		return
 	}
 	f := newForm()
 	f.Values["weight"], f.Values["enabled"] = "1", "1"
-	p.showServerForm(w, r, u, http.StatusOK, &serverFormData{Form: f, SvcID: server.ServiceID(&st.Services[i]), Base: rev, Drafted: drafted})
+	p.showServerForm(w, r, u, http.StatusOK, &serverFormData{Form: f, SvcID: server.ServiceID(l.svc), Base: l.rev, Drafted: l.drafted})
 }
 
 func (p *Panel) serverCreate(w http.ResponseWriter, r *http.Request, u who) {
@@ -98,29 +91,48 @@ type serverData struct {
 	Range   string
 }
 
+// located is the desired state a page shows (the user's draft, if any) with
+// the virtual service and, when asked for, the real server the URL names.
+type located struct {
+	rev     int64
+	drafted bool
+	svc     *ipvsmgr.Service
+	rs      *ipvsmgr.Server // nil unless the server was asked for
+	ri      int
+}
+
+// locate finds the URL's {id} (and {sid} when withServer) in the desired
+// state; when it cannot, it has answered and ok is false.
+func (p *Panel) locate(w http.ResponseWriter, r *http.Request, u who, withServer bool) (l located, ok bool) {
+	st, rev, drafted, err := p.desired(r.Context(), u)
+	if err == nil {
+		var i int
+		if i, err = server.FindService(st, r.PathValue("id")); err == nil {
+			l = located{rev: rev, drafted: drafted, svc: &st.Services[i]}
+			if withServer {
+				if l.ri, err = server.FindServer(l.svc, r.PathValue("sid")); err == nil {
+					l.rs = &l.svc.Servers[l.ri]
+				}
+			}
+		}
+	}
+	if err != nil {
+		p.fail(w, r, u, err)
+		return l, false
+	}
+	return l, true
+}
+
 func (p *Panel) serverShow(w http.ResponseWriter, r *http.Request, u who) {
 	ctx := r.Context()
-	st, rev, drafted, err := p.desired(ctx, u)
-	if err != nil {
-		p.fail(w, r, u, err)
+	l, ok := p.locate(w, r, u, true)
+	if !ok {
 		return
 	}
-	i, err := server.FindService(st, r.PathValue("id"))
-	if err != nil {
-		p.fail(w, r, u, err)
-		return
-	}
-	svc := &st.Services[i]
-	j, err := server.FindServer(svc, r.PathValue("sid"))
-	if err != nil {
-		p.fail(w, r, u, err)
-		return
-	}
-	rs := &svc.Servers[j]
-	d := &serverData{SvcID: server.ServiceID(svc), Svc: svc, Server: rs, ID: serverID(rs), Base: rev, Drafted: drafted, Range: chartRange(r)}
-	if m, err := p.model(ctx); err == nil && !drafted {
-		if row := m.byID[d.SvcID]; row != nil && j < len(row.Servers) {
-			d.Live = row.Servers[j]
+	d := &serverData{SvcID: server.ServiceID(l.svc), Svc: l.svc, Server: l.rs, ID: serverID(l.rs), Base: l.rev, Drafted: l.drafted, Range: chartRange(r)}
+	if m, err := p.model(ctx); err == nil && !l.drafted {
+		if row := m.byID[d.SvcID]; row != nil && l.ri < len(row.Servers) {
+			d.Live = row.Servers[l.ri]
 			d.Charts = p.charts(ctx, d.Live.SeriesKey, d.Range)
 		}
 	}
@@ -131,25 +143,12 @@ func (p *Panel) serverShow(w http.ResponseWriter, r *http.Request, u who) {
 }
 
 func (p *Panel) serverEdit(w http.ResponseWriter, r *http.Request, u who) {
-	ctx := r.Context()
-	st, rev, drafted, err := p.desired(ctx, u)
-	if err != nil {
-		p.fail(w, r, u, err)
+	l, ok := p.locate(w, r, u, true)
+	if !ok {
 		return
 	}
-	i, err := server.FindService(st, r.PathValue("id"))
-	if err != nil {
-		p.fail(w, r, u, err)
-		return
-	}
-	j, err := server.FindServer(&st.Services[i], r.PathValue("sid"))
-	if err != nil {
-		p.fail(w, r, u, err)
-		return
-	}
-	rs := &st.Services[i].Servers[j]
-	p.showServerForm(w, r, u, http.StatusOK, &serverFormData{Form: serverForm(rs), SvcID: server.ServiceID(&st.Services[i]),
-		ID: serverID(rs), Base: rev, Drafted: drafted})
+	p.showServerForm(w, r, u, http.StatusOK, &serverFormData{Form: serverForm(l.rs), SvcID: server.ServiceID(l.svc),
+		ID: serverID(l.rs), Base: l.rev, Drafted: l.drafted})
 }
 
 func (p *Panel) serverSave(w http.ResponseWriter, r *http.Request, u who) {

@@ -203,20 +203,13 @@ type serviceData struct {
 
 func (p *Panel) serviceShow(w http.ResponseWriter, r *http.Request, u who) {
 	ctx := r.Context()
-	st, rev, drafted, err := p.desired(ctx, u)
-	if err != nil {
-		p.fail(w, r, u, err)
+	l, ok := p.locate(w, r, u, false)
+	if !ok {
 		return
 	}
-	id := r.PathValue("id")
-	i, err := server.FindService(st, id)
-	if err != nil {
-		p.fail(w, r, u, err)
-		return
-	}
-	svc := &st.Services[i]
-	d := &serviceData{ID: server.ServiceID(svc), Svc: svc, Key: describeKey(svc), Drafted: drafted, Base: rev, Range: chartRange(r)}
-	if m, err := p.model(ctx); err == nil && !drafted {
+	svc := l.svc
+	d := &serviceData{ID: server.ServiceID(svc), Svc: svc, Key: describeKey(svc), Drafted: l.drafted, Base: l.rev, Range: chartRange(r)}
+	if m, err := p.model(ctx); err == nil && !l.drafted {
 		d.Live = m.byID[d.ID]
 		if d.Live != nil {
 			d.Charts = p.charts(ctx, d.Live.SeriesKey, d.Range)
@@ -233,19 +226,11 @@ func (p *Panel) serviceShow(w http.ResponseWriter, r *http.Request, u who) {
 }
 
 func (p *Panel) serviceEdit(w http.ResponseWriter, r *http.Request, u who) {
-	ctx := r.Context()
-	st, rev, drafted, err := p.desired(ctx, u)
-	if err != nil {
-		p.fail(w, r, u, err)
+	l, ok := p.locate(w, r, u, false)
+	if !ok {
 		return
 	}
-	i, err := server.FindService(st, r.PathValue("id"))
-	if err != nil {
-		p.fail(w, r, u, err)
-		return
-	}
-	svc := &st.Services[i]
-	p.showServiceForm(w, r, u, http.StatusOK, "service_edit", &serviceFormData{Form: serviceForm(svc), ID: server.ServiceID(svc), Base: rev, Drafted: drafted})
+	p.showServiceForm(w, r, u, http.StatusOK, "service_edit", &serviceFormData{Form: serviceForm(l.svc), ID: server.ServiceID(l.svc), Base: l.rev, Drafted: l.drafted})
 }
 
 func (p *Panel) serviceSave(w http.ResponseWriter, r *http.Request, u who) {
