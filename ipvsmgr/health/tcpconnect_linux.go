@@ -84,15 +84,11 @@ func (c *tcpConnector) start(spec *ipvsmgr.CheckSpec, done func(Result)) bool {
 		done(r)
 	}
 	target := spec.Target
-	var sa unix.Sockaddr
 	family := unix.AF_INET6
 	if a := target.Addr(); a.Is4() || a.Is4In6() {
 		family = unix.AF_INET
-		sa = &unix.SockaddrInet4{Port: int(target.Port()), Addr: a.Unmap().As4()}
-	} else {
-		sa = &unix.SockaddrInet6{Port: int(target.Port()), Addr: a.As16(), ZoneId: zoneID(a)}
 	}
-	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
+	fd, err := rawSocket(family)
 	if err != nil {
 		if isResourceErr(err) {
 			finish(describe(context.Background(), spec, err))
@@ -100,14 +96,14 @@ func (c *tcpConnector) start(spec *ipvsmgr.CheckSpec, done func(Result)) bool {
 		}
 		return false
 	}
-	switch err := unix.Connect(fd, sa); {
+	switch err := rawConnect(fd, target, zoneID(target.Addr())); {
 	case err == nil:
-		resetClose(fd)
+		rawResetClose(fd)
 		finish(pass("connected"))
 		return true
 	case errors.Is(err, unix.EINPROGRESS):
 	default:
-		unix.Close(fd)
+		rawClose(fd)
 		finish(describe(context.Background(), spec, err))
 		return true
 	}
@@ -117,17 +113,17 @@ func (c *tcpConnector) start(spec *ipvsmgr.CheckSpec, done func(Result)) bool {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		unix.Close(fd)
+		rawClose(fd)
 		return false
 	}
 	ev := unix.EpollEvent{Events: unix.EPOLLOUT | unix.EPOLLONESHOT, Fd: cn.fd}
 	var ctlErr error
 	c.raw.Control(func(epfd uintptr) {
-		ctlErr = unix.EpollCtl(int(epfd), unix.EPOLL_CTL_ADD, fd, &ev)
+		ctlErr = rawEpollCtl(int(epfd), unix.EPOLL_CTL_ADD, fd, &ev)
 	})
 	if ctlErr != nil {
 		c.mu.Unlock()
-		unix.Close(fd)
+		rawClose(fd)
 		return false
 	}
 	c.pending[cn.fd] = cn
@@ -162,12 +158,6 @@ func isResourceErr(err error) bool {
 	return errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) || errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.ENOMEM)
 }
 
-// resetClose closes an established connection with a reset: the check has
-// seen what it needed, and neither side keeps a TIME_WAIT for it.
-func resetClose(fd int) {
-	unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
-	unix.Close(fd)
-}
 
 // run waits for the connects to finish or time out until ctx ends; then
 // every connect still under way is told "check cancelled", and the epoll is
@@ -197,7 +187,7 @@ func (c *tcpConnector) run(ctx context.Context) {
 		c.mu.Unlock()
 		n := 0
 		err := c.raw.Read(func(epfd uintptr) bool {
-			n, _ = unix.EpollWait(int(epfd), events, 0)
+			n = rawEpollPoll(int(epfd), events)
 			return n > 0
 		})
 		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
@@ -219,7 +209,7 @@ func (c *tcpConnector) run(ctx context.Context) {
 		for len(c.byTime) > 0 && !c.byTime[0].deadline.After(now) {
 			cn := heap.Pop(&c.byTime).(*connect)
 			delete(c.pending, cn.fd)
-			unix.Close(int(cn.fd))
+			rawClose(int(cn.fd))
 			done = append(done, cn)
 			results = append(results, fail("timeout after "+cn.spec.Timeout.String()))
 		}
@@ -239,7 +229,7 @@ func (c *tcpConnector) run(ctx context.Context) {
 	c.closed = true
 	left := make([]*connect, 0, len(c.pending))
 	for _, cn := range c.pending {
-		unix.Close(int(cn.fd))
+		rawClose(int(cn.fd))
 		left = append(left, cn)
 	}
 	c.pending, c.byTime = nil, nil
@@ -253,16 +243,16 @@ func (c *tcpConnector) run(ctx context.Context) {
 // outcome reads a writable socket's connect result and closes it.
 func (c *tcpConnector) outcome(cn *connect) Result {
 	fd := int(cn.fd)
-	errno, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
+	errno, err := rawSocketError(fd)
 	if err != nil {
-		unix.Close(fd)
+		rawClose(fd)
 		return fault("connect result unreadable: " + err.Error())
 	}
 	if errno != 0 {
-		unix.Close(fd)
-		return describe(context.Background(), cn.spec, unix.Errno(errno))
+		rawClose(fd)
+		return describe(context.Background(), cn.spec, errno)
 	}
-	resetClose(fd)
+	rawResetClose(fd)
 	return pass("connected")
 }
 

@@ -44,6 +44,11 @@ cpu() { # PID...: utime+stime in ticks
 	for p in "$@"; do t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat"))); done
 	echo "$t"
 }
+utime() { # PID...: utime in ticks (stime is cpu - utime)
+	local t=0
+	for p in "$@"; do t=$((t + $(awk '{ print $14 }' "/proc/$p/stat"))); done
+	echo "$t"
+}
 rss() { # PID...: VmRSS in kB
 	local t=0
 	for p in "$@"; do t=$((t + $(awk '/^VmRSS/ { print $2 }' "/proc/$p/status"))); done
@@ -81,7 +86,7 @@ for n in "$@"; do
 	kpid=$!
 	sleep "$secs"
 	cpids="$kpid $(cat /run/bh-checkers.pid 2>/dev/null || true)"
-	kcpu=$(cpu $cpids) krss=$(rss $cpids) kup=$(servers_up)
+	kcpu=$(cpu $cpids) kuser=$(utime $cpids) krss=$(rss $cpids) kup=$(servers_up) ksink=$(cpu "$sinkpid")
 	kill "$kpid"
 	wait "$kpid" 2>/dev/null || true
 	teardown
@@ -92,13 +97,16 @@ for n in "$@"; do
 	ip netns exec dir "$bin" --db /tmp/bh.db serve --listen "" >/tmp/bh-serve.log 2>&1 &
 	ipid=$!
 	sleep "$secs"
-	icpu=$(cpu "$ipid") irss=$(rss "$ipid") iup=$(servers_up)
+	icpu=$(cpu "$ipid") iuser=$(utime "$ipid") irss=$(rss "$ipid") iup=$(servers_up) isink=$(cpu "$sinkpid")
 	kill "$ipid"
 	wait "$ipid" 2>/dev/null || true
 	teardown
 
-	awk -v n="$n" -v s="$secs" -v hz="$hz" -v ic="$icpu" -v kc="$kcpu" -v ir="$irss" -v kr="$krss" -v iu="$iup" -v ku="$kup" 'BEGIN {
+	awk -v n="$n" -v s="$secs" -v hz="$hz" -v ic="$icpu" -v kc="$kcpu" -v ir="$irss" -v kr="$krss" -v iu="$iup" -v ku="$kup" \
+		-v iusr="$iuser" -v kusr="$kuser" -v is="$isink" -v ks="$ksink" 'BEGIN {
 		printf "BENCH-HEALTH %d real servers, tcp check every 1 s, %d s: ipvsctl serve %.2f CPU-s, RSS %.1f MB (%d in the table) | keepalived %.2f CPU-s, RSS %.1f MB (%d in the table) | ratio %.2fx\n",
-			n, s, ic / hz, ir / 1024, iu, kc / hz, kr / 1024, ku, (kc > 0 ? ic / kc : 0) }'
+			n, s, ic / hz, ir / 1024, iu, kc / hz, kr / 1024, ku, (kc > 0 ? ic / kc : 0)
+		printf "BENCH-HEALTH   user/system CPU-s: ipvsctl %.2f/%.2f, keepalived %.2f/%.2f; the real servers (sink, whose handshake work the checker pays for in part on a veth) %.2f beside ipvsctl, %.2f beside keepalived\n",
+			iusr / hz, (ic - iusr) / hz, kusr / hz, (kc - kusr) / hz, is / hz, ks / hz }'
 	grep -c "health changed" /tmp/bh-serve.log | sed 's/^/BENCH-HEALTH   ipvsctl health transitions logged: /'
 done
