@@ -158,7 +158,6 @@ func isResourceErr(err error) bool {
 	return errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) || errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.ENOMEM)
 }
 
-
 // run waits for the connects to finish or time out until ctx ends; then
 // every connect still under way is told "check cancelled", and the epoll is
 // closed.
