@@ -233,6 +233,12 @@ var (
 	rcodes     = []string{"NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED"}
 )
 
+// DNSQueryTypes lists the query types a dns check may ask (its qtype).
+func DNSQueryTypes() []string { return slices.Clone(qtypes) }
+
+// DNSResponseCodes lists the response codes a dns check may wait for (its rcode).
+func DNSResponseCodes() []string { return slices.Clone(rcodes) }
+
 // checkFields validates the fields one check object sets; typ is the type
 // in effect where it is written (a server's may come from its service).
 func (v *validator) checkFields(field string, c *Check, typ string) {

@@ -1,6 +1,10 @@
 package server
 
-import "github.com/ipvsctl/ipvsctl/ipvsmgr"
+import (
+	"reflect"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+)
 
 // ServicePatch changes the fields of a virtual service that are set; a nil
 // field is unchanged. A CLI flag set, a JSON body and a form all become one.
@@ -19,6 +23,12 @@ type ServicePatch struct {
 	PersistenceNetmask *string          `json:"persistence_netmask,omitempty"`
 	Forwarding         *string          `json:"forwarding,omitempty"`
 	Enabled            *bool            `json:"enabled,omitempty"`
+	// Check replaces the service's health check; an empty one ({}) removes it.
+	Check *ipvsmgr.Check `json:"check,omitempty"`
+	// SorryServer replaces the sorry server; one without an address or a
+	// port removes it.
+	SorryServer *ipvsmgr.SorryServer `json:"sorry_server,omitempty"`
+	Quorum      *int                 `json:"quorum,omitempty"`
 }
 
 // ApplyTo sets the patch's fields on s. Giving a firewall mark without a
@@ -46,6 +56,26 @@ func (p *ServicePatch) ApplyTo(s *ipvsmgr.Service) {
 		on := *p.Enabled
 		s.Enabled = &on
 	}
+	if p.Check != nil {
+		s.Check = checkOrNil(p.Check)
+	}
+	if p.SorryServer != nil {
+		s.SorryServer = nil
+		if *p.SorryServer != (ipvsmgr.SorryServer{}) {
+			sorry := *p.SorryServer
+			s.SorryServer = &sorry
+		}
+	}
+	set(&s.Quorum, p.Quorum)
+}
+
+// checkOrNil is a copy of c, or nil for an empty check (which removes one).
+func checkOrNil(c *ipvsmgr.Check) *ipvsmgr.Check {
+	if reflect.ValueOf(*c).IsZero() {
+		return nil
+	}
+	cp := *c
+	return &cp
 }
 
 // ServerPatch changes the fields of a real server that are set.
@@ -61,6 +91,9 @@ type ServerPatch struct {
 	// Health forces the server up or down whatever its checks say; auto
 	// (kept as no value) follows them again.
 	Health *string `json:"health,omitempty"`
+	// Check replaces the fields of the service's check the server overrides;
+	// an empty one ({}) removes its overrides.
+	Check *ipvsmgr.Check `json:"check,omitempty"`
 }
 
 // ApplyTo sets the patch's fields on s.
@@ -84,6 +117,9 @@ func (p *ServerPatch) ApplyTo(s *ipvsmgr.Server) {
 	if p.Enabled != nil {
 		on := *p.Enabled
 		s.Enabled = &on
+	}
+	if p.Check != nil {
+		s.Check = checkOrNil(p.Check)
 	}
 }
 

@@ -199,6 +199,59 @@ func TestBrowser(t *testing.T) {
 	if s := text("#why-reasons"); !strings.Contains(s, "Real server enabled: no") {
 		t.Fatalf("why: %q", s)
 	}
+	// Give shop a health check through its form (the type shows only its
+	// fields), then test it on a real server's page: the panel's own
+	// listener on 127.0.0.1 passes.
+	_, port, _ := strings.Cut(strings.TrimPrefix(u, "http://"), ":")
+	hidden := func(sel string) bool {
+		t.Helper()
+		h, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("`+sel+`").closest(".row").hidden`))
+		if err != nil {
+			t.Fatalf("is %s hidden: %v", sel, err)
+		}
+		return h
+	}
+	do("edit the check", chromedp.Navigate(u+"/services/shop/edit"), chromedp.WaitVisible(chromedp.CSS("#c-check_type")))
+	if !hidden("#c-check_interval") || !hidden("#c-check_path") {
+		t.Fatal("with no check type, the check's fields are shown")
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(function(){var s=document.querySelector("#c-check_type");s.value="http";`+
+		`s.dispatchEvent(new Event("change",{bubbles:true}));return true})()`)); err != nil {
+		t.Fatal(err)
+	}
+	if hidden("#c-check_path") || !hidden("#c-check_send") || hidden("#c-check_timeout") {
+		t.Fatal("an http check shows the wrong fields")
+	}
+	do("save the check", chromedp.SetValue(chromedp.CSS("#c-check_address"), "127.0.0.1"),
+		chromedp.SetValue(chromedp.CSS("#c-check_port"), port),
+		chromedp.SetValue(chromedp.CSS("#c-check_path"), "/login"),
+		chromedp.SetValue(chromedp.CSS("#c-check_expect_status"), "200"),
+		chromedp.SetValue(chromedp.CSS("#c-check_timeout"), "0.01"),
+		chromedp.Click(chromedp.CSS("button.primary")),
+		chromedp.WaitVisible(chromedp.CSS("#check_timeout-err")))
+	if s := text("#check_timeout-err"); !strings.Contains(s, "out of range 0.1..3600") {
+		t.Fatalf("timeout error: %q", s)
+	}
+	shot("service-check-error")
+	do("save the check again", chromedp.SetValue(chromedp.CSS("#c-check_timeout"), "0.5"),
+		chromedp.Click(chromedp.CSS("button.primary")),
+		chromedp.WaitVisible(chromedp.CSS("#check-facts")))
+	if s := text("#check-facts"); !strings.Contains(s, "/login") || !strings.Contains(s, "http") {
+		t.Fatalf("the service page's check: %q", s)
+	}
+	do("test it now", chromedp.Navigate(u+"/services/shop/servers/shop1"),
+		chromedp.Click(chromedp.CSS("#check-now")),
+		chromedp.WaitVisible(chromedp.CSS("#check-result")))
+	if s := text("#check-result"); !strings.Contains(s, "pass") || !strings.Contains(s, "127.0.0.1:"+port) || !strings.Contains(s, "HTTP 200") {
+		t.Fatalf("check result: %q", s)
+	}
+	shot("check-test")
+	// A real server's overrides show the fields of the type it inherits.
+	do("server's check", chromedp.Navigate(u+"/services/shop/servers/shop1/edit"), chromedp.WaitVisible(chromedp.CSS("#c-check_type")))
+	if hidden("#c-check_path") || !hidden("#c-check_command") {
+		t.Fatal("a server of an http service is not shown the http fields to override")
+	}
+	shot("server-edit")
 	// Screenshots of the main screens, for README and for a look.
 	do("why (refused server)", chromedp.Navigate(u+"/services/www-tls/servers/web4/why"), chromedp.WaitVisible(chromedp.CSS("#why-reasons")))
 	waitFor(t, "sparklines", func() bool { return strings.Contains(e.get(t, "alice", "/live").Body, "<polyline") })
@@ -224,4 +277,8 @@ func TestBrowser(t *testing.T) {
 	shot("live-dark")
 	do("overview, dark", chromedp.Navigate(u+"/"), chromedp.WaitVisible(chromedp.CSS(".tiles")))
 	shot("overview-dark")
+	do("check test, dark", chromedp.Navigate(u+"/services/shop/servers/shop1"),
+		chromedp.Click(chromedp.CSS("#check-now")),
+		chromedp.WaitVisible(chromedp.CSS("#check-result")))
+	shot("check-test-dark")
 }

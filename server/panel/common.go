@@ -175,7 +175,8 @@ func (f *form) set(name, msg string) {
 var problemPrefix = regexp.MustCompile(`^(services\[\d+\]\.)?(servers\[\d+\]\.)?`)
 
 // fieldOf is the form field a problem's path names: services[3].port ->
-// port; services[0].match[1].ports[0] -> match; servers[2].weight -> weight.
+// port; services[0].match[1].ports[0] -> match; servers[2].weight -> weight;
+// services[0].check.expect_status[1] -> check_expect_status.
 func fieldOf(path string, serverForm bool) string {
 	if rest, ok := strings.CutPrefix(path, "settings."); ok {
 		return rest
@@ -187,6 +188,11 @@ func fieldOf(path string, serverForm bool) string {
 	}
 	if !serverForm && loc[4] >= 0 {
 		return ""
+	}
+	for _, obj := range []string{"check.", "sorry_server."} {
+		if leaf, ok := strings.CutPrefix(rest, obj); ok {
+			return strings.TrimSuffix(obj, ".") + "_" + fieldOf(leaf, false)
+		}
 	}
 	if i := strings.IndexAny(rest, "[."); i >= 0 {
 		rest = rest[:i]

@@ -1,7 +1,9 @@
 package panel
 
 import (
+	"cmp"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,7 +14,16 @@ import (
 var serviceFields = []string{"name", "kind", "protocol", "address", "port", "fwmark", "match", "interface", "scheduler",
 	"scheduler_flags", "one_packet", "persistence", "persistence_netmask", "forwarding", "enabled"}
 
-var serverFields = []string{"name", "address", "port", "weight", "forwarding", "upper_threshold", "lower_threshold", "enabled"}
+var serverFields = []string{"name", "address", "port", "weight", "forwarding", "upper_threshold", "lower_threshold", "enabled", "health"}
+
+// formFields are the fields of the service or the real-server form that
+// an error may be shown beside.
+func formFields(serverForm bool) []string {
+	if serverForm {
+		return append(slices.Clip(serverFields), checkFieldNames(true)...)
+	}
+	return append(slices.Clip(serviceFields), checkFieldNames(false)...)
+}
 
 // serviceForm fills a form from a service (to edit it).
 func serviceForm(s *ipvsmgr.Service) *form {
@@ -51,6 +62,8 @@ func serviceForm(s *ipvsmgr.Service) *form {
 	if s.IsEnabled() {
 		f.Values["enabled"] = "1"
 	}
+	typ := formType(s.Check, false)
+	f.fillHealth(healthOf(s.Check, s.SorryServer, s.Quorum), checkRows(false, "", typ), typ)
 	return f
 }
 
@@ -85,6 +98,8 @@ func parseServiceForm(r *http.Request) (*form, ipvsmgr.Service) {
 		s.Protocol = f.V("protocol")
 		s.Port = f.intField("port")
 	}
+	h := f.readHealth(r, checkRows(false, "", ""), false, "")
+	s.Check, s.SorryServer, s.Quorum = h.checkOf(), h.sorryOf(), h.Quorum
 	return f, s
 }
 
@@ -129,12 +144,23 @@ func patchOf(s *ipvsmgr.Service) server.ServicePatch {
 	if flags == nil {
 		flags = []string{}
 	}
+	sorry := cmp.Or(s.SorryServer, &ipvsmgr.SorryServer{}) // an empty one removes it
 	return server.ServicePatch{Name: &s.Name, Protocol: &s.Protocol, Address: &s.Address, Port: &s.Port, FWMark: &s.FWMark,
 		Match: &match, Interface: &s.Interface, Scheduler: &s.Scheduler, SchedulerFlags: &flags, OnePacket: &s.OnePacket,
-		Persistence: &s.Persistence, PersistenceNetmask: &s.PersistenceNetmask, Forwarding: &s.Forwarding, Enabled: s.Enabled}
+		Persistence: &s.Persistence, PersistenceNetmask: &s.PersistenceNetmask, Forwarding: &s.Forwarding, Enabled: s.Enabled,
+		Check: checkPatch(s.Check), SorryServer: sorry, Quorum: &s.Quorum}
 }
 
-func serverForm(rs *ipvsmgr.Server) *form {
+// checkPatch is the patch's check for a form's: an empty one removes it.
+func checkPatch(c *ipvsmgr.Check) *ipvsmgr.Check {
+	if c == nil {
+		return &ipvsmgr.Check{}
+	}
+	return c
+}
+
+// serverForm fills a form from a real server; inherit is its service's check type.
+func serverForm(rs *ipvsmgr.Server, inherit string) *form {
 	f := newForm()
 	f.Values["name"] = rs.Name
 	f.Values["address"] = rs.Address
@@ -152,10 +178,17 @@ func serverForm(rs *ipvsmgr.Server) *form {
 	if rs.IsEnabled() {
 		f.Values["enabled"] = "1"
 	}
+	if rs.Health != "auto" {
+		f.Values["health"] = rs.Health
+	}
+	f.fillHealth(healthOf(rs.Check, nil, 0), checkRows(true, inherit, ""), formType(rs.Check, true))
 	return f
 }
 
-func parseServerForm(r *http.Request) (*form, ipvsmgr.Server) {
+// parseServerForm reads a posted real-server form; inherit is its
+// service's check type, which says which check fields the server's
+// overrides may set.
+func parseServerForm(r *http.Request, inherit string) (*form, ipvsmgr.Server) {
 	f := newForm()
 	for _, k := range serverFields {
 		f.Values[k] = strings.TrimSpace(r.PostFormValue(k))
@@ -173,12 +206,15 @@ func parseServerForm(r *http.Request) (*form, ipvsmgr.Server) {
 	rs.LowerThreshold = f.intField("lower_threshold")
 	on := f.V("enabled") != ""
 	rs.Enabled = &on
+	rs.Health = f.V("health")
+	rs.Check = f.readHealth(r, checkRows(true, inherit, ""), true, inherit).checkOf()
 	return f, rs
 }
 
 func serverPatchOf(rs *ipvsmgr.Server) server.ServerPatch {
 	return server.ServerPatch{Name: &rs.Name, Address: &rs.Address, Port: &rs.Port, Weight: rs.Weight, Forwarding: &rs.Forwarding,
-		UpperThreshold: &rs.UpperThreshold, LowerThreshold: &rs.LowerThreshold, Enabled: rs.Enabled}
+		UpperThreshold: &rs.UpperThreshold, LowerThreshold: &rs.LowerThreshold, Enabled: rs.Enabled, Health: &rs.Health,
+		Check: checkPatch(rs.Check)}
 }
 
 func baseOf(r *http.Request) int64 {

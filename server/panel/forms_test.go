@@ -225,7 +225,7 @@ func TestViewerSeesNoWriteControlsAndIsRefused(t *testing.T) {
 	}
 	posts := []string{"/services", "/services/web", "/services/web/enable", "/services/web/disable", "/services/web/delete",
 		"/services/web/servers", "/services/web/servers/r1", "/services/web/servers/r1/drain", "/services/web/servers/r1/enable",
-		"/services/web/servers/r1/disable", "/services/web/servers/r1/delete", "/actions", "/settings", "/draft/start", "/draft/apply",
+		"/services/web/servers/r1/disable", "/services/web/servers/r1/delete", "/services/web/servers/r1/check", "/actions", "/settings", "/draft/start", "/draft/apply",
 		"/draft/discard", "/history/1/rollback", "/import", "/import/apply", "/users", "/users/vic/role", "/tokens", "/tokens/t1/revoke"}
 	for _, pg := range posts {
 		r := e.post(t, "vic", pg, url.Values{"action": {"drain"}, "sel": {"web/r1"}, "weight": {"0"}, "name": {"x"}})

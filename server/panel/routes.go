@@ -30,6 +30,7 @@ func (p *Panel) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /services/{id}/servers/{sid}", p.need(V, p.serverShow))
 	mux.HandleFunc("GET /services/{id}/servers/{sid}/edit", p.need(O, p.serverEdit))
 	mux.HandleFunc("POST /services/{id}/servers/{sid}", p.need(O, p.serverSave))
+	mux.HandleFunc("POST /services/{id}/servers/{sid}/check", p.need(O, p.serverCheck))
 	mux.HandleFunc("POST /services/{id}/servers/{sid}/{action}", p.need(O, p.serverAction))
 	mux.HandleFunc("GET /services/{id}/servers/{sid}/why", p.need(V, p.whyShow))
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/server"
@@ -16,7 +17,10 @@ type serverFormData struct {
 	ID       string // "" for a new real server
 	Base     int64
 	Drafted  bool
-	AdminAll bool // an operator edits the weight only
+	AdminAll bool // an operator edits the weight and the forced health only
+	// Inherit is the service's check type; CheckRows the check overrides.
+	Inherit   string
+	CheckRows []checkRow
 }
 
 func (p *Panel) showServerForm(w http.ResponseWriter, r *http.Request, u who, status int, d *serverFormData) {
@@ -26,6 +30,7 @@ func (p *Panel) showServerForm(w http.ResponseWriter, r *http.Request, u who, st
 	}
 	pg := p.newPage(r.Context(), r, u, title, "services")
 	d.AdminAll = u.CanAdmin()
+	d.CheckRows = checkRows(true, d.Inherit, "")
 	pg.Errors = d.Form.Top
 	if len(d.Form.Errs) > 0 && len(pg.Errors) == 0 {
 		pg.Errors = []string{"Some fields are not valid: see the messages beside them."}
@@ -41,14 +46,27 @@ func (p *Panel) serverNew(w http.ResponseWriter, r *http.Request, u who) {
 	}
 	f := newForm()
 	f.Values["weight"], f.Values["enabled"] = "1", "1"
-	p.showServerForm(w, r, u, http.StatusOK, &serverFormData{Form: f, SvcID: server.ServiceID(l.svc), Base: l.rev, Drafted: l.drafted})
+	p.showServerForm(w, r, u, http.StatusOK, &serverFormData{Form: f, SvcID: server.ServiceID(l.svc), Base: l.rev, Drafted: l.drafted,
+		Inherit: checkType(l.svc)})
+}
+
+// checkType is the type of a service's check ("" without one).
+func checkType(svc *ipvsmgr.Service) string {
+	if svc.Check == nil {
+		return ""
+	}
+	return svc.Check.Type
 }
 
 func (p *Panel) serverCreate(w http.ResponseWriter, r *http.Request, u who) {
 	ctx := r.Context()
+	l, ok := p.locate(w, r, u, false)
+	if !ok {
+		return
+	}
 	svcID := r.PathValue("id")
-	f, rs := parseServerForm(r)
-	d := &serverFormData{Form: f, SvcID: svcID, Base: baseOf(r), Drafted: p.staging(ctx, r, u)}
+	f, rs := parseServerForm(r, checkType(l.svc))
+	d := &serverFormData{Form: f, SvcID: svcID, Base: baseOf(r), Drafted: p.staging(ctx, r, u), Inherit: checkType(l.svc)}
 	if f.Invalid() {
 		p.showServerForm(w, r, u, http.StatusUnprocessableEntity, d)
 		return
@@ -89,6 +107,10 @@ type serverData struct {
 	Drafted bool
 	Charts  []chartView
 	Range   string
+	// Inherited is the service's check, Overrides the server's own fields.
+	Inherited, Overrides []fact
+	Testable             bool
+	CheckNow             *checkNow
 }
 
 // located is the desired state a page shows (the user's draft, if any) with
@@ -124,12 +146,21 @@ func (p *Panel) locate(w http.ResponseWriter, r *http.Request, u who, withServer
 }
 
 func (p *Panel) serverShow(w http.ResponseWriter, r *http.Request, u who) {
+	p.showServer(w, r, u, nil)
+}
+
+// showServer renders a real server's page, with the result of a check run
+// now when there is one.
+func (p *Panel) showServer(w http.ResponseWriter, r *http.Request, u who, now *checkNow) {
 	ctx := r.Context()
 	l, ok := p.locate(w, r, u, true)
 	if !ok {
 		return
 	}
-	d := &serverData{SvcID: server.ServiceID(l.svc), Svc: l.svc, Server: l.rs, ID: serverID(l.rs), Base: l.rev, Drafted: l.drafted, Range: chartRange(r)}
+	d := &serverData{SvcID: server.ServiceID(l.svc), Svc: l.svc, Server: l.rs, ID: serverID(l.rs), Base: l.rev, Drafted: l.drafted, Range: chartRange(r),
+		Inherited: checkFacts(healthOf(l.svc.Check, nil, 0), checkRows(true, "", "")),
+		Overrides: checkFacts(healthOf(l.rs.Check, nil, 0), checkRows(true, "", "")),
+		Testable:  testable(l.svc, l.rs), CheckNow: now}
 	if m, err := p.model(ctx); err == nil && !l.drafted {
 		if row := m.byID[d.SvcID]; row != nil && l.ri < len(row.Servers) {
 			d.Live = row.Servers[l.ri]
@@ -142,27 +173,63 @@ func (p *Panel) serverShow(w http.ResponseWriter, r *http.Request, u who) {
 	p.render(w, r, http.StatusOK, "server", pg)
 }
 
+// checkNow is a check run from the page: its result, or why it could not run.
+type checkNow struct {
+	*server.CheckResult
+	Took time.Duration
+	Err  string
+}
+
+// serverCheck runs a real server's saved check once ("test this check
+// now") and shows the result on its page; the result does not count toward
+// rise or fall.
+func (p *Panel) serverCheck(w http.ResponseWriter, r *http.Request, u who) {
+	res, err := p.core.CheckServer(r.Context(), p.actor(r, u), r.PathValue("id"), r.PathValue("sid"))
+	switch {
+	case err == nil:
+		p.showServer(w, r, u, &checkNow{CheckResult: res, Took: time.Duration(res.Duration * float64(time.Second))})
+	case server.CodeOf(err) == server.CodeBadInput:
+		p.showServer(w, r, u, &checkNow{Err: err.Error()})
+	default:
+		p.fail(w, r, u, err)
+	}
+}
+
+// testable reports whether a real server has a check to run now: one that
+// talks to it, on an enabled server of an enabled service.
+func testable(svc *ipvsmgr.Service, rs *ipvsmgr.Server) bool {
+	t := checkType(svc)
+	if rs.Check != nil && rs.Check.Type != "" {
+		t = rs.Check.Type
+	}
+	return t != "" && t != "none" && svc.IsEnabled() && rs.IsEnabled()
+}
+
 func (p *Panel) serverEdit(w http.ResponseWriter, r *http.Request, u who) {
 	l, ok := p.locate(w, r, u, true)
 	if !ok {
 		return
 	}
-	p.showServerForm(w, r, u, http.StatusOK, &serverFormData{Form: serverForm(l.rs), SvcID: server.ServiceID(l.svc),
-		ID: serverID(l.rs), Base: l.rev, Drafted: l.drafted})
+	p.showServerForm(w, r, u, http.StatusOK, &serverFormData{Form: serverForm(l.rs, checkType(l.svc)), SvcID: server.ServiceID(l.svc),
+		ID: serverID(l.rs), Base: l.rev, Drafted: l.drafted, Inherit: checkType(l.svc)})
 }
 
 func (p *Panel) serverSave(w http.ResponseWriter, r *http.Request, u who) {
 	ctx := r.Context()
+	l, ok := p.locate(w, r, u, false)
+	if !ok {
+		return
+	}
 	svcID, sid := r.PathValue("id"), r.PathValue("sid")
-	f, rs := parseServerForm(r)
-	d := &serverFormData{Form: f, SvcID: svcID, ID: sid, Base: baseOf(r), Drafted: p.staging(ctx, r, u)}
+	f, rs := parseServerForm(r, checkType(l.svc))
+	d := &serverFormData{Form: f, SvcID: svcID, ID: sid, Base: baseOf(r), Drafted: p.staging(ctx, r, u), Inherit: checkType(l.svc)}
 	if f.Invalid() {
 		p.showServerForm(w, r, u, http.StatusUnprocessableEntity, d)
 		return
 	}
 	patch := serverPatchOf(&rs)
 	if !u.CanAdmin() {
-		patch = server.ServerPatch{Weight: rs.Weight} // an operator changes weights, nothing else
+		patch = server.ServerPatch{Weight: rs.Weight, Health: &rs.Health} // an operator changes weights and forces health, nothing else
 	}
 	msg, err := p.commit(ctx, r, u, change{
 		label: "edit real server " + sid + " of " + svcID,

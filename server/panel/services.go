@@ -90,6 +90,7 @@ type serviceFormData struct {
 	Base       int64
 	Drafted    bool
 	Schedulers []string
+	CheckRows  []checkRow
 }
 
 func (p *Panel) serviceNew(w http.ResponseWriter, r *http.Request, u who) {
@@ -111,6 +112,7 @@ func (p *Panel) showServiceForm(w http.ResponseWriter, r *http.Request, u who, s
 	}
 	pg := p.newPage(r.Context(), r, u, title, "services")
 	d.Schedulers = ipvsmgr.Schedulers()
+	d.CheckRows = checkRows(false, "", d.Form.V("check_type"))
 	pg.Errors = d.Form.Top
 	if len(d.Form.Errs) > 0 && len(pg.Errors) == 0 {
 		pg.Errors = []string{"Some fields are not valid: see the messages beside them."}
@@ -158,14 +160,10 @@ func (p *Panel) serviceCreate(w http.ResponseWriter, r *http.Request, u who) {
 func (p *Panel) formFailed(w http.ResponseWriter, r *http.Request, u who, err error, f *form, serverForm bool, show func(status int)) {
 	switch server.CodeOf(err) {
 	case server.CodeInvalid, server.CodeMalformed, server.CodeExists, server.CodeBadInput:
-		fields := serviceFields
-		if serverForm {
-			fields = serverFields
-		}
 		if server.CodeOf(err) == server.CodeExists {
 			f.set("name", err.Error())
 		} else {
-			f.takeErr(err, serverForm, fields)
+			f.takeErr(err, serverForm, formFields(serverForm))
 		}
 		show(http.StatusUnprocessableEntity)
 	case server.CodeStale:
@@ -199,6 +197,10 @@ type serviceData struct {
 	Range   string
 	// LiveServers is the live row of each of Svc.Servers (nil when unknown).
 	LiveServers []*srvRow
+	// CheckFacts is the service's check, sorry server and quorum; Testable
+	// says which of Svc.Servers have a check to run now.
+	CheckFacts []fact
+	Testable   []bool
 }
 
 func (p *Panel) serviceShow(w http.ResponseWriter, r *http.Request, u who) {
@@ -218,6 +220,11 @@ func (p *Panel) serviceShow(w http.ResponseWriter, r *http.Request, u who) {
 	d.LiveServers = make([]*srvRow, len(svc.Servers))
 	if d.Live != nil {
 		copy(d.LiveServers, d.Live.Servers)
+	}
+	typ := formType(svc.Check, false)
+	d.CheckFacts = checkFacts(healthOf(svc.Check, svc.SorryServer, svc.Quorum), checkRows(false, "", typ))
+	for i := range svc.Servers {
+		d.Testable = append(d.Testable, testable(svc, &svc.Servers[i]))
 	}
 	pg := p.newPage(ctx, r, u, "Virtual service "+d.ID, "services")
 	pg.Flash = takeFlash(w, r)

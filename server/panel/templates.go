@@ -29,9 +29,9 @@ var viewPartials = map[string][]string{
 	"live_row":     {"live_row"},  // one row of it, rendered once per snapshot
 	"services":     nil,
 	"service":      {"chart"},
-	"service_new":  {"service_fields"},
-	"service_edit": {"service_fields"},
-	"server_form":  nil,
+	"service_new":  {"service_fields", "check_fields"},
+	"service_edit": {"service_fields", "check_fields"},
+	"server_form":  {"check_fields"},
 	"server":       {"chart"},
 	"address":      nil,
 	"settings":     nil,

@@ -1,6 +1,7 @@
 // ipvsctl panel: the few things that need a script. Every page works without it.
 // (1) the theme toggle, (2) live refresh of [data-poll] fragments every 2 s
-// without a full reload, keeping checked boxes, (3) "select all" boxes.
+// without a full reload, keeping checked boxes, (3) "select all" boxes,
+// (4) in a check form, only the fields the chosen check type reads.
 (function () {
   "use strict";
   var root = document.documentElement;
@@ -21,6 +22,7 @@
       });
     }
     document.querySelectorAll("[data-poll]").forEach(poll);
+    document.querySelectorAll("fieldset.checkset").forEach(checkFields);
     document.addEventListener("change", function (ev) {
       var el = ev.target;
       if (el.matches && el.matches("input[data-select-all]")) {
@@ -28,6 +30,25 @@
       }
     });
   });
+
+  // A row stays shown when it carries an error, and every row is shown when
+  // the type says nothing (a typeless service check, or a server's
+  // overrides with nothing to inherit): the server reads them all then.
+  function checkFields(fs) {
+    var sel = fs.querySelector("select[name=check_type]");
+    if (!sel) return;
+    var server = fs.hasAttribute("data-server");
+    function show() {
+      var t = sel.value || fs.getAttribute("data-inherit") || "";
+      var all = t === "-" || (server && t === "");
+      fs.querySelectorAll(".row[data-for]").forEach(function (row) {
+        var on = all || row.getAttribute("data-for").split(" ").indexOf(t) >= 0 || !!row.querySelector(".fielderr");
+        row.hidden = !on;
+      });
+    }
+    sel.addEventListener("change", show);
+    show();
+  }
 
   function poll(el) {
     var url = el.getAttribute("data-poll");
