@@ -15,6 +15,10 @@ import (
 	"testing"
 
 	"github.com/ipvsctl/ipvsctl/arpguard"
+	"github.com/ipvsctl/ipvsctl/arpguard/sshtest"
+	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/auth"
+	"github.com/ipvsctl/ipvsctl/server/servertest"
 	"github.com/ipvsctl/ipvsctl/server/store"
 	"golang.org/x/crypto/ssh"
 )
@@ -59,7 +63,7 @@ func TestRealserverScript(t *testing.T) {
 
 // TestRealserverVerifyUnreachable: a real server whose SSH port refuses
 // connections is reported unreachable, the verb fails, and the result is
-// stored beside the database.
+// stored in the database, the run audited.
 func TestRealserverVerifyUnreachable(t *testing.T) {
 	home := t.TempDir()
 	_, key, err := ed25519.GenerateKey(rand.Reader)
@@ -102,6 +106,10 @@ func TestRealserverVerifyUnreachable(t *testing.T) {
 	if err != nil || len(stored) != 1 || stored[0].State != arpguard.StateUnreachable {
 		t.Fatalf("stored results: %+v, err %v", stored, err)
 	}
+	audit, err := st.Audit(context.Background(), store.AuditFilter{Action: "realserver verify"})
+	if err != nil || len(audit) != 1 || audit[0].Via != "cli" || audit[0].Detail != "1 unreachable" {
+		t.Fatalf("audit: %+v, err %v", audit, err)
+	}
 }
 
 // TestRealserverGlobalFlagsBeforeVerb: `ipvsctl --db PATH realserver VERB`
@@ -140,5 +148,32 @@ func TestRealserverProgressOnATerminal(t *testing.T) {
 	}
 	if env.countDone("verify", 3, true) != nil || (&cliEnv{stderr: &errb, terminal: func() bool { return false }}).countDone("verify", 3, false) != nil {
 		t.Fatal("progress shown with --json or off a terminal")
+	}
+}
+
+// With --server the daemon verifies, logging in with its own SSH settings
+// (its real servers refuse here): the same table and exit status as a local
+// verify, the result stored in the daemon's database; this machine's SSH
+// flags are refused rather than silently unused.
+func TestRealserverVerifyThroughTheDaemon(t *testing.T) {
+	g := servertest.Start(t, servertest.WithRealServerSSH(server.RealServerSSH{SSHConfig: arpguard.SSHConfig{User: "root",
+		Signers: []ssh.Signer{sshtest.NewSigner(t)}, KnownHostsFile: filepath.Join(t.TempDir(), "known_hosts"), Dial: sshtest.Refuse}}))
+	args := []string{"verify", "--server", g.URL, "--token", g.Tokens[auth.Admin], "--rip", "198.18.0.11", "--vip", "198.18.0.100"}
+	r := runRealserverCLI(t, t.TempDir(), args...)
+	if r.code != exitFail || !strings.HasPrefix(r.stdout, "REAL SERVER") ||
+		!strings.Contains(r.stdout, "198.18.0.11:22  198.18.0.11:22  unreachable: ") || r.stderr != "" {
+		t.Fatalf("verify --server: %+v", r)
+	}
+	stored, err := g.Store.Results(context.Background())
+	if err != nil || len(stored) != 1 || stored[0].State != arpguard.StateUnreachable {
+		t.Fatalf("daemon's stored results: %+v, err %v", stored, err)
+	}
+	r = runRealserverCLI(t, t.TempDir(), append(args, "--identity", "/etc/ssh/none")...)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--identity: with --server the daemon logs in") {
+		t.Fatalf("verify --server --identity: %+v", r)
+	}
+	r = runRealserverCLI(t, t.TempDir(), "verify", "--server", g.URL, "--token", g.Tokens[auth.Operator], "--rip", "198.18.0.11", "--vip", "198.18.0.100")
+	if r.code != exitFail || !strings.Contains(r.stderr, "admin") {
+		t.Fatalf("verify --server as an operator: %+v", r)
 	}
 }
