@@ -74,7 +74,7 @@ func (c *Core) RealServerSSHUnavailable() string {
 	if c.rsSSH.Unavailable != "" {
 		return c.rsSSH.Unavailable
 	}
-	return "no SSH identity is configured for real servers"
+	return "no SSH identity is configured for real servers (ipvsctl serve --ssh-identity FILE)"
 }
 
 // PrepareRealServers pushes, verifies or undoes the preparation of the
