@@ -60,7 +60,7 @@ func Start(t testing.TB) *Bed {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b := &Bed{rsNS: newNetns(t), client: newNetns(t)}
+	b := &Bed{rsNS: NewNetns(t), client: NewNetns(t)}
 	run(t, ctx, fmt.Sprintf(`set -e
 ip -n %[1]s link set lo up
 ip -n %[2]s link set lo up
@@ -215,8 +215,8 @@ func Refuse(ctx context.Context, network, addr string) (net.Conn, error) {
 	return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
 }
 
-// newNetns creates a network namespace deleted when the test ends.
-func newNetns(t testing.TB) string {
+// NewNetns creates a network namespace deleted when the test ends.
+func NewNetns(t testing.TB) string {
 	t.Helper()
 	name := fmt.Sprintf("sshtest-%d-%d", os.Getpid(), seq.Add(1))
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {

@@ -23,6 +23,25 @@ import (
 	"golang.org/x/crypto/ssh"
 )
 
+// writeIdentity puts a new key where the SSH flags look by default: HOME/.ssh/id_ed25519.
+func writeIdentity(t *testing.T, home string) {
+	t.Helper()
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, err := ssh.MarshalPrivateKey(key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".ssh", "id_ed25519"), pem.EncodeToMemory(blk), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func runRealserverCLI(t *testing.T, home string, args ...string) cliRun {
 	t.Helper()
 	var out, errb bytes.Buffer
@@ -66,20 +85,7 @@ func TestRealserverScript(t *testing.T) {
 // stored in the database, the run audited.
 func TestRealserverVerifyUnreachable(t *testing.T) {
 	home := t.TempDir()
-	_, key, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blk, err := ssh.MarshalPrivateKey(key, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, ".ssh", "id_ed25519"), pem.EncodeToMemory(blk), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeIdentity(t, home)
 	// A loopback port that was just free: nothing listens there.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

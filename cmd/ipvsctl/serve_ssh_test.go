@@ -1,18 +1,12 @@
 package main
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/pem"
 	"flag"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"golang.org/x/crypto/ssh"
 )
 
 // serve's --ssh-* flags: a key at the default place turns verifying on; its
@@ -44,17 +38,7 @@ func TestServeSSHFlags(t *testing.T) {
 	if _, _, err = config("--ssh-sudo", "sometimes"); err == nil || !strings.Contains(err.Error(), "ssh-sudo") {
 		t.Errorf("a bad --ssh-sudo: err %v", err)
 	}
-	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	blk, err := ssh.MarshalPrivateKey(key, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, ".ssh", "id_ed25519"), pem.EncodeToMemory(blk), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeIdentity(t, home)
 	if why, n, err = config(); err != nil || n != 1 || why != "" {
 		t.Errorf("a key at the default place: %q, %d signers, err %v", why, n, err)
 	}
