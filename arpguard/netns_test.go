@@ -10,11 +10,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/ipvsctl/ipvsctl/arpguard/sshtest"
 )
 
 // Tests in this file change a real kernel. Each runs in a network namespace
@@ -22,8 +23,6 @@ import (
 // exec" (which also mounts a fresh /sys) and the child does the work.
 
 const netnsChildEnv = "ARPGUARD_TEST_IN_NETNS"
-
-var netnsSeq atomic.Int64
 
 func requireRootTools(t *testing.T, tools ...string) {
 	t.Helper()
@@ -38,19 +37,7 @@ func requireRootTools(t *testing.T, tools ...string) {
 }
 
 // newNetns creates a network namespace deleted when the test ends.
-func newNetns(t *testing.T) string {
-	t.Helper()
-	name := fmt.Sprintf("arpguard-%d-%d", os.Getpid(), netnsSeq.Add(1))
-	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add %s: %v: %s", name, err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
-			t.Errorf("ip netns del %s: %v: %s", name, err, out)
-		}
-	})
-	return name
-}
+func newNetns(t *testing.T) string { return sshtest.NewNetns(t) }
 
 // inNetns runs the current test again in a fresh namespace and reports true
 // in the parent, which should then return; the child gets false.

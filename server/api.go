@@ -34,6 +34,7 @@ type API interface {
 	SetNode(ctx context.Context, a Actor, p NodePatch) (*NodeView, error)
 	Health(ctx context.Context, q HealthQuery) ([]HealthReport, error)
 	CheckServer(ctx context.Context, a Actor, svcID, id string) (*CheckResult, error)
+	PrepareRealServers(ctx context.Context, a Actor, op string, sel RealServerSelection) (*RealServerReport, error)
 }
 
 var _ API = (*Core)(nil)

@@ -61,6 +61,8 @@ type Core struct {
 
 	writeMu sync.Mutex // the daemon's writes, one at a time, on cur
 	cur     *current   // the daemon's copy of the current state
+
+	rsSSH RealServerSSH // how real servers are reached (realserver.go)
 }
 
 // Config configures a Core.
@@ -71,11 +73,15 @@ type Config struct {
 	Log        *slog.Logger
 	// LockPath is the kernel lock file ("" for none).
 	LockPath string
+	// RealServerSSH is how real servers are logged in to for push, verify
+	// and undo; without an identity those say RealServerSSH.Unavailable.
+	RealServerSSH RealServerSSH
 }
 
 // New returns a Core over a store.
 func New(cfg Config) *Core {
-	c := &Core{store: cfg.Store, open: cfg.OpenKernel, log: cfg.Log, lockPath: cfg.LockPath, now: time.Now, red: newRedState()}
+	c := &Core{store: cfg.Store, open: cfg.OpenKernel, log: cfg.Log, lockPath: cfg.LockPath, now: time.Now, red: newRedState(),
+		rsSSH: cfg.RealServerSSH}
 	if c.open == nil {
 		c.open = OpenHostKernel
 	}

@@ -23,10 +23,13 @@ const (
 	CodeForbidden Code = "forbidden" // the role does not allow it
 	// CodeBackup refuses a change on the backup director of a pair: it
 	// follows the master's desired state, so changes are made there.
-	CodeBackup   Code = "backup"
-	CodeAuth     Code = "unauthorized"
-	CodeTooLarge Code = "too_large"
-	CodeInternal Code = "internal"
+	CodeBackup Code = "backup"
+	// CodeUnavailable: this process is not set up for what was asked (no
+	// SSH identity for real servers); the message says how to set it up.
+	CodeUnavailable Code = "unavailable"
+	CodeAuth        Code = "unauthorized"
+	CodeTooLarge    Code = "too_large"
+	CodeInternal    Code = "internal"
 )
 
 // Error is a failure of the core with its kind.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/arpguard"
+	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/client"
 	"github.com/ipvsctl/ipvsctl/server/store"
 	"golang.org/x/crypto/ssh"
 )
@@ -86,68 +87,13 @@ func (f *targetFlags) targets(validate bool) ([]arpguard.Target, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read targets: %w", err)
 		}
-		dec := json.NewDecoder(strings.NewReader(string(b)))
-		dec.DisallowUnknownFields()
-		var ts []arpguard.Target
-		if err := dec.Decode(&ts); err != nil {
-			return nil, fmt.Errorf("parse targets %s: %w", *f.file, err)
-		}
-		return ts, checkTargets(ts, validate)
+		return server.ParseTargets(*f.file, b, validate)
 	}
-	rips, err := parseAddrs("rip", *f.rips)
-	if err != nil {
-		return nil, err
-	}
-	if len(rips) == 0 {
-		return nil, errors.New("rip: at least one real server address is needed (or --targets FILE)")
-	}
-	vips, err := parseAddrs("vip", *f.vips)
-	if err != nil {
-		return nil, err
-	}
-	mode, err := arpguard.ParseMode(*f.mode)
-	if err != nil {
-		return nil, err
-	}
-	var gw netip.Addr
-	if *f.gateway != "" {
-		if gw, err = netip.ParseAddr(*f.gateway); err != nil {
-			return nil, fmt.Errorf("gateway: %q is not an address", *f.gateway)
-		}
-	}
-	var clients []netip.Prefix
-	for _, s := range splitList(*f.clients) {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return nil, fmt.Errorf("client-prefix: %q is not a prefix", s)
-		}
-		clients = append(clients, p)
-	}
-	var ts []arpguard.Target
-	for _, rip := range rips {
-		ts = append(ts, arpguard.Target{
-			Host: netipJoin(rip, *f.port), RIP: rip, Interface: *f.iface, VIPs: vips, Mode: mode,
-			Gateway: gw, Route: arpguard.RouteMode(*f.route), ClientPrefixes: clients,
-		})
-	}
-	return ts, checkTargets(ts, validate)
+	return server.TargetList{
+		RIPs: splitList(*f.rips), VIPs: splitList(*f.vips), SSHPort: *f.port, Mode: *f.mode, Interface: *f.iface,
+		Gateway: *f.gateway, Route: *f.route, ClientPrefixes: splitList(*f.clients),
+	}.Targets(validate)
 }
-
-func checkTargets(ts []arpguard.Target, validate bool) error {
-	for _, t := range ts {
-		if !t.RIP.IsValid() {
-			return errors.New("rip: missing in a target")
-		}
-		if validate {
-			if err := t.Validate(); err != nil {
-				return fmt.Errorf("real server %s: %w", t.Label(), err)
-			}
-		}
-	}
-	return nil
-}
-
-func netipJoin(a netip.Addr, port int) string { return netip.AddrPortFrom(a, uint16(port)).String() }
 
 func parseAddrs(field, s string) ([]netip.Addr, error) {
 	var out []netip.Addr
@@ -171,6 +117,29 @@ func splitList(s string) []string {
 	return out
 }
 
+// sshFlags are how the realserver verbs log in to real servers from this machine.
+type sshFlags struct {
+	user, identity, knownHosts, sudo *string
+	acceptNew                        *bool
+	parallel                         *int
+	timeout                          *time.Duration
+}
+
+// sshFlagNames are the flags that act on this machine's SSH only.
+var sshFlagNames = []string{"user", "identity", "known-hosts", "accept-new-host-key", "sudo", "parallel", "timeout"}
+
+func addSSHFlags(fs *flag.FlagSet, home string) *sshFlags {
+	return &sshFlags{
+		user:       fs.String("user", "root", "SSH user; scripts run through sudo -n when it is not root"),
+		identity:   fs.String("identity", filepath.Join(home, ".ssh", "id_ed25519"), "SSH private key (unencrypted)"),
+		knownHosts: fs.String("known-hosts", filepath.Join(home, ".ssh", "known_hosts"), "known_hosts file with the real servers' host keys"),
+		acceptNew:  fs.Bool("accept-new-host-key", false, "record host keys not yet in known_hosts (a changed key is still refused)"),
+		sudo:       fs.String("sudo", "auto", "auto (when --user is not root), always or never"),
+		parallel:   fs.Int("parallel", 8, "how many real servers at once"),
+		timeout:    fs.Duration("timeout", 2*time.Minute, "time allowed per real server"),
+	}
+}
+
 func runRealserverSSH(env *cliEnv, verb string, args []string) int {
 	name := "realserver " + verb
 	summary := map[string]string{
@@ -178,16 +147,9 @@ func runRealserverSSH(env *cliEnv, verb string, args []string) int {
 		"verify": "Read each real server's state back over SSH and report prepared, drift or unreachable; the result is stored.",
 		"undo":   "Remove over SSH exactly what push added on each real server, as recorded in its journal.",
 	}[verb]
-	fs, db := env.newFlagSet(name, "--rip IP[,IP...] --vip VIP[,VIP...] [--mode MODE] [flags] | --targets FILE", summary)
+	fs, g := env.newFlagSet(name, "--rip IP[,IP...] --vip VIP[,VIP...] [--mode MODE] [flags] | --targets FILE", summary)
 	tf := addTargetFlags(fs)
-	home := env.getenv("HOME")
-	user := fs.String("user", "root", "SSH user; scripts run through sudo -n when it is not root")
-	identity := fs.String("identity", filepath.Join(home, ".ssh", "id_ed25519"), "SSH private key (unencrypted)")
-	knownHosts := fs.String("known-hosts", filepath.Join(home, ".ssh", "known_hosts"), "known_hosts file with the real servers' host keys")
-	acceptNew := fs.Bool("accept-new-host-key", false, "record host keys not yet in known_hosts (a changed key is still refused)")
-	sudo := fs.String("sudo", "auto", "auto (when --user is not root), always or never")
-	parallel := fs.Int("parallel", 8, "how many real servers at once")
-	timeout := fs.Duration("timeout", 2*time.Minute, "time allowed per real server")
+	sf := addSSHFlags(fs, env.getenv("HOME"))
 	asJSON := fs.Bool("json", false, "print JSON")
 	if st, ok := env.parseFlags(fs, args); !ok {
 		return st
@@ -199,48 +161,64 @@ func runRealserverSSH(env *cliEnv, verb string, args []string) int {
 	if err != nil {
 		return env.fail(name, err, true)
 	}
-	signer, err := arpguard.LoadSigner(*identity)
-	if err != nil {
-		return env.fail(name, err, true)
-	}
-	log := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	p, err := arpguard.NewPusher(arpguard.SSHConfig{
-		User: *user, Signers: []ssh.Signer{signer}, KnownHostsFile: *knownHosts, AcceptNewHostKeys: *acceptNew,
-		Sudo: arpguard.SudoMode(*sudo), Parallel: *parallel, Timeout: *timeout, Paths: arpguard.DefaultPaths(), Logger: log,
-		Done: env.countDone(verb, len(targets), *asJSON),
-	})
-	if err != nil {
-		return env.fail(name, err, true)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	var rs []arpguard.Result
-	switch verb {
-	case "push":
-		rs = p.Push(ctx, targets)
-	case "verify":
-		rs = p.Verify(ctx, targets)
-	case "undo":
-		rs = p.Undo(ctx, targets)
-	}
-	env.clearLine()
-	// The last result per real server is kept in the state database, for status and the panel.
-	if st, err := store.Open(ctx, db.db); err != nil {
-		log.Error("results not stored", "err", err)
-	} else {
-		if err := st.SaveResults(ctx, rs); err != nil {
-			log.Error("results not stored", "err", err)
+	actor := server.Actor{Name: env.author(), Via: "cli"}
+	sel := server.RealServerSelection{Targets: targets}
+	var rep *server.RealServerReport
+	if g.server != "" {
+		// The daemon logs in with its own settings (serve --ssh-*): this machine's do not travel.
+		for _, f := range sshFlagNames {
+			if flagsGiven(fs)[f] {
+				return env.fail(name, fmt.Errorf("--%s: with --server the daemon logs in to real servers with its own SSH settings (ipvsctl serve --ssh-*)", f), true)
+			}
 		}
-		st.Close()
-	}
-	if *asJSON {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rs); err != nil {
+		c, err := client.New(g.server, g.token)
+		if err != nil {
+			return env.fail(name, err, true)
+		}
+		if rep, err = c.PrepareRealServers(ctx, actor, verb, sel); err != nil {
 			return env.fail(name, err, false)
 		}
 	} else {
-		tw := tabwriter.NewWriter(env.stdout, 0, 8, 2, ' ', 0)
+		signer, err := arpguard.LoadSigner(*sf.identity)
+		if err != nil {
+			return env.fail(name, err, true)
+		}
+		log := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		// The last result per real server is kept in the state database, for status and the panel;
+		// without the database the real servers are still prepared.
+		st, err := store.Open(ctx, g.db)
+		if err != nil {
+			log.Error("results not stored", "err", err)
+		} else {
+			defer st.Close()
+		}
+		core := server.New(server.Config{Store: st, Log: log, RealServerSSH: server.RealServerSSH{SSHConfig: arpguard.SSHConfig{
+			User: *sf.user, Signers: []ssh.Signer{signer}, KnownHostsFile: *sf.knownHosts, AcceptNewHostKeys: *sf.acceptNew,
+			Sudo: arpguard.SudoMode(*sf.sudo), Parallel: *sf.parallel, Timeout: *sf.timeout, Paths: arpguard.DefaultPaths(), Logger: log,
+			Done: env.countDone(verb, len(targets), *asJSON),
+		}}})
+		rep, err = core.PrepareRealServers(ctx, actor, verb, sel)
+		env.clearLine()
+		if err != nil {
+			return env.fail(name, err, false)
+		}
+	}
+	return env.printPrepResults(name, rep.Results, *asJSON)
+}
+
+// printPrepResults prints a result per real server; the exit status is 1
+// unless every one did what was asked.
+func (e *cliEnv) printPrepResults(name string, rs []arpguard.Result, asJSON bool) int {
+	if asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rs); err != nil {
+			return e.fail(name, err, false)
+		}
+	} else {
+		tw := tabwriter.NewWriter(e.stdout, 0, 8, 2, ' ', 0)
 		fmt.Fprintln(tw, "REAL SERVER\tHOST\tRESULT\tCHANGED")
 		for _, r := range rs {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", r.Target, r.Host, r.Summary(), len(r.Changed))

@@ -15,9 +15,32 @@ import (
 	"testing"
 
 	"github.com/ipvsctl/ipvsctl/arpguard"
+	"github.com/ipvsctl/ipvsctl/arpguard/sshtest"
+	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/auth"
+	"github.com/ipvsctl/ipvsctl/server/servertest"
 	"github.com/ipvsctl/ipvsctl/server/store"
 	"golang.org/x/crypto/ssh"
 )
+
+// writeIdentity puts a new key where the SSH flags look by default: HOME/.ssh/id_ed25519.
+func writeIdentity(t *testing.T, home string) {
+	t.Helper()
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, err := ssh.MarshalPrivateKey(key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".ssh", "id_ed25519"), pem.EncodeToMemory(blk), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
 
 func runRealserverCLI(t *testing.T, home string, args ...string) cliRun {
 	t.Helper()
@@ -59,23 +82,10 @@ func TestRealserverScript(t *testing.T) {
 
 // TestRealserverVerifyUnreachable: a real server whose SSH port refuses
 // connections is reported unreachable, the verb fails, and the result is
-// stored beside the database.
+// stored in the database, the run audited.
 func TestRealserverVerifyUnreachable(t *testing.T) {
 	home := t.TempDir()
-	_, key, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blk, err := ssh.MarshalPrivateKey(key, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, ".ssh", "id_ed25519"), pem.EncodeToMemory(blk), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeIdentity(t, home)
 	// A loopback port that was just free: nothing listens there.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -101,6 +111,10 @@ func TestRealserverVerifyUnreachable(t *testing.T) {
 	stored, err := st.Results(context.Background())
 	if err != nil || len(stored) != 1 || stored[0].State != arpguard.StateUnreachable {
 		t.Fatalf("stored results: %+v, err %v", stored, err)
+	}
+	audit, err := st.Audit(context.Background(), store.AuditFilter{Action: "realserver verify"})
+	if err != nil || len(audit) != 1 || audit[0].Via != "cli" || audit[0].Detail != "1 unreachable" {
+		t.Fatalf("audit: %+v, err %v", audit, err)
 	}
 }
 
@@ -140,5 +154,32 @@ func TestRealserverProgressOnATerminal(t *testing.T) {
 	}
 	if env.countDone("verify", 3, true) != nil || (&cliEnv{stderr: &errb, terminal: func() bool { return false }}).countDone("verify", 3, false) != nil {
 		t.Fatal("progress shown with --json or off a terminal")
+	}
+}
+
+// With --server the daemon verifies, logging in with its own SSH settings
+// (its real servers refuse here): the same table and exit status as a local
+// verify, the result stored in the daemon's database; this machine's SSH
+// flags are refused rather than silently unused.
+func TestRealserverVerifyThroughTheDaemon(t *testing.T) {
+	g := servertest.Start(t, servertest.WithRealServerSSH(server.RealServerSSH{SSHConfig: arpguard.SSHConfig{User: "root",
+		Signers: []ssh.Signer{sshtest.NewSigner(t)}, KnownHostsFile: filepath.Join(t.TempDir(), "known_hosts"), Dial: sshtest.Refuse}}))
+	args := []string{"verify", "--server", g.URL, "--token", g.Tokens[auth.Admin], "--rip", "198.18.0.11", "--vip", "198.18.0.100"}
+	r := runRealserverCLI(t, t.TempDir(), args...)
+	if r.code != exitFail || !strings.HasPrefix(r.stdout, "REAL SERVER") ||
+		!strings.Contains(r.stdout, "198.18.0.11:22  198.18.0.11:22  unreachable: ") || r.stderr != "" {
+		t.Fatalf("verify --server: %+v", r)
+	}
+	stored, err := g.Store.Results(context.Background())
+	if err != nil || len(stored) != 1 || stored[0].State != arpguard.StateUnreachable {
+		t.Fatalf("daemon's stored results: %+v, err %v", stored, err)
+	}
+	r = runRealserverCLI(t, t.TempDir(), append(args, "--identity", "/etc/ssh/none")...)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--identity: with --server the daemon logs in") {
+		t.Fatalf("verify --server --identity: %+v", r)
+	}
+	r = runRealserverCLI(t, t.TempDir(), "verify", "--server", g.URL, "--token", g.Tokens[auth.Operator], "--rip", "198.18.0.11", "--vip", "198.18.0.100")
+	if r.code != exitFail || !strings.Contains(r.stderr, "admin") {
+		t.Fatalf("verify --server as an operator: %+v", r)
 	}
 }

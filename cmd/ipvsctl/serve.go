@@ -27,15 +27,17 @@ type serveFlags struct {
 	tlsCert, tlsKey              string
 	tlsSelfSigned                bool
 	trustedProxies, trustedOrigs string
+	ssh                          serveSSHFlags
 }
 
 func runServe(env *cliEnv, args []string) int {
-	fs, g := env.newFlagSet("serve", "[--listen :3636] [--tls-cert FILE --tls-key FILE | --tls-self-signed] [--interval 10s]",
+	fs, g := env.newFlagSet("serve", "[--listen :3636] [--tls-cert FILE --tls-key FILE | --tls-self-signed] [--interval 10s] [--ssh-identity FILE]",
 		"The daemon: restore (modules, sysctls, VIPs, services), then keep the kernel matching the stored\n"+
 			"desired state: at once after each change, and every --interval anyway, which repairs out-of-band\n"+
 			"changes and finishes drains. Serves the panel, the JSON API (/api/v1) and /metrics on --listen, and\n"+
 			"the same API to the local CLI on a socket beside the database. Stops on SIGTERM or SIGINT, letting\n"+
-			"requests in flight finish. Where the kernel has no IPVS it still serves and stores the desired state.")
+			"requests in flight finish. Where the kernel has no IPVS it still serves and stores the desired state.\n"+
+			"With an SSH identity (--ssh-*, as realserver verify's flags) the panel and the API verify real servers.")
 	var f serveFlags
 	fs.DurationVar(&f.interval, "interval", 10*time.Second, "full reconcile period")
 	fs.StringVar(&f.listen, "listen", ":3636", "address of the panel and API (\"\" for none)")
@@ -45,6 +47,7 @@ func runServe(env *cliEnv, args []string) int {
 	fs.BoolVar(&f.tlsSelfSigned, "tls-self-signed", false, "make a self-signed certificate on first start and keep it beside the database")
 	fs.StringVar(&f.trustedProxies, "trusted-proxy", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed")
 	fs.StringVar(&f.trustedOrigs, "trusted-origin", "", "comma-separated origins (https://name) allowed to post besides the panel's own")
+	f.ssh.register(fs, homeDir(env))
 	if st, ok := env.parseFlags(fs, args); !ok {
 		return st
 	}
@@ -68,6 +71,10 @@ func runServe(env *cliEnv, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	log := env.logger(slog.LevelInfo)
+	rsSSH, err := f.ssh.config(fs, log)
+	if err != nil {
+		return env.fail("serve", err, true)
+	}
 	st, err := store.Open(ctx, g.db)
 	if err != nil {
 		return env.fail("serve", err, false)
@@ -78,7 +85,9 @@ func runServe(env *cliEnv, args []string) int {
 		return env.fail("serve", err, false)
 	}
 	defer unlock()
-	core := env.core(st, g.db)
+	cfg := env.coreConfig(st, g.db)
+	cfg.RealServerSSH = rsSSH
+	core := server.New(cfg)
 	d := server.NewDaemon(core, log)
 	d.Interval = f.interval
 	d.Hooks.Peer = func(url, token string) (server.Peer, error) { return client.New(url, token) }

@@ -41,11 +41,15 @@ func (e *cliEnv) backend(ctx context.Context, g *globalFlags) (*backend, error) 
 
 // core is a core over st for this process.
 func (e *cliEnv) core(st *store.Store, db string) *server.Core {
+	return server.New(e.coreConfig(st, db))
+}
+
+func (e *cliEnv) coreConfig(st *store.Store, db string) server.Config {
 	cfg := server.Config{Store: st, LockPath: db + ".lock", Log: e.logger(levelWarn)}
 	if e.kernel != nil {
 		cfg.OpenKernel = e.fakeKernel
 	}
-	return server.New(cfg)
+	return cfg
 }
 
 func (e *cliEnv) fakeKernel() (*server.KernelConn, error) {

@@ -319,4 +319,14 @@ func (c *Client) CheckServer(ctx context.Context, _ server.Actor, svcID, id stri
 	return &res, nil
 }
 
+// PrepareRealServers has the daemon push, verify or undo real servers
+// with its own SSH settings (ipvsctl serve --ssh-*).
+func (c *Client) PrepareRealServers(ctx context.Context, _ server.Actor, op string, sel server.RealServerSelection) (*server.RealServerReport, error) {
+	var rep server.RealServerReport
+	if _, err := c.do(ctx, "POST", "/api/v1/realservers/"+esc(op), nil, nil, jsonBody(sel), &rep); err != nil {
+		return nil, err
+	}
+	return &rep, nil
+}
+
 var _ server.API = (*Client)(nil)

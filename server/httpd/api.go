@@ -5,6 +5,7 @@ package httpd
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -68,6 +69,7 @@ func (a *api) routes() []auth.Route {
 		{Method: "GET", Pattern: p + "/audit", Role: auth.Admin, Handler: h(a.audit)},
 		{Method: "GET", Pattern: p + "/node", Role: auth.Viewer, Handler: h(a.getNode)},
 		{Method: "PATCH", Pattern: p + "/node", Role: auth.Admin, Handler: h(a.patchNode)},
+		{Method: "POST", Pattern: p + "/realservers/{op}", Role: auth.Admin, Handler: h(a.prepareRealServers)},
 	}
 }
 
@@ -136,6 +138,10 @@ func decode(r *http.Request, v any) error {
 	if err != nil {
 		return err
 	}
+	return decodeBytes(body, v)
+}
+
+func decodeBytes(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -506,6 +512,30 @@ func (a *api) audit(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, entries)
+	return nil
+}
+
+// prepareRealServers pushes, verifies or undoes real servers over SSH: the
+// body names targets, or RIPs of the desired state; no body means all of it.
+func (a *api) prepareRealServers(w http.ResponseWriter, r *http.Request) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err
+	}
+	var sel server.RealServerSelection
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := decodeBytes(body, &sel); err != nil {
+			return err
+		}
+	}
+	// Each real server may take its SSH timeout; the run finishes (and is
+	// stored) even if the caller goes away.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(15 * time.Minute))
+	rep, err := a.core.PrepareRealServers(context.WithoutCancel(r.Context()), actor(r), chi.URLParam(r, "op"), sel)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, rep)
 	return nil
 }
 

@@ -45,7 +45,7 @@ func statusOf(code server.Code) int {
 		return http.StatusRequestEntityTooLarge
 	case server.CodeInvalid, server.CodeBadInput:
 		return http.StatusUnprocessableEntity
-	case server.CodeBusy:
+	case server.CodeBusy, server.CodeUnavailable:
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError

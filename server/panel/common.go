@@ -84,7 +84,7 @@ func statusOf(err error) int {
 		return http.StatusConflict
 	case server.CodeInvalid, server.CodeMalformed, server.CodeBadInput:
 		return http.StatusUnprocessableEntity
-	case server.CodeBusy:
+	case server.CodeBusy, server.CodeUnavailable:
 		return http.StatusServiceUnavailable
 	case server.CodeForbidden:
 		return http.StatusForbidden

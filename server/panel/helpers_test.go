@@ -174,7 +174,7 @@ func newEnv(t testing.TB) *env { return newEnvTimed(t, false) }
 // newEnvTimed with realistic true runs the daemon and the sampler at their
 // production periods (kernel read every 2 s, full reconcile every 10 s,
 // samples every 10 s), for measurements; else fast, for tests.
-func newEnvTimed(t testing.TB, realistic bool) *env {
+func newEnvTimed(t testing.TB, realistic bool, with ...func(*server.Config)) *env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
@@ -183,9 +183,13 @@ func newEnvTimed(t testing.TB, realistic bool) *env {
 	}
 	k := &trafficKernel{Kernel: fakekernel.New()}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	core := server.New(server.Config{Store: st, Log: log, OpenKernel: func() (*server.KernelConn, error) {
+	cfg := server.Config{Store: st, Log: log, OpenKernel: func() (*server.KernelConn, error) {
 		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
-	}})
+	}}
+	for _, f := range with {
+		f(&cfg)
+	}
+	core := server.New(cfg)
 	d := server.NewDaemon(core, log)
 	d.Interval, d.Poll, d.Snapshot = 200*time.Millisecond, 20*time.Millisecond, 50*time.Millisecond
 	if realistic {

@@ -1,22 +1,21 @@
 package panel
 
 import (
+	"context"
 	"net/http"
 	"net/netip"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/ipvsctl/ipvsctl/arpguard"
-	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server"
 )
 
 type prepRow struct {
-	RIP      string
-	VIPs     []string
-	Services []string
-	Mode     string
-	Result   *arpguard.Result
-	Problem  bool
+	server.RealServerPrep
+	Bad    bool   // its last result is not prepared, or it cannot be verified from here
+	Detail string // the last result's detail, without its state repeated
 }
 
 type prepData struct {
@@ -29,6 +28,11 @@ type prepData struct {
 	Verify    string
 	Command   string
 	ScriptErr string
+	// CanVerify shows the Verify buttons (admins); VerifyOff, when set, says
+	// why they are disabled and how to enable them.
+	CanVerify bool
+	VerifyOff string
+	Back      string
 }
 
 // realserversShow lists each real-server address with the VIPs it serves,
@@ -36,17 +40,16 @@ type prepData struct {
 // chosen address the script `ipvsctl realserver script` prints.
 func (p *Panel) realserversShow(w http.ResponseWriter, r *http.Request, u who) {
 	ctx := r.Context()
-	st, _, err := p.core.State(ctx)
+	preps, err := p.core.RealServers(ctx)
 	if err != nil {
 		p.fail(w, r, u, err)
 		return
 	}
-	results, _ := p.core.RealServerResults(ctx)
-	rows := prepRows(st, results)
+	rows := prepRows(preps)
 	q := r.URL.Query()
-	d := &prepData{Iface: q.Get("interface"), Gateway: q.Get("gateway")}
-	if d.Iface == "" {
-		d.Iface = "eth0"
+	d := &prepData{Iface: q.Get("interface"), Gateway: q.Get("gateway"), CanVerify: u.CanAdmin(), Back: r.URL.RequestURI()}
+	if d.CanVerify {
+		d.VerifyOff = p.core.RealServerSSHUnavailable()
 	}
 	if rip := q.Get("rip"); rip != "" {
 		for i := range rows {
@@ -61,74 +64,62 @@ func (p *Panel) realserversShow(w http.ResponseWriter, r *http.Request, u who) {
 	d.Pager = newPager(r, len(rows), 100)
 	d.Rows = rows[d.Pager.From:d.Pager.To]
 	pg := p.newPage(ctx, r, u, "Real-server preparation", "realservers")
+	pg.Flash = takeFlash(w, r)
 	pg.Data = d
 	p.render(w, r, http.StatusOK, "realservers", pg)
 }
 
-func prepRows(st *ipvsmgr.State, results []arpguard.Result) []prepRow {
-	byRIP := map[string]*prepRow{}
-	var order []string
-	for i := range st.Services {
-		svc := &st.Services[i]
-		for j := range svc.Servers {
-			rs := &svc.Servers[j]
-			row := byRIP[rs.Address]
-			if row == nil {
-				row = &prepRow{RIP: rs.Address}
-				byRIP[rs.Address] = row
-				order = append(order, rs.Address)
-			}
-			fwd := firstOf(rs.Forwarding, svc.Forwarding, st.Settings.Network, "dr")
-			mode := map[string]string{"dr": "dr-sysctl", "tun": "tun", "nat": "nat"}[fwd]
-			if row.Mode == "" {
-				row.Mode = mode
-			} else if row.Mode != mode && !strings.Contains(row.Mode, mode) {
-				row.Mode += "+" + mode
-			}
-			if svc.Address != "" && !contains(row.VIPs, svc.Address) {
-				row.VIPs = append(row.VIPs, svc.Address)
-			}
-			row.Services = append(row.Services, svcName(svc))
-		}
+// realserversVerify reads the chosen real servers' state back over SSH
+// (rip, repeatable; none: every one), through the core, which stores each
+// result; the page then shows them.
+func (p *Panel) realserversVerify(w http.ResponseWriter, r *http.Request, u who) {
+	if err := r.ParseForm(); err != nil {
+		p.renderError(w, r, u, http.StatusBadRequest, "The form could not be read.")
+		return
 	}
-	for i := range results {
-		res := &results[i]
-		if row := byRIP[hostOf(res.Host)]; row != nil {
-			row.Result = res
-			row.Problem = !res.OK()
-		}
+	// Each real server may take the SSH timeout; the run finishes, and is
+	// stored, even if the browser goes away.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(15 * time.Minute))
+	ctx := context.WithoutCancel(r.Context())
+	rep, err := p.core.PrepareRealServers(ctx, p.actor(r, u), server.RealServerVerify, server.RealServerSelection{RIPs: r.PostForm["rip"]})
+	if err != nil {
+		p.fail(w, r, u, err)
+		return
 	}
-	out := make([]prepRow, 0, len(order))
-	for _, a := range order {
-		out = append(out, *byRIP[a])
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Problem && !out[j].Problem })
-	return out
+	redirect(w, r, backTo(r, "/realservers"), "Verified: "+server.PrepSummary(rep))
 }
 
-func svcName(s *ipvsmgr.Service) string {
-	if s.Name != "" {
-		return s.Name
-	}
-	return describeKey(s)
-}
-
-func firstOf(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
+// prepRows puts the real servers with a problem first.
+func prepRows(preps []server.RealServerPrep) []prepRow {
+	rows := make([]prepRow, len(preps))
+	for i, pr := range preps {
+		rows[i] = prepRow{RealServerPrep: pr, Bad: pr.Problem != ""}
+		if res := pr.Result; res != nil {
+			rows[i].Bad = rows[i].Bad || !res.OK()
+			rows[i].Detail = strings.TrimPrefix(res.Detail, string(res.State)+": ")
 		}
 	}
-	return ""
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Bad && !rows[j].Bad })
+	return rows
 }
 
 // prepScript renders the selected real server's scripts with arpguard, as
-// `ipvsctl realserver script` does.
+// `ipvsctl realserver script` does, for the interface and gateway of its
+// last push unless the form names others.
 func (p *Panel) prepScript(d *prepData) {
 	row := d.Selected
-	mode := row.Mode
-	if strings.Contains(mode, "+") {
-		d.ScriptErr = "its virtual services use different forwarding methods (" + mode + "): prepare it for each with the CLI"
+	t := arpguard.Target{Interface: "eth0", Mode: arpguard.Mode(row.Mode)}
+	if row.Target != nil {
+		t = *row.Target
+	}
+	if d.Iface == "" {
+		d.Iface = t.Interface
+	}
+	if d.Gateway == "" && t.Gateway.IsValid() {
+		d.Gateway = t.Gateway.String()
+	}
+	if strings.Contains(row.Mode, "+") {
+		d.ScriptErr = row.Problem
 		return
 	}
 	rip, err := netip.ParseAddr(row.RIP)
@@ -136,7 +127,7 @@ func (p *Panel) prepScript(d *prepData) {
 		d.ScriptErr = err.Error()
 		return
 	}
-	t := arpguard.Target{RIP: rip, Interface: d.Iface, Mode: arpguard.Mode(mode)}
+	t.RIP, t.Interface, t.VIPs = rip, d.Iface, nil
 	for _, v := range row.VIPs {
 		if a, err := netip.ParseAddr(v); err == nil {
 			t.VIPs = append(t.VIPs, a)
@@ -148,9 +139,16 @@ func (p *Panel) prepScript(d *prepData) {
 			return
 		}
 	}
-	d.Command = "ipvsctl realserver script --rip " + row.RIP + " --vip " + strings.Join(row.VIPs, ",") + " --mode " + mode + " --interface " + d.Iface
+	d.Command = "ipvsctl realserver script --rip " + row.RIP + " --vip " + strings.Join(row.VIPs, ",") + " --mode " + row.Mode + " --interface " + d.Iface
 	if d.Gateway != "" {
 		d.Command += " --gateway " + d.Gateway
+	}
+	if t.Route == arpguard.RouteHost {
+		var ps []string
+		for _, c := range t.ClientPrefixes {
+			ps = append(ps, c.String())
+		}
+		d.Command += " --route host --client-prefix " + strings.Join(ps, ",")
 	}
 	if err := t.Validate(); err != nil {
 		d.ScriptErr = err.Error()

@@ -47,6 +47,7 @@ func (p *Panel) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /history/{rev}/rollback", p.need(A, p.historyRollback))
 
 	mux.HandleFunc("GET /realservers", p.need(V, p.realserversShow))
+	mux.HandleFunc("POST /realservers/verify", p.need(A, p.realserversVerify))
 
 	mux.HandleFunc("GET /import", p.need(V, p.importShow))
 	mux.HandleFunc("POST /import", p.need(A, p.importPreview))

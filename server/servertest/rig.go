@@ -33,8 +33,16 @@ type Rig struct {
 	Password string
 }
 
+// Option changes how Start builds the daemon.
+type Option func(*server.Config)
+
+// WithRealServerSSH has the daemon log in to real servers with rs.
+func WithRealServerSSH(rs server.RealServerSSH) Option {
+	return func(c *server.Config) { c.RealServerSSH = rs }
+}
+
 // Start runs a daemon over a new database in t.TempDir() until the test ends.
-func Start(t testing.TB) *Rig {
+func Start(t testing.TB, with ...Option) *Rig {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	dir := t.TempDir()
@@ -46,9 +54,13 @@ func Start(t testing.TB) *Rig {
 	}
 	g.Store = st
 	log := slog.New(slog.DiscardHandler)
-	g.Core = server.New(server.Config{Store: st, Log: log, OpenKernel: func() (*server.KernelConn, error) {
+	cfg := server.Config{Store: st, Log: log, OpenKernel: func() (*server.KernelConn, error) {
 		return &server.KernelConn{Kernel: g.Kernel, Addrs: g.Host, Marks: g.Host, Prepare: g.Host.Prepare, Close: func() {}}, nil
-	}})
+	}}
+	for _, o := range with {
+		o(&cfg)
+	}
+	g.Core = server.New(cfg)
 	d := server.NewDaemon(g.Core, log)
 	d.Interval, d.Poll, d.Snapshot = time.Hour, 20*time.Millisecond, 50*time.Millisecond
 	g.Auth = auth.New(st, auth.Config{Params: auth.CheapParams(), Log: log})

@@ -1,0 +1,264 @@
+// Package sshtest runs Debian's sshd as a real server in a network
+// namespace, for tests that push to, verify and undo a real server over SSH
+// (tier 2: root, the host kernel). Tests skip without root, ip or sshd.
+package sshtest
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netns"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// RIP is the real server's address; its sshd listens on RIP:22.
+const RIP = "198.18.7.2"
+
+// Bed is a real server namespace running sshd and a client namespace that
+// Dial connects from, joined by a veth pair:
+// client 198.18.7.1/24 (cl0) -- 198.18.7.2/24 (eth0) real server.
+type Bed struct {
+	HostKey ssh.PublicKey // sshd's host key
+	Signer  ssh.Signer    // a key sshd accepts for root
+	rsNS    string
+	client  string
+}
+
+var seq atomic.Int32
+
+// Start runs a bed until the test ends; it skips the test without root,
+// ip or Debian's openssh-server.
+func Start(t testing.TB) *Bed {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create network namespaces")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skipf("needs ip: %v", err)
+	}
+	sshd, err := exec.LookPath("sshd")
+	if err != nil {
+		if _, serr := os.Stat("/usr/sbin/sshd"); serr != nil {
+			t.Skip("needs Debian's openssh-server (apt-get install -y openssh-server)")
+		}
+		sshd = "/usr/sbin/sshd"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b := &Bed{rsNS: NewNetns(t), client: NewNetns(t)}
+	run(t, ctx, fmt.Sprintf(`set -e
+ip -n %[1]s link set lo up
+ip -n %[2]s link set lo up
+ip -n %[1]s link add eth0 type veth peer name cl0 netns %[2]s
+ip -n %[1]s addr add %[3]s/24 dev eth0
+ip -n %[2]s addr add 198.18.7.1/24 dev cl0
+ip -n %[1]s link set eth0 up
+ip -n %[2]s link set cl0 up`, b.rsNS, b.client, RIP))
+
+	dir := t.TempDir()
+	hostPriv, hostPub := GenKey(t)
+	b.HostKey = hostPub
+	clientPriv, clientPub := GenKey(t)
+	if b.Signer, err = ssh.NewSignerFromKey(clientPriv); err != nil {
+		t.Fatal(err)
+	}
+	hostKeyFile := filepath.Join(dir, "ssh_host_ed25519_key")
+	blk, err := ssh.MarshalPrivateKey(hostPriv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, hostKeyFile, string(pem.EncodeToMemory(blk)))
+	writeFile(t, filepath.Join(dir, "authorized_keys"), string(ssh.MarshalAuthorizedKey(clientPub)))
+	cfg := filepath.Join(dir, "sshd_config")
+	writeFile(t, cfg, fmt.Sprintf(`ListenAddress %s:22
+HostKey %s
+AuthorizedKeysFile %s
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PidFile none
+`, RIP, hostKeyFile, filepath.Join(dir, "authorized_keys")))
+	// sshd insists on its privilege separation directory.
+	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b.startSSHD(t, ctx, sshd, cfg)
+	return b
+}
+
+func (b *Bed) startSSHD(t testing.TB, ctx context.Context, sshd, cfg string) {
+	t.Helper()
+	var logs syncBuffer
+	cmd := exec.Command("ip", "netns", "exec", b.rsNS, sshd, "-D", "-e", "-f", cfg)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("sshd log:\n%s", logs.String())
+		}
+	})
+	// Wait, bounded, until sshd accepts connections.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := b.Dial(ctx, "tcp", RIP+":22")
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sshd did not start: %v\n%s", err, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Dial connects from the client namespace: the socket is created on a
+// thread that entered it, which is then thrown away.
+func (b *Bed) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	type result struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		h, err := netns.GetFromName(b.client)
+		if err != nil {
+			ch <- result{nil, fmt.Errorf("open namespace %s: %w", b.client, err)}
+			return
+		}
+		defer h.Close()
+		if err := netns.Set(h); err != nil {
+			ch <- result{nil, fmt.Errorf("enter namespace %s: %w", b.client, err)}
+			return
+		}
+		var d net.Dialer
+		c, err := d.DialContext(ctx, network, addr)
+		ch <- result{c, err}
+	}()
+	r := <-ch
+	return r.c, r.err
+}
+
+// KnownHosts writes a known_hosts file holding key for RIP:22 (empty when
+// key is nil) and returns its path.
+func (b *Bed) KnownHosts(t testing.TB, key ssh.PublicKey) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "known_hosts")
+	content := ""
+	if key != nil {
+		content = knownhosts.Line([]string{knownhosts.Normalize(RIP + ":22")}, key) + "\n"
+	}
+	writeFile(t, f, content)
+	return f
+}
+
+// InRS runs a shell command in the real server's namespace.
+func (b *Bed) InRS(t testing.TB, script string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return run(t, ctx, fmt.Sprintf("ip netns exec %s sh -c '%s'", b.rsNS, script))
+}
+
+// GenKey makes an ed25519 key pair.
+func GenKey(t testing.TB) (ed25519.PrivateKey, ssh.PublicKey) {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return priv, sp
+}
+
+// NewSigner makes a client key no real server knows, for tests that never
+// get as far as logging in.
+func NewSigner(t testing.TB) ssh.Signer {
+	t.Helper()
+	priv, _ := GenKey(t)
+	s, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Refuse is a dialer whose every connection is refused, as by a real
+// server whose SSH port is closed.
+func Refuse(ctx context.Context, network, addr string) (net.Conn, error) {
+	return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
+}
+
+// NewNetns creates a network namespace deleted when the test ends.
+func NewNetns(t testing.TB) string {
+	t.Helper()
+	name := fmt.Sprintf("sshtest-%d-%d", os.Getpid(), seq.Add(1))
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s: %v: %s", name, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
+			t.Errorf("ip netns del %s: %v: %s", name, err, out)
+		}
+	})
+	return name
+}
+
+func run(t testing.TB, ctx context.Context, script string) string {
+	t.Helper()
+	out, err := exec.CommandContext(ctx, "sh", "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("sh -c %q: %v\n%s", script, err, out)
+	}
+	return string(out)
+}
+
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
