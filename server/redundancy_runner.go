@@ -125,6 +125,7 @@ type runningInst struct {
 	ann    vrrp.Announcer
 	// primary is this director's address in the instance's family.
 	primary netip.Addr
+	prio    uint8 // the priority the instance was last given
 }
 
 func newRedRunner(d *Daemon) *redRunner {
@@ -236,6 +237,7 @@ func (r *redRunner) step(ctx context.Context) {
 		r.key = key
 		r.startInstances(ctx, &red, desired.VIPs)
 	}
+	r.followPriority()
 	if roles := r.rolesKey(); roles != r.rolesSeen {
 		// The role changed: the reconcile makes the rest of the host follow
 		// (the VIPs moved already, in the transition).
@@ -297,8 +299,36 @@ func (r *redRunner) configKey(red *ipvsmgr.Redundancy, vips []ipvsmgr.VIP) strin
 		}
 	}
 	n, d := red.GARPs()
-	return fmt.Sprintf("%d|%s|%s|%v|%v|%s|%d|%s|%d|%s|%s|%s", red.VRID, red.Interface, red.Advert(), red.Peers, red.PreemptOn(),
-		red.Delay(), n, d, r.node.Priority, r.node.Role, r.node.Address, fams)
+	// Not the priority: a running instance takes a new one (followPriority).
+	return fmt.Sprintf("%d|%s|%s|%v|%v|%s|%d|%s|%s|%s|%s", red.VRID, red.Interface, red.Advert(), red.Peers, red.PreemptOn(),
+		red.Delay(), n, d, r.node.Role, r.node.Address, fams)
+}
+
+// priority is the VRRP priority the node settings give: 255, the address
+// owner's, for a forced master.
+func (r *redRunner) priority() uint8 {
+	if r.node.Role == "master" {
+		return vrrp.OwnerPriority
+	}
+	return uint8(r.node.Priority)
+}
+
+// followPriority hands the running instances a new priority (node set
+// --priority) without restarting them: RFC 5798 has it in the next advert
+// and in a backup's skew, and a restart would make a master resign.
+func (r *redRunner) followPriority() {
+	p := r.priority()
+	for _, ri := range r.insts {
+		if ri.prio == p {
+			continue
+		}
+		if err := ri.inst.SetPriority(p); err != nil {
+			r.log.Error("VRRP priority not changed", "family", familyName(ri.v4), "err", err)
+			continue
+		}
+		r.log.Info("VRRP priority changed, without a restart", "family", familyName(ri.v4), "from", ri.prio, "to", p)
+		ri.prio = p
+	}
 }
 
 func (r *redRunner) rolesKey() string {
@@ -358,17 +388,14 @@ func (r *redRunner) startInstance(ctx context.Context, red *ipvsmgr.Redundancy, 
 		r.log.Warn("no gratuitous ARPs / unsolicited NAs", "interface", red.Interface, "err", err)
 		ann = nil
 	}
-	prio := r.node.Priority
-	if r.node.Role == "master" {
-		prio = vrrp.OwnerPriority
-	}
+	prio := r.priority()
 	n, delay := red.GARPs()
-	cfg := vrrp.Config{VRID: uint8(red.VRID), Priority: uint8(prio), AdvertInterval: red.Advert(), Preempt: red.PreemptOn(),
+	cfg := vrrp.Config{VRID: uint8(red.VRID), Priority: prio, AdvertInterval: red.Advert(), Preempt: red.PreemptOn(),
 		PreemptDelay: red.Delay(), GARPCount: n, GARPRepeatDelay: delay}
 	for _, v := range fam {
 		cfg.Addrs = append(cfg.Addrs, v.Addr)
 	}
-	ri := &runningInst{v4: v4, ann: ann, done: make(chan struct{}), primary: conn.Primary()}
+	ri := &runningInst{v4: v4, ann: ann, done: make(chan struct{}), primary: conn.Primary(), prio: prio}
 	opt := vrrp.Options{Conn: conn, Logger: r.log.With("family", familyName(v4)),
 		OnMaster: r.onTransition(ri), OnBackup: r.onTransition(ri), OnFault: r.onTransition(ri)}
 	if ann != nil {

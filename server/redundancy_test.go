@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -497,5 +498,62 @@ func TestRestartRemovesLedgerVIPsBeforeVRRP(t *testing.T) {
 	}
 	if !b.hasVIP() || b.role() != "master" {
 		t.Error("b lost the VIP")
+	}
+}
+
+// node set --priority reaches the running VRRP instance: the master's next
+// adverts carry the new priority (the backup hears it), with no restart,
+// so no resignation and no transition on either director and the VIP never
+// leaves the master; raised above the master, the backup preempts it.
+func TestNodePriorityChangeWithoutRestart(t *testing.T) {
+	ctx := context.Background()
+	h := &hub{}
+	a, b := newDirector(t, "198.18.0.2", 200), newDirector(t, "198.18.0.3", 100)
+	for _, d := range []*director{a, b} {
+		if _, err := d.core.Apply(ctx, admin, strings.NewReader(pairState), "state.json", server.WriteOptions{NoApply: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.start(h, nil)
+	b.start(h, nil)
+	eventually(t, 10*time.Second, "a master with the VIP, b backup hearing priority 200", func() bool {
+		r := b.core.RedundancyStatus()
+		return a.role() == "master" && a.hasVIP() && r != nil && r.Role == "backup" && r.MasterPriority == 200
+	})
+	a.host.Ops()
+	countsA, countsB := a.core.RedundancyStatus().TransitionCounts, b.core.RedundancyStatus().TransitionCounts
+
+	p := 150
+	if _, err := a.core.SetNode(ctx, admin, server.NodePatch{Priority: &p}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "b hearing a's adverts at priority 150", func() bool {
+		return b.core.RedundancyStatus().MasterPriority == 150
+	})
+	time.Sleep(500 * time.Millisecond) // five advert intervals: a restart's resignation and takeover would show
+	ra, rb := a.core.RedundancyStatus(), b.core.RedundancyStatus()
+	if ra.Role != "master" || ra.Priority != 150 || rb.Role != "backup" {
+		t.Fatalf("after the change: a %s at %d, b %s", ra.Role, ra.Priority, rb.Role)
+	}
+	if !maps.Equal(ra.TransitionCounts, countsA) || !maps.Equal(rb.TransitionCounts, countsB) {
+		t.Errorf("transitions: a %v (was %v), b %v (was %v)", ra.TransitionCounts, countsA, rb.TransitionCounts, countsB)
+	}
+	if ops := a.host.Ops(); len(ops) != 0 {
+		t.Errorf("a's VIP moved: %q", ops)
+	}
+	if logs := a.logs.String(); strings.Contains(logs, "VRRP restarts") || !strings.Contains(logs, "VRRP priority changed, without a restart") {
+		t.Errorf("a's log of the change:\n%s", logs)
+	}
+
+	// Raised above the master, the backup preempts (the election goes on).
+	p = 250
+	if _, err := b.core.SetNode(ctx, admin, server.NodePatch{Priority: &p}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "b master with the VIP, a backup without it", func() bool {
+		return b.role() == "master" && b.hasVIP() && a.role() == "backup" && !a.hasVIP()
+	})
+	if last := b.core.RedundancyStatus().Transitions; last[len(last)-1].Reason != "preempting a master of lower priority 150" {
+		t.Errorf("b's takeover: %+v", last[len(last)-1])
 	}
 }
