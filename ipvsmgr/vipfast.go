@@ -3,70 +3,122 @@ package ipvsmgr
 import (
 	"context"
 	"slices"
+	"sync"
 )
 
 // AddVIPs brings vips up now, outside a reconcile: a director that has just
-// become VRRP master must answer for its VIPs before anything else. Each one
-// not yet on its interface is recorded in the ledger first, so that a crash
-// right after cannot leave an address nobody knows ipvsctl added.
-func (r *Reconciler) AddVIPs(ctx context.Context, vips []VIP) []Failure {
+// become VRRP master must answer for its VIPs before anything else. For a
+// VIP in the ledger's intent (or already ipvsctl's) it writes nothing
+// first: the intent, recorded while the VIP was absent, is what a start
+// after a crash goes by (see vipintent.go). A VIP not in it (new since the
+// last reconcile) is recorded first, at the cost of a write before its add.
+//
+// AddVIPs returns holding the reconciler: record brings the ledger up to
+// date (the VIPs added are ipvsctl's, one found up is someone else's and
+// leaves the intent) and lets it go, so that no reconcile or removal can
+// see the ledger without them. Call record once, after the adverts and
+// gratuitous ARPs that the VIPs held back.
+func (r *Reconciler) AddVIPs(ctx context.Context, vips []VIP) (record func(context.Context) []Failure, fails []Failure) {
 	if r.Addrs == nil || len(vips) == 0 {
-		return nil
+		return func(context.Context) []Failure { return nil }, nil
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	led, err := r.Ledger.LoadLedger(ctx)
+	var once sync.Once
+	release := func() { once.Do(r.mu.Unlock) }
+	led, err := r.ledger(ctx, true)
 	if err != nil {
-		return []Failure{{Service: "ledger", Change: "load ledger", Err: err.Error()}}
+		release()
+		return func(context.Context) []Failure { return nil }, []Failure{{Service: "ledger", Change: "load ledger", Err: err.Error()}}
 	}
-	var fails []Failure
-	var todo []VIP
-	grown := false
+	// Decide: what may go up at once, and what must be recorded first.
+	var now, first, added, foreign []VIP
 	for _, v := range vips {
-		has, err := r.Addrs.HasVIP(ctx, v)
-		if err != nil {
+		if slices.Contains(led.Intent, v) || slices.Contains(led.VIPs, v) {
+			now = append(now, v)
+			continue
+		}
+		up, err := r.Addrs.HasVIP(ctx, v)
+		switch {
+		case err != nil:
 			fails = append(fails, Failure{Service: v.String(), Change: "add VIP " + v.String(), Err: err.Error()})
-			continue
-		}
-		if has {
-			continue
-		}
-		todo = append(todo, v)
-		if !slices.Contains(led.VIPs, v) {
-			led.VIPs = append(led.VIPs, v)
-			grown = true
+		case !up:
+			first = append(first, v)
 		}
 	}
-	if grown {
-		if err := r.Ledger.SaveLedger(ctx, led); err != nil {
-			return append(fails, Failure{Service: "ledger", Change: "save ledger", Err: err.Error()})
-		}
-	}
-	for _, v := range todo {
-		if _, err := r.Addrs.EnsureVIP(ctx, v); err != nil {
+	act := func(v VIP) {
+		ok, err := r.Addrs.EnsureVIP(ctx, v)
+		switch {
+		case err != nil:
 			fails = append(fails, Failure{Service: v.String(), Change: "add VIP " + v.String(), Err: err.Error()})
-			continue
+		case ok:
+			r.owns(v, true)
+			added = append(added, v)
+			r.Log.Info("VIP added", "vip", v.String())
+		case !slices.Contains(led.VIPs, v):
+			foreign = append(foreign, v)
 		}
-		r.Log.Info("VIP added", "vip", v.String())
 	}
-	return fails
+	for _, v := range now {
+		act(v)
+	}
+	if len(first) > 0 {
+		// Recorded as ipvsctl's before they exist: a crash after the add
+		// cannot leave one that nobody knows ipvsctl added.
+		pre := *led
+		pre.VIPs = append(slices.Clone(led.VIPs), first...)
+		if err := r.Ledger.SaveLedger(ctx, &pre); err != nil {
+			fails = append(fails, Failure{Service: "ledger", Change: "save ledger", Err: err.Error()})
+		} else {
+			led = &pre
+			for _, v := range first {
+				act(v)
+			}
+		}
+	}
+	record = func(ctx context.Context) []Failure {
+		defer release()
+		next := *led
+		next.VIPs = slices.Clone(led.VIPs)
+		for _, v := range added {
+			if !slices.Contains(next.VIPs, v) {
+				next.VIPs = append(next.VIPs, v)
+			}
+		}
+		next.Intent = nil
+		for _, v := range led.Intent {
+			if !slices.Contains(foreign, v) {
+				next.Intent = append(next.Intent, v)
+			}
+		}
+		if r.unsaved || len(next.VIPs) != len(led.VIPs) || len(next.Intent) != len(led.Intent) {
+			if err := r.Ledger.SaveLedger(ctx, &next); err != nil {
+				// Still ipvsctl's (own): the next reconcile records them.
+				r.unsaved = true
+				return []Failure{{Service: "ledger", Change: "save ledger", Err: err.Error()}}
+			}
+			r.unsaved = false
+		}
+		return nil
+	}
+	return record, fails
 }
 
 // RemoveVIPs takes down now those of vips that ipvsctl added (the ledger
 // says so), outside a reconcile: a director that stops being master lets its
-// VIPs go at once. An address someone else put there stays.
+// VIPs go at once. An address someone else put there stays. The intent keeps
+// them, absent now: the next takeover adds them before it writes.
 func (r *Reconciler) RemoveVIPs(ctx context.Context, vips []VIP) []Failure {
 	if r.Addrs == nil || len(vips) == 0 {
 		return nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	led, err := r.Ledger.LoadLedger(ctx)
+	led, err := r.ledger(ctx, true)
 	if err != nil {
 		return []Failure{{Service: "ledger", Change: "load ledger", Err: err.Error()}}
 	}
 	var fails []Failure
-	kept := led.VIPs[:0:0]
+	var kept []VIP
 	for _, v := range led.VIPs {
 		if !slices.Contains(vips, v) {
 			kept = append(kept, v)
@@ -77,12 +129,17 @@ func (r *Reconciler) RemoveVIPs(ctx context.Context, vips []VIP) []Failure {
 			kept = append(kept, v)
 			continue
 		}
+		r.owns(v, false)
 		r.Log.Info("VIP removed", "vip", v.String())
 	}
-	if len(kept) != len(led.VIPs) {
-		led.VIPs = kept
-		if err := r.Ledger.SaveLedger(ctx, led); err != nil {
+	if r.unsaved || len(kept) != len(led.VIPs) {
+		next := *led
+		next.VIPs = kept
+		if err := r.Ledger.SaveLedger(ctx, &next); err != nil {
+			r.unsaved = true
 			fails = append(fails, Failure{Service: "ledger", Change: "save ledger", Err: err.Error()})
+		} else {
+			r.unsaved = false
 		}
 	}
 	return fails

@@ -217,7 +217,9 @@ func (r *redRunner) step(ctx context.Context) {
 		}
 		// Before VRRP speaks: the VIPs the ledger says this director added
 		// go (after a crash too), so that it never holds one beside the
-		// master. No family is master yet, so the reconcile removes them.
+		// master, and so do those of its intent that are up (a takeover's
+		// whose record the crash stopped). No family is master yet, so the
+		// reconcile removes them.
 		if _, err := sk.reconcile(ctx, true, nil); err != nil {
 			if ctx.Err() == nil {
 				r.log.Error("remove VIPs before VRRP starts", "err", err)
@@ -436,7 +438,10 @@ func closeAnnouncer(a vrrp.Announcer) {
 
 // onTransition moves the family's VIPs at once (they cannot wait for a
 // reconcile: the adverts and gratuitous ARPs follow the callback), then
-// wakes the runner to switch the sync daemon and reconcile.
+// wakes the runner to switch the sync daemon and reconcile. On becoming
+// master it writes nothing before the VIPs are up (the ledger's intent
+// covers a crash meanwhile): the ledger is brought up to date behind the
+// callback, while the advert and the gratuitous ARPs go out.
 func (r *redRunner) onTransition(ri *runningInst) func(vrrp.Transition) {
 	return func(t vrrp.Transition) {
 		master := ""
@@ -456,11 +461,12 @@ func (r *redRunner) onTransition(ri *runningInst) func(vrrp.Transition) {
 		rec := r.sk.rec
 		r.sk.mu.Unlock()
 		if rec != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), vipMoveTimeout)
 			var fails []ipvsmgr.Failure
+			var record func(context.Context) []ipvsmgr.Failure
 			start := time.Now()
 			if t.To == vrrp.Master {
-				fails = rec.AddVIPs(ctx, vips)
+				record, fails = rec.AddVIPs(ctx, vips)
 			} else {
 				fails = rec.RemoveVIPs(ctx, vips)
 			}
@@ -469,11 +475,33 @@ func (r *redRunner) onTransition(ri *runningInst) func(vrrp.Transition) {
 				// The adverts and gratuitous ARPs wait for this: how long is part of the failover time.
 				r.log.Info("VIPs moved with the role", "family", familyName(ri.v4), "to", t.To.String(), "took", time.Since(start).String())
 			}
-			for _, f := range fails {
-				r.log.Error("VIP change on a change of role failed", "change", f.Change, "err", f.Err)
+			r.logVIPFailures(fails)
+			if record != nil {
+				go r.recordVIPs(ri.v4, record)
 			}
 		}
 		r.poke()
+	}
+}
+
+// vipMoveTimeout bounds the VIP changes of a change of role, and the ledger
+// write that follows a takeover.
+const vipMoveTimeout = 5 * time.Second
+
+// recordVIPs writes the ledger after a takeover's VIPs went up; the
+// reconciler waits for it, so the next reconcile or removal sees them.
+func (r *redRunner) recordVIPs(v4 bool, record func(context.Context) []ipvsmgr.Failure) {
+	ctx, cancel := context.WithTimeout(context.Background(), vipMoveTimeout)
+	defer cancel()
+	start := time.Now()
+	fails := record(ctx)
+	r.log.Info("VIPs recorded in the ledger after the takeover", "family", familyName(v4), "took", time.Since(start).String())
+	r.logVIPFailures(fails)
+}
+
+func (r *redRunner) logVIPFailures(fails []ipvsmgr.Failure) {
+	for _, f := range fails {
+		r.log.Error("VIP change on a change of role failed", "change", f.Change, "err", f.Err)
 	}
 }
 
