@@ -23,43 +23,15 @@ func (r *Reconciler) AddVIPs(ctx context.Context, vips []VIP) (record func(conte
 		return func(context.Context) []Failure { return nil }, nil
 	}
 	r.mu.Lock()
-	var once sync.Once
-	release := func() { once.Do(r.mu.Unlock) }
 	led, err := r.ledger(ctx, true)
 	if err != nil {
-		release()
+		r.mu.Unlock()
 		return func(context.Context) []Failure { return nil }, []Failure{{Service: "ledger", Change: "load ledger", Err: err.Error()}}
 	}
-	// Decide: what may go up at once, and what must be recorded first.
-	var now, first, added, foreign []VIP
-	for _, v := range vips {
-		if slices.Contains(led.Intent, v) || slices.Contains(led.VIPs, v) {
-			now = append(now, v)
-			continue
-		}
-		up, err := r.Addrs.HasVIP(ctx, v)
-		switch {
-		case err != nil:
-			fails = append(fails, Failure{Service: v.String(), Change: "add VIP " + v.String(), Err: err.Error()})
-		case !up:
-			first = append(first, v)
-		}
-	}
-	act := func(v VIP) {
-		ok, err := r.Addrs.EnsureVIP(ctx, v)
-		switch {
-		case err != nil:
-			fails = append(fails, Failure{Service: v.String(), Change: "add VIP " + v.String(), Err: err.Error()})
-		case ok:
-			r.owns(v, true)
-			added = append(added, v)
-			r.Log.Info("VIP added", "vip", v.String())
-		case !slices.Contains(led.VIPs, v):
-			foreign = append(foreign, v)
-		}
-	}
+	t := &takeover{r: r, led: led}
+	now, first := t.split(ctx, vips)
 	for _, v := range now {
-		act(v)
+		t.add(ctx, v)
 	}
 	if len(first) > 0 {
 		// Recorded as ipvsctl's before they exist: a crash after the add
@@ -67,40 +39,98 @@ func (r *Reconciler) AddVIPs(ctx context.Context, vips []VIP) (record func(conte
 		pre := *led
 		pre.VIPs = append(slices.Clone(led.VIPs), first...)
 		if err := r.Ledger.SaveLedger(ctx, &pre); err != nil {
-			fails = append(fails, Failure{Service: "ledger", Change: "save ledger", Err: err.Error()})
+			t.fail("ledger", "save ledger", err)
 		} else {
-			led = &pre
+			t.led = &pre
 			for _, v := range first {
-				act(v)
+				t.add(ctx, v)
 			}
 		}
 	}
-	record = func(ctx context.Context) []Failure {
-		defer release()
-		next := *led
-		next.VIPs = slices.Clone(led.VIPs)
-		for _, v := range added {
-			if !slices.Contains(next.VIPs, v) {
-				next.VIPs = append(next.VIPs, v)
-			}
+	return t.record, t.fails
+}
+
+// takeover is one AddVIPs: the ledger it holds the reconciler on, and what
+// its record is to write.
+type takeover struct {
+	r       *Reconciler
+	led     *Ledger
+	added   []VIP // by this takeover: ipvsctl's
+	foreign []VIP // found up, not ipvsctl's: out of the intent
+	fails   []Failure
+	once    sync.Once
+}
+
+// split decides which VIPs go up at once (in the intent, or ipvsctl's
+// already) and which must be recorded first (absent, not in the intent);
+// one up that is neither is someone else's, left alone.
+func (t *takeover) split(ctx context.Context, vips []VIP) (now, first []VIP) {
+	for _, v := range vips {
+		if slices.Contains(t.led.Intent, v) || slices.Contains(t.led.VIPs, v) {
+			now = append(now, v)
+			continue
 		}
-		next.Intent = nil
-		for _, v := range led.Intent {
-			if !slices.Contains(foreign, v) {
-				next.Intent = append(next.Intent, v)
-			}
+		up, err := t.r.Addrs.HasVIP(ctx, v)
+		switch {
+		case err != nil:
+			t.fail(v.String(), "add VIP "+v.String(), err)
+		case !up:
+			first = append(first, v)
 		}
-		if r.unsaved || len(next.VIPs) != len(led.VIPs) || len(next.Intent) != len(led.Intent) {
-			if err := r.Ledger.SaveLedger(ctx, &next); err != nil {
-				// Still ipvsctl's (own): the next reconcile records them.
-				r.unsaved = true
-				return []Failure{{Service: "ledger", Change: "save ledger", Err: err.Error()}}
-			}
-			r.unsaved = false
+	}
+	return now, first
+}
+
+func (t *takeover) add(ctx context.Context, v VIP) {
+	added, err := t.r.Addrs.EnsureVIP(ctx, v)
+	switch {
+	case err != nil:
+		t.fail(v.String(), "add VIP "+v.String(), err)
+	case added:
+		t.r.owns(v, true)
+		t.added = append(t.added, v)
+		t.r.Log.Info("VIP added", "vip", v.String())
+	case !slices.Contains(t.led.VIPs, v):
+		t.foreign = append(t.foreign, v)
+	}
+}
+
+func (t *takeover) fail(what, change string, err error) {
+	t.fails = append(t.fails, Failure{Service: what, Change: change, Err: err.Error()})
+}
+
+// record writes the ledger the takeover made, and lets the reconciler go.
+func (t *takeover) record(ctx context.Context) (fails []Failure) {
+	once := false
+	t.once.Do(func() { once = true })
+	if !once {
+		return nil // recorded already: the reconciler was let go then
+	}
+	r := t.r
+	defer r.mu.Unlock()
+	next := *t.led
+	next.VIPs = slices.Clone(t.led.VIPs)
+	for _, v := range t.added {
+		if !slices.Contains(next.VIPs, v) {
+			next.VIPs = append(next.VIPs, v)
 		}
+	}
+	next.Intent = nil
+	for _, v := range t.led.Intent {
+		if !slices.Contains(t.foreign, v) {
+			next.Intent = append(next.Intent, v)
+		}
+	}
+	if !r.unsaved && len(next.VIPs) == len(t.led.VIPs) && len(next.Intent) == len(t.led.Intent) {
 		return nil
 	}
-	return record, fails
+	if err := r.Ledger.SaveLedger(ctx, &next); err != nil {
+		// Still ipvsctl's (own): the next reconcile records them.
+		r.unsaved = true
+		return []Failure{{Service: "ledger", Change: "save ledger", Err: err.Error()}}
+	}
+	r.unsaved = false
+	return nil
 }
 
 // RemoveVIPs takes down now those of vips that ipvsctl added (the ledger
