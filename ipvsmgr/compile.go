@@ -26,8 +26,13 @@ type MarkRule struct {
 
 // Desired is a validated state in the kernel's terms.
 type Desired struct {
-	Table    *Table // enabled services with their enabled servers
-	VIPs     []VIP
+	Table *Table // enabled services with their enabled servers
+	VIPs  []VIP
+	// Standby are VIPs this director carries only as VRRP master, withheld
+	// now by its role (the daemon's overlay leaves them out of VIPs): the
+	// reconcile keeps them in the ledger's intent, so that a takeover adds
+	// them before it writes anything.
+	Standby  []VIP
 	Marks    []MarkRule
 	Names    map[ServiceKey]string
 	Settings Settings

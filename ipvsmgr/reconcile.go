@@ -41,8 +41,14 @@ type Drain struct {
 type Ledger struct {
 	Services []ServiceKey `json:"services"`
 	VIPs     []VIP        `json:"vips"`
-	Drains   []Drain      `json:"drains"`
-	Marks    bool         `json:"marks"` // mangle rules were installed
+	// Intent are the VIPs a VRRP takeover may add before it writes the
+	// ledger (AddVIPs), recorded ahead of it while each was absent from its
+	// interface: one of them found up by a process that has not yet
+	// reconciled is taken to be ipvsctl's (a takeover whose record a crash
+	// stopped), see Reconciler.ledger.
+	Intent []VIP   `json:"intent,omitempty"`
+	Drains []Drain `json:"drains"`
+	Marks  bool    `json:"marks"` // mangle rules were installed
 }
 
 // LedgerStore persists the ledger.
@@ -80,7 +86,15 @@ type Reconciler struct {
 	Log    *slog.Logger
 	Now    func() time.Time
 
-	mu sync.Mutex // one reconcile at a time
+	mu sync.Mutex // one reconcile at a time; guards the fields below
+	// own are the VIPs this reconciler added (or took as ipvsctl's when it
+	// settled the intent) and has not removed: they are the ledger's even
+	// when the save that would record them failed.
+	own map[VIP]bool
+	// settled: the intent's VIPs that were up were taken as ipvsctl's; from
+	// then on, one that comes up without this reconciler is someone else's.
+	settled bool
+	unsaved bool // the ledger as loaded lacks some of own: save it
 }
 
 func (r *Reconciler) now() time.Time {
@@ -103,7 +117,9 @@ func (r *Reconciler) Plan(ctx context.Context, d *Desired) (*Planned, error) {
 	if err != nil {
 		return nil, err
 	}
-	led, err := r.Ledger.LoadLedger(ctx)
+	r.mu.Lock()
+	led, err := r.ledger(ctx, false)
+	r.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +304,13 @@ func (r *Reconciler) reconcileOnly(ctx context.Context, d *Desired, known *Table
 			part.Services = append(part.Services, s)
 		}
 	}
-	led, err := r.Ledger.LoadLedger(ctx)
+	pd.Standby = nil
+	for _, v := range d.Standby {
+		if fwmark || addrs[v.Addr] {
+			pd.Standby = append(pd.Standby, v)
+		}
+	}
+	led, err := r.ledger(ctx, true)
 	if err != nil {
 		return nil, fmt.Errorf("load ledger: %w", err)
 	}
@@ -316,6 +338,7 @@ func (r *Reconciler) reconcileOnly(ctx context.Context, d *Desired, known *Table
 	res.Table = known.With(ops, errs)
 	newLed.Services = ownedServices(d, res.Table, led)
 	r.removeStaleVIPs(ctx, d, led, newLed, res)
+	r.recordIntent(ctx, d, append(append([]VIP{}, pd.VIPs...), pd.Standby...), led, newLed)
 	if fwmark {
 		r.syncMarks(ctx, d, led, newLed, res)
 	}
@@ -334,7 +357,7 @@ func (r *Reconciler) reconcile(ctx context.Context, d *Desired, known *Table) (*
 			return nil, fmt.Errorf("read kernel IPVS table: %w", err)
 		}
 	}
-	led, err := r.Ledger.LoadLedger(ctx)
+	led, err := r.ledger(ctx, true)
 	if err != nil {
 		return nil, fmt.Errorf("load ledger: %w", err)
 	}
@@ -355,6 +378,7 @@ func (r *Reconciler) reconcile(ctx context.Context, d *Desired, known *Table) (*
 	res.Table = actual.With(ops, errs) // what the kernel took, the table now has
 	newLed.Services = ownedServices(d, res.Table, led)
 	r.removeStaleVIPs(ctx, d, led, newLed, res)
+	r.recordIntent(ctx, d, nil, led, newLed)
 	r.syncMarks(ctx, d, led, newLed, res)
 	r.saveLedger(ctx, led, newLed, res)
 	return res, nil
@@ -398,14 +422,16 @@ func (r *Reconciler) syncMarks(ctx context.Context, d *Desired, led, newLed *Led
 	}
 }
 
-// saveLedger stores the new ledger unless it is the old one.
+// saveLedger stores the new ledger unless it is the one stored.
 func (r *Reconciler) saveLedger(ctx context.Context, led, newLed *Ledger, res *Result) {
-	if reflect.DeepEqual(led, newLed) {
+	if !r.unsaved && reflect.DeepEqual(led, newLed) {
 		return
 	}
 	if err := r.Ledger.SaveLedger(ctx, newLed); err != nil {
 		res.Failures = append(res.Failures, Failure{Service: "ledger", Change: "save ledger", Err: err.Error()})
+		return
 	}
+	r.unsaved = false
 }
 
 // ownedServices is the set of kernel services ipvsctl answers for after a
@@ -445,6 +471,7 @@ func (r *Reconciler) ensureVIPs(ctx context.Context, d *Desired, led, newLed *Le
 			continue
 		}
 		if added {
+			r.owns(v, true)
 			res.Changes = append(res.Changes, "ip addr add "+v.Addr.String()+" dev "+v.Interface)
 			r.Log.Info("VIP added", "vip", v.String())
 		}
@@ -469,6 +496,7 @@ func (r *Reconciler) removeStaleVIPs(ctx context.Context, d *Desired, led, newLe
 			newLed.VIPs = append(newLed.VIPs, v)
 			continue
 		}
+		r.owns(v, false)
 		res.Changes = append(res.Changes, "ip addr del "+v.Addr.String()+" dev "+v.Interface)
 		r.Log.Info("VIP removed", "vip", v.String())
 	}

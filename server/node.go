@@ -66,8 +66,8 @@ func (c *Core) NodeSettings(ctx context.Context) (*NodeView, error) {
 }
 
 // SetNode changes this director's node settings; a running daemon takes
-// them up at once (a new priority or role restarts its VRRP instance, which
-// resigns first when it was master).
+// them up at once (a new priority reaches the running VRRP instance, a new
+// role restarts it, which resigns first when it was master).
 func (c *Core) SetNode(ctx context.Context, a Actor, p NodePatch) (view *NodeView, err error) {
 	var detail []string
 	defer func() {

@@ -163,16 +163,19 @@ func (r *redState) backup() (bool, string, string) {
 // roleOverlay is the desired state as this director's role allows: with
 // settings.redundancy, only the families it is master of keep their VIPs
 // (a backup, a director in fault, and a CLI or boot restore without the
-// daemon's VRRP carry none, so the reconciler removes what it added).
+// daemon's VRRP carry none, so the reconciler removes what it added); the
+// others stand by, for the ledger's intent.
 func (c *Core) roleOverlay(d *ipvsmgr.Desired) *ipvsmgr.Desired {
 	if d == nil || d.Settings.Redundancy == nil || len(d.VIPs) == 0 {
 		return d
 	}
 	cp := *d
-	cp.VIPs = nil
+	cp.VIPs, cp.Standby = nil, nil
 	for _, v := range d.VIPs {
 		if c.red.isMaster(v.Addr.Unmap().Is4()) {
 			cp.VIPs = append(cp.VIPs, v)
+		} else {
+			cp.Standby = append(cp.Standby, v)
 		}
 	}
 	return &cp

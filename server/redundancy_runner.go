@@ -125,6 +125,7 @@ type runningInst struct {
 	ann    vrrp.Announcer
 	// primary is this director's address in the instance's family.
 	primary netip.Addr
+	prio    uint8 // the priority the instance was last given
 }
 
 func newRedRunner(d *Daemon) *redRunner {
@@ -216,7 +217,9 @@ func (r *redRunner) step(ctx context.Context) {
 		}
 		// Before VRRP speaks: the VIPs the ledger says this director added
 		// go (after a crash too), so that it never holds one beside the
-		// master. No family is master yet, so the reconcile removes them.
+		// master, and so do those of its intent that are up (a takeover's
+		// whose record the crash stopped). No family is master yet, so the
+		// reconcile removes them.
 		if _, err := sk.reconcile(ctx, true, nil); err != nil {
 			if ctx.Err() == nil {
 				r.log.Error("remove VIPs before VRRP starts", "err", err)
@@ -236,6 +239,7 @@ func (r *redRunner) step(ctx context.Context) {
 		r.key = key
 		r.startInstances(ctx, &red, desired.VIPs)
 	}
+	r.followPriority()
 	if roles := r.rolesKey(); roles != r.rolesSeen {
 		// The role changed: the reconcile makes the rest of the host follow
 		// (the VIPs moved already, in the transition).
@@ -297,8 +301,36 @@ func (r *redRunner) configKey(red *ipvsmgr.Redundancy, vips []ipvsmgr.VIP) strin
 		}
 	}
 	n, d := red.GARPs()
-	return fmt.Sprintf("%d|%s|%s|%v|%v|%s|%d|%s|%d|%s|%s|%s", red.VRID, red.Interface, red.Advert(), red.Peers, red.PreemptOn(),
-		red.Delay(), n, d, r.node.Priority, r.node.Role, r.node.Address, fams)
+	// Not the priority: a running instance takes a new one (followPriority).
+	return fmt.Sprintf("%d|%s|%s|%v|%v|%s|%d|%s|%s|%s|%s", red.VRID, red.Interface, red.Advert(), red.Peers, red.PreemptOn(),
+		red.Delay(), n, d, r.node.Role, r.node.Address, fams)
+}
+
+// priority is the VRRP priority the node settings give: 255, the address
+// owner's, for a forced master.
+func (r *redRunner) priority() uint8 {
+	if r.node.Role == "master" {
+		return vrrp.OwnerPriority
+	}
+	return uint8(r.node.Priority)
+}
+
+// followPriority hands the running instances a new priority (node set
+// --priority) without restarting them: RFC 5798 has it in the next advert
+// and in a backup's skew, and a restart would make a master resign.
+func (r *redRunner) followPriority() {
+	p := r.priority()
+	for _, ri := range r.insts {
+		if ri.prio == p {
+			continue
+		}
+		if err := ri.inst.SetPriority(p); err != nil {
+			r.log.Error("VRRP priority not changed", "family", familyName(ri.v4), "err", err)
+			continue
+		}
+		r.log.Info("VRRP priority changed, without a restart", "family", familyName(ri.v4), "from", ri.prio, "to", p)
+		ri.prio = p
+	}
 }
 
 func (r *redRunner) rolesKey() string {
@@ -358,17 +390,14 @@ func (r *redRunner) startInstance(ctx context.Context, red *ipvsmgr.Redundancy, 
 		r.log.Warn("no gratuitous ARPs / unsolicited NAs", "interface", red.Interface, "err", err)
 		ann = nil
 	}
-	prio := r.node.Priority
-	if r.node.Role == "master" {
-		prio = vrrp.OwnerPriority
-	}
+	prio := r.priority()
 	n, delay := red.GARPs()
-	cfg := vrrp.Config{VRID: uint8(red.VRID), Priority: uint8(prio), AdvertInterval: red.Advert(), Preempt: red.PreemptOn(),
+	cfg := vrrp.Config{VRID: uint8(red.VRID), Priority: prio, AdvertInterval: red.Advert(), Preempt: red.PreemptOn(),
 		PreemptDelay: red.Delay(), GARPCount: n, GARPRepeatDelay: delay}
 	for _, v := range fam {
 		cfg.Addrs = append(cfg.Addrs, v.Addr)
 	}
-	ri := &runningInst{v4: v4, ann: ann, done: make(chan struct{}), primary: conn.Primary()}
+	ri := &runningInst{v4: v4, ann: ann, done: make(chan struct{}), primary: conn.Primary(), prio: prio}
 	opt := vrrp.Options{Conn: conn, Logger: r.log.With("family", familyName(v4)),
 		OnMaster: r.onTransition(ri), OnBackup: r.onTransition(ri), OnFault: r.onTransition(ri)}
 	if ann != nil {
@@ -409,7 +438,10 @@ func closeAnnouncer(a vrrp.Announcer) {
 
 // onTransition moves the family's VIPs at once (they cannot wait for a
 // reconcile: the adverts and gratuitous ARPs follow the callback), then
-// wakes the runner to switch the sync daemon and reconcile.
+// wakes the runner to switch the sync daemon and reconcile. On becoming
+// master it writes nothing before the VIPs are up (the ledger's intent
+// covers a crash meanwhile): the ledger is brought up to date behind the
+// callback, while the advert and the gratuitous ARPs go out.
 func (r *redRunner) onTransition(ri *runningInst) func(vrrp.Transition) {
 	return func(t vrrp.Transition) {
 		master := ""
@@ -429,11 +461,12 @@ func (r *redRunner) onTransition(ri *runningInst) func(vrrp.Transition) {
 		rec := r.sk.rec
 		r.sk.mu.Unlock()
 		if rec != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), vipMoveTimeout)
 			var fails []ipvsmgr.Failure
+			var record func(context.Context) []ipvsmgr.Failure
 			start := time.Now()
 			if t.To == vrrp.Master {
-				fails = rec.AddVIPs(ctx, vips)
+				record, fails = rec.AddVIPs(ctx, vips)
 			} else {
 				fails = rec.RemoveVIPs(ctx, vips)
 			}
@@ -442,11 +475,33 @@ func (r *redRunner) onTransition(ri *runningInst) func(vrrp.Transition) {
 				// The adverts and gratuitous ARPs wait for this: how long is part of the failover time.
 				r.log.Info("VIPs moved with the role", "family", familyName(ri.v4), "to", t.To.String(), "took", time.Since(start).String())
 			}
-			for _, f := range fails {
-				r.log.Error("VIP change on a change of role failed", "change", f.Change, "err", f.Err)
+			r.logVIPFailures(fails)
+			if record != nil {
+				go r.recordVIPs(ri.v4, record)
 			}
 		}
 		r.poke()
+	}
+}
+
+// vipMoveTimeout bounds the VIP changes of a change of role, and the ledger
+// write that follows a takeover.
+const vipMoveTimeout = 5 * time.Second
+
+// recordVIPs writes the ledger after a takeover's VIPs went up; the
+// reconciler waits for it, so the next reconcile or removal sees them.
+func (r *redRunner) recordVIPs(v4 bool, record func(context.Context) []ipvsmgr.Failure) {
+	ctx, cancel := context.WithTimeout(context.Background(), vipMoveTimeout)
+	defer cancel()
+	start := time.Now()
+	fails := record(ctx)
+	r.log.Info("VIPs recorded in the ledger after the takeover", "family", familyName(v4), "took", time.Since(start).String())
+	r.logVIPFailures(fails)
+}
+
+func (r *redRunner) logVIPFailures(fails []ipvsmgr.Failure) {
+	for _, f := range fails {
+		r.log.Error("VIP change on a change of role failed", "change", f.Change, "err", f.Err)
 	}
 }
 

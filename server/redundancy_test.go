@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -465,37 +466,143 @@ func TestSplitBrainConvergesOnTheNewerRevision(t *testing.T) {
 	}
 }
 
-// A director that starts (after a crash) with a VIP its ledger says it
-// added removes it before it speaks VRRP, so it never holds the VIP beside
-// the master.
-func TestRestartRemovesLedgerVIPsBeforeVRRP(t *testing.T) {
-	ctx := context.Background()
-	h := &hub{}
-	a, b := newDirector(t, "198.18.0.2", 50), newDirector(t, "198.18.0.3", 100)
+// pairOf is directors 198.18.0.2 and .3 at these priorities, each with
+// pairState stored (no replication between them).
+func pairOf(t *testing.T, prioA, prioB int) (a, b *director) {
+	t.Helper()
+	a, b = newDirector(t, "198.18.0.2", prioA), newDirector(t, "198.18.0.3", prioB)
 	for _, d := range []*director{a, b} {
-		if _, err := d.core.Apply(ctx, admin, strings.NewReader(pairState), "state.json", server.WriteOptions{NoApply: true}); err != nil {
+		if _, err := d.core.Apply(context.Background(), admin, strings.NewReader(pairState), "state.json", server.WriteOptions{NoApply: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	b.start(h, quiet())
-	eventually(t, 5*time.Second, "b master", func() bool { return b.role() == "master" && b.hasVIP() })
-	// a crashed as master: its VIP is up, and its ledger says it added it.
-	if _, err := a.host.EnsureVIP(ctx, vip); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.st.SaveLedger(ctx, &ipvsmgr.Ledger{VIPs: []ipvsmgr.VIP{vip}}); err != nil {
-		t.Fatal(err)
-	}
+	return a, b
+}
+
+// node set --priority reaches the running VRRP instance: the master's next
+// adverts carry the new priority (the backup hears it), with no restart,
+// so no resignation and no transition on either director and the VIP never
+// leaves the master; raised above the master, the backup preempts it.
+func TestNodePriorityChangeWithoutRestart(t *testing.T) {
+	ctx := context.Background()
+	h := &hub{}
+	a, b := pairOf(t, 200, 100)
+	a.start(h, nil)
+	b.start(h, nil)
+	eventually(t, 10*time.Second, "a master with the VIP, b backup hearing priority 200", func() bool {
+		r := b.core.RedundancyStatus()
+		return a.role() == "master" && a.hasVIP() && r != nil && r.Role == "backup" && r.MasterPriority == 200
+	})
 	a.host.Ops()
-	a.start(h, quiet())
-	eventually(t, 5*time.Second, "a backup", func() bool { return a.role() == "backup" })
-	if a.listenedWithVIP.Load() {
-		t.Error("a spoke VRRP with the VIP still up")
+	countsA, countsB := a.core.RedundancyStatus().TransitionCounts, b.core.RedundancyStatus().TransitionCounts
+
+	p := 150
+	if _, err := a.core.SetNode(ctx, admin, server.NodePatch{Priority: &p}); err != nil {
+		t.Fatal(err)
 	}
-	if ops := a.host.Ops(); strings.Join(ops, ";") != "ip addr del 198.18.0.100 dev eth0" {
-		t.Errorf("a's host changes: %q", ops)
+	eventually(t, 5*time.Second, "b hearing a's adverts at priority 150", func() bool {
+		return b.core.RedundancyStatus().MasterPriority == 150
+	})
+	time.Sleep(500 * time.Millisecond) // five advert intervals: a restart's resignation and takeover would show
+	ra, rb := a.core.RedundancyStatus(), b.core.RedundancyStatus()
+	if ra.Role != "master" || ra.Priority != 150 || rb.Role != "backup" {
+		t.Fatalf("after the change: a %s at %d, b %s", ra.Role, ra.Priority, rb.Role)
 	}
-	if !b.hasVIP() || b.role() != "master" {
-		t.Error("b lost the VIP")
+	if !maps.Equal(ra.TransitionCounts, countsA) || !maps.Equal(rb.TransitionCounts, countsB) {
+		t.Errorf("transitions: a %v (was %v), b %v (was %v)", ra.TransitionCounts, countsA, rb.TransitionCounts, countsB)
+	}
+	if ops := a.host.Ops(); len(ops) != 0 {
+		t.Errorf("a's VIP moved: %q", ops)
+	}
+	if logs := a.logs.String(); strings.Contains(logs, "VRRP restarts") || !strings.Contains(logs, "VRRP priority changed, without a restart") {
+		t.Errorf("a's log of the change:\n%s", logs)
+	}
+
+	// Raised above the master, the backup preempts (the election goes on).
+	p = 250
+	if _, err := b.core.SetNode(ctx, admin, server.NodePatch{Priority: &p}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "b master with the VIP, a backup without it", func() bool {
+		return b.role() == "master" && b.hasVIP() && a.role() == "backup" && !a.hasVIP()
+	})
+	if last := b.core.RedundancyStatus().Transitions; last[len(last)-1].Reason != "preempting a master of lower priority 150" {
+		t.Errorf("b's takeover: %+v", last[len(last)-1])
+	}
+}
+
+// A backup records, ahead of a takeover, the VIPs it would add as master
+// (the ledger's intent); its takeover then writes the ledger only after the
+// VIP is up.
+func TestBackupRecordsTheIntentAndTheTakeoverWritesAfter(t *testing.T) {
+	ctx := context.Background()
+	h := &hub{}
+	a, b := pairOf(t, 200, 100)
+	a.start(h, nil)
+	b.start(h, nil)
+	ledger := func(d *director) *ipvsmgr.Ledger {
+		l, err := d.st.LoadLedger(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	eventually(t, 10*time.Second, "b backup, its intent recorded", func() bool {
+		l := ledger(b)
+		return b.role() == "backup" && len(l.VIPs) == 0 && len(l.Intent) == 1 && l.Intent[0] == vip
+	})
+	a.stop()
+	eventually(t, 5*time.Second, "b master with the VIP, recorded", func() bool {
+		l := ledger(b)
+		return b.role() == "master" && b.hasVIP() && len(l.VIPs) == 1 && l.VIPs[0] == vip
+	})
+	logs := b.logs.String()
+	moved, recorded := strings.Index(logs, "family=ipv4 to=master took="), strings.Index(logs, "VIPs recorded in the ledger after the takeover")
+	if moved < 0 || recorded < moved {
+		t.Errorf("b's log of the takeover:\n%s", logs)
+	}
+}
+
+// A director that starts after a crash with a VIP up that it added removes
+// it before it speaks VRRP, so it never holds the VIP beside the master:
+// one its ledger records, and one only its intent has (the crash came
+// between a takeover's add and its record).
+func TestRestartRemovesItsVIPsBeforeVRRP(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ledger ipvsmgr.Ledger
+	}{
+		{"recorded", ipvsmgr.Ledger{VIPs: []ipvsmgr.VIP{vip}}},
+		{"in the intent only", ipvsmgr.Ledger{Intent: []ipvsmgr.VIP{vip}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			h := &hub{}
+			a, b := pairOf(t, 50, 100)
+			b.start(h, quiet())
+			eventually(t, 5*time.Second, "b master", func() bool { return b.role() == "master" && b.hasVIP() })
+			// a crashed as master: its VIP is up.
+			if _, err := a.host.EnsureVIP(ctx, vip); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.st.SaveLedger(ctx, &tc.ledger); err != nil {
+				t.Fatal(err)
+			}
+			a.host.Ops()
+			a.start(h, quiet())
+			eventually(t, 5*time.Second, "a backup", func() bool { return a.role() == "backup" })
+			if a.listenedWithVIP.Load() {
+				t.Error("a spoke VRRP with the VIP still up")
+			}
+			if ops := a.host.Ops(); strings.Join(ops, ";") != "ip addr del 198.18.0.100 dev eth0" {
+				t.Errorf("a's host changes: %q", ops)
+			}
+			if !b.hasVIP() || b.role() != "master" {
+				t.Error("b lost the VIP")
+			}
+			if l, _ := a.st.LoadLedger(ctx); len(l.VIPs) != 0 || len(l.Intent) != 1 {
+				t.Errorf("a's ledger after the restart: %+v", l)
+			}
+		})
 	}
 }

@@ -40,7 +40,8 @@ func runNode(env *cliEnv, args []string) int {
 func nodeSet(env *cliEnv, args []string) int {
 	fs, g := env.newFlagSet("node set", "[--priority N] [--role auto|master|backup] [--peer-url URL --peer-token T] [--address IP]",
 		"Change this director's node settings; only the flags given change. A running daemon takes them up\n"+
-			"at once: a new priority or role restarts its VRRP instance (a master resigns first).")
+			"at once: a new priority goes into the running VRRP instance (its next advert; no restart), a new\n"+
+			"role restarts it (a master resigns first).")
 	priority := fs.Int("priority", 0, "VRRP priority 1..255 (default 100; 255 is the address owner)")
 	role := fs.String("role", "", "auto (VRRP elects), master (priority 255) or backup (never carries the VIPs)")
 	peerURL := fs.String("peer-url", "", "the other director's API (https://198.18.0.2:3636), which the desired state is replicated from (\"\" for none)")

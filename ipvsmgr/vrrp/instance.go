@@ -96,12 +96,13 @@ type Instance struct {
 	opt  Options
 	log  *slog.Logger
 	m    *Machine
-	wake chan struct{} // a fault change is pending
+	wake chan struct{} // a fault or priority change is pending
 
-	mu      sync.Mutex
-	fault   string // wanted fault, "" for none
-	status  InstanceStatus
-	running bool
+	mu       sync.Mutex
+	fault    string // wanted fault, "" for none
+	priority uint8  // wanted priority
+	status   InstanceStatus
+	running  bool
 }
 
 // New checks cfg and returns an instance ready to Run. cfg.Primary is taken
@@ -126,7 +127,7 @@ func New(cfg Config, opt Options) (*Instance, error) {
 		opt.History = 64
 	}
 	i := &Instance{cfg: cfg, opt: opt, m: NewMachine(cfg), wake: make(chan struct{}, 1),
-		log: opt.Logger.With("vrid", cfg.VRID)}
+		log: opt.Logger.With("vrid", cfg.VRID), priority: cfg.Priority}
 	i.status = InstanceStatus{Status: i.m.Status(), VRID: cfg.VRID}
 	return i, nil
 }
@@ -139,6 +140,25 @@ func (i *Instance) SetFault(reason string) {
 	i.mu.Lock()
 	i.fault = reason
 	i.mu.Unlock()
+	i.poke()
+}
+
+// SetPriority changes the router's priority without restarting it (see
+// Machine.SetPriority): the next advert carries it, and a backup's master
+// down timer follows it. It may be called from any goroutine, before or
+// during Run.
+func (i *Instance) SetPriority(p uint8) error {
+	if p == 0 {
+		return errors.New("vrrp: priority 0 is only sent on resigning")
+	}
+	i.mu.Lock()
+	i.priority = p
+	i.mu.Unlock()
+	i.poke()
+	return nil
+}
+
+func (i *Instance) poke() {
 	select {
 	case i.wake <- struct{}{}:
 	default:
@@ -196,7 +216,7 @@ func (i *Instance) Run(ctx context.Context) error {
 		return err
 	}
 
-	i.applyFault()
+	i.applyWanted()
 	i.do(i.m.Start(i.opt.Clock.Now()))
 	for {
 		var timer Timer
@@ -217,7 +237,7 @@ func (i *Instance) Run(ctx context.Context) error {
 		case <-fire:
 			i.do(i.m.Expire(i.opt.Clock.Now()))
 		case <-i.wake:
-			i.applyFault()
+			i.applyWanted()
 		}
 		stopTimer(timer)
 	}
@@ -229,11 +249,17 @@ func stopTimer(t Timer) {
 	}
 }
 
-func (i *Instance) applyFault() {
+// applyWanted hands the machine the priority and fault asked for since.
+func (i *Instance) applyWanted() {
 	i.mu.Lock()
-	reason := i.fault
+	reason, prio := i.fault, i.priority
 	i.mu.Unlock()
-	i.do(i.m.SetFault(reason, i.opt.Clock.Now()))
+	now := i.opt.Clock.Now()
+	if prio != i.m.Status().Priority {
+		i.log.Info("vrrp priority changed", "from", i.m.Status().Priority, "to", prio, "state", i.m.State().String())
+		i.do(i.m.SetPriority(prio, now))
+	}
+	i.do(i.m.SetFault(reason, now))
 }
 
 // do carries out the machine's actions in order and publishes the status.

@@ -221,6 +221,51 @@ func TestInstanceTakeoverAnnounceResign(t *testing.T) {
 	})
 }
 
+// node set --priority reaches a running instance: no restart (no
+// resignation, no closed conn, no transition), the backup's master down
+// timer follows the new skew, and a master's next advert carries it.
+func TestInstanceLivePriorityChange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testConfig()
+		cfg.GARPCount = 0
+		h := startInstance(t, cfg)
+		h.expect(t, "start", "0s OnBackup (startup)")
+		h.clock.advance(500 * time.Millisecond)
+		h.receive(200, upper) // down at 0.5 + 3.609375 s at priority 100
+		h.clock.advance(500 * time.Millisecond)
+		if err := h.inst.SetPriority(150); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if st := h.inst.Status(); st.State != Backup || st.Priority != 150 || st.MasterDownInterval != 3414062500*time.Nanosecond {
+			t.Fatalf("after the change: %+v", st)
+		}
+		h.clock.advance(500 * time.Millisecond)
+		h.receive(200, upper) // 1.5 s: still below the master
+		h.clock.advance(3414 * time.Millisecond)
+		h.expect(t, "a backup still, nothing sent, no restart")
+		h.clock.advance(time.Millisecond) // 1.5 + 3.4140625 s
+		h.expect(t, "takeover at the new priority's master down interval",
+			"4.9140625s OnMaster (no advert from the master for the master down interval (3.4140625s))", "4.9140625s send 150")
+		h.clock.advance(300 * time.Millisecond)
+		if err := h.inst.SetPriority(120); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		h.clock.advance(2 * time.Second)
+		h.expect(t, "the master's next adverts carry the new priority, no transition", "5.9140625s send 120", "6.9140625s send 120")
+		if err := h.inst.SetPriority(0); err == nil {
+			t.Error("priority 0 accepted")
+		}
+		if st := h.inst.Status(); st.State != Master || st.Priority != 120 || st.MasterPriority != 120 || len(st.Transitions) != 2 {
+			t.Errorf("status %+v", st)
+		}
+		h.stop()
+		<-h.done
+		h.expect(t, "shutdown", "7.215s send 0", "7.215s OnBackup (shutdown)", "7.215s closed")
+	})
+}
+
 func TestInstanceFault(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := testConfig()

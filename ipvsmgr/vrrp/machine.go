@@ -139,7 +139,9 @@ type Machine struct {
 
 	masterAdverInterval time.Duration
 	masterDown          time.Time // Master_Down_Timer (Backup)
-	downReason          string
+	downCause           string    // why it would run out
+	downFor             time.Duration
+	downReason          string    // the takeover's reason when it runs out
 	adver               time.Time // Adver_Timer (Master)
 	garpRepeat          time.Time
 	lowerSince          time.Time // first advert from a lower-priority master (preempt delay)
@@ -208,7 +210,36 @@ func (m *Machine) becomeBackup(reason string, interval time.Duration, now time.T
 
 func (m *Machine) armMasterDown(d time.Duration, reason string, now time.Time) {
 	m.masterDown = now.Add(d)
+	m.downCause, m.downFor = reason, d
 	m.downReason = fmt.Sprintf("%s (%s)", reason, d)
+}
+
+// SetPriority changes this router's priority as it runs (node set
+// --priority), with no transition of its own: a master sends the new one in
+// its next advert; a backup's Skew_Time, and so the Master_Down_Timer that
+// runs, follow it at once (the timer keeps its start, the last advert
+// heard, and its length takes the new skew). The election then goes on as
+// RFC 5798 says: with Preempt, a backup raised above its master discards
+// the master's next advert and takes over when the timer runs out; a master
+// lowered below a backup that preempts is taken over from.
+func (m *Machine) SetPriority(p uint8, now time.Time) []Action {
+	if p == 0 || p == m.cfg.Priority {
+		return nil
+	}
+	oldSkew := m.SkewTime()
+	m.cfg.Priority = p
+	switch m.state {
+	case Master:
+		m.masterPriority = p
+	case Backup:
+		if !m.masterDown.IsZero() {
+			// Both lengths the timer is armed with, the master down interval
+			// and the skew time alone (after a resignation), have one skew.
+			d := m.downFor + m.SkewTime() - oldSkew
+			m.armMasterDown(d, m.downCause, m.masterDown.Add(-m.downFor))
+		}
+	}
+	return nil
 }
 
 // Start is RFC 5798's Startup event.
@@ -288,7 +319,8 @@ func (m *Machine) receiveBackup(a *Advert, now time.Time) {
 		if now.Sub(m.lowerSince) >= m.cfg.PreemptDelay {
 			// Discarded: the master down timer runs out and this router
 			// takes over.
-			m.downReason = fmt.Sprintf("preempting a master of lower priority %d", a.Priority)
+			m.downCause = fmt.Sprintf("preempting a master of lower priority %d", a.Priority)
+			m.downReason = m.downCause
 			return
 		}
 	} else {

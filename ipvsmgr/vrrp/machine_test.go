@@ -68,7 +68,7 @@ func (s *sim) advanceTo(d time.Duration) {
 // step is one event at a time since t0; the timers due before it run first.
 type step struct {
 	at time.Duration
-	ev string // start, shutdown, fault:REASON, clear, recv:PRIORITY[@SRC][/INTERVAL_CS][#VRID]
+	ev string // start, shutdown, fault:REASON, clear, prio:PRIORITY, recv:PRIORITY[@SRC][/INTERVAL_CS][#VRID]
 }
 
 func (s *sim) do(t *testing.T, st step) {
@@ -84,6 +84,10 @@ func (s *sim) do(t *testing.T, st step) {
 		s.record(s.m.SetFault(arg, s.at()))
 	case "clear":
 		s.record(s.m.SetFault("", s.at()))
+	case "prio":
+		var p uint8
+		fmt.Sscan(arg, &p)
+		s.record(s.m.SetPriority(p, s.at()))
 	case "recv":
 		a := &Advert{VRID: 51, MaxAdvertInterval: 100, Addrs: []netip.Addr{vip}}
 		src := upper
@@ -248,6 +252,31 @@ func TestMachineTransitions(t *testing.T) {
 		{name: "fault before startup: starts in fault",
 			steps: script(step{0, "fault:reconcile failing"}, step{0, "start"}), until: 10 * time.Second,
 			want: []string{"0s fault"}, state: Fault, reason: "reconcile failing"},
+		{name: "backup: a priority raised as it runs: the master down timer running takes the new skew, no transition of its own",
+			// Armed at 0.5 s for 3.609375 s; at priority 200 the skew is 218.75 ms: down at 0.5 + 3.21875 s.
+			steps: script(step{0, "start"}, step{500 * ms, "recv:200"}, step{time.Second, "prio:200"}), until: 4 * time.Second,
+			want:  []string{"0s backup", "3.71875s master", "3.71875s send 200", "3.71875s announce"},
+			state: Master, reason: "no advert from the master for the master down interval (3.21875s)"},
+		{name: "backup: a priority lowered as it runs: the timer running lengthens",
+			// At priority 1 the skew is 996.09375 ms: down at 0.5 + 3.99609375 s.
+			steps: script(step{0, "start"}, step{500 * ms, "recv:200"}, step{time.Second, "prio:1"}), until: 4496 * ms,
+			want: []string{"0s backup"}, state: Backup},
+		{name: "backup: raised above its master, it preempts on the master's next advert",
+			steps: script(step{0, "start"}, every(500*ms, time.Second, 2*time.Second, "recv:150"), step{2 * time.Second, "prio:200"},
+				every(2500*ms, time.Second, 10*time.Second, "recv:150")), until: 5 * time.Second,
+			// The advert of 1.5 s armed the timer (3.21875 s at 200); those from 2.5 s are discarded.
+			want:  []string{"0s backup", "4.71875s master", "4.71875s send 200", "4.71875s announce"},
+			state: Master, reason: "preempting a master of lower priority 150"},
+		{name: "backup: raised above its master without preemption, it stays backup",
+			cfg: func(c *Config) { c.Preempt = false },
+			steps: script(step{0, "start"}, every(500*ms, time.Second, 2*time.Second, "recv:150"), step{2 * time.Second, "prio:200"},
+				every(2500*ms, time.Second, 10*time.Second, "recv:150")), until: 10 * time.Second,
+			want: []string{"0s backup"}, state: Backup},
+		{name: "master: a new priority goes in the next advert, with no transition",
+			cfg:   func(c *Config) { c.Priority = 255 },
+			steps: script(step{0, "start"}, step{1500 * ms, "prio:150"}, step{2500 * ms, "prio:0"}), until: 3500 * ms,
+			want:  []string{"0s master", "0s send 255", "0s announce", "1s send 255", "2s send 150", "3s send 150"},
+			state: Master},
 		{name: "owner: fault cleared takes over at once",
 			cfg:   func(c *Config) { c.Priority = 255 },
 			steps: script(step{0, "fault:x"}, step{0, "start"}, step{time.Second, "clear"}), until: 1500 * ms,
