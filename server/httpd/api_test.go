@@ -338,3 +338,65 @@ func TestPanelBehindLogin(t *testing.T) {
 		t.Errorf("the viewer's drain changed the weight to %d", w)
 	}
 }
+
+// The users screen shows each user's last login and each token's name, and
+// the audit screen's filter finds text in an entry's detail: through the
+// daemon's own store, not the panel tests' fake.
+func TestPanelUsersAndAudit(t *testing.T) {
+	g := servertest.Start(t)
+	setUp(t, g)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	send := func(method, path, form string, cookie *http.Cookie) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, g.URL+path, strings.NewReader(form))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if cookie != nil {
+			req.AddCookie(cookie)
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	resp, _ := send("POST", "/login", "user=admin&password="+strings.ReplaceAll(g.Password, " ", "+"), nil)
+	var admin *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == auth.CookieName && c.Value != "" {
+			admin = c
+		}
+	}
+	if admin == nil {
+		t.Fatalf("login: %s, no session cookie", resp.Status)
+	}
+	if resp, body := send("POST", "/tokens", "user=viewer&name=deploy&days=0", admin); resp.StatusCode != 200 || !strings.Contains(body, "Copy this token now") {
+		t.Fatalf("make a token: %s %s", resp.Status, body)
+	}
+	_, page := send("GET", "/users", "", admin)
+	row := func(user string) string {
+		i := strings.Index(page, "<tr><td>"+user+"</td>")
+		if i < 0 {
+			t.Fatalf("/users has no row for %s:\n%s", user, page)
+		}
+		j := strings.Index(page[i:], "</tr>")
+		return page[i : i+j]
+	}
+	if r := row("admin"); strings.Contains(r, "never") {
+		t.Errorf("admin logged in, and /users says: %s", r)
+	}
+	if r := row("operator"); !strings.Contains(r, "never") {
+		t.Errorf("operator never logged in, and /users says: %s", r)
+	}
+	if !strings.Contains(page, "<td>deploy</td><td>viewer</td>") || !strings.Contains(page, "<td>admin-") {
+		t.Errorf("/users lacks the tokens' names:\n%s", page)
+	}
+	if resp, _ := send("POST", "/services/web/servers/r1/drain", "", admin); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("drain r1: %s", resp.Status)
+	}
+	_, page = send("GET", "/audit?action=DRAIN", "", admin)
+	if !strings.Contains(page, "rs drain web r1") || strings.Contains(page, "<td>login</td>") {
+		t.Errorf("/audit?action=DRAIN: the drain missing, or other entries shown:\n%s", page)
+	}
+}
