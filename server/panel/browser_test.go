@@ -189,6 +189,7 @@ func TestBrowser(t *testing.T) {
 	do("overview", chromedp.Navigate(u+"/"), chromedp.WaitVisible(chromedp.CSS(".tiles")))
 	shot("overview")
 	do("live", chromedp.Navigate(u+"/live"), chromedp.WaitVisible(chromedp.CSS("#live table")))
+	b.FitsWidth("the live table")
 	shot("live")
 	do("edit", chromedp.Navigate(u+"/services/www-tls/edit"), chromedp.WaitVisible(chromedp.CSS("#f-name")))
 	shot("service-edit")

@@ -138,6 +138,19 @@ func (b *Browser) WaitInPage(what, expr, describe string, within time.Duration) 
 	}
 }
 
+// FitsWidth fails the test when the page is wider than the window (1360
+// pixels): an operator would have to scroll sideways.
+func (b *Browser) FitsWidth(what string) {
+	b.t.Helper()
+	w, err := chromedp.Run(b.Ctx, chromedp.Evaluate[[]int](`[document.documentElement.scrollWidth, window.innerWidth]`))
+	if err != nil || len(w) != 2 {
+		b.t.Fatalf("width of %s: %v %v", what, w, err)
+	}
+	if w[0] > w[1] {
+		b.t.Errorf("%s is %d pixels wide in a window of %d", what, w[0], w[1])
+	}
+}
+
 // Shot saves a screenshot of the whole page as Dir/name.png.
 func (b *Browser) Shot(name string) {
 	b.t.Helper()
