@@ -12,10 +12,11 @@ import (
 var settingsFields = []string{"network", "tcp_timeout", "tcpfin_timeout", "udp_timeout", "keep_foreign_services", "drain_timeout"}
 
 type settingsData struct {
-	Form    *form
-	Base    int64
-	Drafted bool
-	Kernel  *server.Snapshot
+	Form       *form
+	Base       int64
+	Drafted    bool
+	Kernel     *server.Snapshot
+	Redundancy *redundancyCard
 }
 
 func settingsForm(s *ipvsmgr.Settings) *form {
@@ -48,6 +49,10 @@ func (p *Panel) showSettings(w http.ResponseWriter, r *http.Request, u who, stat
 		pg.Errors = []string{"Some fields are not valid: see the messages beside them."}
 	}
 	d.Kernel = p.core.Snapshot()
+	if st, _, err := p.core.State(r.Context()); err == nil {
+		node, _ := p.core.NodeSettings(r.Context()) // the card says what it can without
+		d.Redundancy = redundancyCardOf(st.Settings.Redundancy, node)
+	}
 	pg.Data = d
 	p.render(w, r, status, "settings", pg)
 }
