@@ -154,7 +154,19 @@ func (b *Browser) FitsWidth(what string) {
 // Shot saves a screenshot of the whole page as Dir/name.png.
 func (b *Browser) Shot(name string) {
 	b.t.Helper()
-	png, err := chromedp.Run(b.Ctx, chromedp.FullScreenshot(100))
+	b.save(name, chromedp.FullScreenshot(100))
+}
+
+// ShotWindow saves a screenshot of what the window shows as Dir/name.png:
+// the top of a long page.
+func (b *Browser) ShotWindow(name string) {
+	b.t.Helper()
+	b.save(name, chromedp.CaptureScreenshot())
+}
+
+func (b *Browser) save(name string, shot chromedp.Action[[]byte]) {
+	b.t.Helper()
+	png, err := chromedp.Run(b.Ctx, shot)
 	if err != nil {
 		b.t.Fatalf("screenshot %s: %v", name, err)
 	}
