@@ -74,6 +74,7 @@ func testPanel(t *testing.T, url, password, token string) {
 	b.WaitInPage("rs1's traffic to stop, in the live table", `(function (c) { return !!c && c[`+strconv.Itoa(liveCPS)+`] === "0" && c[`+strconv.Itoa(livePPS)+`] === "0" })(`+cellsJS("web", "rs1")+`)`,
 		rowJS("web", "rs1"), 60*time.Second)
 	t.Logf("rs1's traffic stopped %s after the kernel had weight 0: %s", time.Since(drainedAt).Round(100*time.Millisecond), b.Eval(rowJS("web", "rs1")))
+	b.Shot("lab-live-drained")
 	b.Do("why rs1", chromedp.Navigate(url+"/services/web/servers/rs1/why"), chromedp.WaitVisible(chromedp.CSS("#why-reasons")))
 	if s := b.Text("#why-reasons"); !strings.Contains(s, "drained") || !strings.Contains(s, "weight 0") {
 		t.Errorf("why rs1, drained: %q", s)
