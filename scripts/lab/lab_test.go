@@ -153,6 +153,8 @@ func TestLab(t *testing.T) {
 		t.Logf("connections: %v, 6 s later %v", before, after)
 	})
 
+	t.Run("the panel in Chromium", func(t *testing.T) { testPanel(t, url, env["LAB_PASSWORD"], env["LAB_TOKEN"]) })
+
 	stopped := time.Now()
 	if b, err := exec.Command(script, "--stop").CombinedOutput(); err != nil || !strings.Contains(string(b), "the lab is stopped") {
 		t.Fatalf("lab.sh --stop: %v\n%s", err, b)
@@ -245,33 +247,42 @@ func getJSON(t *testing.T, url, token string, v any) {
 	}
 }
 
-// conns reads /api/v1/status: the connections counted so far per service and real server.
-func conns(t *testing.T, url, token string) map[string]uint64 {
-	t.Helper()
-	var st struct {
-		Kernel struct {
-			Available bool `json:"available"`
-		} `json:"kernel"`
-		Services []struct {
+// labStatus is what the tests read of /api/v1/status: the daemon's read of the kernel.
+type labStatus struct {
+	Kernel struct {
+		Available bool `json:"available"`
+	} `json:"kernel"`
+	Services []struct {
+		Address string `json:"address"`
+		Port    int    `json:"port"`
+		Stats   struct {
+			Conns uint64 `json:"conns"`
+		} `json:"stats"`
+		Servers []struct {
 			Address string `json:"address"`
-			Port    int    `json:"port"`
+			Weight  uint32 `json:"weight"`
 			Stats   struct {
 				Conns uint64 `json:"conns"`
 			} `json:"stats"`
-			Servers []struct {
-				Address string `json:"address"`
-				Stats   struct {
-					Conns uint64 `json:"conns"`
-				} `json:"stats"`
-			} `json:"servers"`
-		} `json:"services"`
-	}
+		} `json:"servers"`
+	} `json:"services"`
+}
+
+func status(t *testing.T, url, token string) *labStatus {
+	t.Helper()
+	var st labStatus
 	getJSON(t, url+"/api/v1/status", token, &st)
 	if !st.Kernel.Available {
 		t.Fatal("/api/v1/status: the kernel is not available")
 	}
+	return &st
+}
+
+// conns reads /api/v1/status: the connections counted so far per service and real server.
+func conns(t *testing.T, url, token string) map[string]uint64 {
+	t.Helper()
 	m := map[string]uint64{}
-	for _, s := range st.Services {
+	for _, s := range status(t, url, token).Services {
 		vs := fmt.Sprintf("%s:%d", s.Address, s.Port)
 		m[vs] = s.Stats.Conns
 		for _, rs := range s.Servers {

@@ -280,61 +280,93 @@ func TestConcurrentAPIWritersLoseNothing(t *testing.T) {
 func TestPanelBehindLogin(t *testing.T) {
 	g := servertest.Start(t)
 	setUp(t, g)
-	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	get := func(path string, cookie *http.Cookie) *http.Response {
-		req, _ := http.NewRequest("GET", g.URL+path, nil)
-		req.Header.Set("Accept", "text/html")
-		if cookie != nil {
-			req.AddCookie(cookie)
-		}
-		resp, err := noRedirect.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp
-	}
-	if resp := get("/live", nil); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/login") {
+	if resp, _ := panelDo(t, g, "GET", "/live", "", nil); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/login") {
 		t.Fatalf("/live without a session: %s %s", resp.Status, resp.Header.Get("Location"))
 	}
-	if resp := get("/login", nil); resp.StatusCode != 200 {
+	if resp, _ := panelDo(t, g, "GET", "/login", "", nil); resp.StatusCode != 200 {
 		t.Fatalf("/login: %s", resp.Status)
 	}
-	login := func(user string) *http.Cookie {
-		req, _ := http.NewRequest("POST", g.URL+"/login", strings.NewReader("user="+user+"&password="+strings.ReplaceAll(g.Password, " ", "+")))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		resp, err := noRedirect.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		for _, c := range resp.Cookies() {
-			if c.Name == auth.CookieName && c.Value != "" {
-				return c
-			}
-		}
-		t.Fatalf("login as %s: %s, no session cookie", user, resp.Status)
-		return nil
-	}
-	viewer := login("viewer")
+	viewer := panelLogin(t, g, "viewer")
 	for _, path := range []string{"/", "/live", "/services", "/history"} {
-		if resp := get(path, viewer); resp.StatusCode != 200 {
+		if resp, _ := panelDo(t, g, "GET", path, "", viewer); resp.StatusCode != 200 {
 			t.Errorf("%s as viewer: %s", path, resp.Status)
 		}
 	}
-	req, _ := http.NewRequest("POST", g.URL+"/services/web/servers/r1/drain", strings.NewReader(""))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.AddCookie(viewer)
-	resp, err := noRedirect.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden {
+	if resp, _ := panelDo(t, g, "POST", "/services/web/servers/r1/drain", "", viewer); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("viewer's drain through the panel: %s", resp.Status)
 	}
 	st, _, _ := g.Core.State(context.Background())
 	if w := st.Services[0].Servers[0].EffectiveWeight(); w != 3 {
 		t.Errorf("the viewer's drain changed the weight to %d", w)
 	}
+}
+
+// The users screen shows each user's last login and each token's name, and
+// the audit screen's filter finds text in an entry's detail: through the
+// daemon's own store, not the panel tests' fake.
+func TestPanelUsersAndAudit(t *testing.T) {
+	g := servertest.Start(t)
+	setUp(t, g)
+	admin := panelLogin(t, g, "admin")
+	if resp, body := panelDo(t, g, "POST", "/tokens", "user=viewer&name=deploy&days=0", admin); resp.StatusCode != 200 || !strings.Contains(body, "Copy this token now") {
+		t.Fatalf("make a token: %s %s", resp.Status, body)
+	}
+	_, page := panelDo(t, g, "GET", "/users", "", admin)
+	row := func(user string) string {
+		i := strings.Index(page, "<tr><td>"+user+"</td>")
+		if i < 0 {
+			t.Fatalf("/users has no row for %s:\n%s", user, page)
+		}
+		j := strings.Index(page[i:], "</tr>")
+		return page[i : i+j]
+	}
+	if r := row("admin"); strings.Contains(r, "never") {
+		t.Errorf("admin logged in, and /users says: %s", r)
+	}
+	if r := row("operator"); !strings.Contains(r, "never") {
+		t.Errorf("operator never logged in, and /users says: %s", r)
+	}
+	if !strings.Contains(page, "<td>deploy</td><td>viewer</td>") || !strings.Contains(page, "<td>admin-") {
+		t.Errorf("/users lacks the tokens' names:\n%s", page)
+	}
+	if resp, _ := panelDo(t, g, "POST", "/services/web/servers/r1/drain", "", admin); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("drain r1: %s", resp.Status)
+	}
+	_, page = panelDo(t, g, "GET", "/audit?action=DRAIN", "", admin)
+	if !strings.Contains(page, "rs drain web r1") || strings.Contains(page, "<td>login</td>") {
+		t.Errorf("/audit?action=DRAIN: the drain missing, or other entries shown:\n%s", page)
+	}
+}
+
+// panelDo sends a panel request (a form when form is not empty), with the
+// session cookie if any, and does not follow a redirect.
+func panelDo(t *testing.T, g *servertest.Rig, method, path, form string, cookie *http.Cookie) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, g.URL+path, strings.NewReader(form))
+	req.Header.Set("Accept", "text/html")
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if cookie != nil {
+		req.AddCookie(cookie)
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+// panelLogin logs user in through the panel's login form and returns its session cookie.
+func panelLogin(t *testing.T, g *servertest.Rig, user string) *http.Cookie {
+	t.Helper()
+	resp, _ := panelDo(t, g, "POST", "/login", "user="+user+"&password="+strings.ReplaceAll(g.Password, " ", "+"), nil)
+	for _, c := range resp.Cookies() {
+		if c.Name == auth.CookieName && c.Value != "" {
+			return c
+		}
+	}
+	t.Fatalf("login as %s: %s, no session cookie", user, resp.Status)
+	return nil
 }

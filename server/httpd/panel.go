@@ -95,7 +95,11 @@ func (x *accounts) ListUsers(ctx context.Context) ([]panel.User, error) {
 	us, err := x.a.Users(ctx)
 	out := make([]panel.User, 0, len(us))
 	for _, u := range us {
-		out = append(out, panel.User{Name: u.Name, Role: u.Role, Created: u.CreatedAt})
+		last, lerr := x.st.LastLogin(ctx, u.Name, u.CreatedAt)
+		if lerr != nil && err == nil {
+			err = lerr
+		}
+		out = append(out, panel.User{Name: u.Name, Role: u.Role, Created: u.CreatedAt, LastLogin: last})
 	}
 	return out, err
 }
@@ -131,7 +135,7 @@ func (x *accounts) ListTokens(ctx context.Context) ([]panel.Token, error) {
 		if t.RevokedAt != nil {
 			continue
 		}
-		pt := panel.Token{ID: t.Prefix, User: t.UserName, Created: t.CreatedAt}
+		pt := panel.Token{ID: t.Prefix, Name: t.Name, User: t.UserName, Created: t.CreatedAt}
 		if t.ExpiresAt != nil {
 			pt.Expires = *t.ExpiresAt
 		}
@@ -143,8 +147,8 @@ func (x *accounts) ListTokens(ctx context.Context) ([]panel.Token, error) {
 	return out, err
 }
 
-func (x *accounts) CreateToken(ctx context.Context, user string, expires time.Duration) (string, string, error) {
-	secret, t, err := x.a.CreateToken(ctx, admin(ctx), user, "", expires)
+func (x *accounts) CreateToken(ctx context.Context, user, name string, expires time.Duration) (string, string, error) {
+	secret, t, err := x.a.CreateToken(ctx, admin(ctx), user, name, expires)
 	if err != nil {
 		return "", "", err
 	}
@@ -157,7 +161,7 @@ func (x *accounts) RevokeToken(ctx context.Context, id string) error {
 }
 
 func (x *accounts) Audit(ctx context.Context, f panel.AuditFilter) ([]panel.AuditEntry, error) {
-	es, err := x.st.Audit(ctx, store.AuditFilter{Actor: f.User, Action: f.Action, Since: f.Since, Limit: f.Limit})
+	es, err := x.st.Audit(ctx, store.AuditFilter{Actor: f.User, Contains: f.Action, Since: f.Since, Limit: f.Limit})
 	out := make([]panel.AuditEntry, 0, len(es))
 	for _, e := range es {
 		pe := panel.AuditEntry{At: e.At, User: e.Actor, Addr: e.ClientAddr, Via: e.Via, Action: e.Action,

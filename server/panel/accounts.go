@@ -213,9 +213,9 @@ func (p *Panel) tokenCreate(w http.ResponseWriter, r *http.Request, u who) {
 	if p.noAccounts(w, r, u) {
 		return
 	}
-	user := strings.TrimSpace(r.PostFormValue("user"))
+	user, name := strings.TrimSpace(r.PostFormValue("user")), strings.TrimSpace(r.PostFormValue("name"))
 	days, _ := strconv.Atoi(r.PostFormValue("days"))
-	id, secret, err := p.d.Accounts.CreateToken(r.Context(), user, time.Duration(days)*24*time.Hour)
+	id, secret, err := p.d.Accounts.CreateToken(r.Context(), user, name, time.Duration(days)*24*time.Hour)
 	f := newForm()
 	if err != nil {
 		f.Top = append(f.Top, err.Error())

@@ -1,7 +1,6 @@
 package panel
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/ipvsctl/ipvsctl/server/panel/browsertest"
 )
 
 // TestBrowserLiveAtScale prints, in headless Chromium, the time from
@@ -22,8 +23,8 @@ func TestBrowserLiveAtScale(t *testing.T) {
 	if os.Getenv("IPVSCTL_PANEL_BENCH") == "" {
 		t.Skip("set IPVSCTL_PANEL_BENCH=1 to measure the live table in Chromium at 1,000 services x 10 real servers")
 	}
-	if _, err := os.Stat(chromium); err != nil {
-		t.Skip("no Chromium at " + chromium)
+	if _, err := os.Stat(browsertest.Chromium); err != nil {
+		t.Skip("no Chromium at " + browsertest.Chromium)
 	}
 	e := newEnvTimed(t, true)
 	e.seed(t, bigState())
@@ -39,15 +40,8 @@ func TestBrowserLiveAtScale(t *testing.T) {
 	})
 	mux.Handle("/", e.h)
 	srv := httptest.NewServer(securityHeaders(mux))
-	defer srv.Close()
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1360, 900))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancelT()
+	t.Cleanup(srv.Close) // after the browser's
+	ctx := browsertest.Start(t, 5*time.Minute).Ctx
 	// The test's Who takes a cookie that names the user.
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/login"),
 		chromedp.Evaluate[chromedp.Void](`document.cookie = "`+testCookie+`=alice; path=/"`)); err != nil {

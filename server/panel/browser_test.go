@@ -1,31 +1,16 @@
 package panel
 
 import (
-	"context"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server/panel/browsertest"
 )
-
-const chromium = "/usr/bin/chromium"
-
-// screenshotDir is where the browser test saves its screenshots:
-// $IPVSCTL_SCREENSHOTS (docs/screenshots when refreshing them), else a temp dir.
-func screenshotDir(t *testing.T) string {
-	if d := os.Getenv("IPVSCTL_SCREENSHOTS"); d != "" {
-		return d
-	}
-	return t.TempDir()
-}
 
 // demoState is a small director with something to look at: a degraded
 // service, a disabled one, a drained server, thresholds.
@@ -49,9 +34,6 @@ func demoState() *ipvsmgr.State {
 
 // The whole operator path in a real headless Chromium.
 func TestBrowser(t *testing.T) {
-	if _, err := os.Stat(chromium); err != nil {
-		t.Skip("no Chromium at " + chromium + " (Debian package chromium): browser test skipped")
-	}
 	if testing.Short() {
 		t.Skip("browser test skipped in -short mode")
 	}
@@ -65,61 +47,18 @@ func TestBrowser(t *testing.T) {
 	})
 	e.seed(t, demoState())
 	srv := httptest.NewServer(e.h)
-	defer srv.Close()
-	dir := screenshotDir(t)
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1360, 900))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
-	defer cancelT()
+	t.Cleanup(srv.Close) // after the browser's
+	b := browsertest.Start(t, 90*time.Second)
+	ctx := b.Ctx
 	u := srv.URL
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("text of %s: %v", sel, err)
-		}
-		return s
-	}
-	// waitJS evaluates expr until it is true, across navigations.
+	do, text, shot := b.Do, b.Text, b.Shot
 	waitJS := func(what, expr string) {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for time.Now().Before(deadline) {
-			if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr)); err == nil && ok {
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		t.Fatalf("timed out waiting for %s", what)
-	}
-	shot := func(name string) {
-		t.Helper()
-		b, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatalf("screenshot %s: %v", name, err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name+".png"), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		b.WaitJS(what, expr, 15*time.Second)
 	}
 
 	// Log in.
-	do("log in", chromedp.Navigate(u+"/live"),
-		chromedp.WaitVisible(chromedp.CSS("#user")),
-		chromedp.SendKeys(chromedp.CSS("#user"), "alice"),
-		chromedp.SendKeys(chromedp.CSS("#password"), "pw-alice"),
-		chromedp.Click(chromedp.CSS("button.primary")),
-		chromedp.WaitVisible(chromedp.CSS("#live")))
+	b.Login(u+"/live", "alice", "pw-alice", "#live")
 	// Add a virtual service with two real servers, through the forms.
 	do("add a service", chromedp.Navigate(u+"/services/new"),
 		chromedp.SendKeys(chromedp.CSS("#f-name"), "shop"),
@@ -148,19 +87,10 @@ func TestBrowser(t *testing.T) {
 	// Drain shop1, then watch its connections count down without a reload.
 	do("drain", chromedp.Click(chromedp.CSS("button[formaction='/services/shop/servers/shop1/drain']")),
 		chromedp.WaitVisible(chromedp.CSS(".banner.flash")))
-	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("window.__noReload = true")); err != nil {
-		t.Fatal(err)
-	}
+	b.MarkPage()
 	rowText := `(function(){var a=document.querySelector("a[href='/services/shop/servers/shop1']");return a?a.closest("tr").innerText:""})()`
-	first, err := chromedp.Run(ctx, chromedp.Evaluate[string](rowText))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(function(){var a=document.querySelector("a[href='/services/shop/servers/shop1']");`+
-		`return !!a && /drained/.test(a.closest("tr").innerText) && window.__noReload === true})()`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
-		last, _ := chromedp.Run(ctx, chromedp.Evaluate[string](rowText))
-		t.Fatalf("the drain did not show without a reload: first %q, last %q: %v", first, last, err)
-	}
+	first := b.Eval(rowText)
+	b.WaitInPage("the drain", `/drained/.test(`+rowText+`)`, rowText, 20*time.Second)
 	if !strings.Contains(first, "draining") && !strings.Contains(first, "drained") {
 		t.Errorf("right after the drain the row said %q", first)
 	}
@@ -259,21 +189,15 @@ func TestBrowser(t *testing.T) {
 	do("overview", chromedp.Navigate(u+"/"), chromedp.WaitVisible(chromedp.CSS(".tiles")))
 	shot("overview")
 	do("live", chromedp.Navigate(u+"/live"), chromedp.WaitVisible(chromedp.CSS("#live table")))
+	b.FitsWidth("the live table")
 	shot("live")
 	do("edit", chromedp.Navigate(u+"/services/www-tls/edit"), chromedp.WaitVisible(chromedp.CSS("#f-name")))
 	shot("service-edit")
 	do("service", chromedp.Navigate(u+"/services/www"), chromedp.WaitVisible(chromedp.CSS("table")))
 	shot("service")
 	// Dark mode, as a browser set to prefer it asks (the theme toggle aside).
-	do("dark", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
-		return err
-	}))
+	b.Dark()
 	do("live, dark", chromedp.Navigate(u+"/live"), chromedp.WaitVisible(chromedp.CSS("#live table")))
-	if dark, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`matchMedia("(prefers-color-scheme: dark)").matches`)); err != nil || !dark {
-		t.Fatalf("dark mode not emulated: %v", err)
-	}
 	shot("live-dark")
 	do("overview, dark", chromedp.Navigate(u+"/"), chromedp.WaitVisible(chromedp.CSS(".tiles")))
 	shot("overview-dark")

@@ -81,6 +81,7 @@ type User struct {
 // Token is one API token (never its secret).
 type Token struct {
 	ID       string
+	Name     string // what it is for
 	User     string
 	Created  time.Time
 	Expires  time.Time // zero: never
@@ -102,7 +103,7 @@ type AuditEntry struct {
 // AuditFilter selects audit entries; zero fields match everything.
 type AuditFilter struct {
 	User   string
-	Action string // substring
+	Action string // a substring of the action, what it was on or its detail, in any case
 	Since  time.Time
 	Limit  int
 }
@@ -117,8 +118,9 @@ type Accounts interface {
 	SetRole(ctx context.Context, name, role string) error
 	ResetPassword(ctx context.Context, name, password string) error
 	ListTokens(ctx context.Context) ([]Token, error)
-	// CreateToken makes a token for user, shown once (secret).
-	CreateToken(ctx context.Context, user string, expires time.Duration) (id, secret string, err error)
+	// CreateToken makes a token for user, shown once (secret); an empty
+	// name is made from the user's.
+	CreateToken(ctx context.Context, user, name string, expires time.Duration) (id, secret string, err error)
 	RevokeToken(ctx context.Context, id string) error
 	Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
 }

@@ -165,7 +165,7 @@ func TestXSSPayloadsEscaped(t *testing.T) {
 	e.seed(t, st)
 	e.acct.audit = append(e.acct.audit, AuditEntry{At: time.Now(), User: payloads[0], Addr: payloads[1], Via: "panel", Action: payloads[3], Detail: payloads[2]})
 	e.acct.users[payloads[0]] = User{Name: payloads[0], Role: "viewer"}
-	e.acct.tokens = append(e.acct.tokens, Token{ID: payloads[1], User: payloads[0]})
+	e.acct.tokens = append(e.acct.tokens, Token{ID: payloads[1], Name: names[0], User: payloads[0]})
 	waitFor(t, "kernel", func() bool { m, _ := e.panel.model(t.Context()); return m != nil && m.Rows[0].InKernel })
 	e.post(t, "oscar", "/services/"+url.PathEscape(names[0])+"/servers/"+url.PathEscape(names[0]+"rs")+"/drain", nil)
 	pages := []string{"/", "/live", "/live/rows", "/live?q=" + url.QueryEscape(payloads[0]), "/services", "/history", "/history/1", "/history/2",
@@ -367,12 +367,12 @@ func TestAccountsScreens(t *testing.T) {
 	if _, ok := e.acct.users["carol"]; ok {
 		t.Fatal("remove user")
 	}
-	r = e.post(t, "alice", "/tokens", url.Values{"user": {"alice"}, "days": {"30"}})
+	r = e.post(t, "alice", "/tokens", url.Values{"user": {"alice"}, "name": {"deploy"}, "days": {"30"}})
 	if !strings.Contains(r.Body, "secret-t1") {
 		t.Fatal("token secret not shown once")
 	}
-	if strings.Contains(e.get(t, "alice", "/users").Body, "secret-t1") {
-		t.Fatal("token secret shown again")
+	if page := e.get(t, "alice", "/users").Body; strings.Contains(page, "secret-t1") || !strings.Contains(page, "<td>t1</td><td>deploy</td><td>alice</td>") {
+		t.Fatalf("token secret shown again, or the token not listed with its name: %s", excerpt(page))
 	}
 	e.post(t, "alice", "/tokens/t1/revoke", nil)
 	if len(e.acct.tokens) != 0 {
@@ -382,6 +382,11 @@ func TestAccountsScreens(t *testing.T) {
 	r = e.get(t, "alice", "/audit?user=mallory")
 	if !strings.Contains(r.Body, "mallory") || strings.Contains(r.Body, "<td>alice</td>") || !strings.Contains(r.Body, "refused") {
 		t.Fatalf("audit filter: %s", excerpt(r.Body))
+	}
+	e.acct.audit = append(e.acct.audit, AuditEntry{At: time.Now(), User: "alice", Action: "apply", Detail: "rs drain web r1", OK: true})
+	r = e.get(t, "alice", "/audit?action=Drain")
+	if !strings.Contains(r.Body, "rs drain web r1") || strings.Contains(r.Body, "mallory") {
+		t.Fatalf("audit filter on the detail: %s", excerpt(r.Body))
 	}
 	// Own password.
 	r = e.post(t, "alice", "/account/password", url.Values{"old": {"pw-alice"}, "new": {"x1"}, "again": {"x2"}})

@@ -344,3 +344,38 @@ func TestStaleFormRefusedWithTheOtherChange(t *testing.T) {
 		t.Fatalf("stale edit: %d %s", r.Code, excerpt(r.Body))
 	}
 }
+
+// The settings form edits its own fields and keeps the rest of the
+// settings: saving it on a director of a pair kept the pair (it dropped
+// settings.redundancy, and VRRP with it).
+func TestSettingsFormKeepsRedundancy(t *testing.T) {
+	e := newEnv(t)
+	st := webState()
+	st.Settings.Redundancy = &ipvsmgr.Redundancy{VRID: 51, Interface: "eth0", Peers: []string{"198.18.0.1", "198.18.0.2"}}
+	e.seed(t, st)
+	form := func(timeout string, more ...string) url.Values {
+		v := url.Values{"network": {"dr"}, "tcp_timeout": {timeout}, "tcpfin_timeout": {"0"}, "udp_timeout": {"0"}, "drain_timeout": {"0"}}
+		for i := 0; i+1 < len(more); i += 2 {
+			v.Set(more[i], more[i+1])
+		}
+		return v
+	}
+	check := func(what string, timeout int) {
+		t.Helper()
+		cur, _, _ := e.core.State(t.Context())
+		if r := cur.Settings.Redundancy; r == nil || r.VRID != 51 || len(r.Peers) != 2 || cur.Settings.TCPTimeout != timeout {
+			t.Fatalf("%s: settings %+v, redundancy %+v", what, cur.Settings, r)
+		}
+	}
+	if r := e.post(t, "alice", "/settings", form("900")); r.Code != http.StatusSeeOther {
+		t.Fatalf("save: %d %s", r.Code, excerpt(r.Body))
+	}
+	check("saved", 900)
+	if r := e.post(t, "alice", "/settings", form("600", "stage", "1")); r.Code != http.StatusSeeOther {
+		t.Fatalf("stage: %d %s", r.Code, excerpt(r.Body))
+	}
+	if r := e.post(t, "alice", "/draft/apply", nil); r.Code != http.StatusSeeOther {
+		t.Fatalf("apply the draft: %d %s", r.Code, excerpt(r.Body))
+	}
+	check("staged, then applied", 600)
+}

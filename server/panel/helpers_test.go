@@ -357,11 +357,14 @@ func (a *fakeAccounts) ListTokens(context.Context) ([]Token, error) {
 	defer a.mu.Unlock()
 	return append([]Token(nil), a.tokens...), nil
 }
-func (a *fakeAccounts) CreateToken(_ context.Context, user string, _ time.Duration) (string, string, error) {
+func (a *fakeAccounts) CreateToken(_ context.Context, user, name string, _ time.Duration) (string, string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	id := "t" + itoa(len(a.tokens)+1)
-	a.tokens = append(a.tokens, Token{ID: id, User: user, Created: time.Now()})
+	if name == "" {
+		name = user + "-" + id
+	}
+	a.tokens = append(a.tokens, Token{ID: id, Name: name, User: user, Created: time.Now()})
 	return id, "secret-" + id, nil
 }
 func (a *fakeAccounts) RevokeToken(_ context.Context, id string) error {
@@ -380,7 +383,7 @@ func (a *fakeAccounts) Audit(_ context.Context, f AuditFilter) ([]AuditEntry, er
 	defer a.mu.Unlock()
 	var out []AuditEntry
 	for _, e := range a.audit {
-		if (f.User == "" || e.User == f.User) && (f.Action == "" || strings.Contains(e.Action, f.Action)) {
+		if (f.User == "" || e.User == f.User) && (f.Action == "" || strings.Contains(strings.ToLower(e.Action+" "+e.Detail), strings.ToLower(f.Action))) {
 			out = append(out, e)
 		}
 	}

@@ -12,10 +12,11 @@ import (
 var settingsFields = []string{"network", "tcp_timeout", "tcpfin_timeout", "udp_timeout", "keep_foreign_services", "drain_timeout"}
 
 type settingsData struct {
-	Form    *form
-	Base    int64
-	Drafted bool
-	Kernel  *server.Snapshot
+	Form       *form
+	Base       int64
+	Drafted    bool
+	Kernel     *server.Snapshot
+	Redundancy *redundancyCard
 }
 
 func settingsForm(s *ipvsmgr.Settings) *form {
@@ -48,6 +49,10 @@ func (p *Panel) showSettings(w http.ResponseWriter, r *http.Request, u who, stat
 		pg.Errors = []string{"Some fields are not valid: see the messages beside them."}
 	}
 	d.Kernel = p.core.Snapshot()
+	if st, _, err := p.core.State(r.Context()); err == nil {
+		node, _ := p.core.NodeSettings(r.Context()) // the card says what it can without
+		d.Redundancy = redundancyCardOf(st.Settings.Redundancy, node)
+	}
 	pg.Data = d
 	p.render(w, r, status, "settings", pg)
 }
@@ -58,8 +63,11 @@ func (p *Panel) settingsSave(w http.ResponseWriter, r *http.Request, u who) {
 	for _, k := range settingsFields {
 		f.Values[k] = r.PostFormValue(k)
 	}
-	s := ipvsmgr.Settings{Network: f.V("network"), TCPTimeout: f.intField("tcp_timeout"), TCPFinTimeout: f.intField("tcpfin_timeout"),
-		UDPTimeout: f.intField("udp_timeout"), KeepForeignServices: f.V("keep_foreign_services") != "", DrainTimeout: f.intField("drain_timeout")}
+	// The form's fields only: the rest of the settings (redundancy) stays.
+	set := func(s *ipvsmgr.Settings) {
+		s.Network, s.TCPTimeout, s.TCPFinTimeout = f.V("network"), f.intField("tcp_timeout"), f.intField("tcpfin_timeout")
+		s.UDPTimeout, s.KeepForeignServices, s.DrainTimeout = f.intField("udp_timeout"), f.V("keep_foreign_services") != "", f.intField("drain_timeout")
+	}
 	d := &settingsData{Form: f, Base: baseOf(r), Drafted: p.staging(ctx, r, u)}
 	if f.Invalid() {
 		p.showSettings(w, r, u, http.StatusUnprocessableEntity, d)
@@ -67,7 +75,7 @@ func (p *Panel) settingsSave(w http.ResponseWriter, r *http.Request, u who) {
 	}
 	msg, err := p.commit(ctx, r, u, change{
 		label: "settings",
-		edit:  func(st *ipvsmgr.State) error { st.Settings = s; return nil },
+		edit:  func(st *ipvsmgr.State) error { set(&st.Settings); return nil },
 		direct: func(ctx context.Context, a server.Actor, o server.WriteOptions) (*server.WriteResult, error) {
 			st, rev, err := p.core.State(ctx)
 			if err != nil {
@@ -76,7 +84,7 @@ func (p *Panel) settingsSave(w http.ResponseWriter, r *http.Request, u who) {
 			if o.Base == 0 {
 				o.Base = rev
 			}
-			st.Settings = s
+			set(&st.Settings)
 			return p.core.ApplyState(ctx, a, st, "settings", o)
 		},
 	}, d.Base)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -34,9 +35,12 @@ type AuditEntry struct {
 // means 100.
 type AuditFilter struct {
 	Actor  string
-	Action string
-	Since  time.Time
-	Limit  int
+	Action string // the action, exactly
+	// Contains is text that the action, its target or its detail holds,
+	// in any case.
+	Contains string
+	Since    time.Time
+	Limit    int
 }
 
 // WriteAudit appends an entry and returns its id. A zero At is now.
@@ -61,6 +65,10 @@ func (s *Store) Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, error) 
 	}
 	if f.Action != "" {
 		where, args = append(where, "action = ?"), append(args, f.Action)
+	}
+	if f.Contains != "" {
+		where = append(where, "instr(lower(action || ' ' || target || ' ' || detail), lower(?)) > 0")
+		args = append(args, f.Contains)
 	}
 	if !f.Since.IsZero() {
 		where, args = append(where, "at >= ?"), append(args, dbTime(f.Since))
@@ -92,4 +100,20 @@ func (s *Store) Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, error) 
 		out = append(out, e)
 	}
 	return out, rows.Err()
+}
+
+// LastLogin is when user last logged in (a successful login in the audit
+// since since, the user's creation: not a former user's of that name), or
+// the zero time.
+func (s *Store) LastLogin(ctx context.Context, user string, since time.Time) (time.Time, error) {
+	var at string
+	err := s.db.QueryRowContext(ctx, `SELECT at FROM audit WHERE actor = ? AND action = 'login' AND outcome = ? AND at >= ?
+		ORDER BY id DESC LIMIT 1`, user, OutcomeSuccess, dbTime(since)).Scan(&at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("last login of %q: %w", user, busy(err))
+	}
+	return parseTime(at), nil
 }

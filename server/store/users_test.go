@@ -238,6 +238,11 @@ func TestAuditFilters(t *testing.T) {
 	check(list(AuditFilter{Actor: "alice"}), "alice vs add", "alice login")
 	check(list(AuditFilter{Action: "login"}), "mallory login", "alice login")
 	check(list(AuditFilter{Since: t0.Add(90 * time.Second)}), "mallory login", "alice vs add")
+	check(list(AuditFilter{Contains: "LOG"}), "mallory login", "alice login")
+	check(list(AuditFilter{Contains: "web"}), "alice vs add")      // the target
+	check(list(AuditFilter{Contains: "unknown"}), "mallory login") // the detail
+	check(list(AuditFilter{Contains: "b", Actor: "root"}), "root user add")
+	check(list(AuditFilter{Contains: "%"}))
 	es, _ := s.Audit(ctx, AuditFilter{Action: "vs add"})
 	if es[0].Revision == nil || *es[0].Revision != 7 || es[0].Via != "api" || !es[0].At.Equal(t0.Add(2*time.Minute)) {
 		t.Fatalf("entry: %+v", es[0])
@@ -245,5 +250,38 @@ func TestAuditFilters(t *testing.T) {
 	es, _ = s.Audit(ctx, AuditFilter{Action: "user add"})
 	if es[0].Revision != nil {
 		t.Fatalf("revision of a user add: %v", *es[0].Revision)
+	}
+}
+
+// A user's last login is the newest successful one since the user was made.
+func TestLastLogin(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	for i, e := range []AuditEntry{
+		{Actor: "alice", Via: "panel", Action: "login", Outcome: OutcomeSuccess},  // a former alice's
+		{Actor: "alice", Via: "api", Action: "login", Outcome: OutcomeSuccess},    // 1 min
+		{Actor: "alice", Via: "panel", Action: "login", Outcome: OutcomeFailure},  // 2 min
+		{Actor: "alice", Via: "panel", Action: "vs add", Outcome: OutcomeSuccess}, // 3 min
+		{Actor: "bob", Via: "panel", Action: "login", Outcome: OutcomeSuccess},    // 4 min
+	} {
+		e.At = t0.Add(time.Duration(i) * time.Minute)
+		if _, err := s.WriteAudit(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		user  string
+		since time.Time
+		want  time.Time
+	}{
+		{"alice", t0.Add(30 * time.Second), t0.Add(time.Minute)},
+		{"alice", t0.Add(90 * time.Second), time.Time{}},
+		{"bob", t0, t0.Add(4 * time.Minute)},
+		{"carol", t0, time.Time{}},
+	} {
+		got, err := s.LastLogin(ctx, c.user, c.since)
+		if err != nil || !got.Equal(c.want) {
+			t.Errorf("LastLogin(%s, since %s) = %s, %v; want %s", c.user, c.since, got, err, c.want)
+		}
 	}
 }
