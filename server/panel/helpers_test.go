@@ -186,6 +186,7 @@ type envOptions struct {
 	realistic bool
 	core      []func(*server.Config)
 	daemon    func(*server.Daemon)
+	panel     func(*Panel) // before its sampler starts
 }
 
 func newEnvOf(t testing.TB, o envOptions) *env {
@@ -225,6 +226,9 @@ func newEnvOf(t testing.TB, o envOptions) *env {
 	}
 	if !realistic {
 		p.sampler.every = 50 * time.Millisecond
+	}
+	if o.panel != nil {
+		o.panel(p)
 	}
 	e := &env{core: core, st: st, path: path, kernel: k, auth: auth, panel: p, h: p.Routes(), acct: acct, cancel: cancel, done: make(chan struct{})}
 	var wg sync.WaitGroup

@@ -20,11 +20,12 @@ import (
 )
 
 // newEnvStill is an env whose snapshot moves only when a reconcile makes a
-// new one (the poll and the full reconcile are an hour apart): a page that
-// shows a change then shows it because its key has it, not because the
-// snapshot moved under it every 50 ms.
+// new one (the poll, the full reconcile and the sparklines' samples are an
+// hour apart): a page that shows a change then shows it because its key
+// has it, not because the snapshot moved under it every 50 ms.
 func newEnvStill(t *testing.T, core ...func(*server.Config)) *env {
-	return newEnvOf(t, envOptions{core: core, daemon: func(d *server.Daemon) { d.Snapshot, d.Interval = time.Hour, time.Hour }})
+	return newEnvOf(t, envOptions{core: core, daemon: func(d *server.Daemon) { d.Snapshot, d.Interval = time.Hour, time.Hour },
+		panel: func(p *Panel) { p.sampler.every = time.Hour }})
 }
 
 // tile is the text of one overview tile's <dd> after <dt>name</dt>.
@@ -213,11 +214,38 @@ func TestOverviewShowsEveryChange(t *testing.T) {
 		t.Fatalf("revision %d after %d", next, rev)
 	}
 
-	// A health change: the check's listener goes away.
+	// A health change: the check's listener goes away. The reconcile it
+	// wakes makes a new snapshot 50 ms later; before that only the health
+	// count says it, and the overview must already show it.
+	page("vic")
 	ln.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		snap := e.core.Snapshot()
+		if !bothDown(ctx, e) {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		body := page("vic")
+		if e.core.Snapshot() == snap && !strings.Contains(tile(t, body, "health"), "2 down") {
+			t.Errorf("the health change is not on the overview: %q", tile(t, body, "health"))
+		}
+		break
+	}
 	waitFor(t, "the health change on the overview", func() bool {
 		return strings.Contains(tile(t, page("vic"), "health"), "2 down")
 	})
+}
+
+func bothDown(ctx context.Context, e *env) bool {
+	hs, _ := e.core.HealthByServer(ctx)
+	down := 0
+	for _, h := range hs {
+		if h.State == "down" {
+			down++
+		}
+	}
+	return down == 2
 }
 
 // A snapshot that stops moving (a hung poll) goes stale on the overview and
