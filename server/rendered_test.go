@@ -2,9 +2,7 @@ package server
 
 import (
 	"context"
-	"log/slog"
 	"net"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -122,15 +120,7 @@ type syncFake struct {
 func TestKeyMovesWithWhatTheDaemonKnows(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	path := filepath.Join(t.TempDir(), "ipvsctl.db")
-	st, err := store.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	k := fakekernel.New()
-	core := New(Config{Store: st, OpenKernel: func() (*KernelConn, error) { return &KernelConn{Kernel: k, Close: func() {}}, nil }})
-	d := NewDaemon(core, slog.New(slog.DiscardHandler))
+	core, d, path, _ := daemonOnFake(t)
 	d.Interval, d.Poll, d.Snapshot = time.Hour, 10*time.Millisecond, time.Hour
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -111,20 +111,7 @@ func TestOverviewSharedIsTheRenderedPage(t *testing.T) {
 // real-server verify, a result and a revision stored by another process
 // behind the daemon's back, a health change.
 func TestOverviewShowsEveryChange(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	ln := acceptLoopback(t)
 	e := newEnvStill(t, refusingSSH(t))
 	st := webState()
 	st.Services[0].Check = &ipvsmgr.Check{Type: "tcp", Address: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port, Interval: 0.1, Timeout: 1, Rise: 1, Fall: 1}
