@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
@@ -63,6 +64,9 @@ type Core struct {
 	cur     *current   // the daemon's copy of the current state
 
 	rsSSH RealServerSSH // how real servers are reached (realserver.go)
+	// resultsGen counts the changes of the stored real-server results: this
+	// core's saves, and in the daemon another process's (noticeResults).
+	resultsGen atomic.Int64
 }
 
 // Config configures a Core.

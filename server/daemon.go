@@ -33,6 +33,12 @@ type Daemon struct {
 	Check func(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result
 
 	health *daemonHealth
+	// results is the digest of the stored real-server results the loop last
+	// saw (set once seen): another process's verify moves the core's count.
+	results struct {
+		digest uint64
+		seen   bool
+	}
 }
 
 // NewDaemon makes c the daemon's core: its writes reconcile through the
@@ -72,10 +78,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer tick.Stop()
 	var lastTry, lastRun time.Time
 	lastRev := int64(-1)
+	watch := d.Core.store.Watch()
+	defer watch.Close()
 	for {
 		if !sk.isOpen() && time.Since(lastTry) >= orDuration(d.Retry, 5*time.Second) {
 			lastTry = time.Now()
 			d.openKernel(ctx)
+		}
+		if watch.Changed(ctx) {
+			d.noticeResults(ctx)
 		}
 		rev, err := d.Core.store.CurrentRevision(ctx)
 		switch {
@@ -164,6 +175,24 @@ func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision bool) {
 	for _, dr := range res.Draining {
 		d.Log.Info("draining", "service", dr.Service.String(), "server", dr.Dest.String(), "active", dr.ActiveConns)
 	}
+}
+
+// noticeResults looks at the stored real-server results after something
+// was committed: results this core did not store (the CLI's realserver
+// verify stores them from its own process) move its count too, so that no
+// view keyed on it shows the ones before.
+func (d *Daemon) noticeResults(ctx context.Context) {
+	h, err := d.Core.store.ResultsDigest(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.Log.Error("read real-server results", "err", err)
+		}
+		return
+	}
+	if !d.results.seen || h != d.results.digest {
+		d.Core.resultsGen.Add(1)
+	}
+	d.results.digest, d.results.seen = h, true
 }
 
 func (d *Daemon) pollKernel(ctx context.Context, every time.Duration) {

@@ -65,6 +65,7 @@ func (d *Daemon) notify(e health.Event) {
 	h.pending = append(h.pending, e)
 	h.unsaved = append(h.unsaved, e)
 	h.mu.Unlock()
+	d.Core.shared.healthGen.Add(1) // after the runner's status has it: a view keyed on it shows it
 	poke(h.wake)
 	poke(h.saveNow)
 	if f := h.onEvent; f != nil {

@@ -64,20 +64,27 @@ func TestDaemonFollowsRevisionsAndRepairs(t *testing.T) {
 	}
 }
 
+// daemonOnFake is a core over a new database at path and its daemon (not
+// started) on a fake kernel.
+func daemonOnFake(t *testing.T) (*Core, *Daemon, string, *fakekernel.Kernel) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ipvsctl.db")
+	st, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	k := fakekernel.New()
+	core := New(Config{Store: st, OpenKernel: func() (*KernelConn, error) { return &KernelConn{Kernel: k, Close: func() {}}, nil }})
+	return core, NewDaemon(core, slog.New(slog.DiscardHandler)), path, k
+}
+
 // The daemon's writes start from its copy of the current state: a revision
 // another process stored in between is read first, never overwritten.
 func TestDaemonWriteKeepsAnotherProcessRevision(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	path := filepath.Join(t.TempDir(), "ipvsctl.db")
-	st, err := store.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	k := fakekernel.New()
-	core := New(Config{Store: st, OpenKernel: func() (*KernelConn, error) { return &KernelConn{Kernel: k, Close: func() {}}, nil }})
-	d := NewDaemon(core, slog.New(slog.DiscardHandler))
+	core, d, path, k := daemonOnFake(t)
 	d.Interval, d.Poll = time.Hour, 10*time.Millisecond
 	go d.Run(ctx)
 	for !core.shared.isOpen() && ctx.Err() == nil {
@@ -102,7 +109,7 @@ func TestDaemonWriteKeepsAnotherProcessRevision(t *testing.T) {
 	if _, err := core.AddServer(ctx, a, "web", ipvsmgr.Server{Address: "198.18.0.11"}, WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cur, rev, err := st.Current(ctx)
+	cur, rev, err := core.Store().Current(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -186,6 +186,7 @@ func (c *Core) saveResults(ctx context.Context, rs []arpguard.Result, targets []
 	if err := c.store.SaveRealServerRecords(context.WithoutCancel(ctx), recs); err != nil {
 		c.log.Error("results not stored", "err", err)
 	}
+	c.resultsGen.Add(1)
 }
 
 // auditPrep records a run: which real servers, and how many ended in each state.

@@ -5,33 +5,60 @@ import (
 	"time"
 )
 
-// Rendered keeps the last rendering of a view of the snapshot (the status
-// document, the metrics' exposition) so that any number of clients cost one
-// rendering per snapshot. While a new one is made, the others get the last
-// one at once instead of waiting for it.
-type Rendered struct {
+// Rendered keeps the last rendering of a view of what the daemon knows (the
+// status document, the metrics' exposition, the panel's overview) so that
+// any number of clients cost one rendering per change. While a rendering of
+// a newer snapshot is made, the others get the last one at once instead of
+// waiting for it; any other change (a revision, a reconcile, health, a
+// real-server result, the snapshot going stale) is waited for.
+type Rendered[T any] struct {
 	mu       sync.Mutex
 	key      RenderKey
-	body     []byte
+	body     T
+	has      bool
 	building bool
 }
 
-// RenderKey says what a rendering was made from.
+// RenderKey says what a rendering was made from: the daemon's snapshot and
+// the generation of everything else it knows that a view may show. Each
+// count only grows, so a rendering is never shown for data that moved since.
 type RenderKey struct {
 	Snap  *Snapshot
 	Stale bool // the snapshot was stale when rendered: a rendering says so
+	// Rev is the newest desired revision the daemon knows of: its own
+	// writes' at once, another process's once its loop has read it.
+	Rev int64
+	// Reconciles counts the daemon's reconciles (the last one's report).
+	Reconciles int64
+	// Health counts the changes the health checks made (and new checks).
+	Health int64
+	// Results counts the changes of the stored real-server preparation results.
+	Results int64
 }
 
-// KeyNow is the key of a rendering of the current snapshot.
+// KeyNow is the key of a rendering of what the daemon knows now. It takes
+// no lock and reads no database: a request can afford it.
 func (c *Core) KeyNow() RenderKey {
 	s := c.Snapshot()
-	return RenderKey{Snap: s, Stale: s == nil || time.Since(s.At) > 2*PollInterval}
+	k := RenderKey{Snap: s, Stale: s == nil || time.Since(s.At) > 2*PollInterval, Results: c.resultsGen.Load()}
+	if sk := c.shared; sk != nil {
+		k.Rev, k.Reconciles, k.Health = sk.knownRev.Load(), sk.reconciles.Load(), sk.healthGen.Load()
+	}
+	return k
+}
+
+// onlySnapshotMoved says k is of the same data as old but a newer snapshot.
+func (k RenderKey) onlySnapshotMoved(old RenderKey) bool {
+	k.Snap = old.Snap
+	return k == old
 }
 
 // Get returns the rendering for key, made by build when there is none.
-func (r *Rendered) Get(key RenderKey, build func() ([]byte, error)) ([]byte, error) {
+// A key without a snapshot (no daemon, or before its first poll) is never
+// kept.
+func (r *Rendered[T]) Get(key RenderKey, build func() (T, error)) (T, error) {
 	r.mu.Lock()
-	if r.body != nil && key.Snap != nil && (r.key == key || r.building) {
+	if r.has && key.Snap != nil && (r.key == key || r.building && key.onlySnapshotMoved(r.key)) {
 		body := r.body
 		r.mu.Unlock()
 		return body, nil
@@ -43,8 +70,11 @@ func (r *Rendered) Get(key RenderKey, build func() ([]byte, error)) ([]byte, err
 	defer r.mu.Unlock()
 	r.building = false
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
-	r.key, r.body = key, body
+	if key.Snap != nil {
+		r.key, r.body, r.has = key, body, true
+	}
 	return body, nil
 }

@@ -64,6 +64,11 @@ type sharedKernel struct {
 
 	snap       atomic.Pointer[Snapshot]
 	reconciles atomic.Int64
+	// knownRev is rev, for readers that must not wait for mu (which a
+	// reconcile holds): the panel keys its pages on it.
+	knownRev atomic.Int64
+	// healthGen counts the checks' changes and every new set of checks.
+	healthGen atomic.Int64
 	// kernelReads counts reads of the whole kernel table (poll, reconcile,
 	// diff): however many clients read the snapshot, this grows only with
 	// the poll interval and the reconciles.
@@ -152,8 +157,10 @@ func (sk *sharedKernel) offer(rev int64, desired *ipvsmgr.Desired, willReconcile
 	}
 	if rev >= sk.rev {
 		sk.rev, sk.desired = rev, desired
+		sk.knownRev.Store(rev)
 		if sk.health != nil {
 			sk.health.Update(desired.Checks)
+			sk.healthGen.Add(1)
 		}
 	}
 }

@@ -24,7 +24,7 @@ import (
 // api holds the JSON handlers; each calls the core and nothing else.
 type api struct {
 	core     *server.Core
-	rendered server.Rendered // the status document, one encoding per snapshot
+	rendered server.Rendered[[]byte] // the status document, one encoding per change of what the daemon knows
 }
 
 // apiRoutes is the API's route table: every route with the least role that may call it.

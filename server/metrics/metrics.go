@@ -24,7 +24,7 @@ import (
 type Metrics struct {
 	core       *server.Core
 	reg        *prometheus.Registry
-	rendered   server.Rendered // the last exposition, one per snapshot
+	rendered   server.Rendered[[]byte] // the last exposition, one per change of what the daemon knows
 	reconcile  prometheus.Histogram
 	recErrors  prometheus.Counter
 	recFailed  prometheus.Counter

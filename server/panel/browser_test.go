@@ -57,6 +57,25 @@ func TestBrowser(t *testing.T) {
 		b.WaitJS(what, expr, 15*time.Second)
 	}
 
+	// chartsFit: every label of the page's charts inside its SVG, and the
+	// value labels left of the plot (a wide one, "31.8 MB", once started
+	// left of the SVG and was cut to "1.8 MB").
+	chartsFit := func(page string) {
+		t.Helper()
+		bad, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(function(){var out=[],n=0;`+
+			`document.querySelectorAll("svg.chart").forEach(function(svg){var left=svg.querySelector("line").x1.baseVal.value;`+
+			`svg.querySelectorAll("text").forEach(function(el){var b=el.getBBox();n++;`+
+			`var value=el.getAttribute("text-anchor")==="end"&&el.x.baseVal[0].value<left;`+
+			`if(b.x<0||b.x+b.width>610||value&&b.x+b.width>left)`+
+			`out.push(JSON.stringify(el.textContent)+" from "+b.x.toFixed(1)+" to "+(b.x+b.width).toFixed(1)+", plot from "+left)})});`+
+			`return n?out.join("; "):"no chart labels"})()`))
+		if err != nil {
+			t.Fatalf("chart labels of %s: %v", page, err)
+		}
+		if bad != "" {
+			t.Errorf("%s: chart labels outside their chart: %s", page, bad)
+		}
+	}
 	// Log in.
 	b.Login(u+"/live", "alice", "pw-alice", "#live")
 	// Add a virtual service with two real servers, through the forms.
@@ -175,6 +194,7 @@ func TestBrowser(t *testing.T) {
 	if s := text("#check-result"); !strings.Contains(s, "pass") || !strings.Contains(s, "127.0.0.1:"+port) || !strings.Contains(s, "HTTP 200") {
 		t.Fatalf("check result: %q", s)
 	}
+	chartsFit("check-test")
 	shot("check-test")
 	// A real server's overrides show the fields of the type it inherits.
 	do("server's check", chromedp.Navigate(u+"/services/shop/servers/shop1/edit"), chromedp.WaitVisible(chromedp.CSS("#c-check_type")))
@@ -194,6 +214,7 @@ func TestBrowser(t *testing.T) {
 	do("edit", chromedp.Navigate(u+"/services/www-tls/edit"), chromedp.WaitVisible(chromedp.CSS("#f-name")))
 	shot("service-edit")
 	do("service", chromedp.Navigate(u+"/services/www"), chromedp.WaitVisible(chromedp.CSS("table")))
+	chartsFit("service")
 	shot("service")
 	// Dark mode, as a browser set to prefer it asks (the theme toggle aside).
 	b.Dark()

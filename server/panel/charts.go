@@ -21,6 +21,22 @@ type chartView struct {
 	From, To string
 	N        int
 	Range    string
+	// Left is where the plot starts: right of the widest value label.
+	Left, LabelX int
+
+	v  []float32
+	hi float32
+}
+
+// chartRight is where the plot ends; the SVG is 610 wide.
+const chartRight = 600
+
+// chartLeft is the plot's left edge for a value label: the label ends 4
+// units left of it and must not start left of the SVG (a value is at most
+// "999.9 MB" or a count like "12,345,678", about 6.5 units a character at
+// the chart's 10 px font).
+func chartLeft(label string) int {
+	return max(40, (len(label)*13+1)/2+8)
 }
 
 func chartRange(r *http.Request) string {
@@ -65,34 +81,44 @@ func (p *Panel) charts(ctx context.Context, key, rng string) []chartView {
 		if rng == "day" {
 			c.From = from.Local().Format("Jan 2 15:04")
 		}
-		var hi float32
 		for _, x := range v {
-			hi = max(hi, x)
+			c.hi = max(c.hi, x)
 		}
-		c.Max = fmtv(hi)
+		c.Max = fmtv(c.hi)
 		if len(v) > 0 {
 			c.Last = fmtv(v[len(v)-1])
 		}
-		c.Points = timePolyline(ts, v, from.Unix(), to.Unix(), hi)
+		c.v = v
 		return c
 	}
 	num := func(x float32) string { return fmtNum(float64(x)) }
-	return []chartView{
+	cs := []chartView{
 		mk("Active connections", "", vals[0], num),
 		mk("New connections", "/s", vals[1], func(x float32) string { return fmtRate(uint64(x)) }),
 		mk("Traffic", "bytes/s", vals[3], func(x float32) string { return fmtBytes(uint64(x)) }),
 		mk("Packets", "/s", vals[2], func(x float32) string { return fmtRate(uint64(x)) }),
 	}
+	// One left edge for all, right of the widest value: the charts line up.
+	left := 0
+	for _, c := range cs {
+		left = max(left, chartLeft(c.Max))
+	}
+	for i := range cs {
+		c := &cs[i]
+		c.Left, c.LabelX = left, left-4
+		c.Points = timePolyline(ts, c.v, from.Unix(), to.Unix(), c.hi, left)
+	}
+	return cs
 }
 
-// timePolyline places points by time in a 600x120 plot area (x 40..600, y 10..110).
-func timePolyline(ts []int64, v []float32, from, to int64, hi float32) string {
+// timePolyline places points by time in the plot area (x left..600, y 10..110).
+func timePolyline(ts []int64, v []float32, from, to int64, hi float32, left int) string {
 	if len(v) == 0 || to <= from {
 		return ""
 	}
 	b := make([]byte, 0, len(v)*14)
 	for i, x := range v {
-		px := 40 + float64(ts[i]-from)/float64(to-from)*560
+		px := float64(left) + float64(ts[i]-from)/float64(to-from)*float64(chartRight-left)
 		py := 110.0
 		if hi > 0 {
 			py = 110 - float64(x/hi)*100

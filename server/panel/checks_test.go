@@ -21,14 +21,20 @@ import (
 // or, when open is false, one nothing listens on.
 func loopbackPort(t *testing.T, open bool) int {
 	t.Helper()
+	ln := acceptLoopback(t)
+	if !open {
+		ln.Close()
+	}
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// acceptLoopback listens on 127.0.0.1 and accepts (and closes) connections
+// until closed (at the test's end at the latest).
+func acceptLoopback(t *testing.T) net.Listener {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	if !open {
-		ln.Close()
-		return port
 	}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
@@ -40,7 +46,7 @@ func loopbackPort(t *testing.T, open bool) int {
 			c.Close()
 		}
 	}()
-	return port
+	return ln
 }
 
 // checkedState is webState with a tcp check of 127.0.0.1:port on the service.

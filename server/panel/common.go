@@ -3,10 +3,10 @@ package panel
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,7 +29,7 @@ func kernelOf(snap *server.Snapshot) *kernelBanner {
 	}
 	k := &kernelBanner{Known: snap.Table != nil}
 	age := time.Since(snap.At)
-	k.Age = fmt.Sprintf("%.1f s", age.Seconds())
+	k.Age = ageText(age)
 	if snap.Err != nil {
 		k.Error = snap.Err.Error()
 	}
@@ -42,6 +42,9 @@ func kernelOf(snap *server.Snapshot) *kernelBanner {
 	return k
 }
 
+// ageText is how old a snapshot is, as the pages say it.
+func ageText(age time.Duration) string { return strconv.FormatFloat(age.Seconds(), 'f', 1, 64) + " s" }
+
 // draftInfo is the banner about the user's draft.
 type draftInfo struct {
 	Base, Current int64
@@ -52,13 +55,31 @@ type draftInfo struct {
 // newPage starts a page for the user; it looks up their draft (admins only
 // stage) and the kernel's freshness.
 func (p *Panel) newPage(ctx context.Context, r *http.Request, u who, title, nav string) *page {
-	pg := &page{Title: title, Nav: nav, Who: u, Kernel: kernelOf(p.core.Snapshot())}
-	if u.CanAdmin() {
-		if d, err := p.storage.Draft(ctx, u.User); err == nil {
-			pg.Draft = p.draftSummary(ctx, d)
-		}
+	key := p.core.KeyNow()
+	return &page{Title: title, Nav: nav, Who: u, Kernel: kernelOf(key.Snap), Draft: p.draftBanner(ctx, u, key)}
+}
+
+// draftBanner is the banner about u's draft (nil: none, or not an admin),
+// from memory: counted once per draft and revision.
+func (p *Panel) draftBanner(ctx context.Context, u who, key server.RenderKey) *draftInfo {
+	if !u.CanAdmin() {
+		return nil
 	}
-	return pg
+	rev, err := p.revOf(ctx, key)
+	if err != nil {
+		return nil
+	}
+	return p.drafts.summary(ctx, u.User, rev, func(d *store.Draft) *draftInfo { return p.draftSummary(ctx, d) })
+}
+
+// revOf is the desired revision of a view keyed on key: the one the daemon
+// knows (no database read: its own writes at once, another process's once
+// its loop has read it), else, without a daemon's snapshot, the store's.
+func (p *Panel) revOf(ctx context.Context, key server.RenderKey) (int64, error) {
+	if key.Snap != nil {
+		return key.Rev, nil
+	}
+	return p.core.CurrentRevision(ctx)
 }
 
 func (p *Panel) renderError(w http.ResponseWriter, r *http.Request, u who, status int, msg string) {

@@ -30,7 +30,7 @@ func (p *Panel) draftShow(w http.ResponseWriter, r *http.Request, u who) {
 	pg.Flash = takeFlash(w, r)
 	d := &draftData{CanEdit: u.CanAdmin()}
 	pg.Data = d
-	dr, err := p.storage.Draft(ctx, u.User)
+	dr, err := p.drafts.get(ctx, u.User)
 	if errors.Is(err, store.ErrNotFound) {
 		p.render(w, r, http.StatusOK, "draft", pg)
 		return
@@ -74,7 +74,7 @@ func (p *Panel) draftStart(w http.ResponseWriter, r *http.Request, u who) {
 	ctx := r.Context()
 	d, _, err := p.loadDraft(ctx, u, true)
 	if err == nil {
-		err = p.storage.SaveDraft(ctx, d)
+		err = p.drafts.save(ctx, d)
 	}
 	if err != nil {
 		p.fail(w, r, u, err)
@@ -87,7 +87,7 @@ func (p *Panel) draftStart(w http.ResponseWriter, r *http.Request, u who) {
 // since the draft's base.
 func (p *Panel) draftApply(w http.ResponseWriter, r *http.Request, u who) {
 	ctx := r.Context()
-	dr, err := p.storage.Draft(ctx, u.User)
+	dr, err := p.drafts.get(ctx, u.User)
 	if err != nil {
 		p.fail(w, r, u, err)
 		return
@@ -120,7 +120,7 @@ func (p *Panel) draftApply(w http.ResponseWriter, r *http.Request, u who) {
 		p.render(w, r, statusOf(err), "draft", pg)
 		return
 	}
-	if err := p.storage.DeleteDraft(ctx, u.User); err != nil {
+	if err := p.drafts.remove(ctx, u.User); err != nil {
 		p.log.Error("panel: delete applied draft", "user", u.User, "err", err)
 	}
 	redirect(w, r, "/history", writeSummary("draft applied", res))
@@ -136,7 +136,7 @@ func (p *Panel) draftRefused(w http.ResponseWriter, r *http.Request, u who, dr *
 }
 
 func (p *Panel) draftDiscard(w http.ResponseWriter, r *http.Request, u who) {
-	if err := p.storage.DeleteDraft(r.Context(), u.User); err != nil {
+	if err := p.drafts.remove(r.Context(), u.User); err != nil {
 		p.fail(w, r, u, err)
 		return
 	}

@@ -160,6 +160,7 @@ type env struct {
 	t      *testing.T
 	core   *server.Core
 	st     *store.Store
+	path   string // of the database
 	kernel *trafficKernel
 	auth   *fakeAuth
 	panel  *Panel
@@ -176,8 +177,24 @@ func newEnv(t testing.TB) *env { return newEnvTimed(t, false) }
 // samples every 10 s), for measurements; else fast, for tests.
 func newEnvTimed(t testing.TB, realistic bool, with ...func(*server.Config)) *env {
 	t.Helper()
+	return newEnvOf(t, envOptions{realistic: realistic, core: with})
+}
+
+// envOptions: the core's configuration, and the daemon's periods after
+// realistic sets them.
+type envOptions struct {
+	realistic bool
+	core      []func(*server.Config)
+	daemon    func(*server.Daemon)
+	panel     func(*Panel) // before its sampler starts
+}
+
+func newEnvOf(t testing.TB, o envOptions) *env {
+	t.Helper()
+	realistic, with := o.realistic, o.core
 	ctx, cancel := context.WithCancel(context.Background())
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
+	path := filepath.Join(t.TempDir(), "ipvsctl.db")
+	st, err := store.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,6 +212,9 @@ func newEnvTimed(t testing.TB, realistic bool, with ...func(*server.Config)) *en
 	if realistic {
 		d.Interval, d.Poll, d.Snapshot = 10*time.Second, time.Second, server.PollInterval
 	}
+	if o.daemon != nil {
+		o.daemon(d)
+	}
 	auth := &fakeAuth{users: map[string]string{"alice": RoleAdmin, "oscar": RoleOperator, "vic": RoleViewer}}
 	acct := newFakeAccounts()
 	p, err := New(Deps{Core: core, Who: auth.who, Login: auth.login, Logout: auth.logout, Log: log, Accounts: acct,
@@ -207,7 +227,10 @@ func newEnvTimed(t testing.TB, realistic bool, with ...func(*server.Config)) *en
 	if !realistic {
 		p.sampler.every = 50 * time.Millisecond
 	}
-	e := &env{core: core, st: st, kernel: k, auth: auth, panel: p, h: p.Routes(), acct: acct, cancel: cancel, done: make(chan struct{})}
+	if o.panel != nil {
+		o.panel(p)
+	}
+	e := &env{core: core, st: st, path: path, kernel: k, auth: auth, panel: p, h: p.Routes(), acct: acct, cancel: cancel, done: make(chan struct{})}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); d.Run(ctx) }()

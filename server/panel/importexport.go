@@ -43,7 +43,7 @@ func (p *Panel) showImport(w http.ResponseWriter, r *http.Request, u who, status
 	ctx := r.Context()
 	d.Formats, d.Exports = formats.Formats()
 	d.CanImport = u.CanAdmin()
-	if _, err := p.storage.Draft(ctx, u.User); err == nil {
+	if _, err := p.drafts.get(ctx, u.User); err == nil {
 		d.HasDraft = true
 	}
 	pg := p.newPage(ctx, r, u, "Import and export", "import")
@@ -86,7 +86,7 @@ func (p *Panel) importPreview(w http.ResponseWriter, r *http.Request, u who) {
 		p.fail(w, r, u, err)
 		return
 	}
-	if err := p.storage.SaveDraft(ctx, &store.Draft{Author: u.User, Base: rev, Doc: doc}); err != nil {
+	if err := p.drafts.save(ctx, &store.Draft{Author: u.User, Base: rev, Doc: doc}); err != nil {
 		p.fail(w, r, u, err)
 		return
 	}
@@ -107,7 +107,7 @@ func (p *Panel) importPreview(w http.ResponseWriter, r *http.Request, u who) {
 // importApply applies the previewed import (the user's draft) as one revision.
 func (p *Panel) importApply(w http.ResponseWriter, r *http.Request, u who) {
 	ctx := r.Context()
-	dr, err := p.storage.Draft(ctx, u.User)
+	dr, err := p.drafts.get(ctx, u.User)
 	if err != nil {
 		p.fail(w, r, u, err)
 		return
@@ -127,7 +127,7 @@ func (p *Panel) importApply(w http.ResponseWriter, r *http.Request, u who) {
 		p.fail(w, r, u, err)
 		return
 	}
-	if err := p.storage.DeleteDraft(ctx, u.User); err != nil {
+	if err := p.drafts.remove(ctx, u.User); err != nil {
 		p.log.Error("panel: delete applied import", "user", u.User, "err", err)
 	}
 	redirect(w, r, "/history", writeSummary("imported "+r.PostFormValue("name"), res))

@@ -36,11 +36,14 @@ type liveHit struct {
 }
 
 func (p *Panel) liveData(r *http.Request, u who) (*liveData, error) {
-	ctx := r.Context()
-	m, err := p.model(ctx)
+	m, err := p.model(r.Context())
 	if err != nil {
 		return nil, err
 	}
+	return p.liveDataOf(r, u, m, kernelOf(m.Snap)), nil
+}
+
+func (p *Panel) liveDataOf(r *http.Request, u who, m *model, kb *kernelBanner) *liveData {
 	q := r.URL.Query()
 	d := &liveData{Q: strings.TrimSpace(q.Get("q")), Problems: q.Get("problems") != "", Sort: liveSorts[q.Get("sort")], Rev: m.Rev,
 		Total: len(m.Rows), CanOp: u.CanOperate()}
@@ -54,7 +57,6 @@ func (p *Panel) liveData(r *http.Request, u who) (*liveData, error) {
 		}
 	}
 	d.Back = queryWith("/live", d.Query)
-	kb := kernelOf(m.Snap)
 	d.Stale, d.Known, d.Age = kb.Bad, kb.Known, kb.Age
 	lv := p.liveView(m)
 	pg := lv.page(d.Sort, d.Q, d.Problems, q.Get("page"), d.CanOp, func() livePage {
@@ -66,7 +68,7 @@ func (p *Panel) liveData(r *http.Request, u who) (*liveData, error) {
 		return out
 	})
 	d.Body, d.Shown, d.Matched, d.Pager = pg.body, pg.shown, pg.matched, pg.pager
-	return d, nil
+	return d
 }
 
 // filterLive keeps, in the order given, the services that match q (lower
@@ -141,12 +143,33 @@ func (p *Panel) liveShow(w http.ResponseWriter, r *http.Request, u who) {
 	p.render(w, r, http.StatusOK, "live", pg)
 }
 
-// liveRows is the live table's body alone, which the page fetches every 2 s.
+// liveRows is the live table's body alone, which the page fetches every 2 s:
+// rendered once per view, query, role and staleness for every browser, with
+// the data's age put in per request.
 func (p *Panel) liveRows(w http.ResponseWriter, r *http.Request, u who) {
-	d, err := p.liveData(r, u)
+	m, err := p.model(r.Context())
 	if err != nil {
 		p.fail(w, r, u, err)
 		return
 	}
-	p.renderTemplate(w, r, http.StatusOK, "live_rows", "live_rows", d)
+	kb := kernelOf(m.Snap)
+	if m.Snap == nil {
+		p.renderTemplate(w, r, http.StatusOK, "live_rows", "live_rows", p.liveDataOf(r, u, m, kb))
+		return
+	}
+	lv := p.liveView(m)
+	frag, err := lv.fragment(liveFragKey{query: r.URL.RawQuery, canOp: u.CanOperate(), stale: kb.Bad}, func() (*holed, error) {
+		d := p.liveDataOf(r, u, m, kb)
+		d.Age = p.holes.mark(0)
+		b, err := p.renderBytes(r, "live_rows", "live_rows", d)
+		if err != nil {
+			return nil, err
+		}
+		return p.holes.split(b), nil
+	})
+	if err != nil {
+		p.fail(w, r, u, err)
+		return
+	}
+	writeHTML(w, http.StatusOK, frag, []string{kb.Age})
 }

@@ -23,6 +23,7 @@ type liveView struct {
 	mu     sync.Mutex
 	orders map[string][]*svcRow
 	pages  map[livePageKey]livePage // a page of the table as shown, by what asked for it
+	frags  map[liveFragKey]*holed   // the fragment the page polls, by what asked for it
 	// Per variant (0: viewer, 1: operator, who gets checkboxes and buttons),
 	// per row: the service's row up to its last cell, and each real server's row.
 	svc [2][]string
@@ -38,7 +39,7 @@ func (p *Panel) liveView(m *model) *liveView {
 		return lv
 	}
 	lv := &liveView{m: m, spark: gen, t: p.views.t["live_row"], s: p.sampler, orders: map[string][]*svcRow{},
-		pages: map[livePageKey]livePage{}}
+		pages: map[livePageKey]livePage{}, frags: map[liveFragKey]*holed{}}
 	for v := range lv.svc {
 		lv.svc[v] = make([]string, len(m.Rows))
 		lv.srv[v] = make([][]string, len(m.Rows))
@@ -80,6 +81,35 @@ func (lv *liveView) page(sort, q string, problems bool, page string, canOp bool,
 	lv.pages[key] = pg
 	lv.mu.Unlock()
 	return pg
+}
+
+// liveFragKey is what the polled fragment is made from besides the view:
+// the query as sent (its links keep it), the role, and whether the data
+// is stale (it says so).
+type liveFragKey struct {
+	query        string
+	canOp, stale bool
+}
+
+// fragment is the fragment for key, made once per view by build.
+func (lv *liveView) fragment(key liveFragKey, build func() (*holed, error)) (*holed, error) {
+	lv.mu.Lock()
+	f := lv.frags[key]
+	lv.mu.Unlock()
+	if f != nil {
+		return f, nil
+	}
+	f, err := build()
+	if err != nil {
+		return nil, err
+	}
+	lv.mu.Lock()
+	if len(lv.frags) >= maxLivePages {
+		clear(lv.frags)
+	}
+	lv.frags[key] = f
+	lv.mu.Unlock()
+	return f, nil
 }
 
 // order is the services sorted by key ("name": the desired state's order),

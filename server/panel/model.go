@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/server"
@@ -19,8 +18,29 @@ type model struct {
 	Rows   []*svcRow        // in the desired state's order
 	byID   map[string]*svcRow
 	Totals totals
+	Health healthTotals
 	// Foreign are kernel services not in the desired state.
 	Foreign int
+}
+
+// healthTotals counts the real servers by what their checks say.
+type healthTotals struct {
+	Up, Down  int // forced too
+	Unknown   int // checked, no result yet
+	Unchecked int // no check
+}
+
+func (h *healthTotals) add(sr *srvRow) {
+	switch {
+	case sr.HealthOf == nil || sr.HealthOf.Phase == "unchecked":
+		h.Unchecked++
+	case sr.HealthOf.State == "up":
+		h.Up++
+	case sr.HealthOf.State == "down":
+		h.Down++
+	default:
+		h.Unknown++
+	}
 }
 
 type totals struct {
@@ -81,8 +101,9 @@ type modelCache struct {
 	mu    sync.Mutex
 	m     *model
 	keyed struct {
-		rev int64
-		at  time.Time
+		rev    int64
+		snap   *server.Snapshot
+		health int64
 	}
 	st struct {
 		rev  int64
@@ -92,37 +113,35 @@ type modelCache struct {
 	}
 }
 
-// model returns the current model, building it when the revision or the
-// snapshot moved.
-func (p *Panel) model(ctx context.Context) (*model, error) {
-	rev, err := p.core.CurrentRevision(ctx)
+// model returns the current model.
+func (p *Panel) model(ctx context.Context) (*model, error) { return p.modelAt(ctx, p.core.KeyNow()) }
+
+// modelAt returns the model of what key says the daemon knows, building it
+// when the revision, the snapshot or the health moved.
+func (p *Panel) modelAt(ctx context.Context, key server.RenderKey) (*model, error) {
+	rev, err := p.revOf(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	snap := p.core.Snapshot()
-	var at time.Time
-	if snap != nil {
-		at = snap.At
-	}
+	snap := key.Snap
 	c := &p.cache
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m != nil && c.keyed.rev == rev && c.keyed.at.Equal(at) && (snap != nil) == (c.m.Snap != nil) {
+	if c.m != nil && c.keyed.rev == rev && c.keyed.snap == snap && c.keyed.health == key.Health {
 		return c.m, nil
 	}
-	if c.st.st == nil || c.st.rev != rev {
+	if c.st.st == nil || c.st.rev < rev {
 		st, srev, err := p.core.State(ctx)
 		if err != nil {
 			return nil, err
 		}
 		c.st.rev, c.st.st = srev, st
 		c.st.sk, c.st.keys = kernelKeys(st)
-		rev = srev
 	}
 	hs, _ := p.core.HealthByServer(ctx) // unchecked when it cannot be had
 	m := buildModel(c.st.rev, c.st.st, c.st.sk, c.st.keys, snap, hs)
 	c.m = m
-	c.keyed.rev, c.keyed.at = rev, at
+	c.keyed.rev, c.keyed.snap, c.keyed.health = rev, snap, key.Health
 	return m, nil
 }
 
@@ -250,6 +269,7 @@ func buildModel(rev int64, st *ipvsmgr.State, sk []ipvsmgr.ServiceKey, dk [][]ip
 			t.ServicesProblem++
 		}
 		for _, sr := range row.Servers {
+			m.Health.add(sr)
 			t.Servers++
 			switch sr.Status {
 			case "up", "full":

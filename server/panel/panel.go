@@ -37,9 +37,13 @@ type Panel struct {
 	started time.Time
 
 	cache   modelCache
+	drafts  *drafts
+	holes   holes
 	sampler *sampler
 	liveMu  sync.Mutex
 	live    *liveView // the live table's rows, for the current model
+
+	overviews overviewCache
 }
 
 // New checks d and parses the templates (once).
@@ -51,6 +55,7 @@ func New(d Deps) (*Panel, error) {
 	if p.storage == nil {
 		p.storage = d.Core.Store()
 	}
+	p.drafts, p.holes = newDrafts(p.storage), newHoles()
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}

@@ -31,7 +31,7 @@ func (p *Panel) staging(ctx context.Context, r *http.Request, u who) bool {
 	if r.FormValue("stage") == "1" {
 		return true
 	}
-	_, err := p.storage.Draft(ctx, u.User)
+	_, err := p.drafts.get(ctx, u.User)
 	return err == nil
 }
 
@@ -51,7 +51,7 @@ func (p *Panel) commit(ctx context.Context, r *http.Request, u who, c change, ba
 		if d.Doc, err = store.Encode(st); err != nil {
 			return "", err
 		}
-		if err := p.storage.SaveDraft(ctx, d); err != nil {
+		if err := p.drafts.save(ctx, d); err != nil {
 			return "", err
 		}
 		return c.label + ": staged in your draft (not applied yet)", nil
@@ -66,7 +66,7 @@ func (p *Panel) commit(ctx context.Context, r *http.Request, u who, c change, ba
 // loadDraft returns the user's draft and its state; create makes one from
 // the current state when there is none.
 func (p *Panel) loadDraft(ctx context.Context, u who, create bool) (*store.Draft, *ipvsmgr.State, error) {
-	d, err := p.storage.Draft(ctx, u.User)
+	d, err := p.drafts.get(ctx, u.User)
 	if errors.Is(err, store.ErrNotFound) && create {
 		st, rev, err := p.core.State(ctx)
 		if err != nil {
@@ -93,7 +93,7 @@ func (p *Panel) loadDraft(ctx context.Context, u who, create bool) (*store.Draft
 // draft's when they have one, else the stored one.
 func (p *Panel) desired(ctx context.Context, u who) (st *ipvsmgr.State, rev int64, drafted bool, err error) {
 	if u.CanAdmin() {
-		if _, err := p.storage.Draft(ctx, u.User); err == nil {
+		if _, err := p.drafts.get(ctx, u.User); err == nil {
 			_, st, err := p.loadDraft(ctx, u, false)
 			if err != nil {
 				return nil, 0, false, err

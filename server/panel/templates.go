@@ -122,28 +122,58 @@ func (p *Panel) render(w http.ResponseWriter, r *http.Request, status int, view 
 }
 
 func (p *Panel) renderTemplate(w http.ResponseWriter, r *http.Request, status int, view, tmpl string, data any) {
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer bufPool.Put(buf)
+	if err := p.execute(buf, r, view, tmpl, data); err != nil {
+		http.Error(w, "internal error rendering the page", http.StatusInternalServerError)
+		return
+	}
+	htmlHeaders(w, status)
+	w.Write(buf.Bytes())
+}
+
+// renderBytes is a view rendered, for a page shared by many requests.
+func (p *Panel) renderBytes(r *http.Request, view, tmpl string, data any) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := p.execute(&buf, r, view, tmpl, data); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func (p *Panel) execute(buf *bytes.Buffer, r *http.Request, view, tmpl string, data any) error {
 	t := p.views.t[view]
 	if t == nil {
 		p.log.Error("panel: no such view", "view", view)
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
+		return fmt.Errorf("panel: no view %s", view)
 	}
 	if pg, ok := data.(*page); ok {
 		pg.Path = r.URL.RequestURI()
 	}
-	buf := bufPool.Get().(*bytes.Buffer)
-	buf.Reset()
-	defer bufPool.Put(buf)
 	if err := t.ExecuteTemplate(buf, tmpl, data); err != nil {
 		p.log.Error("panel: render", "view", view, "err", err)
-		http.Error(w, "internal error rendering the page", http.StatusInternalServerError)
-		return
+		return err
 	}
+	return nil
+}
+
+func htmlHeaders(w http.ResponseWriter, status int) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	w.Write(buf.Bytes())
+}
+
+// writeHTML writes a shared rendering with this request's values in its holes.
+func writeHTML(w http.ResponseWriter, status int, hp *holed, vals []string) {
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer bufPool.Put(buf)
+	buf.Grow(hp.size(vals)) // an upper bound: fill does not allocate
+	b := hp.fill(buf.AvailableBuffer(), vals)
+	htmlHeaders(w, status)
+	w.Write(b)
 }
 
 // assets are the static files with their content hash.
@@ -313,11 +343,14 @@ func fmtRate(v uint64) string {
 	return fmt.Sprintf("%.1fG", f/1e9)
 }
 
-func ago(t time.Time) string {
+func ago(t time.Time) string { return agoAt(t, time.Now()) }
+
+// agoAt is how long before now t was, in words.
+func agoAt(t, now time.Time) string {
 	if t.IsZero() {
 		return "never"
 	}
-	d := time.Since(t)
+	d := now.Sub(t)
 	switch {
 	case d < 0:
 		return "just now"
