@@ -552,12 +552,15 @@ func TestBackupRecordsTheIntentAndTheTakeoverWritesAfter(t *testing.T) {
 		return b.role() == "backup" && len(l.VIPs) == 0 && len(l.Intent) == 1 && l.Intent[0] == vip
 	})
 	a.stop()
+	const recordedLine = "VIPs recorded in the ledger after the takeover"
 	eventually(t, 5*time.Second, "b master with the VIP, recorded", func() bool {
 		l := ledger(b)
-		return b.role() == "master" && b.hasVIP() && len(l.VIPs) == 1 && l.VIPs[0] == vip
+		// The log line follows the ledger's write: wait for both.
+		return b.role() == "master" && b.hasVIP() && len(l.VIPs) == 1 && l.VIPs[0] == vip &&
+			strings.Contains(b.logs.String(), recordedLine)
 	})
 	logs := b.logs.String()
-	moved, recorded := strings.Index(logs, "family=ipv4 to=master took="), strings.Index(logs, "VIPs recorded in the ledger after the takeover")
+	moved, recorded := strings.Index(logs, "family=ipv4 to=master took="), strings.Index(logs, recordedLine)
 	if moved < 0 || recorded < moved {
 		t.Errorf("b's log of the takeover:\n%s", logs)
 	}
