@@ -36,6 +36,8 @@ func (p *Panel) routes(mux *http.ServeMux) {
 
 	mux.HandleFunc("GET /settings", p.need(V, p.settingsShow))
 	mux.HandleFunc("POST /settings", p.need(A, p.settingsSave))
+	mux.HandleFunc("POST /settings/redundancy", p.need(A, p.redundancySave))
+	mux.HandleFunc("POST /settings/node", p.need(A, p.nodeSave))
 
 	mux.HandleFunc("GET /draft", p.need(V, p.draftShow))
 	mux.HandleFunc("POST /draft/start", p.need(A, p.draftStart))

@@ -17,6 +17,8 @@ type settingsData struct {
 	Drafted    bool
 	Kernel     *server.Snapshot
 	Redundancy *redundancyCard
+	// RedForm edits settings.redundancy, NodeForm this director's priority.
+	RedForm, NodeForm *form
 }
 
 func settingsForm(s *ipvsmgr.Settings) *form {
@@ -44,13 +46,31 @@ func (p *Panel) settingsShow(w http.ResponseWriter, r *http.Request, u who) {
 func (p *Panel) showSettings(w http.ResponseWriter, r *http.Request, u who, status int, d *settingsData) {
 	pg := p.newPage(r.Context(), r, u, "Global settings", "settings")
 	pg.Flash = takeFlash(w, r)
-	pg.Errors = d.Form.Top
-	if len(d.Form.Errs) > 0 && len(pg.Errors) == 0 {
+	ctx := r.Context()
+	node, _ := p.core.NodeSettings(ctx) // the card says what it can without
+	if d.RedForm == nil {
+		if st, _, _, err := p.desired(ctx, u); err == nil {
+			d.RedForm = redundancyForm(st.Settings.Redundancy)
+		} else {
+			d.RedForm = newForm()
+		}
+	}
+	if d.NodeForm == nil {
+		d.NodeForm = newForm()
+		if node != nil {
+			d.NodeForm.Values["priority"] = strconv.Itoa(node.Priority)
+		}
+	}
+	invalid := false
+	for _, f := range []*form{d.Form, d.RedForm, d.NodeForm} {
+		pg.Errors = append(pg.Errors, f.Top...)
+		invalid = invalid || len(f.Errs) > 0
+	}
+	if invalid && len(pg.Errors) == 0 {
 		pg.Errors = []string{"Some fields are not valid: see the messages beside them."}
 	}
 	d.Kernel = p.core.Snapshot()
-	if st, _, err := p.core.State(r.Context()); err == nil {
-		node, _ := p.core.NodeSettings(r.Context()) // the card says what it can without
+	if st, _, err := p.core.State(ctx); err == nil {
 		d.Redundancy = redundancyCardOf(st.Settings.Redundancy, node)
 	}
 	pg.Data = d
