@@ -1,6 +1,9 @@
 package panel
 
 import (
+	"net/http"
+	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -51,5 +54,208 @@ func TestRedundancyCard(t *testing.T) {
 	}
 	if len(c.Transitions) != 3 || c.Transitions[0].To != "backup" || c.Transitions[2].To != "backup" || c.Transitions[1].To != "master" {
 		t.Errorf("transitions, newest first: %+v", c.Transitions)
+	}
+}
+
+// redForm is a posted redundancy form: the toggle on, then name, value pairs.
+func redForm(kv ...string) url.Values {
+	v := url.Values{"redundancy": {"1"}, "preempt": {"1"}}
+	for i := 0; i+1 < len(kv); i += 2 {
+		v.Set(kv[i], kv[i+1])
+	}
+	return v
+}
+
+// The redundancy form adds the block with every field, keeps the other
+// settings and the services, refuses what is invalid beside its field
+// with nothing stored changed, and removes the block when switched off.
+func TestRedundancyFormSaves(t *testing.T) {
+	e := newEnv(t)
+	st := webState()
+	st.Settings.TCPTimeout, st.Settings.DrainTimeout, st.Settings.KeepForeignServices = 900, 30, true
+	e.seed(t, st)
+	state := func() *ipvsmgr.State {
+		t.Helper()
+		cur, _, err := e.core.State(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cur
+	}
+	keeps := func(what string, cur *ipvsmgr.State) {
+		t.Helper()
+		s := cur.Settings
+		if s.TCPTimeout != 900 || s.DrainTimeout != 30 || !s.KeepForeignServices || len(cur.Services) != 1 || len(cur.Services[0].Servers) != 2 {
+			t.Fatalf("%s: the rest changed: %+v, %d services", what, s, len(cur.Services))
+		}
+	}
+	page := e.get(t, "alice", "/settings").Body
+	for _, want := range []string{`action="/settings/redundancy"`, `name="vrid"`, `name="garp_repeat_delay"`, `action="/settings/node"`, `id="n-priority" name="priority" value="100"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("admin's settings page lacks %q", want)
+		}
+	}
+	_, rev0, _ := e.core.State(t.Context())
+
+	r := e.post(t, "alice", "/settings/redundancy", redForm("vrid", "51", "interface", "eth0", "advert_interval", "0.5",
+		"peers", "198.18.0.1\n198.18.0.2", "preempt", "", "preempt_delay", "2.5", "sync_daemon", "1", "sync_interface", "eth1",
+		"sync_id", "7", "track_interfaces", "eth0, eth1", "garp_count", "3", "garp_repeat_delay", "0"))
+	if r.Code != http.StatusSeeOther {
+		t.Fatalf("enable: %d %s", r.Code, excerpt(r.Body))
+	}
+	cur := state()
+	keeps("enabled", cur)
+	no, three, zero := false, 3, 0.0
+	want := &ipvsmgr.Redundancy{VRID: 51, Interface: "eth0", AdvertInterval: 0.5, Peers: []string{"198.18.0.1", "198.18.0.2"},
+		Preempt: &no, PreemptDelay: 2.5, SyncDaemon: true, SyncInterface: "eth1", SyncID: 7, TrackInterfaces: []string{"eth0", "eth1"},
+		GARPCount: &three, GARPRepeatDelay: &zero}
+	if !reflect.DeepEqual(cur.Settings.Redundancy, want) {
+		t.Fatalf("stored %+v\nwant %+v", cur.Settings.Redundancy, want)
+	}
+	if _, rev, _ := e.core.State(t.Context()); rev != rev0+1 {
+		t.Errorf("one revision: %d after %d", rev, rev0)
+	}
+	// The form shows back what is stored.
+	page = e.get(t, "alice", "/settings").Body
+	for _, want := range []string{`name="vrid" value="51"`, `name="advert_interval" value="0.5"`, ">198.18.0.1\n198.18.0.2</textarea>",
+		`name="garp_repeat_delay" value="0"`, `name="sync_daemon" value="1" checked`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the saved form lacks %q", want)
+		}
+	}
+
+	for _, c := range []struct{ field, value, errID, msg string }{
+		{"vrid", "300", "vrid-err", "300"},
+		{"advert_interval", "0.001", "advert_interval-err", "0.001"},
+		{"peers", "198.18.0.1\n198.18.0.300", "peers-err", "entry 2: "},
+		{"garp_count", "x", "garp_count-err", "is not a whole number"},
+	} {
+		_, before, _ := e.core.State(t.Context())
+		r := e.post(t, "alice", "/settings/redundancy", redForm("vrid", "51", "interface", "eth0", c.field, c.value))
+		if r.Code != http.StatusUnprocessableEntity {
+			t.Fatalf("%s %s: %d %s", c.field, c.value, r.Code, excerpt(r.Body))
+		}
+		i := strings.Index(r.Body, `id="`+c.errID+`"`)
+		if i < 0 || !strings.Contains(r.Body[i:i+200], c.msg) || !strings.Contains(r.Body, `aria-describedby="`+c.errID+`"`) {
+			t.Errorf("%s %s: no message beside the field: %s", c.field, c.value, excerpt(r.Body[strings.Index(r.Body, `id="redundancy-form"`):]))
+		}
+		if after, rev, _ := e.core.State(t.Context()); rev != before || !reflect.DeepEqual(after.Settings.Redundancy, want) {
+			t.Errorf("%s %s: the store changed: rev %d -> %d, %+v", c.field, c.value, before, rev, after.Settings.Redundancy)
+		}
+	}
+
+	if r := e.post(t, "alice", "/settings/redundancy", url.Values{"vrid": {"51"}, "interface": {"eth0"}}); r.Code != http.StatusSeeOther {
+		t.Fatalf("disable: %d %s", r.Code, excerpt(r.Body))
+	}
+	cur = state()
+	keeps("disabled", cur)
+	if cur.Settings.Redundancy != nil {
+		t.Fatalf("disabled, still %+v", cur.Settings.Redundancy)
+	}
+}
+
+// Stage in a draft instead: the block goes to the draft, not the state,
+// until the draft is applied.
+func TestRedundancyFormStages(t *testing.T) {
+	e := newEnv(t)
+	e.seed(t, webState())
+	if r := e.post(t, "alice", "/settings/redundancy", redForm("vrid", "9", "interface", "eth0", "stage", "1")); r.Code != http.StatusSeeOther {
+		t.Fatalf("stage: %d %s", r.Code, excerpt(r.Body))
+	}
+	if cur, _, _ := e.core.State(t.Context()); cur.Settings.Redundancy != nil {
+		t.Fatalf("staged, yet stored: %+v", cur.Settings.Redundancy)
+	}
+	if page := e.get(t, "alice", "/settings").Body; !strings.Contains(page, `name="vrid" value="9"`) || !strings.Contains(page, "Save in the draft") {
+		t.Errorf("the draft's pair not shown: %s", excerpt(page[strings.Index(page, `id="redundancy-form"`):]))
+	}
+	if r := e.post(t, "alice", "/draft/apply", nil); r.Code != http.StatusSeeOther {
+		t.Fatalf("apply: %d %s", r.Code, excerpt(r.Body))
+	}
+	if cur, _, _ := e.core.State(t.Context()); cur.Settings.Redundancy == nil || cur.Settings.Redundancy.VRID != 9 || len(cur.Services) != 1 {
+		t.Fatalf("applied: %+v", cur.Settings)
+	}
+}
+
+// The priority form sets this director's node priority (not a revision)
+// and refuses an out-of-range one beside its field.
+func TestNodePriorityForm(t *testing.T) {
+	e := newEnv(t)
+	e.seed(t, webState())
+	_, rev0, _ := e.core.State(t.Context())
+	if r := e.post(t, "alice", "/settings/node", url.Values{"priority": {"150"}}); r.Code != http.StatusSeeOther {
+		t.Fatalf("set: %d %s", r.Code, excerpt(r.Body))
+	}
+	n, err := e.core.NodeSettings(t.Context())
+	if err != nil || n.Priority != 150 {
+		t.Fatalf("priority: %+v %v", n, err)
+	}
+	if _, rev, _ := e.core.State(t.Context()); rev != rev0 {
+		t.Errorf("the priority made a revision: %d -> %d", rev0, rev)
+	}
+	for _, bad := range []string{"256", "0", "high", ""} {
+		r := e.post(t, "alice", "/settings/node", url.Values{"priority": {bad}})
+		i := strings.Index(r.Body, `id="priority-err"`)
+		if r.Code != http.StatusUnprocessableEntity || i < 0 || !strings.Contains(r.Body, `aria-describedby="priority-err"`) {
+			t.Fatalf("priority %q: %d %s", bad, r.Code, excerpt(r.Body))
+		}
+		if bad == "256" && !strings.Contains(r.Body[i:i+200], "256 is out of range 1..255") {
+			t.Errorf("priority 256: %s", r.Body[i:i+200])
+		}
+		if n, _ := e.core.NodeSettings(t.Context()); n.Priority != 150 {
+			t.Fatalf("priority %q changed it to %d", bad, n.Priority)
+		}
+	}
+}
+
+// A viewer and an operator see the card without a write control, and
+// their posts are refused.
+func TestRedundancyFormAdminOnly(t *testing.T) {
+	e := newEnv(t)
+	st := webState()
+	st.Settings.Redundancy = &ipvsmgr.Redundancy{VRID: 51, Interface: "eth0"}
+	e.seed(t, st)
+	for _, user := range []string{"vic", "oscar"} {
+		page := e.get(t, user, "/settings").Body
+		card := page[strings.Index(page, `id="redundancy"`):]
+		for _, bad := range []string{"<form", "<input", "<button", "<textarea"} {
+			if strings.Contains(card, bad) {
+				t.Errorf("%s sees %s in the redundancy card", user, bad)
+			}
+		}
+		if !strings.Contains(card, "VRID 51 on eth0") {
+			t.Errorf("%s does not see the pair: %s", user, excerpt(card))
+		}
+		if r := e.post(t, user, "/settings/redundancy", redForm("vrid", "52", "interface", "eth0")); r.Code != http.StatusForbidden {
+			t.Errorf("%s saves the pair: %d", user, r.Code)
+		}
+		if r := e.post(t, user, "/settings/node", url.Values{"priority": {"200"}}); r.Code != http.StatusForbidden {
+			t.Errorf("%s sets the priority: %d", user, r.Code)
+		}
+	}
+	if cur, _, _ := e.core.State(t.Context()); cur.Settings.Redundancy.VRID != 51 {
+		t.Errorf("the pair changed: %+v", cur.Settings.Redundancy)
+	}
+	if n, _ := e.core.NodeSettings(t.Context()); n.Priority != 100 {
+		t.Errorf("the priority changed: %d", n.Priority)
+	}
+}
+
+// Interface names come back escaped, refused (in the form) or stored (in
+// the card's facts).
+func TestRedundancyFormEscapes(t *testing.T) {
+	e := newEnv(t)
+	e.seed(t, webState())
+	const xss = `"><script>alert(1)</script>`
+	r := e.post(t, "alice", "/settings/redundancy", redForm("vrid", "5", "interface", xss, "track_interfaces", xss, "peers", xss))
+	if r.Code != http.StatusUnprocessableEntity {
+		t.Fatalf("xss interface: %d %s", r.Code, excerpt(r.Body))
+	}
+	if strings.Contains(r.Body, "<script>alert") || !strings.Contains(r.Body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Errorf("not escaped: %s", excerpt(r.Body[strings.Index(r.Body, `id="redundancy-form"`):]))
+	}
+	for _, id := range []string{"interface-err", "track_interfaces-err", "peers-err"} {
+		if !strings.Contains(r.Body, `id="`+id+`"`) {
+			t.Errorf("no %s", id)
+		}
 	}
 }
