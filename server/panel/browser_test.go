@@ -2,6 +2,7 @@ package panel
 
 import (
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -216,6 +217,28 @@ func TestBrowser(t *testing.T) {
 	do("service", chromedp.Navigate(u+"/services/www"), chromedp.WaitVisible(chromedp.CSS("table")))
 	chartsFit("service")
 	shot("service")
+	// Redundancy on the settings page: enable it with a VRID and an
+	// interface, save, then set this director's priority beside its state.
+	before, _, _ := e.core.State(ctx)
+	do("redundancy", chromedp.Navigate(u+"/settings"),
+		chromedp.Click(chromedp.CSS("#r-redundancy")),
+		chromedp.SendKeys(chromedp.CSS("#r-vrid"), "51"),
+		chromedp.SendKeys(chromedp.CSS("#r-interface"), "eth0"),
+		chromedp.SendKeys(chromedp.CSS("#r-peers"), "198.18.0.1\n198.18.0.2"),
+		chromedp.Click(chromedp.CSS("#redundancy-form button.primary")),
+		chromedp.WaitVisible(chromedp.CSS(".banner.flash")))
+	do("priority", chromedp.SetValue(chromedp.CSS("#n-priority"), "150"),
+		chromedp.Click(chromedp.CSS("#node-form button")),
+		chromedp.WaitVisible(chromedp.CSS(".banner.flash")))
+	st, _, _ = e.core.State(ctx)
+	if r := st.Settings.Redundancy; r == nil || r.VRID != 51 || r.Interface != "eth0" || len(r.Peers) != 2 || !reflect.DeepEqual(st.Services, before.Services) {
+		t.Fatalf("after the redundancy form: %+v, %d services", r, len(st.Services))
+	}
+	if n, err := e.core.NodeSettings(ctx); err != nil || n.Priority != 150 {
+		t.Fatalf("after the priority form: %+v %v", n, err)
+	}
+	b.FitsWidth("the settings page")
+	shot("settings-redundancy")
 	// Dark mode, as a browser set to prefer it asks (the theme toggle aside).
 	b.Dark()
 	do("live, dark", chromedp.Navigate(u+"/live"), chromedp.WaitVisible(chromedp.CSS("#live table")))
