@@ -1,7 +1,6 @@
 package panel
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -158,21 +157,7 @@ func (p *Panel) redundancySave(w http.ResponseWriter, r *http.Request, u who) {
 	if red == nil {
 		label = "redundancy removed"
 	}
-	msg, err := p.commit(ctx, r, u, change{
-		label: label,
-		edit:  func(st *ipvsmgr.State) error { st.Settings.Redundancy = red; return nil },
-		direct: func(ctx context.Context, a server.Actor, o server.WriteOptions) (*server.WriteResult, error) {
-			st, rev, err := p.core.State(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if o.Base == 0 {
-				o.Base = rev
-			}
-			st.Settings.Redundancy = red
-			return p.core.ApplyState(ctx, a, st, label, o)
-		},
-	}, d.Base)
+	msg, err := p.commit(ctx, r, u, p.settingsChange(label, func(s *ipvsmgr.Settings) { s.Redundancy = red }), d.Base)
 	if err != nil {
 		switch server.CodeOf(err) {
 		case server.CodeInvalid, server.CodeBadInput, server.CodeMalformed:

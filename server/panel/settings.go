@@ -93,21 +93,7 @@ func (p *Panel) settingsSave(w http.ResponseWriter, r *http.Request, u who) {
 		p.showSettings(w, r, u, http.StatusUnprocessableEntity, d)
 		return
 	}
-	msg, err := p.commit(ctx, r, u, change{
-		label: "settings",
-		edit:  func(st *ipvsmgr.State) error { set(&st.Settings); return nil },
-		direct: func(ctx context.Context, a server.Actor, o server.WriteOptions) (*server.WriteResult, error) {
-			st, rev, err := p.core.State(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if o.Base == 0 {
-				o.Base = rev
-			}
-			set(&st.Settings)
-			return p.core.ApplyState(ctx, a, st, "settings", o)
-		},
-	}, d.Base)
+	msg, err := p.commit(ctx, r, u, p.settingsChange("settings", set), d.Base)
 	if err != nil {
 		if server.CodeOf(err) == server.CodeInvalid {
 			f.takeErr(err, false, settingsFields)
@@ -118,4 +104,26 @@ func (p *Panel) settingsSave(w http.ResponseWriter, r *http.Request, u who) {
 		return
 	}
 	redirect(w, r, "/settings", msg)
+}
+
+// settingsChange is a change of the settings that set makes, staged or as
+// one revision of the whole state with only those settings changed: each
+// form on the page sets its own fields and keeps the rest (the services,
+// the other form's settings).
+func (p *Panel) settingsChange(label string, set func(*ipvsmgr.Settings)) change {
+	return change{
+		label: label,
+		edit:  func(st *ipvsmgr.State) error { set(&st.Settings); return nil },
+		direct: func(ctx context.Context, a server.Actor, o server.WriteOptions) (*server.WriteResult, error) {
+			st, rev, err := p.core.State(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if o.Base == 0 {
+				o.Base = rev
+			}
+			set(&st.Settings)
+			return p.core.ApplyState(ctx, a, st, label, o)
+		},
+	}
 }
