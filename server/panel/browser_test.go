@@ -225,11 +225,16 @@ func TestBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS("#r-vrid"), "51"),
 		chromedp.SendKeys(chromedp.CSS("#r-interface"), "eth0"),
 		chromedp.SendKeys(chromedp.CSS("#r-peers"), "198.18.0.1\n198.18.0.2"),
-		chromedp.Click(chromedp.CSS("#redundancy-form button.primary")),
-		chromedp.WaitVisible(chromedp.CSS(".banner.flash")))
+		chromedp.Click(chromedp.CSS("#redundancy-form button.primary")))
+	// The page after each post, told apart by its flash (the first one's
+	// stays on the page until the second post's answer replaces it).
+	flashSays := func(re string) string {
+		return `(function(){var f=document.querySelector(".banner.flash");return !!f&&/` + re + `/.test(f.innerText)})()`
+	}
+	waitJS("the pair saved", flashSays("^redundancy"))
 	do("priority", chromedp.SetValue(chromedp.CSS("#n-priority"), "150"),
-		chromedp.Click(chromedp.CSS("#node-form button")),
-		chromedp.WaitVisible(chromedp.CSS(".banner.flash")))
+		chromedp.Click(chromedp.CSS("#node-form button")))
+	waitJS("the priority set", flashSays("priority is now 150"))
 	st, _, _ = e.core.State(ctx)
 	if r := st.Settings.Redundancy; r == nil || r.VRID != 51 || r.Interface != "eth0" || len(r.Peers) != 2 || !reflect.DeepEqual(st.Services, before.Services) {
 		t.Fatalf("after the redundancy form: %+v, %d services", r, len(st.Services))
