@@ -139,7 +139,9 @@ func benchPair(t *testing.T, who string, interval float64, reps int) []time.Dura
 		}
 		t0 := time.Now()
 		p.link(A, false)
+		cut := time.Since(t0)
 		c.killA()
+		killed := time.Since(t0)
 		at, err := A.firstAnswer(t0, 30*time.Second)
 		if err != nil {
 			t.Fatalf("%s, advert %vs, run %d: %v", who, interval, i+1, err)
@@ -157,8 +159,8 @@ func benchPair(t *testing.T, who string, interval float64, reps int) []time.Dura
 			moved, _, _ = strings.Cut(logs[k+len("to=master took="):], "\n")
 			moved = "; B added the VIP in " + moved
 		}
-		fmt.Printf("%s, advert %gs, run %d: answered %.3fs after the kill; first gratuitous ARP for the VIP at the client %s%s\n",
-			who, interval, i+1, d.Seconds(), garp, moved)
+		fmt.Printf("%s, advert %gs, run %d: answered %.3fs after the kill; first gratuitous ARP for the VIP at the client %s%s; A's link cut in %.3fs, A dead at %.3fs\n",
+			who, interval, i+1, d.Seconds(), garp, moved, cut.Seconds(), killed.Seconds())
 		if tr != nil {
 			tr.stop(t0, at, dB)
 		}
