@@ -98,14 +98,19 @@ type redRunner struct {
 	wake    chan struct{}
 	restart atomic.Bool // an instance stopped on its own: start again
 
-	node      store.Node
-	nodeRead  bool
-	key       string // the running instances' configuration
-	insts     map[bool]*runningInst
-	cleaned   bool   // the ledger's VIPs were removed before VRRP spoke
-	fault     string // the director's own health: why it cannot be master
-	lastErr   string // the last error starting VRRP, logged once
-	rolesSeen string // the roles at the last reconcile
+	node     store.Node
+	nodeRead bool
+	key      string // the running instances' configuration
+	insts    map[bool]*runningInst
+	cleaned  bool   // the ledger's VIPs were removed before VRRP spoke
+	fault    string // the director's own health: why it cannot be master
+	lastErr  string // the last error starting VRRP, logged once
+	// behind: a change of role left the host short of what the role wants
+	// (a VIP move or its record failed, or there was no kernel to move them
+	// with): the next step reconciles. A move that went through leaves
+	// nothing for a reconcile to do, and a takeover's reconcile would only
+	// compete with the new master's first packets.
+	behind atomic.Bool
 
 	mu          sync.Mutex // guards what status reads: below, and node, fault and insts (written under it)
 	red         *ipvsmgr.Redundancy
@@ -126,6 +131,9 @@ type runningInst struct {
 	// primary is this director's address in the instance's family.
 	primary netip.Addr
 	prio    uint8 // the priority the instance was last given
+	// record is the ledger write of a takeover whose advert and
+	// announcements are not out yet (the instance's goroutine only).
+	record func(context.Context) []ipvsmgr.Failure
 }
 
 func newRedRunner(d *Daemon) *redRunner {
@@ -240,10 +248,7 @@ func (r *redRunner) step(ctx context.Context) {
 		r.startInstances(ctx, &red, desired.VIPs)
 	}
 	r.followPriority()
-	if roles := r.rolesKey(); roles != r.rolesSeen {
-		// The role changed: the reconcile makes the rest of the host follow
-		// (the VIPs moved already, in the transition).
-		r.rolesSeen = roles
+	if r.behind.Swap(false) {
 		if _, err := sk.reconcile(ctx, true, nil); err != nil && ctx.Err() == nil {
 			r.log.Error("reconcile after a change of role", "err", err)
 		}
@@ -333,12 +338,6 @@ func (r *redRunner) followPriority() {
 	}
 }
 
-func (r *redRunner) rolesKey() string {
-	r.c.red.mu.Lock()
-	defer r.c.red.mu.Unlock()
-	return fmt.Sprint(r.c.red.roles[true], r.c.red.roles[false])
-}
-
 // startInstances starts a VRRP instance for each family with VIPs; a
 // forced backup starts none and stays backup.
 func (r *redRunner) startInstances(ctx context.Context, red *ipvsmgr.Redundancy, vips []ipvsmgr.VIP) {
@@ -350,6 +349,7 @@ func (r *redRunner) startInstances(ctx context.Context, red *ipvsmgr.Redundancy,
 		}
 		if r.node.Role == "backup" {
 			r.c.red.setRole(v4, vrrp.Backup, "")
+			r.behind.Store(true) // no transition moved the VIPs
 			continue
 		}
 		if err := r.startInstance(ctx, red, v4, fam); err != nil {
@@ -399,7 +399,7 @@ func (r *redRunner) startInstance(ctx context.Context, red *ipvsmgr.Redundancy, 
 	}
 	ri := &runningInst{v4: v4, ann: ann, done: make(chan struct{}), primary: conn.Primary(), prio: prio}
 	opt := vrrp.Options{Conn: conn, Logger: r.log.With("family", familyName(v4)),
-		OnMaster: r.onTransition(ri), OnBackup: r.onTransition(ri), OnFault: r.onTransition(ri)}
+		OnMaster: r.onTransition(ri), OnBackup: r.onTransition(ri), OnFault: r.onTransition(ri), OnAnnounced: r.onAnnounced(ri)}
 	if ann != nil {
 		opt.Announcer = ann
 	}
@@ -438,10 +438,11 @@ func closeAnnouncer(a vrrp.Announcer) {
 
 // onTransition moves the family's VIPs at once (they cannot wait for a
 // reconcile: the adverts and gratuitous ARPs follow the callback), then
-// wakes the runner to switch the sync daemon and reconcile. On becoming
-// master it writes nothing before the VIPs are up (the ledger's intent
-// covers a crash meanwhile): the ledger is brought up to date behind the
-// callback, while the advert and the gratuitous ARPs go out.
+// wakes the runner to switch the sync daemon (and reconcile, when a move
+// failed). On becoming master it writes nothing before the VIPs are up (the
+// ledger's intent covers a crash meanwhile), and starts nothing that would
+// compete with the advert and the gratuitous ARPs: the ledger write and the
+// runner wait for them (onAnnounced).
 func (r *redRunner) onTransition(ri *runningInst) func(vrrp.Transition) {
 	return func(t vrrp.Transition) {
 		master := ""
@@ -476,9 +477,27 @@ func (r *redRunner) onTransition(ri *runningInst) func(vrrp.Transition) {
 				r.log.Info("VIPs moved with the role", "family", familyName(ri.v4), "to", t.To.String(), "took", time.Since(start).String())
 			}
 			r.logVIPFailures(fails)
-			if record != nil {
-				go r.recordVIPs(ri.v4, record)
+			if len(fails) > 0 {
+				r.behind.Store(true)
 			}
+			if record != nil {
+				ri.record = record
+				return // onAnnounced writes it and wakes the runner
+			}
+		} else {
+			r.behind.Store(true)
+		}
+		r.poke()
+	}
+}
+
+// onAnnounced follows a takeover's first advert and gratuitous ARPs: the
+// ledger write its VIP add left, and the runner (the sync daemon).
+func (r *redRunner) onAnnounced(ri *runningInst) func(vrrp.Transition) {
+	return func(vrrp.Transition) {
+		if rec := ri.record; rec != nil {
+			ri.record = nil
+			go r.recordVIPs(ri.v4, rec)
 		}
 		r.poke()
 	}
@@ -497,6 +516,10 @@ func (r *redRunner) recordVIPs(v4 bool, record func(context.Context) []ipvsmgr.F
 	fails := record(ctx)
 	r.log.Info("VIPs recorded in the ledger after the takeover", "family", familyName(v4), "took", time.Since(start).String())
 	r.logVIPFailures(fails)
+	if len(fails) > 0 {
+		r.behind.Store(true)
+		r.poke()
+	}
 }
 
 func (r *redRunner) logVIPFailures(fails []ipvsmgr.Failure) {

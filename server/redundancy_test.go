@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -98,9 +99,16 @@ func (c *hubConn) Close() error {
 	return nil
 }
 
-type countAnnouncer struct{ n atomic.Int64 }
+// logAnnouncer notes each announcement in the director's log, a little
+// after it began (a real socket's write takes time too): what the takeover
+// started before it, that log shows beside it.
+type logAnnouncer struct{ logs *lockedBuffer }
 
-func (a *countAnnouncer) Announce([]netip.Addr) error { a.n.Add(1); return nil }
+func (a logAnnouncer) Announce(addrs []netip.Addr) error {
+	time.Sleep(5 * time.Millisecond)
+	fmt.Fprintf(a.logs, "msg=\"fake: announced %v\"\n", addrs)
+	return nil
+}
 
 // director is one ipvsctl daemon over fakes: its own database, kernel,
 // host (VIPs) and sync daemons, its API on httptest, VRRP on the hub.
@@ -120,6 +128,7 @@ type director struct {
 	// listenedWithVIP: VRRP was started while the VIP was still up.
 	listenedWithVIP atomic.Bool
 	logs            *lockedBuffer
+	reconciles      atomic.Int64 // by the daemon, since it started
 	cancel          context.CancelFunc
 	done            chan error
 }
@@ -194,6 +203,7 @@ func (d *director) start(h *hub, log *slog.Logger) {
 	}
 	dm := server.NewDaemon(d.core, log)
 	dm.Interval, dm.Poll, dm.Snapshot = time.Hour, 20*time.Millisecond, 50*time.Millisecond
+	dm.OnReconcile(func(server.ReconcileReport) { d.reconciles.Add(1) })
 	dm.Hooks = server.RedundancyHooks{
 		Listen: func(cfg vrrp.ConnConfig) (vrrp.Conn, error) {
 			if d.hasVIP() {
@@ -201,7 +211,7 @@ func (d *director) start(h *hub, log *slog.Logger) {
 			}
 			return h.listen(d.addr)(cfg)
 		},
-		Announcer:   func(string, bool, bool) (vrrp.Announcer, error) { return &countAnnouncer{}, nil },
+		Announcer:   func(string, bool, bool) (vrrp.Announcer, error) { return logAnnouncer{d.logs}, nil },
 		LinkUp:      func(string) (bool, error) { return d.link.Load(), nil },
 		LocalAddrs:  func() ([]netip.Addr, error) { return []netip.Addr{netip.MustParseAddr(d.addr)}, nil },
 		SyncDaemons: func(*server.KernelConn) ipvsmgr.SyncDaemons { return d.sd },
@@ -533,7 +543,9 @@ func TestNodePriorityChangeWithoutRestart(t *testing.T) {
 
 // A backup records, ahead of a takeover, the VIPs it would add as master
 // (the ledger's intent); its takeover then writes the ledger only after the
-// VIP is up.
+// VIP is up, and after its gratuitous ARPs: nothing it starts competes with
+// them. Its VIP up, it makes no reconcile and no IPVS change: it has
+// nothing left to do but the record.
 func TestBackupRecordsTheIntentAndTheTakeoverWritesAfter(t *testing.T) {
 	ctx := context.Background()
 	h := &hub{}
@@ -551,6 +563,9 @@ func TestBackupRecordsTheIntentAndTheTakeoverWritesAfter(t *testing.T) {
 		l := ledger(b)
 		return b.role() == "backup" && len(l.VIPs) == 0 && len(l.Intent) == 1 && l.Intent[0] == vip
 	})
+	time.Sleep(100 * time.Millisecond) // b's start-up reconciles are over
+	reconciles := b.reconciles.Load()
+	b.k.Ops()
 	a.stop()
 	const recordedLine = "VIPs recorded in the ledger after the takeover"
 	eventually(t, 5*time.Second, "b master with the VIP, recorded", func() bool {
@@ -559,10 +574,31 @@ func TestBackupRecordsTheIntentAndTheTakeoverWritesAfter(t *testing.T) {
 		return b.role() == "master" && b.hasVIP() && len(l.VIPs) == 1 && l.VIPs[0] == vip &&
 			strings.Contains(b.logs.String(), recordedLine)
 	})
+	time.Sleep(200 * time.Millisecond) // ten of the runner's ticks
 	logs := b.logs.String()
-	moved, recorded := strings.Index(logs, "family=ipv4 to=master took="), strings.Index(logs, recordedLine)
-	if moved < 0 || recorded < moved {
-		t.Errorf("b's log of the takeover:\n%s", logs)
+	moved := strings.Index(logs, "family=ipv4 to=master took=")
+	announced := moved + strings.Index(logs[max(moved, 0):], "fake: announced")
+	recorded := strings.Index(logs, recordedLine)
+	if moved < 0 || announced < moved || recorded < announced {
+		t.Errorf("b's log of the takeover (want the VIP moved, announced, then recorded):\n%s", logs)
+	}
+	if n, ops := b.reconciles.Load()-reconciles, b.k.Ops(); n != 0 || len(ops) != 0 {
+		t.Errorf("b's takeover: %d reconciles, IPVS changes %q; want none", n, ops)
+	}
+}
+
+// A takeover whose VIP add failed leaves it to a reconcile, which adds it.
+func TestTakeoverVIPAddFailureIsRetried(t *testing.T) {
+	h := &hub{}
+	a, b := pairOf(t, 200, 100)
+	a.start(h, quiet())
+	b.start(h, nil)
+	eventually(t, 10*time.Second, "a master, b backup", func() bool { return a.role() == "master" && b.role() == "backup" })
+	b.host.FailAdds(1)
+	a.stop()
+	eventually(t, 5*time.Second, "b master with the VIP", func() bool { return b.role() == "master" && b.hasVIP() })
+	if logs := b.logs.String(); !strings.Contains(logs, "VIP change on a change of role failed") {
+		t.Errorf("b's log has no failed VIP add:\n%s", logs)
 	}
 }
 

@@ -22,6 +22,7 @@ type Host struct {
 	marks   map[string]bool
 	sysctls map[string]string
 	log     []string
+	failAdd int // the next EnsureVIP calls that fail
 }
 
 // NewHost returns a host with no VIPs, no rules and forwarding off.
@@ -52,9 +53,20 @@ func (h *Host) AddVIP(v ipvsmgr.VIP) {
 	h.vips[v] = true
 }
 
+// FailAdds makes the next n additions of a VIP fail (netlink refusing one).
+func (h *Host) FailAdds(n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.failAdd = n
+}
+
 func (h *Host) EnsureVIP(_ context.Context, v ipvsmgr.VIP) (bool, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if !h.vips[v] && h.failAdd > 0 {
+		h.failAdd--
+		return false, fmt.Errorf("add %s: file exists", v)
+	}
 	if h.vips[v] {
 		return false, nil
 	}

@@ -76,6 +76,11 @@ type Options struct {
 	OnBackup func(Transition)
 	// OnFault runs on entering Fault: the VIPs must go.
 	OnFault func(Transition)
+	// OnAnnounced runs after a transition to master has sent its first
+	// advert and its gratuitous ARPs / unsolicited NAs: the place for
+	// what the takeover must not hold back or compete with (a ledger
+	// write, a reconcile), which OnMaster should leave to it.
+	OnAnnounced func(Transition)
 	// History is how many transitions Status keeps (default 64).
 	History int
 }
@@ -264,15 +269,25 @@ func (i *Instance) applyWanted() {
 
 // do carries out the machine's actions in order and publishes the status.
 func (i *Instance) do(acts []Action) {
+	var tookOver *Transition
 	for _, a := range acts {
 		switch a.Kind {
 		case ActTransition:
 			i.transition(a.Transition)
+			if a.Transition.To == Master {
+				t := a.Transition
+				tookOver = &t
+			}
 		case ActSend:
 			i.send(a.Priority)
 		case ActAnnounce:
 			i.announce()
 		}
+	}
+	if tookOver != nil && i.opt.OnAnnounced != nil {
+		// The machine puts a takeover's advert and announcements in the
+		// same batch as its transition: they are out now.
+		i.opt.OnAnnounced(*tookOver)
 	}
 	i.mu.Lock()
 	i.status.Status = i.m.Status()

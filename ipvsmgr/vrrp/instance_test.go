@@ -165,9 +165,10 @@ func startInstance(t *testing.T, cfg Config) *harness {
 	h := &harness{clock: clock, ev: ev, conn: newFakeConn(ev), done: make(chan error, 1)}
 	var err error
 	h.inst, err = New(cfg, Options{Conn: h.conn, Announcer: fakeAnnouncer{ev}, Clock: clock,
-		OnMaster: func(tr Transition) { ev.add("OnMaster (%s)", tr.Reason) },
-		OnBackup: func(tr Transition) { ev.add("OnBackup (%s)", tr.Reason) },
-		OnFault:  func(tr Transition) { ev.add("OnFault (%s)", tr.Reason) }})
+		OnMaster:    func(tr Transition) { ev.add("OnMaster (%s)", tr.Reason) },
+		OnBackup:    func(tr Transition) { ev.add("OnBackup (%s)", tr.Reason) },
+		OnFault:     func(tr Transition) { ev.add("OnFault (%s)", tr.Reason) },
+		OnAnnounced: func(tr Transition) { ev.add("OnAnnounced (to %s)", tr.To) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,11 +203,12 @@ func TestInstanceTakeoverAnnounceResign(t *testing.T) {
 		h.clock.advance(3 * time.Second) // 4 s: 3.609375 s after the last advert is 4.609375 s
 		h.expect(t, "backup hearing a master")
 		h.clock.advance(time.Second)
-		h.expect(t, "takeover: OnMaster, then the advert, then the announcements",
+		h.expect(t, "takeover: OnMaster, then the advert, then the announcements, then OnAnnounced",
 			"4.609375s OnMaster (no advert from the master for the master down interval (3.609375s))",
-			"4.609375s send 100", "4.609375s announce [198.18.0.100]", "4.609375s announce [198.18.0.100]")
+			"4.609375s send 100", "4.609375s announce [198.18.0.100]", "4.609375s announce [198.18.0.100]",
+			"4.609375s OnAnnounced (to master)")
 		h.clock.advance(5 * time.Second)
-		h.expect(t, "adverts and the repeated announcements",
+		h.expect(t, "adverts and the repeated announcements (no OnAnnounced: no takeover)",
 			"5.609375s send 100", "6.609375s send 100", "7.609375s send 100", "8.609375s send 100", "9.609375s send 100",
 			"9.609375s announce [198.18.0.100]", "9.609375s announce [198.18.0.100]")
 		st := h.inst.Status()
@@ -246,7 +248,8 @@ func TestInstanceLivePriorityChange(t *testing.T) {
 		h.expect(t, "a backup still, nothing sent, no restart")
 		h.clock.advance(time.Millisecond) // 1.5 + 3.4140625 s
 		h.expect(t, "takeover at the new priority's master down interval",
-			"4.9140625s OnMaster (no advert from the master for the master down interval (3.4140625s))", "4.9140625s send 150")
+			"4.9140625s OnMaster (no advert from the master for the master down interval (3.4140625s))", "4.9140625s send 150",
+			"4.9140625s OnAnnounced (to master)")
 		h.clock.advance(300 * time.Millisecond)
 		if err := h.inst.SetPriority(120); err != nil {
 			t.Fatal(err)
@@ -272,7 +275,7 @@ func TestInstanceFault(t *testing.T) {
 		cfg.Priority = 255
 		cfg.GARPCount = 0
 		h := startInstance(t, cfg)
-		h.expect(t, "owner", "0s OnMaster (startup: address owner (priority 255))", "0s send 255")
+		h.expect(t, "owner", "0s OnMaster (startup: address owner (priority 255))", "0s send 255", "0s OnAnnounced (to master)")
 		h.clock.advance(1500 * time.Millisecond)
 		h.inst.SetFault("eth1 down")
 		synctest.Wait()
@@ -283,7 +286,8 @@ func TestInstanceFault(t *testing.T) {
 		}
 		h.inst.SetFault("")
 		synctest.Wait()
-		h.expect(t, "fault cleared", "11.5s OnMaster (fault cleared: address owner (priority 255))", "11.5s send 255")
+		h.expect(t, "fault cleared", "11.5s OnMaster (fault cleared: address owner (priority 255))", "11.5s send 255",
+			"11.5s OnAnnounced (to master)")
 		h.stop()
 		<-h.done
 	})

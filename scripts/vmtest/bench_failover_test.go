@@ -41,7 +41,18 @@ func TestBenchFailover(t *testing.T) {
 		runs     []time.Duration
 	}
 	var rows []row
-	for _, interval := range []float64{1, 0.1} {
+	intervals := []float64{1, 0.1}
+	if v := os.Getenv("IPVSCTL_BENCH_INTERVALS"); v != "" {
+		intervals = nil
+		for _, f := range strings.Split(v, ",") {
+			x, err := strconv.ParseFloat(f, 64)
+			if err != nil || x <= 0 {
+				t.Fatalf("IPVSCTL_BENCH_INTERVALS=%s: %q is not an interval in seconds", v, f)
+			}
+			intervals = append(intervals, x)
+		}
+	}
+	for _, interval := range intervals {
 		for _, who := range []string{"ipvsctl", "keepalived"} {
 			runs := benchPair(t, who, interval, reps)
 			rows = append(rows, row{interval, who, runs})
@@ -82,6 +93,7 @@ func benchPair(t *testing.T, who string, interval float64, reps int) []time.Dura
 	}
 	var c contender
 	var dB *director
+	var pidsB func() []int // B's VRRP processes, for the trace
 	switch who {
 	case "ipvsctl":
 		p.nodes(200, 100)
@@ -91,6 +103,7 @@ func benchPair(t *testing.T, who string, interval float64, reps int) []time.Dura
 		dB.start()
 		A.apply(pairDoc(interval, true, 0, false, 1))
 		c = ipvsctlContender{dA}
+		pidsB = func() []int { return []int{dB.cmd.Process.Pid} }
 	default:
 		// keepalived moves the VIP (VRRP only); the same LVS DR table is
 		// loaded on both directors with ipvsadm, as ipvsctl's backup has it.
@@ -105,6 +118,7 @@ func benchPair(t *testing.T, who string, interval float64, reps int) []time.Dura
 		kA.startA()
 		kB.startA()
 		c = kA
+		pidsB = kB.pids
 	}
 	arps := p.net.watchARP()
 	var out []time.Duration
@@ -119,9 +133,15 @@ func benchPair(t *testing.T, who string, interval float64, reps int) []time.Dura
 		if dB != nil {
 			moves = strings.Count(dB.logs.String(), "to=master took=")
 		}
+		var tr *failoverTrace
+		if tracing() {
+			tr = p.startTrace(pidsB())
+		}
 		t0 := time.Now()
 		p.link(A, false)
+		cut := time.Since(t0)
 		c.killA()
+		killed := time.Since(t0)
 		at, err := A.firstAnswer(t0, 30*time.Second)
 		if err != nil {
 			t.Fatalf("%s, advert %vs, run %d: %v", who, interval, i+1, err)
@@ -139,8 +159,11 @@ func benchPair(t *testing.T, who string, interval float64, reps int) []time.Dura
 			moved, _, _ = strings.Cut(logs[k+len("to=master took="):], "\n")
 			moved = "; B added the VIP in " + moved
 		}
-		fmt.Printf("%s, advert %gs, run %d: answered %.3fs after the kill; first gratuitous ARP for the VIP at the client %s%s\n",
-			who, interval, i+1, d.Seconds(), garp, moved)
+		fmt.Printf("%s, advert %gs, run %d: answered %.3fs after the kill; first gratuitous ARP for the VIP at the client %s%s; A's link cut in %.3fs, A dead at %.3fs\n",
+			who, interval, i+1, d.Seconds(), garp, moved, cut.Seconds(), killed.Seconds())
+		if tr != nil {
+			tr.stop(t0, at, dB)
+		}
 		out = append(out, d)
 		if !hasVIP(t, B) {
 			t.Errorf("%s: answered but B has no VIP", who)
@@ -220,6 +243,17 @@ func (k *kaDirector) kill() {
 }
 
 func (k *kaDirector) killA() { k.kill() }
+
+// pids are keepalived's parent and its VRRP child.
+func (k *kaDirector) pids() []int {
+	out := []int{k.cmd.Process.Pid}
+	if b, err := os.ReadFile(filepath.Join(k.dir, "vrrp.pid")); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
 
 // arpWatch records when ARP packets whose sender address is the VIP (the
 // new master's gratuitous ARPs) reach the client: it tells the directors'
