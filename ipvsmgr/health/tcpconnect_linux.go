@@ -33,7 +33,7 @@ type tcpConnector struct {
 
 	mu      sync.Mutex
 	pending map[int32]*connect
-	byTime  connectHeap
+	byTime  deadlines[*connect]
 	waiting time.Time // the deadline set on epoll (zero: none)
 	closed  bool      // run has ended: start dials instead
 	stop    bool      // ctx ended: run ends
@@ -41,12 +41,11 @@ type tcpConnector struct {
 
 // connect is one check under way.
 type connect struct {
-	fd       int32
-	spec     *ipvsmgr.CheckSpec
-	start    time.Time
-	deadline time.Time
-	index    int
-	done     func(Result)
+	due
+	fd    int32
+	spec  *ipvsmgr.CheckSpec
+	start time.Time
+	done  func(Result)
 }
 
 func newTCPConnector() (*tcpConnector, error) {
@@ -107,7 +106,7 @@ func (c *tcpConnector) start(spec *ipvsmgr.CheckSpec, done func(Result)) bool {
 		finish(describe(context.Background(), spec, err))
 		return true
 	}
-	cn := &connect{fd: int32(fd), spec: spec, start: start, deadline: start.Add(spec.Timeout), done: done}
+	cn := &connect{due: due{deadline: start.Add(spec.Timeout)}, fd: int32(fd), spec: spec, start: start, done: done}
 	// Registered with the lock held: run looks the event's socket up under
 	// it, so an event that comes at once finds it pending.
 	c.mu.Lock()
@@ -253,25 +252,4 @@ func (c *tcpConnector) outcome(cn *connect) Result {
 	}
 	rawResetClose(fd)
 	return pass("connected")
-}
-
-type connectHeap []*connect
-
-func (h connectHeap) Len() int           { return len(h) }
-func (h connectHeap) Less(i, j int) bool { return h[i].deadline.Before(h[j].deadline) }
-func (h connectHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
-}
-func (h *connectHeap) Push(x any) {
-	cn := x.(*connect)
-	cn.index = len(*h)
-	*h = append(*h, cn)
-}
-func (h *connectHeap) Pop() any {
-	old := *h
-	cn := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return cn
 }
