@@ -73,6 +73,7 @@ type Runner struct {
 
 	afterResult func() // tests: called after each result is recorded
 	noConnector bool   // tests and benchmarks: tcp checks dial
+	noSynProbe  bool   // tests and benchmarks: tcp checks connect
 }
 
 // probe is one distinct check (spec) and its state machine; members are the
@@ -248,7 +249,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	sem := make(chan struct{}, r.cfg.Workers)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	tcp := r.tcpConnector(ctx, &wg)
+	syn, tcp := r.tcpCheckers(ctx, &wg)
 	for {
 		r.mu.Lock()
 		now := r.clock.Now()
@@ -269,7 +270,7 @@ func (r *Runner) Run(ctx context.Context) error {
 				return ctx.Err()
 			}
 			wg.Add(1)
-			if tcp != nil && p.spec.Type == "tcp" && r.startTCP(ctx, tcp, p, func() { <-sem; wg.Done() }) {
+			if p.spec.Type == "tcp" && r.startTCP(ctx, syn, tcp, p, func() { <-sem; wg.Done() }) {
 				continue
 			}
 			go func() {
@@ -325,41 +326,60 @@ func (r *Runner) runProbe(ctx context.Context, p *probe) {
 	r.finish(ctx, p, &spec, start, res)
 }
 
-// SetCheck replaces the real checks (tcp on the connector included) with
-// check, as Config.Check does; call it before Run.
+// SetCheck replaces the real checks (tcp on the prober and the connector
+// included) with check, as Config.Check does; call it before Run.
 func (r *Runner) SetCheck(check func(ctx context.Context, spec *ipvsmgr.CheckSpec) Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.cfg.Check, r.check = check, check
 }
 
-// tcpConnector starts the non-blocking connector for tcp checks when the
-// runner runs the real checks; nil (every check dials) when a test's Check
-// replaces them or the connector cannot be made.
-func (r *Runner) tcpConnector(ctx context.Context, wg *sync.WaitGroup) *tcpConnector {
+// tcpCheckers starts what runs tcp checks when the runner runs the real
+// checks: the half-open prober where a raw socket can be opened, and the
+// connector, for the checks the prober cannot make and where there is no
+// prober; nil for those that cannot be made, both nil (every check dials)
+// when a test's Check replaces them.
+func (r *Runner) tcpCheckers(ctx context.Context, wg *sync.WaitGroup) (*synProber, *tcpConnector) {
 	r.mu.Lock()
 	replaced := r.cfg.Check != nil || r.noConnector
+	noSyn := r.noSynProbe
 	r.mu.Unlock()
 	if replaced {
-		return nil
+		return nil, nil
+	}
+	var syn *synProber
+	if !noSyn {
+		var err error
+		if syn, err = newSynProber(); err != nil {
+			r.cfg.Log.Info("tcp checks connect: no raw socket for a half-open check", "err", err)
+		} else {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				syn.run(ctx)
+			}()
+		}
 	}
 	tcp, err := newTCPConnector()
 	if err != nil {
 		r.cfg.Log.Warn("tcp checks dial, one goroutine each", "err", err)
-		return nil
+		return syn, nil
 	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		tcp.run(ctx)
 	}()
-	return tcp
+	return syn, tcp
 }
 
-// startTCP begins p's tcp check on the connector, with no goroutine of its
-// own; release is called once the result is recorded. false: the connector
-// cannot make this connect, and the caller runs the check as any other.
-func (r *Runner) startTCP(ctx context.Context, tcp *tcpConnector, p *probe, release func()) bool {
+// startTCP begins p's tcp check on the prober, else the connector, with no
+// goroutine of its own; release is called once the result is recorded.
+// false: neither can make this check, and the caller runs it as any other.
+func (r *Runner) startTCP(ctx context.Context, syn *synProber, tcp *tcpConnector, p *probe, release func()) bool {
+	if syn == nil && tcp == nil {
+		return false
+	}
 	r.mu.Lock()
 	if p.removed {
 		r.mu.Unlock()
@@ -369,10 +389,11 @@ func (r *Runner) startTCP(ctx context.Context, tcp *tcpConnector, p *probe, rele
 	spec := p.spec
 	r.mu.Unlock()
 	start := r.clock.Now()
-	return tcp.start(&spec, func(res Result) {
+	finish := func(res Result) {
 		defer release()
 		r.finish(ctx, p, &spec, start, res)
-	})
+	}
+	return syn != nil && syn.start(&spec, finish) || tcp != nil && tcp.start(&spec, finish)
 }
 
 // finish records a check's result, tells the changes, and puts the probe

@@ -1,0 +1,322 @@
+//go:build linux
+
+package health
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+)
+
+// synProber runs tcp checks as half-open handshakes, as nmap's SYN scan
+// does: a SYN from a raw socket, a SYN-ACK passes (the director's kernel
+// resets it, as no socket owns the 4-tuple), a reset fails "connection
+// refused", nothing fails at the timeout, an ICMP error with its reason.
+// No connection is made: the real server's application is never woken,
+// and neither side keeps any state. A full connect's handshake, child
+// socket and reset cost both sides several times the CPU of a SYN, a
+// SYN-ACK and a reset; keepalived pays them. It needs CAP_NET_RAW.
+type synProber struct {
+	// epoll holds both raw sockets and is itself waited for by the Go
+	// runtime's poller (a read deadline on it is the earliest probe's
+	// timeout): one goroutine for both families, and an ICMP error on a
+	// raw socket (EPOLLERR) reaches us as the epoll's readability, which
+	// the runtime's poller does not mistake for a broken descriptor.
+	epoll   *os.File
+	raw     syscall.RawConn
+	v4, v6  *synSocket // nil: that family is not probed here
+	sources *sources
+
+	// sendMu is held for reading while a SYN is sent, and for writing
+	// while run closes the sockets.
+	sendMu sync.RWMutex
+	shut   bool
+
+	mu      sync.Mutex
+	pending map[synKey]*synProbe
+	byTime  deadlines[*synProbe]
+	waiting time.Time // the deadline set on epoll (zero: none)
+	closed  bool      // run has ended
+	stop    bool      // ctx ended: run ends
+
+	received atomic.Int64 // segments the filter let through (tests)
+}
+
+// synProbe is one check under way.
+type synProbe struct {
+	due
+	key   synKey
+	seq   uint32
+	spec  *ipvsmgr.CheckSpec
+	start time.Time
+	done  func(Result)
+}
+
+// newSynProber opens the raw sockets; an error (no CAP_NET_RAW) means tcp
+// checks connect instead.
+func newSynProber() (_ *synProber, err error) {
+	p := &synProber{pending: map[synKey]*synProbe{}}
+	defer func() {
+		if err != nil {
+			p.closeSockets()
+		}
+	}()
+	if p.v4, err = openSynSocket(unix.AF_INET); err != nil {
+		return nil, err
+	}
+	if p.sources, err = newSources(); err != nil {
+		return nil, err
+	}
+	if p.v6, err = openSynSocket(unix.AF_INET6); err != nil {
+		p.v6 = nil // no IPv6 here: its targets connect
+	}
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		unix.Close(epfd)
+		return nil, err
+	}
+	p.epoll = os.NewFile(uintptr(epfd), "tcp check raw sockets")
+	for _, s := range []*synSocket{p.v4, p.v6} {
+		if s == nil {
+			continue
+		}
+		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(s.fd)}
+		if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, s.fd, &ev); err != nil {
+			return nil, err
+		}
+	}
+	if p.raw, err = p.epoll.SyscallConn(); err != nil {
+		return nil, err
+	}
+	if err := p.epoll.SetReadDeadline(time.Time{}); err != nil {
+		return nil, err // not in the runtime's poller: run could not wait on it
+	}
+	return p, nil
+}
+
+func (p *synProber) closeSockets() {
+	for _, s := range []*synSocket{p.v4, p.v6} {
+		if s != nil {
+			s.close()
+		}
+	}
+	if p.sources != nil {
+		p.sources.close()
+	}
+	if p.epoll != nil {
+		p.epoll.Close()
+	}
+}
+
+// start sends spec's SYN; done is called once with the result, from start
+// when it is known at once (no route), else from run's goroutine. false:
+// this check cannot be made here (no socket of its family, a probe of the
+// same target under way, run has ended), done is not called, and the
+// caller connects instead.
+func (p *synProber) start(spec *ipvsmgr.CheckSpec, done func(Result)) bool {
+	p.sendMu.RLock()
+	defer p.sendMu.RUnlock()
+	if p.shut {
+		return false
+	}
+	begin := time.Now()
+	finish := func(r Result) {
+		r.Duration = time.Since(begin)
+		done(r)
+	}
+	target := spec.Target
+	a := target.Addr().Unmap()
+	key := synKey{port: target.Port()}
+	var s *synSocket
+	var src [4]byte
+	if a.Is4() {
+		s = p.v4
+		a4 := a.As4()
+		copy(key.addr[:], a4[:])
+		var err error
+		if src, err = p.sources.lookup(key, begin); err != nil {
+			finish(describe(context.Background(), spec, err))
+			return true
+		}
+	} else {
+		if s = p.v6; s == nil {
+			return false
+		}
+		key.addr, key.v6 = a.As16(), true
+		if a.IsLinkLocalUnicast() {
+			zone, err := s.zoneIndex(a.Zone())
+			if a.Zone() == "" || err != nil {
+				return false // the connector says what is wrong with it
+			}
+			key.scope = zone
+		}
+	}
+	pr := &synProbe{due: due{deadline: begin.Add(spec.Timeout)}, key: key, seq: rand.Uint32(), spec: spec, start: begin, done: done}
+	p.mu.Lock()
+	if p.closed || p.pending[key] != nil {
+		// Two SYNs from one port to one target would be one connection
+		// to it: the second check connects.
+		p.mu.Unlock()
+		return false
+	}
+	p.pending[key] = pr
+	heap.Push(&p.byTime, pr)
+	if p.waiting.IsZero() || pr.deadline.Before(p.waiting) {
+		p.setDeadline(pr.deadline)
+	}
+	p.mu.Unlock()
+	var err error
+	if s == p.v4 {
+		err = s.sendSYN4(src, [4]byte(key.addr[:4]), key.port, pr.seq)
+	} else {
+		err = s.sendSYN6(key.addr, key.scope, key.port, pr.seq)
+	}
+	if err == nil {
+		return true
+	}
+	p.mu.Lock()
+	mine := p.pending[key] == pr
+	if mine {
+		delete(p.pending, key)
+		heap.Remove(&p.byTime, pr.index)
+	}
+	p.mu.Unlock()
+	if mine {
+		p.sources.forget(key)
+		finish(describe(context.Background(), spec, err))
+	}
+	return true
+}
+
+// setDeadline makes run wake at t at the latest; p.mu is held.
+func (p *synProber) setDeadline(t time.Time) {
+	if !t.Equal(p.waiting) {
+		p.waiting = t
+		p.epoll.SetReadDeadline(t)
+	}
+}
+
+// run reads the replies and times the probes out until ctx ends; then
+// every probe still under way is told "check cancelled", and the sockets
+// are closed.
+func (p *synProber) run(ctx context.Context) {
+	stop := context.AfterFunc(ctx, func() {
+		p.mu.Lock()
+		p.stop = true
+		p.setDeadline(time.Unix(1, 0))
+		p.mu.Unlock()
+	})
+	defer stop()
+	events := make([]unix.EpollEvent, 2)
+	var answers []synAnswer
+	var done []*synProbe
+	var results []Result
+	for {
+		p.mu.Lock()
+		if p.stop {
+			p.mu.Unlock()
+			break
+		}
+		next := time.Time{}
+		if len(p.byTime) > 0 {
+			next = p.byTime[0].deadline
+		}
+		p.setDeadline(next)
+		p.mu.Unlock()
+		answers = answers[:0]
+		err := p.raw.Read(func(epfd uintptr) bool {
+			n := rawEpollPoll(int(epfd), events)
+			for _, ev := range events[:max(n, 0)] {
+				s := p.v4
+				if p.v6 != nil && ev.Fd == int32(p.v6.fd) {
+					s = p.v6
+				}
+				var got int
+				answers, got = s.receive(answers, ev.Events&unix.EPOLLERR != 0)
+				p.received.Add(int64(got))
+			}
+			return n > 0
+		})
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			break
+		}
+		done, results = done[:0], results[:0]
+		p.mu.Lock()
+		for _, a := range answers {
+			pr := p.pending[a.key]
+			if pr == nil || pr.seq != a.seq {
+				continue // late, or not ours
+			}
+			delete(p.pending, pr.key)
+			heap.Remove(&p.byTime, pr.index)
+			done = append(done, pr)
+			switch {
+			case a.errno != 0:
+				results = append(results, icmpResult(pr.spec, a))
+			case a.reset:
+				results = append(results, fail("connection refused"))
+			default:
+				results = append(results, pass("SYN-ACK"))
+			}
+		}
+		now := time.Now()
+		for len(p.byTime) > 0 && !p.byTime[0].deadline.After(now) {
+			pr := heap.Pop(&p.byTime).(*synProbe)
+			delete(p.pending, pr.key)
+			done = append(done, pr)
+			results = append(results, fail("timeout after "+pr.spec.Timeout.String()))
+		}
+		p.mu.Unlock()
+		for i, pr := range done {
+			r := results[i]
+			if r.Outcome != Pass {
+				p.sources.forget(pr.key)
+			}
+			r.Duration = time.Since(pr.start)
+			pr.done(r)
+		}
+	}
+	p.mu.Lock()
+	p.closed = true
+	left := make([]*synProbe, 0, len(p.pending))
+	for _, pr := range p.pending {
+		left = append(left, pr)
+	}
+	p.pending, p.byTime = nil, nil
+	p.mu.Unlock()
+	for _, pr := range left {
+		pr.done(fault("check cancelled"))
+	}
+	p.sendMu.Lock()
+	p.shut = true
+	p.closeSockets()
+	p.sendMu.Unlock()
+}
+
+// icmpResult is what an ICMP error about a check's SYN says: the network's
+// verdict on the way to the real server, so a failure (the director's own
+// missing route is found before the SYN is sent: a fault).
+func icmpResult(spec *ipvsmgr.CheckSpec, a synAnswer) Result {
+	switch {
+	case a.prohibited:
+		return fail("administratively prohibited")
+	case a.errno == unix.ENETUNREACH:
+		return fail("network unreachable")
+	}
+	r := describe(context.Background(), spec, a.errno)
+	r.Outcome = Fail
+	return r
+}

@@ -1,0 +1,20 @@
+//go:build !linux
+
+package health
+
+import (
+	"context"
+	"errors"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+)
+
+// synProber is Linux's; elsewhere tcp checks connect.
+type synProber struct{}
+
+func newSynProber() (*synProber, error) {
+	return nil, errors.New("half-open tcp checks need Linux")
+}
+
+func (p *synProber) start(*ipvsmgr.CheckSpec, func(Result)) bool { return false }
+func (p *synProber) run(context.Context)                         {}
