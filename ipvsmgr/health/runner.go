@@ -71,6 +71,11 @@ type Runner struct {
 	members map[ipvsmgr.ServerRef]*member
 	queue   probeHeap
 
+	// asleep: Run waits for its timer, set for wakeAt (zero: none) or a
+	// poke; a result due before then pokes it.
+	asleep bool
+	wakeAt time.Time
+
 	afterResult func() // tests: called after each result is recorded
 	noConnector bool   // tests and benchmarks: tcp checks dial
 	noSynProbe  bool   // tests and benchmarks: tcp checks connect
@@ -246,10 +251,9 @@ func (r *Runner) poke() {
 // Run schedules and runs the checks until ctx ends; it returns when every
 // check it started has finished (each is cut at its timeout).
 func (r *Runner) Run(ctx context.Context) error {
-	sem := make(chan struct{}, r.cfg.Workers)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	syn, tcp := r.tcpCheckers(ctx, &wg)
+	b := &batch{sem: make(chan struct{}, r.cfg.Workers)}
+	defer b.wg.Wait()
+	b.syn, b.tcp = r.tcpCheckers(ctx, &b.wg)
 	for {
 		r.mu.Lock()
 		now := r.clock.Now()
@@ -261,25 +265,14 @@ func (r *Runner) Run(ctx context.Context) error {
 		if len(r.queue) > 0 {
 			next = r.queue[0].next
 		}
+		// Told under the same lock as next was read: a result that puts
+		// its probe back before next wakes the loop, any other does not.
+		r.asleep, r.wakeAt = len(due) == 0, next
 		r.mu.Unlock()
-		for i, p := range due {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				r.requeue(due[i:])
-				return ctx.Err()
-			}
-			wg.Add(1)
-			if p.spec.Type == "tcp" && r.startTCP(ctx, syn, tcp, p, func() { <-sem; wg.Done() }) {
-				continue
-			}
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				r.runProbe(ctx, p)
-			}()
-		}
 		if len(due) > 0 {
+			if err := r.startDue(ctx, b, due, now); err != nil {
+				return err
+			}
 			continue
 		}
 		var timer <-chan time.Time
@@ -296,6 +289,60 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 		stop()
 	}
+}
+
+// batch is what Run starts checks with: the bound on checks at once, the
+// tcp checkers, the checks started.
+type batch struct {
+	sem chan struct{}
+	wg  sync.WaitGroup
+	syn *synProber
+	tcp *tcpConnector
+}
+
+// synHeld bounds the SYNs of one batch whose replies wait to be read
+// together (in the raw socket's buffer).
+const synHeld = 128
+
+// startDue starts the due checks (taken off the heap at now); ctx's end
+// puts back those not started.
+func (r *Runner) startDue(ctx context.Context, b *batch, due []*probe, now time.Time) error {
+	held, sent := false, 0
+	release := func() {
+		if held {
+			b.syn.release()
+			held, sent = false, 0
+		}
+	}
+	defer release()
+	for i, p := range due {
+		if len(b.sem) == cap(b.sem) || sent == synHeld {
+			release() // the held replies free their places
+		}
+		select {
+		case b.sem <- struct{}{}:
+		case <-ctx.Done():
+			r.requeue(due[i:])
+			return ctx.Err()
+		}
+		b.wg.Add(1)
+		if p.spec.Type == "tcp" {
+			if b.syn != nil && !held {
+				b.syn.hold()
+				held = true
+			}
+			if r.startTCP(ctx, b.syn, b.tcp, p, now, func() { <-b.sem; b.wg.Done() }) {
+				sent++
+				continue
+			}
+		}
+		go func() {
+			defer b.wg.Done()
+			defer func() { <-b.sem }()
+			r.runProbe(ctx, p)
+		}()
+	}
+	return nil
 }
 
 // requeue puts back probes taken off the heap but not started.
@@ -374,9 +421,10 @@ func (r *Runner) tcpCheckers(ctx context.Context, wg *sync.WaitGroup) (*synProbe
 }
 
 // startTCP begins p's tcp check on the prober, else the connector, with no
-// goroutine of its own; release is called once the result is recorded.
+// goroutine of its own; start is when its batch began (the next check is
+// an interval after it), and release is called once the result is recorded.
 // false: neither can make this check, and the caller runs it as any other.
-func (r *Runner) startTCP(ctx context.Context, syn *synProber, tcp *tcpConnector, p *probe, release func()) bool {
+func (r *Runner) startTCP(ctx context.Context, syn *synProber, tcp *tcpConnector, p *probe, start time.Time, release func()) bool {
 	if syn == nil && tcp == nil {
 		return false
 	}
@@ -388,7 +436,6 @@ func (r *Runner) startTCP(ctx context.Context, syn *synProber, tcp *tcpConnector
 	}
 	spec := p.spec
 	r.mu.Unlock()
-	start := r.clock.Now()
 	finish := func(res Result) {
 		defer release()
 		r.finish(ctx, p, &spec, start, res)
@@ -419,16 +466,22 @@ func (r *Runner) finish(ctx context.Context, p *probe, spec *ipvsmgr.CheckSpec, 
 	// Back on the heap only after its events are out, so that the events
 	// of one server are told in order.
 	r.mu.Lock()
+	wake := false
 	if !p.removed {
 		p.next = start.Add(p.spec.Interval)
 		if p.next.Before(now) {
 			p.next = now
 		}
 		heap.Push(&r.queue, p)
+		// A thousand results a second would wake the loop as often, to
+		// find nothing due: only one due before its timer does.
+		wake = r.asleep && (r.wakeAt.IsZero() || p.next.Before(r.wakeAt))
 	}
 	hook := r.afterResult
 	r.mu.Unlock()
-	r.poke()
+	if wake {
+		r.poke()
+	}
 	if hook != nil {
 		hook()
 	}

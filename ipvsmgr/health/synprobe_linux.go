@@ -33,6 +33,7 @@ type synProber struct {
 	// raw socket (EPOLLERR) reaches us as the epoll's readability, which
 	// the runtime's poller does not mistake for a broken descriptor.
 	epoll   *os.File
+	epfd    int // epoll's descriptor, for hold and release
 	raw     syscall.RawConn
 	v4, v6  *synSocket // nil: that family is not probed here
 	sources *sources
@@ -49,7 +50,21 @@ type synProber struct {
 	closed  bool      // run has ended
 	stop    bool      // ctx ended: run ends
 
+	// recvMu is held while a socket is read (by run, or by release): the
+	// sockets' receive vectors are shared.
+	recvMu   sync.Mutex
+	flush    settlement   // release's
 	received atomic.Int64 // segments the filter let through (tests)
+}
+
+// settlement is one pass over the probes under way: the answers read, then
+// the probes they end (and those past their deadline) with their results,
+// matched under the lock and told outside it. Each goroutine that settles
+// has its own.
+type settlement struct {
+	answers []synAnswer
+	done    []*synProbe
+	results []Result
 }
 
 // synProbe is one check under way.
@@ -88,7 +103,7 @@ func newSynProber() (_ *synProber, err error) {
 		unix.Close(epfd)
 		return nil, err
 	}
-	p.epoll = os.NewFile(uintptr(epfd), "tcp check raw sockets")
+	p.epoll, p.epfd = os.NewFile(uintptr(epfd), "tcp check raw sockets"), epfd
 	for _, s := range []*synSocket{p.v4, p.v6} {
 		if s == nil {
 			continue
@@ -221,9 +236,7 @@ func (p *synProber) run(ctx context.Context) {
 	})
 	defer stop()
 	events := make([]unix.EpollEvent, 2)
-	var answers []synAnswer
-	var done []*synProbe
-	var results []Result
+	var st settlement
 	for {
 		p.mu.Lock()
 		if p.stop {
@@ -236,58 +249,23 @@ func (p *synProber) run(ctx context.Context) {
 		}
 		p.setDeadline(next)
 		p.mu.Unlock()
-		answers = answers[:0]
 		err := p.raw.Read(func(epfd uintptr) bool {
 			n := rawEpollPoll(int(epfd), events)
+			p.recvMu.Lock()
 			for _, ev := range events[:max(n, 0)] {
 				s := p.v4
 				if p.v6 != nil && ev.Fd == int32(p.v6.fd) {
 					s = p.v6
 				}
-				var got int
-				answers, got = s.receive(answers, ev.Events&unix.EPOLLERR != 0)
-				p.received.Add(int64(got))
+				st.answers = p.receive(s, st.answers, ev.Events&unix.EPOLLERR != 0)
 			}
+			p.recvMu.Unlock()
 			return n > 0
 		})
 		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 			break
 		}
-		done, results = done[:0], results[:0]
-		p.mu.Lock()
-		for _, a := range answers {
-			pr := p.pending[a.key]
-			if pr == nil || pr.seq != a.seq {
-				continue // late, or not ours
-			}
-			delete(p.pending, pr.key)
-			heap.Remove(&p.byTime, pr.index)
-			done = append(done, pr)
-			switch {
-			case a.errno != 0:
-				results = append(results, icmpResult(pr.spec, a))
-			case a.reset:
-				results = append(results, fail("connection refused"))
-			default:
-				results = append(results, pass("SYN-ACK"))
-			}
-		}
-		now := time.Now()
-		for len(p.byTime) > 0 && !p.byTime[0].deadline.After(now) {
-			pr := heap.Pop(&p.byTime).(*synProbe)
-			delete(p.pending, pr.key)
-			done = append(done, pr)
-			results = append(results, fail("timeout after "+pr.spec.Timeout.String()))
-		}
-		p.mu.Unlock()
-		for i, pr := range done {
-			r := results[i]
-			if r.Outcome != Pass {
-				p.sources.forget(pr.key)
-			}
-			r.Duration = time.Since(pr.start)
-			pr.done(r)
-		}
+		p.settle(&st, true)
 	}
 	p.mu.Lock()
 	p.closed = true
@@ -304,6 +282,100 @@ func (p *synProber) run(ctx context.Context) {
 	p.shut = true
 	p.closeSockets()
 	p.sendMu.Unlock()
+}
+
+// receive reads s's queue into answers; p.recvMu is held.
+func (p *synProber) receive(s *synSocket, answers []synAnswer, errs bool) []synAnswer {
+	answers, n := s.receive(answers, errs)
+	p.received.Add(int64(n))
+	return answers
+}
+
+// settle ends the probes st.answers answer and (timeouts) those past their
+// deadline, and tells their results.
+func (p *synProber) settle(st *settlement, timeouts bool) {
+	st.done, st.results = st.done[:0], st.results[:0]
+	now := time.Now()
+	p.mu.Lock()
+	for _, a := range st.answers {
+		pr := p.pending[a.key]
+		if pr == nil || pr.seq != a.seq {
+			continue // late, or not ours
+		}
+		delete(p.pending, pr.key)
+		heap.Remove(&p.byTime, pr.index)
+		st.done = append(st.done, pr)
+		switch {
+		case a.errno != 0:
+			st.results = append(st.results, icmpResult(pr.spec, a))
+		case a.reset:
+			st.results = append(st.results, fail("connection refused"))
+		default:
+			st.results = append(st.results, pass("SYN-ACK"))
+		}
+	}
+	for timeouts && len(p.byTime) > 0 && !p.byTime[0].deadline.After(now) {
+		pr := heap.Pop(&p.byTime).(*synProbe)
+		delete(p.pending, pr.key)
+		st.done = append(st.done, pr)
+		st.results = append(st.results, fail("timeout after "+pr.spec.Timeout.String()))
+	}
+	p.mu.Unlock()
+	st.answers = st.answers[:0]
+	for i, pr := range st.done {
+		r := st.results[i]
+		if r.Outcome != Pass {
+			p.sources.forget(pr.key)
+		}
+		r.Duration = now.Sub(pr.start)
+		pr.done(r)
+		st.done[i] = nil
+	}
+}
+
+// hold keeps the replies that come while the caller sends a batch of SYNs
+// in the sockets' queues, without waking run for each: on a local or veth
+// peer the kernel answers within the send itself, and a wake-up of run
+// (and of the thread asleep in the runtime's poller) per reply cost more
+// than the check. release reads what came, tells its results in the
+// caller's goroutine, and lets run be woken again. One caller at a time
+// (the runner's loop); a held batch should be short (its replies wait in
+// the socket's buffer, and its probes' deadlines run).
+func (p *synProber) hold() {
+	p.sendMu.RLock()
+	defer p.sendMu.RUnlock()
+	if !p.shut {
+		p.watch(0)
+	}
+}
+
+func (p *synProber) release() {
+	p.sendMu.RLock()
+	defer p.sendMu.RUnlock()
+	if p.shut {
+		return
+	}
+	p.recvMu.Lock()
+	for _, s := range []*synSocket{p.v4, p.v6} {
+		if s != nil {
+			p.flush.answers = p.receive(s, p.flush.answers, false)
+		}
+	}
+	p.recvMu.Unlock()
+	p.settle(&p.flush, false)
+	// Level-triggered: what came since the read above wakes run at once.
+	p.watch(unix.EPOLLIN)
+}
+
+// watch sets the events epoll waits for on the sockets (0: none but
+// errors); p.sendMu is held for reading, and the sockets are open.
+func (p *synProber) watch(events uint32) {
+	for _, s := range []*synSocket{p.v4, p.v6} {
+		if s != nil {
+			ev := unix.EpollEvent{Events: events, Fd: int32(s.fd)}
+			rawEpollCtl(p.epfd, unix.EPOLL_CTL_MOD, s.fd, &ev)
+		}
+	}
 }
 
 // icmpResult is what an ICMP error about a check's SYN says: the network's

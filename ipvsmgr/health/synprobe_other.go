@@ -18,3 +18,5 @@ func newSynProber() (*synProber, error) {
 
 func (p *synProber) start(*ipvsmgr.CheckSpec, func(Result)) bool { return false }
 func (p *synProber) run(context.Context)                         {}
+func (p *synProber) hold()                                       {}
+func (p *synProber) release()                                    {}

@@ -218,6 +218,41 @@ func TestSynProbeFilterDropsOtherTraffic(t *testing.T) {
 	}
 }
 
+// While held, the replies of a batch wait in the socket (run is not woken
+// for each); release reads them and tells their results before it returns
+// (on loopback the kernel answers within the send).
+func TestSynProbeHoldRelease(t *testing.T) {
+	p := prober(t)
+	var got atomic.Int64
+	p.hold()
+	for i := range 10 {
+		target, want := closedPort(t, "tcp", "127.0.0.1"), "connection refused"
+		if i%2 == 0 {
+			target, _ = quietListener(t, "127.0.0.1")
+			want = "SYN-ACK"
+		}
+		if !p.start(specFor("tcp", target), func(r Result) {
+			got.Add(1)
+			if r.Reason != want {
+				t.Errorf("%s: %s %q, want %q", target, r.Outcome, r.Reason, want)
+			}
+		}) {
+			t.Fatal("the prober refused a check")
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := got.Load(); n != 0 {
+		t.Errorf("%d results while held, want 0", n)
+	}
+	p.release()
+	if n := got.Load(); n != 10 {
+		t.Errorf("%d results when release returned, want 10", n)
+	}
+	// Not held any more: run reads the replies itself.
+	addr, _ := quietListener(t, "127.0.0.1")
+	expect(t, "after release", probeOnce(t, p, specFor("tcp", addr)), Pass, "SYN-ACK")
+}
+
 // Two checks of one target at once would be one 4-tuple: the second is
 // refused, and the runner connects for it.
 func TestSynProbeOneProbePerTarget(t *testing.T) {
