@@ -52,10 +52,19 @@ type Config struct {
 	FlapCount  int
 }
 
-// batchSlack: the checks due within it are started together, a little
-// early, so that a thousand checks a second wake the scheduler (and the
-// connector) a hundred times rather than a thousand.
-const batchSlack = 10 * time.Millisecond
+// The checks due within a slack are started together, a little early, so
+// that a thousand checks a second wake the scheduler (and the tcp checkers)
+// twenty times rather than a thousand: a twentieth of a check's interval,
+// between minSlack and maxSlack.
+const (
+	minSlack = 10 * time.Millisecond
+	maxSlack = 50 * time.Millisecond
+)
+
+// slack is how early p may start to join a batch.
+func (p *probe) slack() time.Duration {
+	return min(max(p.spec.Interval/20, minSlack), maxSlack)
+}
 
 // Runner runs every check of a director on one scheduler: a heap of the
 // next run times, bounded concurrency, one run per distinct check however
@@ -64,7 +73,11 @@ type Runner struct {
 	cfg   Config
 	check func(ctx context.Context, spec *ipvsmgr.CheckSpec) Result
 	clock Clock
-	wake  chan struct{}
+	// realTime: clock is the system's, so the tcp checkers' times (their
+	// deadlines, a result's duration) are the runner's too, and a batch's
+	// checks need no clock reading each.
+	realTime bool
+	wake     chan struct{}
 
 	mu      sync.Mutex
 	probes  map[string]*probe
@@ -98,6 +111,12 @@ type probe struct {
 	percent int // agent percentage, -1 none
 	changes []time.Time
 	members map[ipvsmgr.ServerRef]*member
+	// slowStart: some member ramps its weight up when it comes back (its
+	// health changes with time, not only with results).
+	slowStart bool
+	// joined: a member was added since the last result (what it was told
+	// may differ from what the others were).
+	joined bool
 
 	next    time.Time
 	index   int // in the heap; -1 when not there (running or removed)
@@ -127,6 +146,7 @@ func NewRunner(cfg Config) *Runner {
 	if r.clock == nil {
 		r.clock = realClock{}
 	}
+	_, r.realTime = r.clock.(realClock)
 	if r.cfg.Workers <= 0 {
 		r.cfg.Workers = 512
 	}
@@ -145,8 +165,9 @@ func NewRunner(cfg Config) *Runner {
 // Update makes the runner check exactly checks (Desired.Checks of a newly
 // compiled state). A server whose check did not change keeps its health and
 // its schedule; the checks of servers no longer listed stop (a run under way
-// is cancelled). New checks start at a random point of their first interval,
-// so that a thousand new servers are not all checked at once.
+// is cancelled). New checks start at a random point of their first interval
+// (after the slack: see probe.slack), so that a thousand new servers are
+// not all checked at once.
 func (r *Runner) Update(checks []ipvsmgr.ServerCheck) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -163,14 +184,18 @@ func (r *Runner) Update(checks []ipvsmgr.ServerCheck) {
 		if p == nil {
 			if p = r.probes[key]; p == nil {
 				p = &probe{key: key, spec: c.Spec, dynamic: -1, percent: -1, since: now, index: -1}
-				p.next = now.Add(time.Duration(rand.Int64N(int64(max(c.Spec.Interval, 1)))))
+				// Not within the slack of now: the first run is a batch's
+				// like any other, not the one under way.
+				slack := p.slack()
+				p.next = now.Add(slack + time.Duration(rand.Int64N(int64(max(c.Spec.Interval-slack, 1)))))
 				heap.Push(&r.queue, p)
 			}
-			p.members = map[ipvsmgr.ServerRef]*member{}
+			p.members, p.slowStart = map[ipvsmgr.ServerRef]*member{}, false
 			probes[key] = p
 		}
 		m := r.members[c.Ref]
 		if m == nil || m.probe != p {
+			p.joined = true
 			m = &member{probe: p}
 			m.check = c
 			m.up = m.in()
@@ -179,6 +204,7 @@ func (r *Runner) Update(checks []ipvsmgr.ServerCheck) {
 			m.check = c
 		}
 		p.members[c.Ref] = m
+		p.slowStart = p.slowStart || c.SlowStart > 0
 		members[c.Ref] = m
 	}
 	for key, p := range r.probes {
@@ -252,13 +278,14 @@ func (r *Runner) poke() {
 // check it started has finished (each is cut at its timeout).
 func (r *Runner) Run(ctx context.Context) error {
 	b := &batch{sem: make(chan struct{}, r.cfg.Workers)}
+	b.done = func() { <-b.sem; b.wg.Done() }
 	defer b.wg.Wait()
 	b.syn, b.tcp = r.tcpCheckers(ctx, &b.wg)
 	for {
 		r.mu.Lock()
 		now := r.clock.Now()
 		var due []*probe
-		for len(r.queue) > 0 && !r.queue[0].next.After(now.Add(batchSlack)) {
+		for len(r.queue) > 0 && !r.queue[0].next.After(now.Add(r.queue[0].slack())) {
 			due = append(due, heap.Pop(&r.queue).(*probe))
 		}
 		var next time.Time
@@ -294,30 +321,39 @@ func (r *Runner) Run(ctx context.Context) error {
 // batch is what Run starts checks with: the bound on checks at once, the
 // tcp checkers, the checks started.
 type batch struct {
-	sem chan struct{}
-	wg  sync.WaitGroup
-	syn *synProber
-	tcp *tcpConnector
+	sem  chan struct{}
+	wg   sync.WaitGroup
+	syn  *synProber
+	tcp  *tcpConnector
+	done func() // a tcp check's place is free
 }
 
-// synHeld bounds the SYNs of one batch whose replies wait to be read
-// together (in the raw socket's buffer).
-const synHeld = 128
+// synHeld bounds the tcp checks of a batch started at one reading of the
+// clock, and the SYNs whose replies wait to be read together (in the raw
+// socket's buffer).
+const synHeld = 64
 
-// startDue starts the due checks (taken off the heap at now); ctx's end
-// puts back those not started.
+// startDue starts the due checks (taken off the heap at now, the time the
+// tcp checks start at: the clock is read again every synHeld of them);
+// ctx's end puts back those not started.
 func (r *Runner) startDue(ctx context.Context, b *batch, due []*probe, now time.Time) error {
 	held, sent := false, 0
 	release := func() {
 		if held {
 			b.syn.release()
-			held, sent = false, 0
+			held = false
 		}
 	}
 	defer release()
 	for i, p := range due {
+		if ctx.Err() != nil {
+			r.requeue(due[i:])
+			return ctx.Err()
+		}
 		if len(b.sem) == cap(b.sem) || sent == synHeld {
 			release() // the held replies free their places
+			sent = 0
+			now = r.clock.Now()
 		}
 		select {
 		case b.sem <- struct{}{}:
@@ -331,7 +367,7 @@ func (r *Runner) startDue(ctx context.Context, b *batch, due []*probe, now time.
 				b.syn.hold()
 				held = true
 			}
-			if r.startTCP(ctx, b.syn, b.tcp, p, now, func() { <-b.sem; b.wg.Done() }) {
+			if r.startTCP(ctx, b.syn, b.tcp, p, now, b.done) {
 				sent++
 				continue
 			}
@@ -434,18 +470,31 @@ func (r *Runner) startTCP(ctx context.Context, syn *synProber, tcp *tcpConnector
 		release()
 		return true
 	}
-	spec := p.spec
 	r.mu.Unlock()
+	spec := &p.spec // never changed: a changed check is another probe
+	begin := start
+	if !r.realTime {
+		begin = time.Now()
+	}
 	finish := func(res Result) {
 		defer release()
-		r.finish(ctx, p, &spec, start, res)
+		now := begin.Add(res.Duration)
+		if !r.realTime {
+			now = r.clock.Now()
+		}
+		r.finishAt(ctx, p, spec, start, res, now)
 	}
-	return syn != nil && syn.start(&spec, finish) || tcp != nil && tcp.start(&spec, finish)
+	return syn != nil && syn.start(spec, begin, finish) || tcp != nil && tcp.start(spec, begin, finish)
 }
 
 // finish records a check's result, tells the changes, and puts the probe
 // back on the heap.
 func (r *Runner) finish(ctx context.Context, p *probe, spec *ipvsmgr.CheckSpec, start time.Time, res Result) {
+	r.finishAt(ctx, p, spec, start, res, r.clock.Now())
+}
+
+// finishAt is finish with the time the result came.
+func (r *Runner) finishAt(ctx context.Context, p *probe, spec *ipvsmgr.CheckSpec, start time.Time, res Result, now time.Time) {
 	if r.cfg.OnCheck != nil {
 		r.cfg.OnCheck(spec, res)
 	}
@@ -455,7 +504,6 @@ func (r *Runner) finish(ctx context.Context, p *probe, spec *ipvsmgr.CheckSpec, 
 		r.mu.Unlock()
 		return
 	}
-	now := r.clock.Now()
 	events := r.record(p, res, now)
 	r.mu.Unlock()
 	for _, e := range events {
@@ -490,7 +538,7 @@ func (r *Runner) finish(ctx context.Context, p *probe, spec *ipvsmgr.CheckSpec, 
 // record runs the state machine on one result and returns the changes it
 // makes to the probe's members.
 func (r *Runner) record(p *probe, res Result, now time.Time) []Event {
-	from := p.state
+	from, fault, dynamic, percent := p.state, p.fault, p.dynamic, p.percent
 	p.last, p.lastAt = res, now
 	switch res.Outcome {
 	case Fault:
@@ -518,6 +566,10 @@ func (r *Runner) record(p *probe, res Result, now time.Time) []Event {
 	if from != p.state {
 		r.cfg.Log.Info("real server health changed", "target", p.spec.Target.String(), "from", from.String(), "to", p.state.String(), "reason", res.Reason)
 	}
+	if from == p.state && fault == p.fault && dynamic == p.dynamic && percent == p.percent && !p.slowStart && !p.joined {
+		return nil // as most results: no member's health can have changed
+	}
+	p.joined = false
 	flapping := len(p.changes) >= r.cfg.FlapCount
 	var events []Event
 	for _, m := range p.members {

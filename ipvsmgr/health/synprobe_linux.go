@@ -136,18 +136,19 @@ func (p *synProber) closeSockets() {
 	}
 }
 
-// start sends spec's SYN; done is called once with the result, from start
-// when it is known at once (no route), else from run's goroutine. false:
-// this check cannot be made here (no socket of its family, a probe of the
-// same target under way, run has ended), done is not called, and the
-// caller connects instead.
-func (p *synProber) start(spec *ipvsmgr.CheckSpec, done func(Result)) bool {
+// start sends spec's SYN (begin: now, as the caller last read the clock;
+// the timeout and the result's duration count from it); done is called
+// once with the result, from start when it is known at once (no route),
+// else from run's goroutine (or release's). false: this check cannot be
+// made here (no socket of its family, a probe of the same target under
+// way, run has ended), done is not called, and the caller connects
+// instead.
+func (p *synProber) start(spec *ipvsmgr.CheckSpec, begin time.Time, done func(Result)) bool {
 	p.sendMu.RLock()
 	defer p.sendMu.RUnlock()
 	if p.shut {
 		return false
 	}
-	begin := time.Now()
 	finish := func(r Result) {
 		r.Duration = time.Since(begin)
 		done(r)

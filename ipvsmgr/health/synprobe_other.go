@@ -5,6 +5,7 @@ package health
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 )
@@ -16,7 +17,7 @@ func newSynProber() (*synProber, error) {
 	return nil, errors.New("half-open tcp checks need Linux")
 }
 
-func (p *synProber) start(*ipvsmgr.CheckSpec, func(Result)) bool { return false }
-func (p *synProber) run(context.Context)                         {}
-func (p *synProber) hold()                                       {}
-func (p *synProber) release()                                    {}
+func (p *synProber) start(*ipvsmgr.CheckSpec, time.Time, func(Result)) bool { return false }
+func (p *synProber) run(context.Context)                                    {}
+func (p *synProber) hold()                                                  {}
+func (p *synProber) release()                                               {}

@@ -64,7 +64,7 @@ func prober(t testing.TB) *synProber {
 func probeOnce(t *testing.T, p *synProber, spec *ipvsmgr.CheckSpec) Result {
 	t.Helper()
 	got := make(chan Result, 1)
-	if !p.start(spec, func(r Result) { got <- r }) {
+	if !p.start(spec, time.Now(), func(r Result) { got <- r }) {
 		t.Fatalf("%s: the prober refused the check", spec.Target)
 	}
 	select {
@@ -219,8 +219,8 @@ func TestSynProbeFilterDropsOtherTraffic(t *testing.T) {
 }
 
 // While held, the replies of a batch wait in the socket (run is not woken
-// for each); release reads them and tells their results before it returns
-// (on loopback the kernel answers within the send).
+// for each); release reads them and tells their results (on loopback the
+// kernel answers within the send), and run reads what comes after.
 func TestSynProbeHoldRelease(t *testing.T) {
 	p := prober(t)
 	var got atomic.Int64
@@ -231,7 +231,7 @@ func TestSynProbeHoldRelease(t *testing.T) {
 			target, _ = quietListener(t, "127.0.0.1")
 			want = "SYN-ACK"
 		}
-		if !p.start(specFor("tcp", target), func(r Result) {
+		if !p.start(specFor("tcp", target), time.Now(), func(r Result) {
 			got.Add(1)
 			if r.Reason != want {
 				t.Errorf("%s: %s %q, want %q", target, r.Outcome, r.Reason, want)
@@ -245,8 +245,14 @@ func TestSynProbeHoldRelease(t *testing.T) {
 		t.Errorf("%d results while held, want 0", n)
 	}
 	p.release()
-	if n := got.Load(); n != 10 {
-		t.Errorf("%d results when release returned, want 10", n)
+	// Usually all ten by now; a loaded machine may answer later (its
+	// softirqs deferred to ksoftirqd), and run tells those.
+	t.Logf("%d results when release returned", got.Load())
+	for i := 0; got.Load() < 10; i++ {
+		if i == 500 {
+			t.Fatalf("%d results 5s after release, want 10", got.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	// Not held any more: run reads the replies itself.
 	addr, _ := quietListener(t, "127.0.0.1")
@@ -260,12 +266,12 @@ func TestSynProbeOneProbePerTarget(t *testing.T) {
 	spec := specFor("tcp", fullListener(t, "127.0.0.1"))
 	spec.Timeout = 300 * time.Millisecond
 	got := make(chan Result, 1)
-	if !p.start(spec, func(r Result) { got <- r }) {
+	if !p.start(spec, time.Now(), func(r Result) { got <- r }) {
 		t.Fatal("the prober refused the first check")
 	}
 	other := *spec
 	other.Interval = 5 * time.Second
-	if p.start(&other, func(Result) { t.Error("the second check of a target under way got a result") }) {
+	if p.start(&other, time.Now(), func(Result) { t.Error("the second check of a target under way got a result") }) {
 		t.Error("the prober took a second check of a target under way")
 	}
 	expect(t, "backlog full", <-got, Fail, "timeout after 300ms")
@@ -304,6 +310,9 @@ func TestRunnerChecksTCPHalfOpen(t *testing.T) {
 		}
 	}
 	time.Sleep(300 * time.Millisecond) // a few more rounds
+	// Before the runner stops: a check it starts while the prober stops
+	// may connect.
+	connections := accepted()
 	cancel()
 	<-done
 	if e := got[1]; e.To != ipvsmgr.HealthUp || e.Reason != passed {
@@ -312,7 +321,7 @@ func TestRunnerChecksTCPHalfOpen(t *testing.T) {
 	if e := got[2]; e.To != ipvsmgr.HealthDown || e.Reason != "connection refused" {
 		t.Errorf("closed: %s %q, want down: connection refused", e.To, e.Reason)
 	}
-	if n := accepted(); n != 0 && passed == "SYN-ACK" {
+	if n := connections; n != 0 && passed == "SYN-ACK" {
 		t.Errorf("the listener's application was given %d connections, want 0", n)
 	}
 }
@@ -478,7 +487,7 @@ func TestSynProbeNetns(t *testing.T) {
 	for _, c := range cases {
 		wg.Add(1)
 		spec := specFor("tcp", c.target)
-		if !p.start(spec, func(r Result) {
+		if !p.start(spec, time.Now(), func(r Result) {
 			defer wg.Done()
 			expect(t, c.name+" ("+c.target+")", r, c.outcome, c.reason)
 			if c.outcome == Fail && c.reason != "timeout after 1s" && r.Duration > 900*time.Millisecond {
@@ -531,7 +540,7 @@ func TestSynProbe1000(t *testing.T) {
 		spec := specFor("tcp", fmt.Sprintf("198.19.%d.%d:%s", i/250, i%250+1, port))
 		spec.Timeout = 5 * time.Second
 		wg.Add(1)
-		if !p.start(spec, func(r Result) {
+		if !p.start(spec, time.Now(), func(r Result) {
 			defer wg.Done()
 			if r.Outcome == Pass {
 				passed.Add(1)

@@ -65,13 +65,14 @@ func BenchmarkTCPCheck1000(b *testing.B) {
 		})
 	})
 	// Every check at once on a connector or the prober, results by callback.
-	onEach := func(b *testing.B, start func(*ipvsmgr.CheckSpec, func(Result)) bool) {
+	onEach := func(b *testing.B, start func(*ipvsmgr.CheckSpec, time.Time, func(Result)) bool) {
 		run(b, func() int64 {
 			var failed atomic.Int64
 			var wg sync.WaitGroup
+			now := time.Now()
 			for _, s := range specs {
 				wg.Add(1)
-				if !start(s, func(r Result) {
+				if !start(s, now, func(r Result) {
 					if r.Outcome != Pass {
 						failed.Add(1)
 					}

@@ -71,13 +71,13 @@ func newTCPConnector() (*tcpConnector, error) {
 	return &tcpConnector{epoll: f, raw: raw, pending: map[int32]*connect{}}, nil
 }
 
-// start begins a connect to spec's target; done is called once with the
-// result, from start itself when it is known at once, else from run's
-// goroutine. false: this connect cannot be made here (no such address
-// family, the epoll refused the socket, run has ended), done is not called,
-// and the caller dials instead.
-func (c *tcpConnector) start(spec *ipvsmgr.CheckSpec, done func(Result)) bool {
-	start := time.Now()
+// start begins a connect to spec's target (start: now, as the caller last
+// read the clock; the timeout and the result's duration count from it);
+// done is called once with the result, from start itself when it is known
+// at once, else from run's goroutine. false: this connect cannot be made
+// here (no such address family, the epoll refused the socket, run has
+// ended), done is not called, and the caller dials instead.
+func (c *tcpConnector) start(spec *ipvsmgr.CheckSpec, start time.Time, done func(Result)) bool {
 	finish := func(r Result) {
 		r.Duration = time.Since(start)
 		done(r)

@@ -43,7 +43,7 @@ func connector(t testing.TB) *tcpConnector {
 func connectOnce(t *testing.T, tcp *tcpConnector, spec *ipvsmgr.CheckSpec) Result {
 	t.Helper()
 	got := make(chan Result, 1)
-	if !tcp.start(spec, func(r Result) { got <- r }) {
+	if !tcp.start(spec, time.Now(), func(r Result) { got <- r }) {
 		t.Fatalf("%s: the connector refused the check", spec.Target)
 	}
 	select {
@@ -157,7 +157,7 @@ func TestTCPConnectorMixed(t *testing.T) {
 		spec := specFor("tcp", target)
 		spec.Timeout = 200 * time.Millisecond
 		wg.Add(1)
-		if !tcp.start(spec, func(r Result) {
+		if !tcp.start(spec, time.Now(), func(r Result) {
 			defer wg.Done()
 			if r.Outcome != w.outcome || r.Reason != w.reason {
 				mu.Lock()
@@ -233,7 +233,7 @@ func TestTCPConnectorOutOfFiles(t *testing.T) {
 		t.Skip(err)
 	}
 	got := make(chan Result, 1)
-	ok := tcp.start(specFor("tcp", "127.0.0.1:9"), func(r Result) { got <- r })
+	ok := tcp.start(specFor("tcp", "127.0.0.1:9"), time.Now(), func(r Result) { got <- r })
 	unix.Setrlimit(unix.RLIMIT_NOFILE, &old)
 	if !ok {
 		t.Fatal("the connector refused the check")
