@@ -33,3 +33,11 @@ func (h *deadlines[T]) Pop() any {
 	*h = old[:len(old)-1]
 	return v
 }
+
+// soonest is the earliest deadline (zero: none).
+func (h *deadlines[T]) soonest() time.Time {
+	if len(*h) == 0 {
+		return time.Time{}
+	}
+	return (*h)[0].at().deadline
+}

@@ -27,12 +27,12 @@ import (
 // socket and reset cost both sides several times the CPU of a SYN, a
 // SYN-ACK and a reset; keepalived pays them. It needs CAP_NET_RAW.
 type synProber struct {
-	// epoll holds both raw sockets and is itself waited for by the Go
-	// runtime's poller (a read deadline on it is the earliest probe's
-	// timeout): one goroutine for both families, and an ICMP error on a
-	// raw socket (EPOLLERR) reaches us as the epoll's readability, which
-	// the runtime's poller does not mistake for a broken descriptor.
-	epoll   *os.File
+	// waiter's epoll holds both raw sockets and is itself waited for by
+	// the Go runtime's poller (a read deadline on it is the earliest
+	// probe's timeout): one goroutine for both families, and an ICMP error
+	// on a raw socket (EPOLLERR) reaches us as the epoll's readability,
+	// which the runtime's poller does not mistake for a broken descriptor.
+	waiter
 	epfd    int // epoll's descriptor, for hold and release
 	raw     syscall.RawConn
 	v4, v6  *synSocket // nil: that family is not probed here
@@ -46,9 +46,7 @@ type synProber struct {
 	mu      sync.Mutex
 	pending map[synKey]*synProbe
 	byTime  deadlines[*synProbe]
-	waiting time.Time // the deadline set on epoll (zero: none)
-	closed  bool      // run has ended
-	stop    bool      // ctx ended: run ends
+	closed  bool // run has ended
 
 	// recvMu is held while a socket is read (by run, or by release): the
 	// sockets' receive vectors are shared.
@@ -190,9 +188,7 @@ func (p *synProber) start(spec *ipvsmgr.CheckSpec, begin time.Time, done func(Re
 	}
 	p.pending[key] = pr
 	heap.Push(&p.byTime, pr)
-	if p.waiting.IsZero() || pr.deadline.Before(p.waiting) {
-		p.setDeadline(pr.deadline)
-	}
+	p.sooner(pr.deadline)
 	p.mu.Unlock()
 	var err error
 	if s == p.v4 {
@@ -217,39 +213,14 @@ func (p *synProber) start(spec *ipvsmgr.CheckSpec, begin time.Time, done func(Re
 	return true
 }
 
-// setDeadline makes run wake at t at the latest; p.mu is held.
-func (p *synProber) setDeadline(t time.Time) {
-	if !t.Equal(p.waiting) {
-		p.waiting = t
-		p.epoll.SetReadDeadline(t)
-	}
-}
-
 // run reads the replies and times the probes out until ctx ends; then
 // every probe still under way is told "check cancelled", and the sockets
 // are closed.
 func (p *synProber) run(ctx context.Context) {
-	stop := context.AfterFunc(ctx, func() {
-		p.mu.Lock()
-		p.stop = true
-		p.setDeadline(time.Unix(1, 0))
-		p.mu.Unlock()
-	})
-	defer stop()
+	defer p.stopOn(ctx, &p.mu)()
 	events := make([]unix.EpollEvent, 2)
 	var st settlement
-	for {
-		p.mu.Lock()
-		if p.stop {
-			p.mu.Unlock()
-			break
-		}
-		next := time.Time{}
-		if len(p.byTime) > 0 {
-			next = p.byTime[0].deadline
-		}
-		p.setDeadline(next)
-		p.mu.Unlock()
+	for p.arm(&p.mu, p.byTime.soonest) {
 		err := p.raw.Read(func(epfd uintptr) bool {
 			n := rawEpollPoll(int(epfd), events)
 			p.recvMu.Lock()

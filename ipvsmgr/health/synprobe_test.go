@@ -47,33 +47,7 @@ func prober(t testing.TB) *synProber {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		p.run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return p
-}
-
-// probeOnce runs one check on p and waits for its result (bounded).
-func probeOnce(t *testing.T, p *synProber, spec *ipvsmgr.CheckSpec) Result {
-	t.Helper()
-	got := make(chan Result, 1)
-	if !p.start(spec, time.Now(), func(r Result) { got <- r }) {
-		t.Fatalf("%s: the prober refused the check", spec.Target)
-	}
-	select {
-	case r := <-got:
-		return r
-	case <-time.After(spec.Timeout + 5*time.Second):
-		t.Fatalf("%s: no result 5s after its timeout", spec.Target)
-		return Result{}
-	}
+	return running(t, p)
 }
 
 // quietListener listens on host:0 and never accepts by itself; accepted
@@ -135,7 +109,7 @@ func TestSynProbe(t *testing.T) {
 	for _, host := range loopbacks(t) {
 		addr, accepted := quietListener(t, host)
 		for range 5 {
-			r := probeOnce(t, p, specFor("tcp", addr))
+			r := connectOnce(t, p, specFor("tcp", addr))
 			expect(t, host+" listening", r, Pass, "SYN-ACK")
 			if r.Duration <= 0 || r.Weight != -1 || r.Percent != -1 {
 				t.Errorf("%s listening: result %+v: want a duration, no weight, no percentage", host, r)
@@ -146,11 +120,11 @@ func TestSynProbe(t *testing.T) {
 		if n := accepted(); n != 0 {
 			t.Errorf("%s: the listener's application was given %d connections by 5 half-open checks, want 0", host, n)
 		}
-		expect(t, host+" closed", probeOnce(t, p, specFor("tcp", closedPort(t, "tcp", host))), Fail, "connection refused")
+		expect(t, host+" closed", connectOnce(t, p, specFor("tcp", closedPort(t, "tcp", host))), Fail, "connection refused")
 
 		spec := specFor("tcp", fullListener(t, host))
 		spec.Timeout = 300 * time.Millisecond
-		r := probeOnce(t, p, spec)
+		r := connectOnce(t, p, spec)
 		expect(t, host+" backlog full", r, Fail, "timeout after 300ms")
 		if r.Duration < spec.Timeout || r.Duration > spec.Timeout+time.Second {
 			t.Errorf("%s backlog full: took %v, want about %v", host, r.Duration, spec.Timeout)
@@ -211,7 +185,7 @@ func TestSynProbeFilterDropsOtherTraffic(t *testing.T) {
 		t.Errorf("the prober read %d segments of connections not its own (an unfiltered socket saw %d), want 0", got, seen)
 	}
 	addr, _ := quietListener(t, "127.0.0.1")
-	expect(t, "listening", probeOnce(t, p, specFor("tcp", addr)), Pass, "SYN-ACK")
+	expect(t, "listening", connectOnce(t, p, specFor("tcp", addr)), Pass, "SYN-ACK")
 	time.Sleep(50 * time.Millisecond)
 	if got := p.received.Load() - before; got != 1 {
 		t.Errorf("the prober read %d segments for one check, want 1 (the SYN-ACK)", got)
@@ -256,7 +230,7 @@ func TestSynProbeHoldRelease(t *testing.T) {
 	}
 	// Not held any more: run reads the replies itself.
 	addr, _ := quietListener(t, "127.0.0.1")
-	expect(t, "after release", probeOnce(t, p, specFor("tcp", addr)), Pass, "SYN-ACK")
+	expect(t, "after release", connectOnce(t, p, specFor("tcp", addr)), Pass, "SYN-ACK")
 }
 
 // Two checks of one target at once would be one 4-tuple: the second is
@@ -277,52 +251,61 @@ func TestSynProbeOneProbePerTarget(t *testing.T) {
 	expect(t, "backlog full", <-got, Fail, "timeout after 300ms")
 }
 
-// The runner runs tcp checks on the prober when it can, and connects
-// without CAP_NET_RAW.
-func TestRunnerChecksTCPHalfOpen(t *testing.T) {
-	passed := "SYN-ACK"
-	if !canRaw() {
-		passed = "connected"
-		t.Log("no CAP_NET_RAW: the runner connects")
-	}
-	addr, accepted := quietListener(t, "127.0.0.1")
-	closed := closedPort(t, "tcp", "127.0.0.1")
-	events := make(chan Event, 16)
-	r := NewRunner(Config{Notify: func(e Event) { events <- e }})
-	var checks []ipvsmgr.ServerCheck
-	for i, target := range []string{addr, closed} {
-		spec := *specFor("tcp", target)
-		spec.Interval = 100 * time.Millisecond
-		checks = append(checks, ipvsmgr.ServerCheck{Ref: ipvsmgr.ServerRef{Server: ipvsmgr.DestKey{Port: uint16(i + 1)}}, Spec: spec, Weight: 1})
-	}
-	r.Update(checks)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- r.Run(ctx) }()
-	got := map[uint16]Event{}
-	deadline := time.After(10 * time.Second)
-	for len(got) < 2 {
-		select {
-		case e := <-events:
-			got[e.Ref.Server.Port] = e
-		case <-deadline:
-			t.Fatalf("events after 10s: %+v", got)
-		}
-	}
-	time.Sleep(300 * time.Millisecond) // a few more rounds
-	// Before the runner stops: a check it starts while the prober stops
-	// may connect.
-	connections := accepted()
-	cancel()
-	<-done
-	if e := got[1]; e.To != ipvsmgr.HealthUp || e.Reason != passed {
-		t.Errorf("listening: %s %q, want up: %s", e.To, e.Reason, passed)
-	}
-	if e := got[2]; e.To != ipvsmgr.HealthDown || e.Reason != "connection refused" {
-		t.Errorf("closed: %s %q, want down: connection refused", e.To, e.Reason)
-	}
-	if n := connections; n != 0 && passed == "SYN-ACK" {
-		t.Errorf("the listener's application was given %d connections, want 0", n)
+// The runner checks tcp on the prober when it can (CAP_NET_RAW), and on the
+// connector without it: a listener is up, a closed port down with its
+// reason, and the prober gives the listener's application no connection.
+func TestRunnerChecksTCP(t *testing.T) {
+	for _, mode := range []struct {
+		name       string
+		noSynProbe bool
+		passed     string
+	}{{"prober", false, "SYN-ACK"}, {"connector", true, "connected"}} {
+		t.Run(mode.name, func(t *testing.T) {
+			if !mode.noSynProbe && !canRaw() {
+				t.Log("no CAP_NET_RAW: the runner connects")
+				mode.passed = "connected"
+			}
+			addr, accepted := quietListener(t, "127.0.0.1")
+			closed := closedPort(t, "tcp", "127.0.0.1")
+			events := make(chan Event, 16)
+			r := NewRunner(Config{Notify: func(e Event) { events <- e }})
+			r.noSynProbe = mode.noSynProbe
+			var checks []ipvsmgr.ServerCheck
+			for i, target := range []string{addr, closed} {
+				spec := *specFor("tcp", target)
+				spec.Interval = 100 * time.Millisecond
+				checks = append(checks, ipvsmgr.ServerCheck{Ref: ipvsmgr.ServerRef{Server: ipvsmgr.DestKey{Port: uint16(i + 1)}}, Spec: spec, Weight: 1})
+			}
+			r.Update(checks)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error)
+			go func() { done <- r.Run(ctx) }()
+			got := map[uint16]Event{}
+			deadline := time.After(10 * time.Second)
+			for len(got) < 2 {
+				select {
+				case e := <-events:
+					got[e.Ref.Server.Port] = e
+				case <-deadline:
+					t.Fatalf("events after 10s: %+v", got)
+				}
+			}
+			time.Sleep(300 * time.Millisecond) // a few more rounds
+			// Before the runner stops: a check it starts while the prober
+			// stops may connect.
+			connections := accepted()
+			cancel()
+			<-done
+			if e := got[1]; e.To != ipvsmgr.HealthUp || e.Reason != mode.passed {
+				t.Errorf("listening: %s %q, want up: %s", e.To, e.Reason, mode.passed)
+			}
+			if e := got[2]; e.To != ipvsmgr.HealthDown || e.Reason != "connection refused" {
+				t.Errorf("closed: %s %q, want down: connection refused", e.To, e.Reason)
+			}
+			if connections != 0 && mode.passed == "SYN-ACK" {
+				t.Errorf("the listener's application was given %d connections, want 0", connections)
+			}
+		})
 	}
 }
 
@@ -410,16 +393,16 @@ func netnsPair(t *testing.T) (director, router netns.NsHandle) {
 			t.Fatalf("sysctl %s in %s: %v: %s", c[1], c[0], err, out)
 		}
 	}
-	var err error
-	if director, err = netns.GetFromName(d); err != nil {
-		t.Fatal(err)
+	var handles [2]netns.NsHandle
+	for i, name := range []string{d, rt} {
+		h, err := netns.GetFromName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close() })
+		handles[i] = h
 	}
-	t.Cleanup(func() { director.Close() })
-	if router, err = netns.GetFromName(rt); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { router.Close() })
-	return director, router
+	return handles[0], handles[1]
 }
 
 // inNetns runs f on a thread in namespace ns; the sockets f makes stay there.

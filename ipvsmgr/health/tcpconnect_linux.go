@@ -25,18 +25,16 @@ import (
 // targets a Go dial costs about twice the CPU: a goroutine, the runtime's
 // poller registration, timers, and socket options a check does not need.
 type tcpConnector struct {
-	// epoll is the connects' epoll, itself waited for by the Go runtime's
-	// poller: no thread sleeps in epoll_wait, and a read deadline on it is
-	// the earliest connect's timeout.
-	epoll *os.File
-	raw   syscall.RawConn
+	// waiter's epoll holds the connects, and is itself waited for by the Go
+	// runtime's poller: no thread sleeps in epoll_wait, and a read deadline
+	// on it is the earliest connect's timeout.
+	waiter
+	raw syscall.RawConn
 
 	mu      sync.Mutex
 	pending map[int32]*connect
 	byTime  deadlines[*connect]
-	waiting time.Time // the deadline set on epoll (zero: none)
-	closed  bool      // run has ended: start dials instead
-	stop    bool      // ctx ended: run ends
+	closed  bool // run has ended: start dials instead
 }
 
 // connect is one check under way.
@@ -68,7 +66,7 @@ func newTCPConnector() (*tcpConnector, error) {
 		f.Close()
 		return nil, err
 	}
-	return &tcpConnector{epoll: f, raw: raw, pending: map[int32]*connect{}}, nil
+	return &tcpConnector{waiter: waiter{epoll: f}, raw: raw, pending: map[int32]*connect{}}, nil
 }
 
 // start begins a connect to spec's target (start: now, as the caller last
@@ -127,19 +125,9 @@ func (c *tcpConnector) start(spec *ipvsmgr.CheckSpec, start time.Time, done func
 	}
 	c.pending[cn.fd] = cn
 	heap.Push(&c.byTime, cn)
-	if c.waiting.IsZero() || cn.deadline.Before(c.waiting) {
-		c.setDeadline(cn.deadline)
-	}
+	c.sooner(cn.deadline)
 	c.mu.Unlock()
 	return true
-}
-
-// setDeadline makes run wake at t at the latest; c.mu is held.
-func (c *tcpConnector) setDeadline(t time.Time) {
-	if !t.Equal(c.waiting) {
-		c.waiting = t
-		c.epoll.SetReadDeadline(t)
-	}
 }
 
 func zoneID(a netip.Addr) uint32 {
@@ -161,28 +149,11 @@ func isResourceErr(err error) bool {
 // every connect still under way is told "check cancelled", and the epoll is
 // closed.
 func (c *tcpConnector) run(ctx context.Context) {
-	stop := context.AfterFunc(ctx, func() {
-		c.mu.Lock()
-		c.stop = true
-		c.setDeadline(time.Unix(1, 0))
-		c.mu.Unlock()
-	})
-	defer stop()
+	defer c.stopOn(ctx, &c.mu)()
 	events := make([]unix.EpollEvent, 256)
 	var done []*connect
 	var results []Result
-	for {
-		c.mu.Lock()
-		if c.stop {
-			c.mu.Unlock()
-			break
-		}
-		next := time.Time{}
-		if len(c.byTime) > 0 {
-			next = c.byTime[0].deadline
-		}
-		c.setDeadline(next)
-		c.mu.Unlock()
+	for c.arm(&c.mu, c.byTime.soonest) {
 		n := 0
 		err := c.raw.Read(func(epfd uintptr) bool {
 			n = rawEpollPoll(int(epfd), events)
