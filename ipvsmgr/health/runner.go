@@ -52,10 +52,19 @@ type Config struct {
 	FlapCount  int
 }
 
-// batchSlack: the checks due within it are started together, a little
-// early, so that a thousand checks a second wake the scheduler (and the
-// connector) a hundred times rather than a thousand.
-const batchSlack = 10 * time.Millisecond
+// The checks due within a slack are started together, a little early, so
+// that a thousand checks a second wake the scheduler (and the tcp checkers)
+// twenty times rather than a thousand: a twentieth of a check's interval,
+// between minSlack and maxSlack.
+const (
+	minSlack = 10 * time.Millisecond
+	maxSlack = 50 * time.Millisecond
+)
+
+// slack is how early p may start to join a batch.
+func (p *probe) slack() time.Duration {
+	return min(max(p.spec.Interval/20, minSlack), maxSlack)
+}
 
 // Runner runs every check of a director on one scheduler: a heap of the
 // next run times, bounded concurrency, one run per distinct check however
@@ -64,15 +73,25 @@ type Runner struct {
 	cfg   Config
 	check func(ctx context.Context, spec *ipvsmgr.CheckSpec) Result
 	clock Clock
-	wake  chan struct{}
+	// realTime: clock is the system's, so the tcp checkers' times (their
+	// deadlines, a result's duration) are the runner's too, and a batch's
+	// checks need no clock reading each.
+	realTime bool
+	wake     chan struct{}
 
 	mu      sync.Mutex
 	probes  map[string]*probe
 	members map[ipvsmgr.ServerRef]*member
 	queue   probeHeap
 
+	// asleep: Run waits for its timer, set for wakeAt (zero: none) or a
+	// poke; a result due before then pokes it.
+	asleep bool
+	wakeAt time.Time
+
 	afterResult func() // tests: called after each result is recorded
 	noConnector bool   // tests and benchmarks: tcp checks dial
+	noSynProbe  bool   // tests and benchmarks: tcp checks connect
 }
 
 // probe is one distinct check (spec) and its state machine; members are the
@@ -92,6 +111,12 @@ type probe struct {
 	percent int // agent percentage, -1 none
 	changes []time.Time
 	members map[ipvsmgr.ServerRef]*member
+	// slowStart: some member ramps its weight up when it comes back (its
+	// health changes with time, not only with results).
+	slowStart bool
+	// joined: a member was added since the last result (what it was told
+	// may differ from what the others were).
+	joined bool
 
 	next    time.Time
 	index   int // in the heap; -1 when not there (running or removed)
@@ -121,6 +146,7 @@ func NewRunner(cfg Config) *Runner {
 	if r.clock == nil {
 		r.clock = realClock{}
 	}
+	_, r.realTime = r.clock.(realClock)
 	if r.cfg.Workers <= 0 {
 		r.cfg.Workers = 512
 	}
@@ -139,8 +165,9 @@ func NewRunner(cfg Config) *Runner {
 // Update makes the runner check exactly checks (Desired.Checks of a newly
 // compiled state). A server whose check did not change keeps its health and
 // its schedule; the checks of servers no longer listed stop (a run under way
-// is cancelled). New checks start at a random point of their first interval,
-// so that a thousand new servers are not all checked at once.
+// is cancelled). New checks start at a random point of their first interval
+// (after the slack: see probe.slack), so that a thousand new servers are
+// not all checked at once.
 func (r *Runner) Update(checks []ipvsmgr.ServerCheck) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -157,14 +184,18 @@ func (r *Runner) Update(checks []ipvsmgr.ServerCheck) {
 		if p == nil {
 			if p = r.probes[key]; p == nil {
 				p = &probe{key: key, spec: c.Spec, dynamic: -1, percent: -1, since: now, index: -1}
-				p.next = now.Add(time.Duration(rand.Int64N(int64(max(c.Spec.Interval, 1)))))
+				// Not within the slack of now: the first run is a batch's
+				// like any other, not the one under way.
+				slack := p.slack()
+				p.next = now.Add(slack + time.Duration(rand.Int64N(int64(max(c.Spec.Interval-slack, 1)))))
 				heap.Push(&r.queue, p)
 			}
-			p.members = map[ipvsmgr.ServerRef]*member{}
+			p.members, p.slowStart = map[ipvsmgr.ServerRef]*member{}, false
 			probes[key] = p
 		}
 		m := r.members[c.Ref]
 		if m == nil || m.probe != p {
+			p.joined = true
 			m = &member{probe: p}
 			m.check = c
 			m.up = m.in()
@@ -173,6 +204,7 @@ func (r *Runner) Update(checks []ipvsmgr.ServerCheck) {
 			m.check = c
 		}
 		p.members[c.Ref] = m
+		p.slowStart = p.slowStart || c.SlowStart > 0
 		members[c.Ref] = m
 	}
 	for key, p := range r.probes {
@@ -245,40 +277,29 @@ func (r *Runner) poke() {
 // Run schedules and runs the checks until ctx ends; it returns when every
 // check it started has finished (each is cut at its timeout).
 func (r *Runner) Run(ctx context.Context) error {
-	sem := make(chan struct{}, r.cfg.Workers)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	tcp := r.tcpConnector(ctx, &wg)
+	b := &batch{sem: make(chan struct{}, r.cfg.Workers)}
+	b.done = func() { <-b.sem; b.wg.Done() }
+	defer b.wg.Wait()
+	b.syn, b.tcp = r.tcpCheckers(ctx, &b.wg)
 	for {
 		r.mu.Lock()
 		now := r.clock.Now()
 		var due []*probe
-		for len(r.queue) > 0 && !r.queue[0].next.After(now.Add(batchSlack)) {
+		for len(r.queue) > 0 && !r.queue[0].next.After(now.Add(r.queue[0].slack())) {
 			due = append(due, heap.Pop(&r.queue).(*probe))
 		}
 		var next time.Time
 		if len(r.queue) > 0 {
 			next = r.queue[0].next
 		}
+		// Told under the same lock as next was read: a result that puts
+		// its probe back before next wakes the loop, any other does not.
+		r.asleep, r.wakeAt = len(due) == 0, next
 		r.mu.Unlock()
-		for i, p := range due {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				r.requeue(due[i:])
-				return ctx.Err()
-			}
-			wg.Add(1)
-			if tcp != nil && p.spec.Type == "tcp" && r.startTCP(ctx, tcp, p, func() { <-sem; wg.Done() }) {
-				continue
-			}
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				r.runProbe(ctx, p)
-			}()
-		}
 		if len(due) > 0 {
+			if err := r.startDue(ctx, b, due, now); err != nil {
+				return err
+			}
 			continue
 		}
 		var timer <-chan time.Time
@@ -295,6 +316,69 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 		stop()
 	}
+}
+
+// batch is what Run starts checks with: the bound on checks at once, the
+// tcp checkers, the checks started.
+type batch struct {
+	sem  chan struct{}
+	wg   sync.WaitGroup
+	syn  *synProber
+	tcp  *tcpConnector
+	done func() // a tcp check's place is free
+}
+
+// synHeld bounds the tcp checks of a batch started at one reading of the
+// clock, and the SYNs whose replies wait to be read together (in the raw
+// socket's buffer).
+const synHeld = 64
+
+// startDue starts the due checks (taken off the heap at now, the time the
+// tcp checks start at: the clock is read again every synHeld of them);
+// ctx's end puts back those not started.
+func (r *Runner) startDue(ctx context.Context, b *batch, due []*probe, now time.Time) error {
+	held, sent := false, 0
+	release := func() {
+		if held {
+			b.syn.release()
+			held = false
+		}
+	}
+	defer release()
+	for i, p := range due {
+		if ctx.Err() != nil {
+			r.requeue(due[i:])
+			return ctx.Err()
+		}
+		if len(b.sem) == cap(b.sem) || sent == synHeld {
+			release() // the held replies free their places
+			sent = 0
+			now = r.clock.Now()
+		}
+		select {
+		case b.sem <- struct{}{}:
+		case <-ctx.Done():
+			r.requeue(due[i:])
+			return ctx.Err()
+		}
+		b.wg.Add(1)
+		if p.spec.Type == "tcp" {
+			if b.syn != nil && !held {
+				b.syn.hold()
+				held = true
+			}
+			if r.startTCP(ctx, b.syn, b.tcp, p, now, b.done) {
+				sent++
+				continue
+			}
+		}
+		go func() {
+			defer b.wg.Done()
+			defer func() { <-b.sem }()
+			r.runProbe(ctx, p)
+		}()
+	}
+	return nil
 }
 
 // requeue puts back probes taken off the heap but not started.
@@ -325,59 +409,92 @@ func (r *Runner) runProbe(ctx context.Context, p *probe) {
 	r.finish(ctx, p, &spec, start, res)
 }
 
-// SetCheck replaces the real checks (tcp on the connector included) with
-// check, as Config.Check does; call it before Run.
+// SetCheck replaces the real checks (tcp on the prober and the connector
+// included) with check, as Config.Check does; call it before Run.
 func (r *Runner) SetCheck(check func(ctx context.Context, spec *ipvsmgr.CheckSpec) Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.cfg.Check, r.check = check, check
 }
 
-// tcpConnector starts the non-blocking connector for tcp checks when the
-// runner runs the real checks; nil (every check dials) when a test's Check
-// replaces them or the connector cannot be made.
-func (r *Runner) tcpConnector(ctx context.Context, wg *sync.WaitGroup) *tcpConnector {
+// tcpCheckers starts what runs tcp checks when the runner runs the real
+// checks: the half-open prober where a raw socket can be opened, and the
+// connector, for the checks the prober cannot make and where there is no
+// prober; nil for those that cannot be made, both nil (every check dials)
+// when a test's Check replaces them.
+func (r *Runner) tcpCheckers(ctx context.Context, wg *sync.WaitGroup) (*synProber, *tcpConnector) {
 	r.mu.Lock()
 	replaced := r.cfg.Check != nil || r.noConnector
+	noSyn := r.noSynProbe
 	r.mu.Unlock()
 	if replaced {
-		return nil
+		return nil, nil
+	}
+	var syn *synProber
+	if !noSyn {
+		var err error
+		if syn, err = newSynProber(); err != nil {
+			r.cfg.Log.Info("tcp checks connect: no raw socket for a half-open check", "err", err)
+		} else {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				syn.run(ctx)
+			}()
+		}
 	}
 	tcp, err := newTCPConnector()
 	if err != nil {
 		r.cfg.Log.Warn("tcp checks dial, one goroutine each", "err", err)
-		return nil
+		return syn, nil
 	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		tcp.run(ctx)
 	}()
-	return tcp
+	return syn, tcp
 }
 
-// startTCP begins p's tcp check on the connector, with no goroutine of its
-// own; release is called once the result is recorded. false: the connector
-// cannot make this connect, and the caller runs the check as any other.
-func (r *Runner) startTCP(ctx context.Context, tcp *tcpConnector, p *probe, release func()) bool {
+// startTCP begins p's tcp check on the prober, else the connector, with no
+// goroutine of its own; start is when its batch began (the next check is
+// an interval after it), and release is called once the result is recorded.
+// false: neither can make this check, and the caller runs it as any other.
+func (r *Runner) startTCP(ctx context.Context, syn *synProber, tcp *tcpConnector, p *probe, start time.Time, release func()) bool {
+	if syn == nil && tcp == nil {
+		return false
+	}
 	r.mu.Lock()
 	if p.removed {
 		r.mu.Unlock()
 		release()
 		return true
 	}
-	spec := p.spec
 	r.mu.Unlock()
-	start := r.clock.Now()
-	return tcp.start(&spec, func(res Result) {
+	spec := &p.spec // never changed: a changed check is another probe
+	begin := start
+	if !r.realTime {
+		begin = time.Now()
+	}
+	finish := func(res Result) {
 		defer release()
-		r.finish(ctx, p, &spec, start, res)
-	})
+		now := begin.Add(res.Duration)
+		if !r.realTime {
+			now = r.clock.Now()
+		}
+		r.finishAt(ctx, p, spec, start, res, now)
+	}
+	return syn != nil && syn.start(spec, begin, finish) || tcp != nil && tcp.start(spec, begin, finish)
 }
 
 // finish records a check's result, tells the changes, and puts the probe
 // back on the heap.
 func (r *Runner) finish(ctx context.Context, p *probe, spec *ipvsmgr.CheckSpec, start time.Time, res Result) {
+	r.finishAt(ctx, p, spec, start, res, r.clock.Now())
+}
+
+// finishAt is finish with the time the result came.
+func (r *Runner) finishAt(ctx context.Context, p *probe, spec *ipvsmgr.CheckSpec, start time.Time, res Result, now time.Time) {
 	if r.cfg.OnCheck != nil {
 		r.cfg.OnCheck(spec, res)
 	}
@@ -387,7 +504,6 @@ func (r *Runner) finish(ctx context.Context, p *probe, spec *ipvsmgr.CheckSpec, 
 		r.mu.Unlock()
 		return
 	}
-	now := r.clock.Now()
 	events := r.record(p, res, now)
 	r.mu.Unlock()
 	for _, e := range events {
@@ -398,16 +514,22 @@ func (r *Runner) finish(ctx context.Context, p *probe, spec *ipvsmgr.CheckSpec, 
 	// Back on the heap only after its events are out, so that the events
 	// of one server are told in order.
 	r.mu.Lock()
+	wake := false
 	if !p.removed {
 		p.next = start.Add(p.spec.Interval)
 		if p.next.Before(now) {
 			p.next = now
 		}
 		heap.Push(&r.queue, p)
+		// A thousand results a second would wake the loop as often, to
+		// find nothing due: only one due before its timer does.
+		wake = r.asleep && (r.wakeAt.IsZero() || p.next.Before(r.wakeAt))
 	}
 	hook := r.afterResult
 	r.mu.Unlock()
-	r.poke()
+	if wake {
+		r.poke()
+	}
 	if hook != nil {
 		hook()
 	}
@@ -416,7 +538,7 @@ func (r *Runner) finish(ctx context.Context, p *probe, spec *ipvsmgr.CheckSpec, 
 // record runs the state machine on one result and returns the changes it
 // makes to the probe's members.
 func (r *Runner) record(p *probe, res Result, now time.Time) []Event {
-	from := p.state
+	from, fault, dynamic, percent := p.state, p.fault, p.dynamic, p.percent
 	p.last, p.lastAt = res, now
 	switch res.Outcome {
 	case Fault:
@@ -444,6 +566,10 @@ func (r *Runner) record(p *probe, res Result, now time.Time) []Event {
 	if from != p.state {
 		r.cfg.Log.Info("real server health changed", "target", p.spec.Target.String(), "from", from.String(), "to", p.state.String(), "reason", res.Reason)
 	}
+	if from == p.state && fault == p.fault && dynamic == p.dynamic && percent == p.percent && !p.slowStart && !p.joined {
+		return nil // as most results: no member's health can have changed
+	}
+	p.joined = false
 	flapping := len(p.changes) >= r.cfg.FlapCount
 	var events []Event
 	for _, m := range p.members {

@@ -16,8 +16,9 @@ import (
 )
 
 // BenchmarkTCPCheck1000 checks 1,000 listeners of the test process once each
-// per round, by a Go dial in a goroutine each (as every check type runs) and
-// by the connector, and reports the process's CPU time (user and system,
+// per round, by a Go dial in a goroutine each (as every check type runs), by
+// the connector and by the half-open prober (skipped without CAP_NET_RAW),
+// and reports the process's CPU time (user and system,
 // the listeners' share of the handshakes included) per check. The listeners
 // never accept during a round; their queues are emptied between rounds,
 // outside the measure.
@@ -63,26 +64,29 @@ func BenchmarkTCPCheck1000(b *testing.B) {
 			return failed.Load()
 		})
 	})
-	b.Run("epoll", func(b *testing.B) {
-		tcp := connector(b)
+	// Every check at once on a connector or the prober, results by callback.
+	onEach := func(b *testing.B, start func(*ipvsmgr.CheckSpec, time.Time, func(Result)) bool) {
 		run(b, func() int64 {
 			var failed atomic.Int64
 			var wg sync.WaitGroup
+			now := time.Now()
 			for _, s := range specs {
 				wg.Add(1)
-				if !tcp.start(s, func(r Result) {
+				if !start(s, now, func(r Result) {
 					if r.Outcome != Pass {
 						failed.Add(1)
 					}
 					wg.Done()
 				}) {
-					b.Fatal("the connector refused a check")
+					b.Fatal("the check was refused")
 				}
 			}
 			wg.Wait()
 			return failed.Load()
 		})
-	})
+	}
+	b.Run("epoll", func(b *testing.B) { onEach(b, connector(b).start) })
+	b.Run("synprobe", func(b *testing.B) { onEach(b, prober(b).start) })
 }
 
 // rawListeners opens n listeners on 127.0.0.1 that accept nothing by
@@ -139,18 +143,22 @@ func cpuTime(b *testing.B) (user, sys time.Duration) {
 }
 
 // BenchmarkRunnerTCP1000 runs the scheduler on 1,000 tcp checks every 100 ms
-// for a second (about 10,000 checks), dialled or on the connector, and
-// reports the process's CPU time per check.
+// for a second (about 10,000 checks), dialled, on the connector or on the
+// prober, and reports the process's CPU time per check.
 func BenchmarkRunnerTCP1000(b *testing.B) {
 	fds, specs := rawListeners(b, 1000)
-	for _, mode := range []string{"dial", "epoll"} {
+	for _, mode := range []string{"dial", "epoll", "synprobe"} {
 		b.Run(mode, func(b *testing.B) {
+			if mode == "synprobe" && !canRaw() {
+				b.Skip("needs CAP_NET_RAW")
+			}
 			var user, sys time.Duration
 			var checks int64
 			for i := 0; i < b.N; i++ {
 				var n atomic.Int64
 				r := NewRunner(Config{})
 				r.noConnector = mode == "dial"
+				r.noSynProbe = mode == "epoll"
 				r.afterResult = func() { n.Add(1) }
 				sc := make([]ipvsmgr.ServerCheck, len(specs))
 				for j, s := range specs {

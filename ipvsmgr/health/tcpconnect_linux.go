@@ -25,28 +25,25 @@ import (
 // targets a Go dial costs about twice the CPU: a goroutine, the runtime's
 // poller registration, timers, and socket options a check does not need.
 type tcpConnector struct {
-	// epoll is the connects' epoll, itself waited for by the Go runtime's
-	// poller: no thread sleeps in epoll_wait, and a read deadline on it is
-	// the earliest connect's timeout.
-	epoll *os.File
-	raw   syscall.RawConn
+	// waiter's epoll holds the connects, and is itself waited for by the Go
+	// runtime's poller: no thread sleeps in epoll_wait, and a read deadline
+	// on it is the earliest connect's timeout.
+	waiter
+	raw syscall.RawConn
 
 	mu      sync.Mutex
 	pending map[int32]*connect
-	byTime  connectHeap
-	waiting time.Time // the deadline set on epoll (zero: none)
-	closed  bool      // run has ended: start dials instead
-	stop    bool      // ctx ended: run ends
+	byTime  deadlines[*connect]
+	closed  bool // run has ended: start dials instead
 }
 
 // connect is one check under way.
 type connect struct {
-	fd       int32
-	spec     *ipvsmgr.CheckSpec
-	start    time.Time
-	deadline time.Time
-	index    int
-	done     func(Result)
+	due
+	fd    int32
+	spec  *ipvsmgr.CheckSpec
+	start time.Time
+	done  func(Result)
 }
 
 func newTCPConnector() (*tcpConnector, error) {
@@ -69,16 +66,16 @@ func newTCPConnector() (*tcpConnector, error) {
 		f.Close()
 		return nil, err
 	}
-	return &tcpConnector{epoll: f, raw: raw, pending: map[int32]*connect{}}, nil
+	return &tcpConnector{waiter: waiter{epoll: f}, raw: raw, pending: map[int32]*connect{}}, nil
 }
 
-// start begins a connect to spec's target; done is called once with the
-// result, from start itself when it is known at once, else from run's
-// goroutine. false: this connect cannot be made here (no such address
-// family, the epoll refused the socket, run has ended), done is not called,
-// and the caller dials instead.
-func (c *tcpConnector) start(spec *ipvsmgr.CheckSpec, done func(Result)) bool {
-	start := time.Now()
+// start begins a connect to spec's target (start: now, as the caller last
+// read the clock; the timeout and the result's duration count from it);
+// done is called once with the result, from start itself when it is known
+// at once, else from run's goroutine. false: this connect cannot be made
+// here (no such address family, the epoll refused the socket, run has
+// ended), done is not called, and the caller dials instead.
+func (c *tcpConnector) start(spec *ipvsmgr.CheckSpec, start time.Time, done func(Result)) bool {
 	finish := func(r Result) {
 		r.Duration = time.Since(start)
 		done(r)
@@ -107,7 +104,7 @@ func (c *tcpConnector) start(spec *ipvsmgr.CheckSpec, done func(Result)) bool {
 		finish(describe(context.Background(), spec, err))
 		return true
 	}
-	cn := &connect{fd: int32(fd), spec: spec, start: start, deadline: start.Add(spec.Timeout), done: done}
+	cn := &connect{due: due{deadline: start.Add(spec.Timeout)}, fd: int32(fd), spec: spec, start: start, done: done}
 	// Registered with the lock held: run looks the event's socket up under
 	// it, so an event that comes at once finds it pending.
 	c.mu.Lock()
@@ -128,19 +125,9 @@ func (c *tcpConnector) start(spec *ipvsmgr.CheckSpec, done func(Result)) bool {
 	}
 	c.pending[cn.fd] = cn
 	heap.Push(&c.byTime, cn)
-	if c.waiting.IsZero() || cn.deadline.Before(c.waiting) {
-		c.setDeadline(cn.deadline)
-	}
+	c.sooner(cn.deadline)
 	c.mu.Unlock()
 	return true
-}
-
-// setDeadline makes run wake at t at the latest; c.mu is held.
-func (c *tcpConnector) setDeadline(t time.Time) {
-	if !t.Equal(c.waiting) {
-		c.waiting = t
-		c.epoll.SetReadDeadline(t)
-	}
 }
 
 func zoneID(a netip.Addr) uint32 {
@@ -162,28 +149,11 @@ func isResourceErr(err error) bool {
 // every connect still under way is told "check cancelled", and the epoll is
 // closed.
 func (c *tcpConnector) run(ctx context.Context) {
-	stop := context.AfterFunc(ctx, func() {
-		c.mu.Lock()
-		c.stop = true
-		c.setDeadline(time.Unix(1, 0))
-		c.mu.Unlock()
-	})
-	defer stop()
+	defer c.stopOn(ctx, &c.mu)()
 	events := make([]unix.EpollEvent, 256)
 	var done []*connect
 	var results []Result
-	for {
-		c.mu.Lock()
-		if c.stop {
-			c.mu.Unlock()
-			break
-		}
-		next := time.Time{}
-		if len(c.byTime) > 0 {
-			next = c.byTime[0].deadline
-		}
-		c.setDeadline(next)
-		c.mu.Unlock()
+	for c.arm(&c.mu, c.byTime.soonest) {
 		n := 0
 		err := c.raw.Read(func(epfd uintptr) bool {
 			n = rawEpollPoll(int(epfd), events)
@@ -253,25 +223,4 @@ func (c *tcpConnector) outcome(cn *connect) Result {
 	}
 	rawResetClose(fd)
 	return pass("connected")
-}
-
-type connectHeap []*connect
-
-func (h connectHeap) Len() int           { return len(h) }
-func (h connectHeap) Less(i, j int) bool { return h[i].deadline.Before(h[j].deadline) }
-func (h connectHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
-}
-func (h *connectHeap) Push(x any) {
-	cn := x.(*connect)
-	cn.index = len(*h)
-	*h = append(*h, cn)
-}
-func (h *connectHeap) Pop() any {
-	old := *h
-	cn := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return cn
 }

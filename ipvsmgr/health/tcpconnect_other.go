@@ -5,6 +5,7 @@ package health
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 )
@@ -16,5 +17,5 @@ func newTCPConnector() (*tcpConnector, error) {
 	return nil, errors.New("non-blocking tcp checks need Linux")
 }
 
-func (c *tcpConnector) start(*ipvsmgr.CheckSpec, func(Result)) bool { return false }
-func (c *tcpConnector) run(context.Context)                         {}
+func (c *tcpConnector) start(*ipvsmgr.CheckSpec, time.Time, func(Result)) bool { return false }
+func (c *tcpConnector) run(context.Context)                                    {}

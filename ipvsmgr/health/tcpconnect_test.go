@@ -19,6 +19,27 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 )
 
+// tcpChecker is what the connector and the prober have in common.
+type tcpChecker interface {
+	start(spec *ipvsmgr.CheckSpec, now time.Time, done func(Result)) bool
+	run(ctx context.Context)
+}
+
+// running runs c until the test ends.
+func running[C tcpChecker](t testing.TB, c C) C {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return c
+}
+
 // connector starts a tcpConnector for the test and stops it at its end.
 func connector(t testing.TB) *tcpConnector {
 	t.Helper()
@@ -26,25 +47,15 @@ func connector(t testing.TB) *tcpConnector {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tcp.run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return tcp
+	return running(t, tcp)
 }
 
-// connectOnce runs one check on tcp and waits for its result (bounded).
-func connectOnce(t *testing.T, tcp *tcpConnector, spec *ipvsmgr.CheckSpec) Result {
+// connectOnce runs one check on c and waits for its result (bounded).
+func connectOnce(t *testing.T, c tcpChecker, spec *ipvsmgr.CheckSpec) Result {
 	t.Helper()
 	got := make(chan Result, 1)
-	if !tcp.start(spec, func(r Result) { got <- r }) {
-		t.Fatalf("%s: the connector refused the check", spec.Target)
+	if !c.start(spec, time.Now(), func(r Result) { got <- r }) {
+		t.Fatalf("%s: the check was refused", spec.Target)
 	}
 	select {
 	case r := <-got:
@@ -157,7 +168,7 @@ func TestTCPConnectorMixed(t *testing.T) {
 		spec := specFor("tcp", target)
 		spec.Timeout = 200 * time.Millisecond
 		wg.Add(1)
-		if !tcp.start(spec, func(r Result) {
+		if !tcp.start(spec, time.Now(), func(r Result) {
 			defer wg.Done()
 			if r.Outcome != w.outcome || r.Reason != w.reason {
 				mu.Lock()
@@ -233,58 +244,10 @@ func TestTCPConnectorOutOfFiles(t *testing.T) {
 		t.Skip(err)
 	}
 	got := make(chan Result, 1)
-	ok := tcp.start(specFor("tcp", "127.0.0.1:9"), func(r Result) { got <- r })
+	ok := tcp.start(specFor("tcp", "127.0.0.1:9"), time.Now(), func(r Result) { got <- r })
 	unix.Setrlimit(unix.RLIMIT_NOFILE, &old)
 	if !ok {
 		t.Fatal("the connector refused the check")
 	}
 	expect(t, "no file descriptor", <-got, Fault, "out of file descriptors")
-}
-
-// The runner checks tcp on the connector: a listener is up, a closed port
-// down with its reason.
-func TestRunnerChecksTCPOnTheConnector(t *testing.T) {
-	ln := listen(t, "tcp", "127.0.0.1")
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	closed := closedPort(t, "tcp", "127.0.0.1")
-	events := make(chan Event, 16)
-	r := NewRunner(Config{Notify: func(e Event) { events <- e }})
-	var checks []ipvsmgr.ServerCheck
-	for i, target := range []string{ln.Addr().String(), closed} {
-		spec := *specFor("tcp", target)
-		spec.Interval = 100 * time.Millisecond
-		checks = append(checks, ipvsmgr.ServerCheck{Ref: ipvsmgr.ServerRef{Server: ipvsmgr.DestKey{Port: uint16(i + 1)}}, Spec: spec, Weight: 1})
-	}
-	r.Update(checks)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- r.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	got := map[uint16]Event{}
-	deadline := time.After(10 * time.Second)
-	for len(got) < 2 {
-		select {
-		case e := <-events:
-			got[e.Ref.Server.Port] = e
-		case <-deadline:
-			t.Fatalf("events after 10s: %+v", got)
-		}
-	}
-	if e := got[1]; e.To != ipvsmgr.HealthUp || e.Reason != "connected" {
-		t.Errorf("listening: %s %q, want up: connected", e.To, e.Reason)
-	}
-	if e := got[2]; e.To != ipvsmgr.HealthDown || e.Reason != "connection refused" {
-		t.Errorf("closed: %s %q, want down: connection refused", e.To, e.Reason)
-	}
 }

@@ -144,6 +144,18 @@ func (l *lab) stream(addr string, gap time.Duration, max int, stop <-chan struct
 // fails after that; started again it returns after rise passes, its weight
 // ramping; with all three stopped the sorry server answers.
 func TestHealthChecksTakeDeadServersOut(t *testing.T) {
+	checkTakesDeadServersOut(t, `"type":"http","path":"/"`, "HTTP 200")
+}
+
+// The same with tcp checks: the half-open prober (the daemon runs as root,
+// with a raw socket) sees the stopped server's reset, and its SYN-ACK again.
+func TestHealthTCPChecksTakeDeadServersOut(t *testing.T) {
+	checkTakesDeadServersOut(t, `"type":"tcp"`, "SYN-ACK")
+}
+
+// checkTakesDeadServersOut runs the scenario with check (the check's type
+// and its own fields, as JSON) whose passes are reported as passed.
+func checkTakesDeadServersOut(t *testing.T, check, passed string) {
 	l := newLab(t, 4, false) // rs4 is the sorry server
 	var rs []*switchable
 	for i, ns := range l.rs[:3] {
@@ -161,10 +173,10 @@ func TestHealthChecksTakeDeadServersOut(t *testing.T) {
 	svc := fmt.Sprintf("%s:%d", vip, healthPort)
 	doc := fmt.Sprintf(`{"settings":{"network":"dr"},"services":[{"name":"web","protocol":"tcp","address":"%s","port":%d,
 	"interface":"eth0","scheduler":"rr",
-	"check":{"type":"http","path":"/","interval":%v,"timeout":%v,"rise":%d,"fall":%d,"on_failure":"quiesce","slow_start":4},
+	"check":{%s,"interval":%v,"timeout":%v,"rise":%d,"fall":%d,"on_failure":"quiesce","slow_start":4},
 	"sorry_server":{"address":"198.18.0.14"},
 	"servers":[{"name":"rs1","address":"198.18.0.11","weight":10},{"name":"rs2","address":"198.18.0.12","weight":10},
-	           {"name":"rs3","address":"198.18.0.13","weight":10}]}]}`, vip, healthPort, interval, timeout, rise, fall)
+	           {"name":"rs3","address":"198.18.0.13","weight":10}]}]}`, vip, healthPort, check, interval, timeout, rise, fall)
 	l.apply(doc)
 	all := map[string]int{"198.18.0.11:8081": 10, "198.18.0.12:8081": 10, "198.18.0.13:8081": 10}
 	waitFor(t, "three servers up at full weight", 20*time.Second, func() bool { return equalInts(l.weightsOf(svc), all) })
@@ -238,8 +250,9 @@ func TestHealthChecksTakeDeadServersOut(t *testing.T) {
 	if !ramped {
 		t.Errorf("rs1 came back without a ramp: weights %v", seen)
 	}
-	if out, _ := l.ipvsctl("health", "web", "rs1"); !strings.Contains(out, "up -> down") || !strings.Contains(out, "connection refused") {
-		t.Errorf("health web rs1 lacks the transitions:\n%s", out)
+	if out, _ := l.ipvsctl("health", "web", "rs1"); !strings.Contains(out, "up -> down") || !strings.Contains(out, "connection refused") ||
+		!strings.Contains(out, passed) {
+		t.Errorf("health web rs1 lacks the transitions (or the last result %q):\n%s", passed, out)
 	} else {
 		t.Logf("health web rs1:\n%s", out)
 	}
