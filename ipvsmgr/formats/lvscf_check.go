@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 )
@@ -26,7 +28,10 @@ import (
 const nannyInterval = ipvsmgr.DefaultCheckInterval
 
 // stripComment cuts a trailing `# comment` outside quoted strings ("#" at
-// the start of the line, after white space, or right after the =).
+// the start of the line, after white space, or right after the =). White
+// space is what the line's tokenizer (strings.Fields) splits on, form feeds
+// and Unicode spaces too: a "#" that starts a word is never a value, which an
+// export would write back as a comment.
 func stripComment(text string) string {
 	inQuote, escaped := false, false
 	for i := 0; i < len(text); i++ {
@@ -38,11 +43,17 @@ func stripComment(text string) string {
 			escaped = true
 		case c == '"':
 			inQuote = !inQuote
-		case c == '#' && !inQuote && (i == 0 || text[i-1] == ' ' || text[i-1] == '\t' || text[i-1] == '='):
+		case c == '#' && !inQuote && (i == 0 || text[i-1] == '=' || startsWord(text[:i])):
 			return text[:i]
 		}
 	}
 	return text
+}
+
+// startsWord reports whether what follows before ends in white space.
+func startsWord(before string) bool {
+	r, _ := utf8.DecodeLastRuneInString(before)
+	return unicode.IsSpace(r)
 }
 
 // nannyCheck turns a virtual block's nanny keys into its check.
