@@ -212,7 +212,7 @@ vrrp_instance VI_1 {
 	}
 	k.cmd = exec.Command("ip", "netns", "exec", k.l.dir, "keepalived", "-n", "-P",
 		"-f", path, "-p", filepath.Join(k.dir, "keepalived.pid"), "-r", filepath.Join(k.dir, "vrrp.pid"))
-	logs := &lockedBuffer{}
+	logs := &syncBuffer{}
 	k.cmd.Stdout, k.cmd.Stderr = logs, logs
 	k.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := k.cmd.Start(); err != nil {

@@ -59,7 +59,7 @@ func (l *lab) daemon(args ...string) func() {
 	l.t.Helper()
 	bin := os.Getenv("IPVSCTL_BIN")
 	cmd := exec.Command("ip", append([]string{"netns", "exec", l.dir, bin, "--db", l.db, "serve", "--listen", ""}, args...)...)
-	logs := &lockedBuffer{}
+	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		l.t.Fatal(err)

@@ -191,7 +191,7 @@ type director struct {
 	l    *lab
 	addr string
 	cmd  *exec.Cmd
-	logs *lockedBuffer
+	logs *syncBuffer
 	done chan struct{}
 	all  []string // logs of earlier runs
 }
@@ -212,7 +212,7 @@ func (d *director) start() {
 	t.Helper()
 	bin := os.Getenv("IPVSCTL_BIN")
 	d.cmd = exec.Command("ip", "netns", "exec", d.l.dir, bin, "--db", d.l.db, "serve", "--listen", d.addr+":3636")
-	d.logs = &lockedBuffer{}
+	d.logs = &syncBuffer{}
 	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := d.cmd.Start(); err != nil {

@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -428,7 +427,7 @@ UsePAM no
 StrictModes no
 PidFile none
 `, rip, hostKey, authorized))
-		var logs lockedBuffer
+		var logs syncBuffer
 		cmd := l.rsCommand(rs, sshd, "-D", "-e", "-f", cfg)
 		cmd.Stdout, cmd.Stderr = &logs, &logs
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -506,21 +505,4 @@ func writeTestFile(t *testing.T, file, content string) {
 	if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *lockedBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *lockedBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -25,7 +25,7 @@ import (
 type failoverTrace struct {
 	p      *pair
 	dumps  []*exec.Cmd
-	outs   []*lockedBuffer
+	outs   []*syncBuffer
 	names  []string
 	before map[string]map[string]int64
 	cpu    *cpuSampler
@@ -38,7 +38,7 @@ func tracing() bool { return os.Getenv("IPVSCTL_BENCH_TRACE") != "" }
 func (p *pair) startTrace(pids []int) *failoverTrace {
 	tr := &failoverTrace{p: p, before: map[string]map[string]int64{}}
 	for _, w := range []struct{ name, ns string }{{"B", p.b.dir}, {"cli", p.net.cli}} {
-		out := &lockedBuffer{}
+		out := &syncBuffer{}
 		cmd := exec.Command("ip", "netns", "exec", w.ns, "tcpdump", "-i", "eth0", "-p", "-n", "-e", "-tt", "-l",
 			"--immediate-mode", "-s", "128", "arp or tcp port 80 or ip proto 112")
 		cmd.Stdout, cmd.Stderr = out, out
