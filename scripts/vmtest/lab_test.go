@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -264,6 +265,25 @@ func (l *lab) apply(doc string, extra ...string) string {
 func (l *lab) saved() string {
 	l.t.Helper()
 	return l.ns(l.dir, "ipvsadm -Sn")
+}
+
+// activeConns is ipvsadm's ActiveConn of the real server dest (ADDR:PORT)
+// in the director, summed over the services that have it.
+func (l *lab) activeConns(dest string) int {
+	l.t.Helper()
+	n := 0
+	for _, line := range strings.Split(l.ns(l.dir, "ipvsadm -Ln"), "\n") {
+		// "  -> 198.18.0.11:80    Route   1      0          4"
+		f := strings.Fields(line)
+		if len(f) == 6 && f[0] == "->" && f[1] == dest {
+			a, err := strconv.Atoi(f[4])
+			if err != nil {
+				l.t.Fatalf("ipvsadm -Ln: ActiveConn %q of %s", f[4], dest)
+			}
+			n += a
+		}
+	}
+	return n
 }
 
 func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {

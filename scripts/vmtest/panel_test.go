@@ -154,6 +154,13 @@ func TestPanelDrivesTheKernel(t *testing.T) {
 	drained := revision()
 
 	// The live table's bulk action: enable rs2 and disable rs1 in one revision each.
+	// rs1 is idle first: a disabled server with an established connection
+	// drains at weight 0 instead of leaving (the reconciler's drain), and on
+	// a loaded machine the client's last FIN can reach the director after
+	// the next request.
+	waitFor(t, "the requests' connections to rs1 to close", 10*time.Second, func() bool {
+		return l.activeConns("198.18.0.11:80") == 0
+	})
 	p.mustPost("/actions", url.Values{"action": {"enable"}, "sel": {"web/rs2"}})
 	p.mustPost("/actions", url.Values{"action": {"disable"}, "sel": {"web/rs1"}})
 	want = "-A -t 198.18.0.100:80 -s wrr\n" +
