@@ -144,6 +144,9 @@ func newRedRunner(d *Daemon) *redRunner {
 	r.c.red.mu.Lock()
 	r.c.red.status = r.status
 	r.c.red.mu.Unlock()
+	r.sk.mu.Lock()
+	r.sk.newDesired = r.poke
+	r.sk.mu.Unlock()
 	return r
 }
 
@@ -154,6 +157,14 @@ func (r *redRunner) poke() {
 	}
 }
 
+// idle says the runner has no VRRP instance, no sync daemon and no peer:
+// only a change can give it work.
+func (r *redRunner) idle() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.nodeRead && r.red == nil && r.key == "" && len(r.insts) == 0 && r.rep == nil && len(r.syncStarted) == 0
+}
+
 // run manages VRRP until ctx ends, then resigns (priority 0 where master),
 // lets the VIPs go and stops the sync daemons it started.
 func (r *redRunner) run(ctx context.Context) {
@@ -161,13 +172,20 @@ func (r *redRunner) run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		r.step(ctx)
+		// Without VRRP or a peer to follow there is nothing to look at
+		// between events: a new desired state, a node change or a poke
+		// wakes the runner (a director that is no pair wakes no thread).
+		tick := t.C
+		if r.idle() {
+			tick = nil
+		}
 		select {
 		case <-ctx.Done():
 			r.stopInstances()
 			r.stopReplication()
 			r.stopSyncDaemons(context.WithoutCancel(ctx))
 			return
-		case <-t.C:
+		case <-tick:
 		case <-r.wake:
 		case <-r.c.red.node:
 			r.nodeRead = false

@@ -56,6 +56,10 @@ type sharedKernel struct {
 	reconciling int64
 	last        ReconcileReport
 	ready       chan struct{} // closed once the kernel is open
+	// newDesired is told of each new desired state (under mu: it must
+	// return at once); the redundancy runner, which ticks only while it has
+	// something to watch, hears of settings.redundancy through it.
+	newDesired func()
 
 	// health runs the daemon's checks; its view is laid over every desired
 	// state reconciled. check runs one check (the runner's, and "check now").
@@ -158,6 +162,9 @@ func (sk *sharedKernel) offer(rev int64, desired *ipvsmgr.Desired, willReconcile
 	if rev >= sk.rev {
 		sk.rev, sk.desired = rev, desired
 		sk.knownRev.Store(rev)
+		if sk.newDesired != nil {
+			sk.newDesired()
+		}
 		if sk.health != nil {
 			sk.health.Update(desired.Checks)
 			sk.healthGen.Add(1)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"time"
 
@@ -333,6 +334,9 @@ type batch struct {
 // socket's buffer).
 const synHeld = 64
 
+// synYield is how many SYNs startDue sends between yields.
+const synYield = 16
+
 // startDue starts the due checks (taken off the heap at now, the time the
 // tcp checks start at: the clock is read again every synHeld of them);
 // ctx's end puts back those not started.
@@ -368,7 +372,13 @@ func (r *Runner) startDue(ctx context.Context, b *batch, due []*probe, now time.
 				held = true
 			}
 			if r.startTCP(ctx, b.syn, b.tcp, p, now, b.done) {
-				sent++
+				if sent++; sent%synYield == 0 {
+					// A batch's SYNs are raw system calls, which the
+					// runtime counts as running: a yield now and then is
+					// cheaper than the preemption signal its monitor
+					// sends a goroutine running for 10 ms.
+					runtime.Gosched()
+				}
 				continue
 			}
 		}

@@ -237,7 +237,15 @@ func (p *synProber) run(ctx context.Context) {
 		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 			break
 		}
-		p.settle(&st, true)
+		burst := len(st.answers) > 0
+		if p.settle(&st, true) && burst {
+			// Replies come in bursts, as a batch's SYNs went out together:
+			// the first of one wakes run, and the rest queue up for a
+			// moment rather than each waking it (and the thread asleep in
+			// the runtime's poller) again. A result is read up to
+			// replyGather after it came; a lone check is never held.
+			time.Sleep(replyGather)
+		}
 	}
 	p.mu.Lock()
 	p.closed = true
@@ -263,9 +271,14 @@ func (p *synProber) receive(s *synSocket, answers []synAnswer, errs bool) []synA
 	return answers
 }
 
+// replyGather is how long run lets a burst of replies queue up after its
+// first: a tcp check's duration is the time to its reply's reading, up to
+// this much more than the round trip.
+const replyGather = time.Millisecond
+
 // settle ends the probes st.answers answer and (timeouts) those past their
-// deadline, and tells their results.
-func (p *synProber) settle(st *settlement, timeouts bool) {
+// deadline, and tells their results; true when probes are still under way.
+func (p *synProber) settle(st *settlement, timeouts bool) (waiting bool) {
 	st.done, st.results = st.done[:0], st.results[:0]
 	now := time.Now()
 	p.mu.Lock()
@@ -292,6 +305,7 @@ func (p *synProber) settle(st *settlement, timeouts bool) {
 		st.done = append(st.done, pr)
 		st.results = append(st.results, fail("timeout after "+pr.spec.Timeout.String()))
 	}
+	waiting = len(p.pending) > 0
 	p.mu.Unlock()
 	st.answers = st.answers[:0]
 	for i, pr := range st.done {
@@ -303,6 +317,7 @@ func (p *synProber) settle(st *settlement, timeouts bool) {
 		pr.done(r)
 		st.done[i] = nil
 	}
+	return waiting
 }
 
 // hold keeps the replies that come while the caller sends a batch of SYNs

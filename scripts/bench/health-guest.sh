@@ -6,6 +6,9 @@ shift
 bin=$dir/ipvsctl
 secs=${BENCH_HEALTH_SECONDS:-30}
 hz=$(getconf CLK_TCK)
+rx=${BENCH_HEALTH_RX:-inline}
+pin=()
+[ "$rx" = remote ] && pin=(taskset -c 0)
 modprobe ip_vs
 busybox syslogd -n -O /dev/null &
 slpid=$!
@@ -28,6 +31,12 @@ setup() { # N
 	ip -n dir link add dummy0 type dummy
 	ip -n dir addr add 198.18.0.100/32 dev dummy0
 	ip -n dir link set dummy0 up
+	if [ "$rx" = remote ]; then
+		# The real servers' receive work on CPU 1 (RPS), the checker on CPU 0: a checker pays for what it sends,
+		# not for the real servers' TCP stack.
+		ip netns exec tg sh -c 'echo 2 >/sys/class/net/veth-t/queues/rx-0/rps_cpus'
+		ip netns exec dir sh -c 'echo 2 >/sys/class/net/veth-d/queues/rx-0/rps_cpus'
+	fi
 	ip netns exec tg "$dir/sink" -listen :80 -for $((secs + 60))s &
 	sinkpid=$!
 	sleep 0.5
@@ -81,7 +90,7 @@ for n in "$@"; do
 	} >"$dir/state-$n.json"
 
 	setup "$n"
-	ip netns exec dir keepalived --dont-fork --check --log-console -f "$dir/ka-$n.conf" \
+	ip netns exec dir "${pin[@]}" keepalived --dont-fork --check --log-console -f "$dir/ka-$n.conf" \
 		-p /run/bh-keepalived.pid -c /run/bh-checkers.pid >/tmp/bh-keepalived.log 2>&1 &
 	kpid=$!
 	sleep "$secs"
@@ -94,7 +103,7 @@ for n in "$@"; do
 	setup "$n"
 	rm -f /tmp/bh.db*
 	ip netns exec dir "$bin" --db /tmp/bh.db apply --no-apply -f "$dir/state-$n.json" >/dev/null
-	ip netns exec dir "$bin" --db /tmp/bh.db serve --listen "" >/tmp/bh-serve.log 2>&1 &
+	ip netns exec dir "${pin[@]}" env ${BENCH_HEALTH_GOMAXPROCS:+GOMAXPROCS=$BENCH_HEALTH_GOMAXPROCS} "$bin" --db /tmp/bh.db serve --listen "" >/tmp/bh-serve.log 2>&1 &
 	ipid=$!
 	sleep "$secs"
 	icpu=$(cpu "$ipid") iuser=$(utime "$ipid") irss=$(rss "$ipid") iup=$(servers_up) isink=$(cpu "$sinkpid")
