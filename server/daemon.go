@@ -85,16 +85,22 @@ func (d *Daemon) Run(ctx context.Context) error {
 			lastTry = time.Now()
 			d.openKernel(ctx)
 		}
-		if watch.Changed(ctx) {
+		// Another process's commit moves the database's data_version: only
+		// then can the revision have moved (this core's own writes tell
+		// the daemon at once), or when the periodic reconcile is due.
+		changed := watch.Changed(ctx)
+		if changed {
 			d.noticeResults(ctx)
 		}
-		rev, err := d.Core.store.CurrentRevision(ctx)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			d.Log.Error("read desired state revision", "err", err)
-		case err == nil && (rev != lastRev || time.Since(lastRun) >= interval):
-			d.reconcile(ctx, rev, rev != lastRev)
-			lastRev, lastRun = rev, time.Now()
+		if changed || lastRev < 0 || time.Since(lastRun) >= interval {
+			rev, err := d.Core.store.CurrentRevision(ctx)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				d.Log.Error("read desired state revision", "err", err)
+			case err == nil && (rev != lastRev || time.Since(lastRun) >= interval):
+				d.reconcile(ctx, rev, rev != lastRev)
+				lastRev, lastRun = rev, time.Now()
+			}
 		}
 		select {
 		case <-ctx.Done():

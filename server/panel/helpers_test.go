@@ -2,6 +2,7 @@ package panel
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/vrrp"
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
@@ -209,6 +211,8 @@ func newEnvOf(t testing.TB, o envOptions) *env {
 	core := server.New(cfg)
 	d := server.NewDaemon(core, log)
 	d.Interval, d.Poll, d.Snapshot = 200*time.Millisecond, 20*time.Millisecond, 50*time.Millisecond
+	// A seeded pair's VRRP must not speak on the host's interfaces.
+	d.Hooks.Listen = func(vrrp.ConnConfig) (vrrp.Conn, error) { return nil, errors.New("panel tests speak no VRRP") }
 	if realistic {
 		d.Interval, d.Poll, d.Snapshot = 10*time.Second, time.Second, server.PollInterval
 	}

@@ -12,8 +12,9 @@ import (
 	"github.com/ipvsctl/ipvsctl/server"
 )
 
-// The settings page's Redundancy card: not configured, configured without
-// a running VRRP (no daemon here), and a backup following its master.
+// The settings page's Redundancy card: not configured, configured (the
+// daemon's VRRP cannot start here), not running yet, and a backup
+// following its master.
 func TestRedundancyCard(t *testing.T) {
 	e := newEnv(t)
 	st := webState()
@@ -24,12 +25,21 @@ func TestRedundancyCard(t *testing.T) {
 	no := false
 	st.Settings.Redundancy = &ipvsmgr.Redundancy{VRID: 51, Interface: "eth0", Peers: []string{"198.18.0.1", "198.18.0.2"}, Preempt: &no}
 	e.seed(t, st)
-	page := e.get(t, "vic", "/settings").Body
-	for _, want := range []string{`id="redundancy-role">not running</span>`, "<dt>Priority</dt><dd>100, role auto (ipvsctl node set)</dd>",
+	var page string
+	waitFor(t, "the daemon to take the pair's settings", func() bool {
+		page = e.get(t, "vic", "/settings").Body
+		return strings.Contains(page, `id="redundancy-role">initialize</span>`)
+	})
+	for _, want := range []string{"<dt>Priority</dt><dd>100, role auto (ipvsctl node set)</dd>",
 		"<dd>VRID 51 on eth0, an advert every 1 s; does not preempt</dd>", "<dd>198.18.0.1, 198.18.0.2 (unicast adverts)</dd>"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("settings of a pair lack %q: %s", want, excerpt(page[strings.Index(page, `id="redundancy"`):]))
 		}
+	}
+
+	// Configured, before the daemon's VRRP reports (or with none).
+	if c := redundancyCardOf(st.Settings.Redundancy, &server.NodeView{NodeSettings: server.NodeSettings{Priority: 100, Role: "auto"}}); c.Role != "not running" || c.RoleClass != "st-unknown" {
+		t.Errorf("a pair with no VRRP status: role %q (%s), want not running", c.Role, c.RoleClass)
 	}
 
 	age := 0.4
