@@ -6,10 +6,17 @@ shift
 bin=$dir/ipvsctl
 secs=${BENCH_HEALTH_SECONDS:-30}
 hz=$(getconf CLK_TCK)
-rx=${BENCH_HEALTH_RX:-inline}
-pin=()
-[ "$rx" = remote ] && pin=(taskset -c 0)
+# remote: the real servers' TCP stack runs on CPU 1 (RPS on both veth ends), each contender pinned to CPU 0, so
+#   that a checker pays for its own system calls and not for the real servers' receive path, as on a network where
+#   they are other machines; ipvsctl gets GOMAXPROCS=2, what the Go runtime takes unpinned on this machine.
+# inline: nothing pinned, and a veth runs its peer's receive path inside the sender's system call: each SYN's
+#   sendmsg also pays for the real server's SYN processing, its SYN-ACK and the director's reset.
+modes=${BENCH_HEALTH_RX:-remote inline}
 modprobe ip_vs
+# The neighbour table is the whole machine's, and 1,024 entries by default: past that, the director cannot ARP
+# for its real servers (at 10,000 only about a thousand were reachable, for both contenders).
+sysctl -qw net.ipv4.neigh.default.gc_thresh1=32768 net.ipv4.neigh.default.gc_thresh2=49152 \
+	net.ipv4.neigh.default.gc_thresh3=65536
 busybox syslogd -n -O /dev/null &
 slpid=$!
 trap 'kill $slpid 2>/dev/null || true' EXIT
@@ -32,8 +39,6 @@ setup() { # N
 	ip -n dir addr add 198.18.0.100/32 dev dummy0
 	ip -n dir link set dummy0 up
 	if [ "$rx" = remote ]; then
-		# The real servers' receive work on CPU 1 (RPS), the checker on CPU 0: a checker pays for what it sends,
-		# not for the real servers' TCP stack.
 		ip netns exec tg sh -c 'echo 2 >/sys/class/net/veth-t/queues/rx-0/rps_cpus'
 		ip netns exec dir sh -c 'echo 2 >/sys/class/net/veth-d/queues/rx-0/rps_cpus'
 	fi
@@ -89,33 +94,37 @@ for n in "$@"; do
 		printf ']}]}\n'
 	} >"$dir/state-$n.json"
 
-	setup "$n"
-	ip netns exec dir "${pin[@]}" keepalived --dont-fork --check --log-console -f "$dir/ka-$n.conf" \
-		-p /run/bh-keepalived.pid -c /run/bh-checkers.pid >/tmp/bh-keepalived.log 2>&1 &
-	kpid=$!
-	sleep "$secs"
-	cpids="$kpid $(cat /run/bh-checkers.pid 2>/dev/null || true)"
-	kcpu=$(cpu $cpids) kuser=$(utime $cpids) krss=$(rss $cpids) kup=$(servers_up) ksink=$(cpu "$sinkpid")
-	kill "$kpid"
-	wait "$kpid" 2>/dev/null || true
-	teardown
+	for rx in $modes; do
+		pin=() goenv=()
+		[ "$rx" = remote ] && pin=(taskset -c 0) goenv=(GOMAXPROCS=2)
+		setup "$n"
+		ip netns exec dir "${pin[@]}" keepalived --dont-fork --check --log-console -f "$dir/ka-$n.conf" \
+			-p /run/bh-keepalived.pid -c /run/bh-checkers.pid >/tmp/bh-keepalived.log 2>&1 &
+		kpid=$!
+		sleep "$secs"
+		cpids="$kpid $(cat /run/bh-checkers.pid 2>/dev/null || true)"
+		kcpu=$(cpu $cpids) kuser=$(utime $cpids) krss=$(rss $cpids) kup=$(servers_up) ksink=$(cpu "$sinkpid")
+		kill "$kpid"
+		wait "$kpid" 2>/dev/null || true
+		teardown
 
-	setup "$n"
-	rm -f /tmp/bh.db*
-	ip netns exec dir "$bin" --db /tmp/bh.db apply --no-apply -f "$dir/state-$n.json" >/dev/null
-	ip netns exec dir "${pin[@]}" env ${BENCH_HEALTH_GOMAXPROCS:+GOMAXPROCS=$BENCH_HEALTH_GOMAXPROCS} "$bin" --db /tmp/bh.db serve --listen "" >/tmp/bh-serve.log 2>&1 &
-	ipid=$!
-	sleep "$secs"
-	icpu=$(cpu "$ipid") iuser=$(utime "$ipid") irss=$(rss "$ipid") iup=$(servers_up) isink=$(cpu "$sinkpid")
-	kill "$ipid"
-	wait "$ipid" 2>/dev/null || true
-	teardown
+		setup "$n"
+		rm -f /tmp/bh.db*
+		ip netns exec dir "$bin" --db /tmp/bh.db apply --no-apply -f "$dir/state-$n.json" >/dev/null
+		ip netns exec dir "${pin[@]}" env "${goenv[@]}" "$bin" --db /tmp/bh.db serve --listen "" >/tmp/bh-serve.log 2>&1 &
+		ipid=$!
+		sleep "$secs"
+		icpu=$(cpu "$ipid") iuser=$(utime "$ipid") irss=$(rss "$ipid") iup=$(servers_up) isink=$(cpu "$sinkpid")
+		kill "$ipid"
+		wait "$ipid" 2>/dev/null || true
+		teardown
 
-	awk -v n="$n" -v s="$secs" -v hz="$hz" -v ic="$icpu" -v kc="$kcpu" -v ir="$irss" -v kr="$krss" -v iu="$iup" -v ku="$kup" \
-		-v iusr="$iuser" -v kusr="$kuser" -v is="$isink" -v ks="$ksink" 'BEGIN {
-		printf "BENCH-HEALTH %d real servers, tcp check every 1 s, %d s: ipvsctl serve %.2f CPU-s, RSS %.1f MB (%d in the table) | keepalived %.2f CPU-s, RSS %.1f MB (%d in the table) | ratio %.2fx\n",
-			n, s, ic / hz, ir / 1024, iu, kc / hz, kr / 1024, ku, (kc > 0 ? ic / kc : 0)
-		printf "BENCH-HEALTH   user/system CPU-s: ipvsctl %.2f/%.2f, keepalived %.2f/%.2f; the real servers (sink, whose handshake work the checker pays for in part on a veth) %.2f beside ipvsctl, %.2f beside keepalived\n",
-			iusr / hz, (ic - iusr) / hz, kusr / hz, (kc - kusr) / hz, is / hz, ks / hz }'
-	grep -c "health changed" /tmp/bh-serve.log | sed 's/^/BENCH-HEALTH   ipvsctl health transitions logged: /'
+		awk -v n="$n" -v s="$secs" -v rx="$rx" -v hz="$hz" -v ic="$icpu" -v kc="$kcpu" -v ir="$irss" -v kr="$krss" -v iu="$iup" -v ku="$kup" \
+			-v iusr="$iuser" -v kusr="$kuser" -v is="$isink" -v ks="$ksink" 'BEGIN {
+			printf "BENCH-HEALTH %d real servers, tcp check every 1 s, %d s, %s: ipvsctl serve %.2f CPU-s, RSS %.1f MB (%d in the table) | keepalived %.2f CPU-s, RSS %.1f MB (%d in the table) | ratio %.2fx\n",
+				n, s, rx, ic / hz, ir / 1024, iu, kc / hz, kr / 1024, ku, (kc > 0 ? ic / kc : 0)
+			printf "BENCH-HEALTH   user/system CPU-s: ipvsctl %.2f/%.2f, keepalived %.2f/%.2f; the real servers (sink, whose handshake work the checker pays for in part on a veth) %.2f beside ipvsctl, %.2f beside keepalived\n",
+				iusr / hz, (ic - iusr) / hz, kusr / hz, (kc - kusr) / hz, is / hz, ks / hz }'
+		grep -c "health changed" /tmp/bh-serve.log | sed 's/^/BENCH-HEALTH   ipvsctl health transitions logged: /'
+	done
 done

@@ -103,7 +103,7 @@ fi
 nonce=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
 console="console=ttyS0 quiet loglevel=3"
 [ "${IPVSCTL_VM_DEBUG:-0}" = 1 ] && console="console=ttyS0 loglevel=7"
-cmdline="$console ${IPVSCTL_VM_CMDLINE:-} panic=-1 ipvsctl.job=$workdir/job ipvsctl.kdir=$VM_KDIR ipvsctl.tmp=$tmpmode ipvsctl.nonce=$nonce"
+cmdline="$console panic=-1 ipvsctl.job=$workdir/job ipvsctl.kdir=$VM_KDIR ipvsctl.tmp=$tmpmode ipvsctl.nonce=$nonce"
 
 # shellcheck disable=SC2054 # the commas belong to qemu's option syntax
 # Never a network device: the guest has loopback and whatever namespaces the command builds, nothing else.

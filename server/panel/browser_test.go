@@ -220,8 +220,23 @@ func TestBrowser(t *testing.T) {
 	// Redundancy on the settings page: enable it with a VRID and an
 	// interface, save, then set this director's priority beside its state.
 	before, _, _ := e.core.State(ctx)
-	do("redundancy", chromedp.Navigate(u+"/settings"),
-		chromedp.Click(chromedp.CSS("#r-redundancy")),
+	fieldsHidden := func() bool {
+		t.Helper()
+		h, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("#redundancy-fields").hidden`))
+		if err != nil {
+			t.Fatalf("are the pair's fields hidden: %v", err)
+		}
+		return h
+	}
+	do("settings", chromedp.Navigate(u+"/settings"), chromedp.WaitVisible(chromedp.CSS("#r-redundancy")))
+	if !fieldsHidden() {
+		t.Fatal("with redundancy off, the pair's fields are shown")
+	}
+	do("redundancy on", chromedp.Click(chromedp.CSS("#r-redundancy")))
+	if fieldsHidden() {
+		t.Fatal("with redundancy on, the pair's fields are hidden")
+	}
+	do("redundancy",
 		chromedp.SendKeys(chromedp.CSS("#r-vrid"), "51"),
 		chromedp.SendKeys(chromedp.CSS("#r-interface"), "eth0"),
 		chromedp.SendKeys(chromedp.CSS("#r-peers"), "198.18.0.1\n198.18.0.2"),

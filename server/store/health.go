@@ -54,8 +54,12 @@ func (s *Store) SaveHealthTransitions(ctx context.Context, trs []HealthTransitio
 		return fmt.Errorf("save health of %s: %w", trs[0].Ref, busy(err))
 	}
 	defer tx.Rollback()
+	// Three statements a transition, and a burst may be every server at once
+	// (a daemon's first checks of 10,000): run them without the goroutine
+	// the driver starts for each statement under a cancellable context.
+	xctx := context.WithoutCancel(ctx)
 	for _, tr := range trs {
-		if err := saveHealthTransition(ctx, tx, tr); err != nil {
+		if err := saveHealthTransition(xctx, tx, tr); err != nil {
 			return err
 		}
 	}

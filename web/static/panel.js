@@ -1,7 +1,8 @@
 // ipvsctl panel: the few things that need a script. Every page works without it.
 // (1) the theme toggle, (2) live refresh of [data-poll] fragments every 2 s
 // without a full reload, keeping checked boxes, (3) "select all" boxes,
-// (4) in a check form, only the fields the chosen check type reads.
+// (4) in a check form, only the fields the chosen check type reads,
+// (5) a [data-shown-by=ID] block only while checkbox ID is checked.
 (function () {
   "use strict";
   var root = document.documentElement;
@@ -23,6 +24,7 @@
     }
     document.querySelectorAll("[data-poll]").forEach(poll);
     document.querySelectorAll("fieldset.checkset").forEach(checkFields);
+    document.querySelectorAll("[data-shown-by]").forEach(shownBy);
     document.addEventListener("change", function (ev) {
       var el = ev.target;
       if (el.matches && el.matches("input[data-select-all]")) {
@@ -47,6 +49,16 @@
       });
     }
     sel.addEventListener("change", show);
+    show();
+  }
+
+  // Shown while its checkbox is checked, and always when it carries an
+  // error (the server read its fields).
+  function shownBy(el) {
+    var box = document.getElementById(el.getAttribute("data-shown-by"));
+    if (!box) return;
+    function show() { el.hidden = !box.checked && !el.querySelector(".fielderr"); }
+    box.addEventListener("change", show);
     show();
   }
 
