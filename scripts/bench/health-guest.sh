@@ -5,6 +5,7 @@ dir=$1
 shift
 bin=$dir/ipvsctl
 secs=${BENCH_HEALTH_SECONDS:-30}
+warm=$((secs / 3)) # the CPU is read at this point too: what the steady state costs, without the start
 hz=$(getconf CLK_TCK)
 # remote: the real servers' TCP stack runs on CPU 1 (RPS on both veth ends), each contender pinned to CPU 0, so
 #   that a checker pays for its own system calls and not for the real servers' receive path, as on a network where
@@ -13,6 +14,7 @@ hz=$(getconf CLK_TCK)
 #   sendmsg also pays for the real server's SYN processing, its SYN-ACK and the director's reset.
 modes=${BENCH_HEALTH_RX:-remote inline}
 modprobe ip_vs
+modprobe -q ip_tables 2>/dev/null || true
 # The neighbour table is the whole machine's, and 1,024 entries by default: past that, the director cannot ARP
 # for its real servers (at 10,000 only about a thousand were reachable, for both contenders).
 sysctl -qw net.ipv4.neigh.default.gc_thresh1=32768 net.ipv4.neigh.default.gc_thresh2=49152 \
@@ -42,6 +44,8 @@ setup() { # N
 		ip netns exec tg sh -c 'echo 2 >/sys/class/net/veth-t/queues/rx-0/rps_cpus'
 		ip netns exec dir sh -c 'echo 2 >/sys/class/net/veth-d/queues/rx-0/rps_cpus'
 	fi
+	# A counting rule (no target): the SYNs that reach the real servers are the checks made.
+	ip netns exec tg iptables -w -A INPUT -p tcp --syn --dport 80
 	ip netns exec tg "$dir/sink" -listen :80 -for $((secs + 60))s &
 	sinkpid=$!
 	sleep 0.5
@@ -68,6 +72,7 @@ rss() { # PID...: VmRSS in kB
 	for p in "$@"; do t=$((t + $(awk '/^VmRSS/ { print $2 }' "/proc/$p/status"))); done
 	echo "$t"
 }
+syns() { ip netns exec tg iptables -w -nvxL INPUT | awk 'NR == 3 { print $1 }'; }
 servers_up() { ip netns exec dir ipvsadm -Ln | grep -c -- '-> 198.19' || true; }
 
 for n in "$@"; do
@@ -101,9 +106,11 @@ for n in "$@"; do
 		ip netns exec dir "${pin[@]}" keepalived --dont-fork --check --log-console -f "$dir/ka-$n.conf" \
 			-p /run/bh-keepalived.pid -c /run/bh-checkers.pid >/tmp/bh-keepalived.log 2>&1 &
 		kpid=$!
-		sleep "$secs"
+		sleep "$warm"
 		cpids="$kpid $(cat /run/bh-checkers.pid 2>/dev/null || true)"
-		kcpu=$(cpu $cpids) kuser=$(utime $cpids) krss=$(rss $cpids) kup=$(servers_up) ksink=$(cpu "$sinkpid")
+		kwarm=$(cpu $cpids) ksyn0=$(syns)
+		sleep $((secs - warm))
+		kcpu=$(cpu $cpids) ksyn=$(($(syns) - ksyn0)) kuser=$(utime $cpids) krss=$(rss $cpids) kup=$(servers_up) ksink=$(cpu "$sinkpid")
 		kill "$kpid"
 		wait "$kpid" 2>/dev/null || true
 		teardown
@@ -113,18 +120,27 @@ for n in "$@"; do
 		ip netns exec dir "$bin" --db /tmp/bh.db apply --no-apply -f "$dir/state-$n.json" >/dev/null
 		ip netns exec dir "${pin[@]}" env "${goenv[@]}" "$bin" --db /tmp/bh.db serve --listen "" >/tmp/bh-serve.log 2>&1 &
 		ipid=$!
-		sleep "$secs"
-		icpu=$(cpu "$ipid") iuser=$(utime "$ipid") irss=$(rss "$ipid") iup=$(servers_up) isink=$(cpu "$sinkpid")
+		sleep "$warm"
+		iwarm=$(cpu "$ipid") isyn0=$(syns)
+		sleep $((secs - warm))
+		icpu=$(cpu "$ipid") isyn=$(($(syns) - isyn0)) iuser=$(utime "$ipid") irss=$(rss "$ipid") iup=$(servers_up) isink=$(cpu "$sinkpid")
 		kill "$ipid"
 		wait "$ipid" 2>/dev/null || true
 		teardown
 
 		awk -v n="$n" -v s="$secs" -v rx="$rx" -v hz="$hz" -v ic="$icpu" -v kc="$kcpu" -v ir="$irss" -v kr="$krss" -v iu="$iup" -v ku="$kup" \
-			-v iusr="$iuser" -v kusr="$kuser" -v is="$isink" -v ks="$ksink" 'BEGIN {
+			-v iusr="$iuser" -v kusr="$kuser" -v is="$isink" -v ks="$ksink" \
+			-v w="$warm" -v iw="$iwarm" -v kw="$kwarm" -v isyn="$isyn" -v ksyn="$ksyn" 'BEGIN {
 			printf "BENCH-HEALTH %d real servers, tcp check every 1 s, %d s, %s: ipvsctl serve %.2f CPU-s, RSS %.1f MB (%d in the table) | keepalived %.2f CPU-s, RSS %.1f MB (%d in the table) | ratio %.2fx\n",
 				n, s, rx, ic / hz, ir / 1024, iu, kc / hz, kr / 1024, ku, (kc > 0 ? ic / kc : 0)
 			printf "BENCH-HEALTH   user/system CPU-s: ipvsctl %.2f/%.2f, keepalived %.2f/%.2f; the real servers (sink, whose handshake work the checker pays for in part on a veth) %.2f beside ipvsctl, %.2f beside keepalived\n",
-				iusr / hz, (ic - iusr) / hz, kusr / hz, (kc - kusr) / hz, is / hz, ks / hz }'
+				iusr / hz, (ic - iusr) / hz, kusr / hz, (kc - kusr) / hz, is / hz, ks / hz
+			printf "BENCH-HEALTH   the last %d s alone (started, first results in): ipvsctl %.2f CPU-s, keepalived %.2f | ratio %.2fx\n",
+				s - w, (ic - iw) / hz, (kc - kw) / hz, (kc > kw ? (ic - iw) / (kc - kw) : 0)
+			ipk = isyn > 0 ? (ic - iw) / hz * 1e6 / isyn : 0
+			kpk = ksyn > 0 ? (kc - kw) / hz * 1e6 / ksyn : 0
+			printf "BENCH-HEALTH   in those %d s: checks made (SYNs that reached the real servers) ipvsctl %d a second, keepalived %d; CPU per check ipvsctl %.0f us, keepalived %.0f us | ratio %.2fx\n",
+				s - w, isyn / (s - w), ksyn / (s - w), ipk, kpk, (kpk > 0 ? ipk / kpk : 0) }'
 		grep -c "health changed" /tmp/bh-serve.log | sed 's/^/BENCH-HEALTH   ipvsctl health transitions logged: /'
 	done
 done
