@@ -38,7 +38,8 @@ func TestBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test skipped in -short mode")
 	}
-	e := newEnv(t)
+	// Real servers answer no SSH here (every dial refused): Verify reports them unreachable.
+	e := newEnvTimed(t, false, refusingSSH(t))
 	// The kernel refuses one real server, as a real one refuses an unreachable DR address.
 	e.kernel.setFailOn(func(op ipvsmgr.Op) error {
 		if op.Dest != nil && op.Dest.Key.Addr.String() == "198.18.0.14" && op.Kind == ipvsmgr.OpAddDest {
@@ -203,6 +204,17 @@ func TestBrowser(t *testing.T) {
 		t.Fatal("a server of an http service is not shown the http fields to override")
 	}
 	shot("server-edit")
+	// Real-server preparation: Verify all, clicked, runs through the core
+	// and the page it comes back to shows each server's result.
+	do("verify all", chromedp.Navigate(u+"/realservers"), chromedp.Click(chromedp.CSS("#verify-all button.primary")),
+		chromedp.WaitVisible(chromedp.CSS(".banner.flash")))
+	if s := text(".banner.flash"); !strings.Contains(s, "Verified:") || !strings.Contains(s, "unreachable") {
+		t.Fatalf("verify all: flash %q", s)
+	}
+	if s := text("table"); !strings.Contains(s, "connection refused") {
+		t.Fatalf("verify all: the table does not show the SSH error: %q", s)
+	}
+	shot("realservers-verified")
 	// Screenshots of the main screens, for README and for a look.
 	do("why (refused server)", chromedp.Navigate(u+"/services/www-tls/servers/web4/why"), chromedp.WaitVisible(chromedp.CSS("#why-reasons")))
 	waitFor(t, "sparklines", func() bool { return strings.Contains(e.get(t, "alice", "/live").Body, "<polyline") })
