@@ -11,6 +11,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/arpguard"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/ipvsmgrtest"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -127,15 +128,7 @@ func TestKeyMovesWithWhatTheDaemonKnows(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	ipvsmgrtest.AcceptAndClose(ln)
 	port := ln.Addr().(*net.TCPAddr).Port
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()

@@ -28,6 +28,7 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/ipvsmgrtest"
 )
 
 // loopbacks are the addresses the checks are tried on: IPv4 always, IPv6
@@ -85,15 +86,7 @@ func TestTCP(t *testing.T) {
 	c := &Checker{}
 	for _, host := range loopbacks(t) {
 		ln := listen(t, "tcp", host)
-		go func() {
-			for {
-				conn, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				conn.Close()
-			}
-		}()
+		ipvsmgrtest.AcceptAndClose(ln)
 		expect(t, host+" listening", c.Run(context.Background(), specFor("tcp", ln.Addr().String())), Pass, "connected")
 		expect(t, host+" closed", c.Run(context.Background(), specFor("tcp", closedPort(t, "tcp", host))), Fail, "connection refused")
 	}

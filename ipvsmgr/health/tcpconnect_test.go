@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/ipvsmgrtest"
 )
 
 // tcpChecker is what the connector and the prober have in common.
@@ -95,15 +96,7 @@ func TestTCPConnector(t *testing.T) {
 	tcp := connector(t)
 	for _, host := range loopbacks(t) {
 		ln := listen(t, "tcp", host)
-		go func() {
-			for {
-				conn, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				conn.Close()
-			}
-		}()
+		ipvsmgrtest.AcceptAndClose(ln)
 		r := connectOnce(t, tcp, specFor("tcp", ln.Addr().String()))
 		expect(t, host+" listening", r, Pass, "connected")
 		if r.Duration <= 0 || r.Weight != -1 || r.Percent != -1 {
@@ -140,15 +133,7 @@ func TestTCPConnectorBlackhole(t *testing.T) {
 func TestTCPConnectorMixed(t *testing.T) {
 	tcp := connector(t)
 	open := listen(t, "tcp", "127.0.0.1")
-	go func() {
-		for {
-			c, err := open.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	ipvsmgrtest.AcceptAndClose(open)
 	full, closed := fullListener(t, "127.0.0.1"), closedPort(t, "tcp", "127.0.0.1")
 	type want struct {
 		outcome Outcome
@@ -189,15 +174,7 @@ func TestTCPConnectorMixed(t *testing.T) {
 func TestTCPConnectorLeavesNoTimeWait(t *testing.T) {
 	tcp := connector(t)
 	ln := listen(t, "tcp", "127.0.0.1")
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	ipvsmgrtest.AcceptAndClose(ln)
 	for i := 0; i < 20; i++ {
 		expect(t, "listening", connectOnce(t, tcp, specFor("tcp", ln.Addr().String())), Pass, "connected")
 	}

@@ -1,5 +1,5 @@
 // Package ipvsmgrtest makes documents for tests of ipvsmgr and of the
-// packages that store or compare them.
+// packages that store or compare them, and real servers for tests of checks.
 package ipvsmgrtest
 
 import (

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/ipvsmgrtest"
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
 	"github.com/ipvsctl/ipvsctl/server/client"
@@ -27,15 +28,7 @@ func TestHealthThroughTheAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	ipvsmgrtest.AcceptAndClose(ln)
 	closed, _ := net.Listen("tcp", "127.0.0.1:0")
 	closedPort := closed.Addr().(*net.TCPAddr).Port
 	closed.Close()

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/ipvsmgrtest"
 )
 
 // Every check here talks to 127.0.0.1 only: the daemon's runner checks the
@@ -37,15 +38,7 @@ func acceptLoopback(t *testing.T) net.Listener {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	ipvsmgrtest.AcceptAndClose(ln)
 	return ln
 }
 
