@@ -268,11 +268,13 @@ func (l *lab) saved() string {
 }
 
 // activeConns is ipvsadm's ActiveConn of the real server dest (ADDR:PORT)
-// in the director, summed over the services that have it.
+// in the director, summed over the services that have it; the test fails
+// when no service has it.
 func (l *lab) activeConns(dest string) int {
 	l.t.Helper()
-	n := 0
-	for _, line := range strings.Split(l.ns(l.dir, "ipvsadm -Ln"), "\n") {
+	n, seen := 0, false
+	out := l.ns(l.dir, "ipvsadm -Ln")
+	for _, line := range strings.Split(out, "\n") {
 		// "  -> 198.18.0.11:80    Route   1      0          4"
 		f := strings.Fields(line)
 		if len(f) == 6 && f[0] == "->" && f[1] == dest {
@@ -280,8 +282,11 @@ func (l *lab) activeConns(dest string) int {
 			if err != nil {
 				l.t.Fatalf("ipvsadm -Ln: ActiveConn %q of %s", f[4], dest)
 			}
-			n += a
+			n, seen = n+a, true
 		}
+	}
+	if !seen {
+		l.t.Fatalf("ipvsadm -Ln lists no real server %s:\n%s", dest, out)
 	}
 	return n
 }
