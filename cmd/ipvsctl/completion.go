@@ -99,6 +99,18 @@ func runComplete(env *cliEnv, args []string) int {
 	if db == "" {
 		db = defaultDB
 	}
+	remote := env.getenv("IPVSCTL_SERVER") != ""
+	for len(args) > 1 && takesValue(args[0]) { // global flags the dispatcher passed on
+		if strings.TrimLeft(args[0], "-") == "server" {
+			remote = true
+		} else if strings.TrimLeft(args[0], "-") == "db" {
+			db = args[1]
+		}
+		args = args[2:]
+	}
+	if remote {
+		db = "" // names come from the local database only; a remote daemon's are not asked for
+	}
 	switch args[0] {
 	case "words":
 		words := args[1:]
@@ -258,6 +270,9 @@ func matching(cands []string, prefix string) []string {
 // of the services, or (service given) of that service's real servers, or
 // nothing when it cannot be read.
 func storedNames(db, service string) []string {
+	if db == "" {
+		return nil
+	}
 	if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) || err != nil {
 		return nil
 	}
