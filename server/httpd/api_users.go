@@ -144,3 +144,11 @@ func (a *api) charts(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, cs)
 	return nil
 }
+
+// Routes is the API's route table as Handler serves it (without /healthz
+// and /metrics): what the tests compare with the panel's routes and the
+// CLI's verbs.
+func Routes() []auth.Route {
+	a := &api{}
+	return append(a.routes(), a.remoteRoutes()...)
+}
