@@ -164,6 +164,13 @@ func completeWords(words []string, getenv func(string) string) (string, []string
 			}
 		}
 	}
+	// With a server the names are a remote daemon's: the local database is not read.
+	if getenv("IPVSCTL_SERVER") != "" || slices.ContainsFunc(done, func(w string) bool {
+		name, _, _ := strings.Cut(strings.TrimLeft(w, "-"), "=")
+		return strings.HasPrefix(w, "-") && name == "server"
+	}) {
+		db = ""
+	}
 	globals := []string{"--db", "--server", "--token", "--help"}
 	if i == len(done) {
 		if i > 0 && (done[i-1] == "--db" || done[i-1] == "-db") {
