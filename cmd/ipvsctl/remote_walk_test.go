@@ -139,3 +139,30 @@ func TestNoVerbWritesTheLocalDatabaseWithServer(t *testing.T) {
 		t.Errorf("verbs walked by where they run: %v", seen)
 	}
 }
+
+// Each verb's example from the command table is in its help and in the man page.
+func TestHelpAndManShowTheExamples(t *testing.T) {
+	var man bytes.Buffer
+	cmds := commands()
+	writeMan(&man, cmds, "test")
+	n := 0
+	for _, name := range visibleVerbs(cmds) {
+		for sub, ex := range cmds[name].examples {
+			args := []string{"help", name}
+			if sub != "" {
+				args = append(args, sub)
+			}
+			r := runCLI(t, nil, args...)
+			if r.code != 0 || !strings.Contains(r.stdout, "\nexample: ipvsctl "+ex+"\n") {
+				t.Errorf("ipvsctl %s: %d, no example %q:\n%s", strings.Join(args, " "), r.code, ex, r.stdout)
+			}
+			if !strings.Contains(man.String(), roff("ipvsctl "+ex)) {
+				t.Errorf("the man page lacks the example %q", ex)
+			}
+			n++
+		}
+	}
+	if n < 35 {
+		t.Errorf("%d examples", n)
+	}
+}
