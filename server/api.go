@@ -11,6 +11,8 @@ import (
 // API is every call the CLI makes: the Core in this process, or a daemon's
 // over HTTP (package client), with the same results and the same errors.
 type API interface {
+	Accounts // users and tokens (core_users.go)
+	Charts(ctx context.Context, q ChartQuery) (*ChartSeries, error)
 	State(ctx context.Context) (*ipvsmgr.State, int64, error)
 	Apply(ctx context.Context, a Actor, doc io.Reader, label string, o WriteOptions) (*WriteResult, error)
 	Import(ctx context.Context, a Actor, format, name string, r io.Reader, o WriteOptions) (*ImportResult, error)

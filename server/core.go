@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server/auth"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -67,6 +68,7 @@ type Core struct {
 	// resultsGen counts the changes of the stored real-server results: this
 	// core's saves, and in the daemon another process's (noticeResults).
 	resultsGen atomic.Int64
+	accounts   *auth.Auth // users and tokens (core_users.go)
 }
 
 // Config configures a Core.
@@ -80,6 +82,8 @@ type Config struct {
 	// RealServerSSH is how real servers are logged in to for push, verify
 	// and undo; without an identity those say RealServerSSH.Unavailable.
 	RealServerSSH RealServerSSH
+	// Auth is the daemon's user and token rules; nil makes them over Store.
+	Auth *auth.Auth
 }
 
 // New returns a Core over a store.
@@ -92,6 +96,7 @@ func New(cfg Config) *Core {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
+	c.accounts = newAccounts(cfg, c)
 	return c
 }
 

@@ -99,6 +99,18 @@ func runComplete(env *cliEnv, args []string) int {
 	if db == "" {
 		db = defaultDB
 	}
+	remote := env.getenv("IPVSCTL_SERVER") != ""
+	for len(args) > 1 && takesValue(args[0]) { // global flags the dispatcher passed on
+		if strings.TrimLeft(args[0], "-") == "server" {
+			remote = true
+		} else if strings.TrimLeft(args[0], "-") == "db" {
+			db = args[1]
+		}
+		args = args[2:]
+	}
+	if remote {
+		db = "" // names come from the local database only; a remote daemon's are not asked for
+	}
 	switch args[0] {
 	case "words":
 		words := args[1:]
@@ -151,6 +163,13 @@ func completeWords(words []string, getenv func(string) string) (string, []string
 				db = val
 			}
 		}
+	}
+	// With a server the names are a remote daemon's: the local database is not read.
+	if getenv("IPVSCTL_SERVER") != "" || slices.ContainsFunc(done, func(w string) bool {
+		name, _, _ := strings.Cut(strings.TrimLeft(w, "-"), "=")
+		return strings.HasPrefix(w, "-") && name == "server"
+	}) {
+		db = ""
 	}
 	globals := []string{"--db", "--server", "--token", "--help"}
 	if i == len(done) {
@@ -258,6 +277,9 @@ func matching(cands []string, prefix string) []string {
 // of the services, or (service given) of that service's real servers, or
 // nothing when it cannot be read.
 func storedNames(db, service string) []string {
+	if db == "" {
+		return nil
+	}
 	if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) || err != nil {
 		return nil
 	}

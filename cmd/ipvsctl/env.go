@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/server"
@@ -37,6 +38,8 @@ type cliEnv struct {
 	terminal func() bool
 	// progressShown: a progress line is on the terminal, to be cleared.
 	progressShown bool
+	// cmd is the verb being run (its examples, where it runs).
+	cmd *command
 }
 
 // hostFake is what tests give for the host's VIPs, mangle rules and sysctls.
@@ -68,12 +71,17 @@ func (e *cliEnv) newFlagSet(name, args, summary string) (*flag.FlagSet, *globalF
 	fs.StringVar(&g.db, "db", def, "path of the state database (env IPVSCTL_DB)")
 	fs.StringVar(&g.server, "server", e.getenv("IPVSCTL_SERVER"), "URL of a remote ipvsctl daemon to send the verb to (env IPVSCTL_SERVER)")
 	fs.StringVar(&g.token, "token", e.getenv("IPVSCTL_TOKEN"), "API token for --server (env IPVSCTL_TOKEN)")
+	example := e.cmd.example(name)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: ipvsctl %s %s\n\n%s\n\nflags:\n", name, args, summary)
+		fmt.Fprintf(fs.Output(), "usage: ipvsctl %s %s\n\n%s\n", name, args, summary)
+		if example != "" {
+			fmt.Fprintf(fs.Output(), "\nexample: ipvsctl %s\n", example)
+		}
+		fmt.Fprintf(fs.Output(), "\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if e.probe != nil {
-		*e.probe = verbDoc{Path: name, Synopsis: args, Summary: summary, Flags: fs}
+		*e.probe = verbDoc{Path: name, Synopsis: args, Summary: summary, Example: example, Flags: fs}
 	}
 	return fs, g
 }
@@ -93,7 +101,37 @@ func (e *cliEnv) parseFlags(fs *flag.FlagSet, args []string) (status int, ok boo
 	case err != nil:
 		return exitUsage, false
 	}
+	if f := fs.Lookup("server"); f != nil && f.Value.String() != "" {
+		if where := e.cmd.runsOn(fs.Name()); where == onDirector || where == onRealServer {
+			fmt.Fprintf(e.stderr, "ipvsctl %s: %s, not through a daemon's API: run it there without --server and IPVSCTL_SERVER\n",
+				fs.Name(), map[runsOn]string{onDirector: "runs on the director itself (its own database and kernel)",
+					onRealServer: "runs on the real server being prepared"}[where])
+			return exitUsage, false
+		}
+	}
 	return exitOK, true
+}
+
+// sub is the sub-verb of a flag set's name ("vs add" -> "add"; "" for a verb without).
+func sub(name string) string {
+	_, s, _ := strings.Cut(name, " ")
+	return s
+}
+
+// runsOn is where the verb (or sub-verb) of the flag set named name runs.
+func (c *command) runsOn(name string) runsOn {
+	if c == nil {
+		return viaCore
+	}
+	return c.where[sub(name)]
+}
+
+// example is the example command line of the flag set named name ("" for none).
+func (c *command) example(name string) string {
+	if c == nil {
+		return ""
+	}
+	return c.examples[sub(name)]
 }
 
 // fail prints err and returns the exit status its kind calls for: 2 for an

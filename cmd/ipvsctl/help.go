@@ -28,5 +28,6 @@ func runHelp(env *cliEnv, args []string) int {
 	}
 	helpEnv := *env
 	helpEnv.stderr = io.Discard // flag's own copy of the usage; parseFlags prints it on stdout
+	helpEnv.cmd = &cmd
 	return cmd.run(&helpEnv, append(args[1:], "--help"))
 }

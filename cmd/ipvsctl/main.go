@@ -19,33 +19,92 @@ type command struct {
 	run     func(env *cliEnv, args []string) int
 	subs    []string // its sub-verbs (ipvsctl vs add ...), if it has any
 	hidden  bool     // left out of usage, help, the man page and completion
+	// where says, by sub-verb ("" for the verb itself), where one without
+	// a remote form runs; the others call the core, here or with --server
+	// over a daemon's API.
+	where map[string]runsOn
+	// examples is a command line per sub-verb ("" for the verb itself),
+	// after "ipvsctl ", that help and the man page show.
+	examples map[string]string
 }
+
+// runsOn is where a verb runs.
+type runsOn int
+
+const (
+	// viaCore: the verb calls the core, in this process over the local
+	// database (through its daemon when one runs) or, with --server, over
+	// a remote daemon's API.
+	viaCore runsOn = iota
+	// onDirector: only on the director itself (its database, its kernel);
+	// with --server or IPVSCTL_SERVER the verb refuses, exit status 2.
+	onDirector
+	// onRealServer: on the real server being prepared; refuses --server too.
+	onRealServer
+	// anywhere: touches no database and no daemon (help, a script printed).
+	anywhere
+)
 
 // commands maps each verb to its file's run function.
 func commands() map[string]command {
+	director, here := map[string]runsOn{"": onDirector}, map[string]runsOn{"": anywhere}
 	return map[string]command{
-		"apply":      {summary: "make the desired state equal to a document, then the kernel match it", run: runApply},
-		"diff":       {summary: "show what apply would change in the kernel", run: runDiff},
-		"status":     {summary: "show the kernel's IPVS table with connections, counters and rates", run: runStatus},
-		"health":     {summary: "show the real servers' health checks and their recent transitions", run: runHealth},
-		"realserver": {summary: "prepare real servers for DR/TUN/NAT", run: runRealserver, subs: []string{"push", "verify", "undo", "script", "apply"}},
-		"serve":      {summary: "the daemon: restore, then keep the kernel matching the stored state", run: runServe},
-		"restore":    {summary: "boot-time restore: stored desired state -> kernel (modules, sysctls, VIPs, services)", run: runRestore},
-		"vs":         {summary: "virtual services in the desired state", run: runVS, subs: []string{"add", "set", "rm", "list", "enable", "disable"}},
-		"rs":         {summary: "real servers in the desired state", run: runRS, subs: []string{"add", "set", "rm", "list", "drain", "enable", "disable"}},
-		"history":    {summary: "list the revisions of the desired state, or show one", run: runHistory},
-		"rollback":   {summary: "return to a revision's desired state and reconcile", run: runRollback},
-		"export":     {summary: "print the desired state as JSON, an ipvsadm -R script or Piranha's lvs.cf", run: runExport},
-		"import":     {summary: "replace the desired state with a JSON, ipvsadm -S, lvs.cf or keepalived.conf file", run: runImport},
-		"user":       {summary: "users of the panel and the API", run: runUser, subs: []string{"add", "passwd", "set", "rm", "list"}},
-		"token":      {summary: "API tokens", run: runToken, subs: []string{"create", "list", "revoke"}},
-		"audit":      {summary: "list the audit record: every change and every login attempt", run: runAudit},
-		"node":       {summary: "this director's own redundancy settings (priority, role, peer)", run: runNode, subs: []string{"set", "show"}},
-		"version":    {summary: "print the version, the commit and the Go version", run: runVersion},
-		"help":       {summary: "show a command's synopsis, description and flags", run: runHelp},
-		"completion": {summary: "print the shell completion script for bash, zsh or fish", run: runCompletion, subs: []string{"bash", "zsh", "fish"}},
-		"man":        {summary: "print the manual page (roff), made from the same text as help", run: runMan},
-		"__complete": {summary: "complete a command line for the shell scripts", run: runComplete, hidden: true},
+		"apply": {summary: "make the desired state equal to a document, then the kernel match it", run: runApply,
+			examples: map[string]string{"": "apply -f state.json"}},
+		"diff": {summary: "show what apply would change in the kernel", run: runDiff, examples: map[string]string{"": "diff -f state.json"}},
+		"status": {summary: "show the kernel's IPVS table with connections, counters and rates", run: runStatus,
+			examples: map[string]string{"": "status --json"}},
+		"health": {summary: "show the real servers' health checks and their recent transitions", run: runHealth,
+			examples: map[string]string{"": "health web r1"}},
+		"realserver": {summary: "prepare real servers for DR/TUN/NAT", run: runRealserver, subs: []string{"push", "verify", "undo", "script", "apply"},
+			where: map[string]runsOn{"script": anywhere, "apply": onRealServer},
+			examples: map[string]string{
+				"push":   "realserver push --rip 198.18.0.11,198.18.0.12 --vip 198.18.0.100 --mode dr-sysctl",
+				"verify": "realserver verify --rip 198.18.0.11 --vip 198.18.0.100 --mode dr-sysctl",
+				"undo":   "realserver undo --rip 198.18.0.11 --vip 198.18.0.100 --mode dr-sysctl",
+				"script": "realserver script --rip 198.18.0.11 --vip 198.18.0.100 --mode dr-sysctl",
+				"apply":  "realserver apply --vip 198.18.0.100 --mode dr-sysctl",
+			}},
+		"serve": {summary: "the daemon: restore, then keep the kernel matching the stored state", run: runServe, where: director,
+			examples: map[string]string{"": "serve --listen :3636 --tls-self-signed"}},
+		"restore": {summary: "boot-time restore: stored desired state -> kernel (modules, sysctls, VIPs, services)", run: runRestore, where: director,
+			examples: map[string]string{"": "restore"}},
+		"vs": {summary: "virtual services in the desired state", run: runVS, subs: []string{"add", "set", "rm", "list", "enable", "disable"},
+			examples: map[string]string{
+				"add": "vs add web --address 198.18.0.100 --port 80 --scheduler wrr", "set": "vs set web --scheduler rr", "rm": "vs rm web",
+				"list": "vs list --json", "enable": "vs enable web", "disable": "vs disable web",
+			}},
+		"rs": {summary: "real servers in the desired state", run: runRS, subs: []string{"add", "set", "rm", "list", "drain", "enable", "disable"},
+			examples: map[string]string{
+				"add": "rs add web --name r1 --address 198.18.0.11 --weight 3", "set": "rs set web r1 --weight 5", "rm": "rs rm web r1",
+				"list": "rs list web", "drain": "rs drain web r1", "enable": "rs enable web r1", "disable": "rs disable web r1",
+			}},
+		"history":  {summary: "list the revisions of the desired state, or show one", run: runHistory, examples: map[string]string{"": "history 7"}},
+		"rollback": {summary: "return to a revision's desired state and reconcile", run: runRollback, examples: map[string]string{"": "rollback 7"}},
+		"export": {summary: "print the desired state as JSON, an ipvsadm -R script or Piranha's lvs.cf", run: runExport,
+			examples: map[string]string{"": "export --format ipvsadm"}},
+		"import": {summary: "replace the desired state with a JSON, ipvsadm -S, lvs.cf or keepalived.conf file", run: runImport,
+			examples: map[string]string{"": "import --format lvs.cf lvs.cf"}},
+		"user": {summary: "users of the panel and the API", run: runUser, subs: []string{"add", "passwd", "set", "rm", "list"},
+			examples: map[string]string{
+				"add": "user add bob --role operator --password-stdin", "passwd": "user passwd bob --password-stdin",
+				"set": "user set bob --role viewer", "rm": "user rm bob", "list": "user list --json",
+			}},
+		"token": {summary: "API tokens", run: runToken, subs: []string{"create", "list", "revoke"},
+			examples: map[string]string{"create": "token create --user bob --name deploy --expires 90d", "list": "token list", "revoke": "token revoke deploy"}},
+		"charts": {summary: "print the series the panel charts for a virtual service or real server", run: runCharts,
+			examples: map[string]string{"": "charts web r1 --range day --json"}},
+		"audit": {summary: "list the audit record: every change and every login attempt", run: runAudit,
+			examples: map[string]string{"": "audit --actor bob --since 24h"}},
+		"node": {summary: "this director's own redundancy settings (priority, role, peer)", run: runNode, subs: []string{"set", "show"},
+			examples: map[string]string{"set": "node set --priority 150", "show": "node show --json"}},
+		"version": {summary: "print the version, the commit and the Go version", run: runVersion, where: here},
+		"help":    {summary: "show a command's synopsis, description and flags", run: runHelp, where: here},
+		"completion": {summary: "print the shell completion script for bash, zsh or fish", run: runCompletion, subs: []string{"bash", "zsh", "fish"},
+			where: map[string]runsOn{"bash": anywhere, "zsh": anywhere, "fish": anywhere}},
+		"man": {summary: "print the manual page (roff), made from the same text as help", run: runMan, where: here},
+		"__complete": {summary: "complete a command line for the shell scripts", run: runComplete, hidden: true, where: here,
+			examples: map[string]string{"": "__complete services"}},
 	}
 }
 
@@ -86,6 +145,7 @@ func dispatch(env *cliEnv, args []string) int {
 		// one on a large table faster. The daemon keeps Go's default.
 		debug.SetGCPercent(400)
 	}
+	env.cmd = &cmd
 	return cmd.run(env, append(global, args[1:]...))
 }
 

@@ -58,6 +58,9 @@ or, with \fB\-\-server\fR, against a remote daemon's API.
 				fmt.Fprintf(w, ".SS %s\n", quoted("ipvsctl "+d.Path+" "+d.Synopsis))
 			}
 			fmt.Fprintf(w, "%s\n", roff(d.Summary))
+			if d.Example != "" {
+				fmt.Fprintf(w, ".br\nExample: \\fB%s\\fR\n", roff("ipvsctl "+d.Example))
+			}
 			writeManFlags(w, d)
 		}
 	}

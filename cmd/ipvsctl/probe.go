@@ -13,6 +13,7 @@ type verbDoc struct {
 	Path     string // "apply", "vs add"
 	Synopsis string
 	Summary  string
+	Example  string // a command line after "ipvsctl ", or ""
 	Flags    *flag.FlagSet
 }
 
@@ -21,7 +22,7 @@ type verbDoc struct {
 // with sub-verbs asked without one). Nothing runs: parseFlags stops there.
 func probeVerb(cmd command, sub string) *verbDoc {
 	doc := &verbDoc{}
-	env := &cliEnv{stdout: io.Discard, stderr: io.Discard, stdin: strings.NewReader(""), probe: doc,
+	env := &cliEnv{stdout: io.Discard, stderr: io.Discard, stdin: strings.NewReader(""), probe: doc, cmd: &cmd,
 		getenv: func(k string) string {
 			if k == "HOME" {
 				return "~"

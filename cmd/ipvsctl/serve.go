@@ -87,12 +87,13 @@ func runServe(env *cliEnv, args []string) int {
 	defer unlock()
 	cfg := env.coreConfig(st, g.db)
 	cfg.RealServerSSH = rsSSH
+	a := auth.New(st, auth.Config{TrustedProxies: proxies, Log: log})
+	cfg.Auth = a // the API's user and token writes share the logins' hashing limits
 	core := server.New(cfg)
 	d := server.NewDaemon(core, log)
 	d.Interval = f.interval
 	d.Hooks.Peer = func(url, token string) (server.Peer, error) { return client.New(url, token) }
 	context.AfterFunc(ctx, core.EndLongPolls) // a peer's long poll must not hold up the shutdown
-	a := auth.New(st, auth.Config{TrustedProxies: proxies, Log: log})
 	m := metrics.New(core)
 	d.OnReconcile(m.Reconciled)
 	d.OnHealthEvent(m.HealthEvent)

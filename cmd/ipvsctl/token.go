@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/ipvsctl/ipvsctl/server/auth"
+	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -40,7 +38,7 @@ func runToken(env *cliEnv, args []string) int {
 }
 
 func tokenCreate(env *cliEnv, args []string) int {
-	fs, db := env.newFlagSet("token create", "--user NAME [--name N] [--expires 720h]",
+	fs, g := env.newFlagSet("token create", "--user NAME [--name N] [--expires 720h]",
 		"Make an API token for user NAME and print it, once, on standard output (only the token, so that a\n"+
 			"script can capture it); only its hash is kept. --expires takes a duration (720h, 90d); without it\n"+
 			"the token lasts until revoked.")
@@ -58,21 +56,18 @@ func tokenCreate(env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "ipvsctl token create: --user NAME is required")
 		return exitUsage
 	}
-	ttl, err := parseExpiry(*expires)
-	if err != nil {
-		return userFail(env, "token create", err)
-	}
 	ctx := context.Background()
-	a, closeStore, err := env.openAuth(ctx, db.db)
+	b, err := env.backend(ctx, g)
 	if err != nil {
 		return env.fail("token create", err, false)
 	}
-	defer closeStore()
-	token, t, err := a.CreateToken(ctx, env.cliPrincipal(), *user, *name, ttl)
+	defer b.close()
+	created, err := b.CreateToken(ctx, b.actor, server.TokenRequest{User: *user, Name: *name, Expires: *expires})
 	if err != nil {
 		return userFail(env, "token create", err)
 	}
-	fmt.Fprintln(env.stdout, token)
+	t := created.Info
+	fmt.Fprintln(env.stdout, created.Token)
 	until := "until revoked"
 	if t.ExpiresAt != nil {
 		until = "until " + t.ExpiresAt.Local().Format(time.DateTime)
@@ -82,25 +77,8 @@ func tokenCreate(env *cliEnv, args []string) int {
 	return exitOK
 }
 
-// parseExpiry reads --expires: a Go duration, or a number of days ("90d").
-func parseExpiry(s string) (time.Duration, error) {
-	if s == "" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(s)
-	if days, ok := strings.CutSuffix(s, "d"); ok && err != nil {
-		if n, nerr := strconv.Atoi(days); nerr == nil && n > 0 && n < 100000 {
-			d, err = time.Duration(n)*24*time.Hour, nil
-		}
-	}
-	if err != nil || d <= 0 {
-		return 0, &auth.InvalidError{Field: "expires", Message: fmt.Sprintf("%q is not a positive duration (want e.g. 720h or 90d)", s)}
-	}
-	return d, nil
-}
-
 func tokenList(env *cliEnv, args []string) int {
-	fs, db := env.newFlagSet("token list", "[--json]", "List the API tokens (never their secrets, which are not kept), revoked ones too.")
+	fs, g := env.newFlagSet("token list", "[--json]", "List the API tokens (never their secrets, which are not kept), revoked ones too.")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if st, ok := env.parseFlags(fs, args); !ok {
 		return st
@@ -110,12 +88,12 @@ func tokenList(env *cliEnv, args []string) int {
 		return exitUsage
 	}
 	ctx := context.Background()
-	a, closeStore, err := env.openAuth(ctx, db.db)
+	b, err := env.backend(ctx, g)
 	if err != nil {
 		return env.fail("token list", err, false)
 	}
-	defer closeStore()
-	tokens, err := a.Tokens(ctx)
+	defer b.close()
+	tokens, err := b.Tokens(ctx)
 	if err != nil {
 		return env.fail("token list", err, false)
 	}
@@ -151,7 +129,7 @@ func tokenState(t *store.Token, now time.Time) string {
 }
 
 func tokenRevoke(env *cliEnv, args []string) int {
-	fs, db := env.newFlagSet("token revoke", "ID|PREFIX|NAME", "Revoke an API token: it is refused from now on.")
+	fs, g := env.newFlagSet("token revoke", "ID|PREFIX|NAME", "Revoke an API token: it is refused from now on.")
 	pos, st, ok := env.parseInterspersed(fs, args)
 	if !ok {
 		return st
@@ -161,12 +139,12 @@ func tokenRevoke(env *cliEnv, args []string) int {
 		return exitUsage
 	}
 	ctx := context.Background()
-	a, closeStore, err := env.openAuth(ctx, db.db)
+	b, err := env.backend(ctx, g)
 	if err != nil {
 		return env.fail("token revoke", err, false)
 	}
-	defer closeStore()
-	t, err := a.RevokeToken(ctx, env.cliPrincipal(), pos[0])
+	defer b.close()
+	t, err := b.RevokeToken(ctx, b.actor, pos[0])
 	if err != nil {
 		return userFail(env, "token revoke", err)
 	}

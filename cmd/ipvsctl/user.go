@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -46,7 +45,7 @@ func runUser(env *cliEnv, args []string) int {
 }
 
 func userWrite(env *cliEnv, verb string, args []string) int {
-	fs, db := env.newFlagSet("user "+verb, map[string]string{
+	fs, g := env.newFlagSet("user "+verb, map[string]string{
 		"add":    "NAME --role admin|operator|viewer [--password-stdin]",
 		"passwd": "NAME [--password-stdin]",
 		"set":    "NAME --role admin|operator|viewer",
@@ -94,21 +93,20 @@ func userWrite(env *cliEnv, verb string, args []string) int {
 		}
 	}
 	ctx := context.Background()
-	a, closeStore, err := env.openAuth(ctx, db.db)
+	b, err := env.backend(ctx, g)
 	if err != nil {
 		return env.fail("user "+verb, err, false)
 	}
-	defer closeStore()
-	by := env.cliPrincipal()
+	defer b.close()
 	switch verb {
 	case "add":
-		err = a.AddUser(ctx, by, name, r, password)
+		err = b.AddUser(ctx, b.actor, server.NewUser{Name: name, Role: r.String(), Password: password})
 	case "passwd":
-		err = a.SetPassword(ctx, by, name, password)
+		err = b.SetUserPassword(ctx, b.actor, name, password)
 	case "set":
-		err = a.SetRole(ctx, by, name, r)
+		err = b.SetUserRole(ctx, b.actor, name, r.String())
 	case "rm":
-		err = a.RemoveUser(ctx, by, name)
+		err = b.RemoveUser(ctx, b.actor, name)
 	}
 	if err != nil {
 		return userFail(env, verb, err)
@@ -166,7 +164,7 @@ func readPassword(env *cliEnv, name string, fromStdin bool) (string, error) {
 }
 
 func userList(env *cliEnv, args []string) int {
-	fs, db := env.newFlagSet("user list", "[--json]", "List the users and their roles.")
+	fs, g := env.newFlagSet("user list", "[--json]", "List the users and their roles.")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if st, ok := env.parseFlags(fs, args); !ok {
 		return st
@@ -176,12 +174,12 @@ func userList(env *cliEnv, args []string) int {
 		return exitUsage
 	}
 	ctx := context.Background()
-	a, closeStore, err := env.openAuth(ctx, db.db)
+	b, err := env.backend(ctx, g)
 	if err != nil {
 		return env.fail("user list", err, false)
 	}
-	defer closeStore()
-	users, err := a.Users(ctx)
+	defer b.close()
+	users, err := b.Users(ctx)
 	if err != nil {
 		return env.fail("user list", err, false)
 	}
@@ -199,20 +197,6 @@ func userList(env *cliEnv, args []string) int {
 	}
 	tw.Flush()
 	return exitOK
-}
-
-// openAuth opens the state database and the user and token rules over it.
-func (e *cliEnv) openAuth(ctx context.Context, db string) (*auth.Auth, func(), error) {
-	st, err := store.Open(ctx, db)
-	if err != nil {
-		return nil, nil, err
-	}
-	return auth.New(st, auth.Config{Log: e.logger(slog.LevelWarn)}), func() { st.Close() }, nil
-}
-
-// cliPrincipal is who acts through the local CLI, as the audit records it.
-func (e *cliEnv) cliPrincipal() *auth.Principal {
-	return &auth.Principal{User: e.author(), Role: auth.Admin, Via: auth.ViaCLI}
 }
 
 // userErrorf is an error in what was asked (exit status 2).

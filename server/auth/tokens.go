@@ -88,9 +88,11 @@ func (a *Auth) RevokeToken(ctx context.Context, by *Principal, ref string) (t *s
 	if t, err = a.st.ActiveToken(ctx, ref); err != nil {
 		return nil, err
 	}
-	if err := a.st.RevokeToken(ctx, t.ID, a.now()); err != nil {
+	now := a.now()
+	if err := a.st.RevokeToken(ctx, t.ID, now); err != nil {
 		return nil, err
 	}
+	t.RevokedAt = &now
 	return t, nil
 }
 

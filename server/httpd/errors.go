@@ -39,7 +39,7 @@ func statusOf(code server.Code) int {
 		return http.StatusForbidden
 	case server.CodeNotFound:
 		return http.StatusNotFound
-	case server.CodeExists, server.CodeStale, server.CodeBackup:
+	case server.CodeExists, server.CodeStale, server.CodeBackup, server.CodeLastAdmin:
 		return http.StatusConflict
 	case server.CodeTooLarge:
 		return http.StatusRequestEntityTooLarge

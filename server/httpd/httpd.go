@@ -70,6 +70,7 @@ func LocalHandler(o Options) http.Handler {
 func (o Options) register(r chi.Router, guard func(auth.Role, http.Handler) http.Handler) {
 	a := &api{core: o.Core}
 	routes := append(a.routes(), auth.Route{Method: "GET", Pattern: "/healthz", Role: auth.Public, Handler: http.HandlerFunc(a.healthz)})
+	routes = append(routes, a.remoteRoutes()...) // users, tokens, charts (api_users.go)
 	if o.Metrics != nil {
 		routes = append(routes, auth.Route{Method: "GET", Pattern: "/metrics", Role: auth.Viewer, Handler: o.Metrics})
 	}

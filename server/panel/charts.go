@@ -2,11 +2,11 @@ package panel
 
 import (
 	"context"
-	"encoding/binary"
-	"math"
+	"errors"
 	"net/http"
 	"time"
 
+	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -46,36 +46,26 @@ func chartRange(r *http.Request) string {
 	return "hour"
 }
 
-// charts reads a series' stored points: the last hour at 10 s, or the last
-// day at 1 min.
+// charts draws a series' stored points (the core's ReadChart, which the
+// API serves too): the last hour at 10 s, or the last day at 1 min.
 func (p *Panel) charts(ctx context.Context, key, rng string) []chartView {
-	res, span := resFine, keepFine
-	if rng == "day" {
-		res, span = resCoarse, keepCoarse
-	}
-	id, err := p.storage.ChartSeriesID(ctx, key)
-	if err != nil {
-		return nil
-	}
 	now := time.Now()
-	rows, err := p.storage.ChartPoints(ctx, res, id/store.ChartChunk, now.Add(-span).Unix())
+	series, err := server.ReadChart(ctx, p.storage, key, rng, now)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // never sampled: no charts
+	}
 	if err != nil {
 		p.log.Error("panel: read chart", "series", key, "err", err)
 		return nil
 	}
-	o := int(id%store.ChartChunk) * pointBytes
-	var ts []int64
+	ts := make([]int64, 0, len(series.Points))
 	var vals [4][]float32
-	for _, r := range rows {
-		if len(r.Data) < o+pointBytes || binary.LittleEndian.Uint32(r.Data[o:]) == missingMarker {
-			continue
-		}
-		ts = append(ts, r.T)
-		for k := 0; k < 4; k++ {
-			vals[k] = append(vals[k], math.Float32frombits(binary.LittleEndian.Uint32(r.Data[o+4*k:])))
-		}
+	for _, pt := range series.Points {
+		ts = append(ts, pt.T)
+		vals[0], vals[1] = append(vals[0], pt.Active), append(vals[1], pt.CPS)
+		vals[2], vals[3] = append(vals[2], pt.PPS), append(vals[3], pt.BPS)
 	}
-	from, to := now.Add(-span), now
+	from, to := series.From, series.To
 	mk := func(title, unit string, v []float32, fmtv func(float32) string) chartView {
 		c := chartView{Title: title, Unit: unit, N: len(v), From: from.Local().Format("15:04"), To: to.Local().Format("15:04"), Range: rng}
 		if rng == "day" {

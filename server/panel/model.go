@@ -145,37 +145,14 @@ func (p *Panel) modelAt(ctx context.Context, key server.RenderKey) (*model, erro
 	return m, nil
 }
 
-// kernelKeys gives each service and real server of st its kernel key, as
-// the validation computes it (defaults, ports, family).
+// kernelKeys gives each service and real server of st its kernel key.
 func kernelKeys(st *ipvsmgr.State) ([]ipvsmgr.ServiceKey, [][]ipvsmgr.DestKey) {
-	sk := make([]ipvsmgr.ServiceKey, len(st.Services))
-	dk := make([][]ipvsmgr.DestKey, len(st.Services))
-	on := true
-	for i := range st.Services {
-		one := st.Services[i]
-		one.Enabled = &on
-		one.Servers = make([]ipvsmgr.Server, len(st.Services[i].Servers))
-		for j, rs := range st.Services[i].Servers {
-			rs.Enabled = &on
-			one.Servers[j] = rs
-		}
-		d, err := ipvsmgr.Compile(&ipvsmgr.State{Settings: st.Settings, Services: []ipvsmgr.Service{one}})
-		if err != nil || len(d.Table.Services) != 1 {
-			continue // a stored state is valid; an unmatched key shows as "not in kernel"
-		}
-		vs := d.Table.Services[0]
-		sk[i] = vs.Key
-		dk[i] = make([]ipvsmgr.DestKey, len(vs.Dests))
-		for j, dst := range vs.Dests {
-			dk[i][j] = dst.Key
-		}
-	}
-	return sk, dk
+	return server.KernelKeys(st)
 }
 
-func seriesKeySvc(k ipvsmgr.ServiceKey) string { return "s " + k.String() }
+func seriesKeySvc(k ipvsmgr.ServiceKey) string { return server.ChartKeyService(k) }
 func seriesKeyDest(k ipvsmgr.ServiceKey, d ipvsmgr.DestKey) string {
-	return "d " + k.String() + " " + d.String()
+	return server.ChartKeyServer(k, d)
 }
 
 func buildModel(rev int64, st *ipvsmgr.State, sk []ipvsmgr.ServiceKey, dk [][]ipvsmgr.DestKey, snap *server.Snapshot, hs map[ipvsmgr.ServerRef]*server.HealthStatus) *model {

@@ -1,8 +1,6 @@
 package panel
 
-import "net/http"
-
-func (p *Panel) routes(mux *http.ServeMux) {
+func (p *Panel) routes(mux handleFuncer) {
 	const V, O, A = RoleViewer, RoleOperator, RoleAdmin
 	mux.HandleFunc("GET /static/{hash}/{name...}", p.assets.serve)
 	mux.HandleFunc("GET /login", p.loginShow)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -20,15 +21,18 @@ import (
 // 64-series row). A director with 100 services x 10 real servers keeps about
 // 32 MB; with 1,000 x 10, about 320 MB. Older points are deleted as new
 // ones come, and series unseen for 25 h are forgotten.
+//
+// The layout and the reading are the core's (server/core_charts.go), which
+// the API's charts read too.
 const (
-	resFine       = 10 // seconds per point
-	resCoarse     = 60
-	keepFine      = time.Hour
-	keepCoarse    = 24 * time.Hour
+	resFine       = server.ChartResFine // seconds per point
+	resCoarse     = server.ChartResCoarse
+	keepFine      = server.ChartKeepFine
+	keepCoarse    = server.ChartKeepCoarse
 	sparkPoints   = 30 // the live table's sparkline: the last 5 minutes
-	pointBytes    = 16
+	pointBytes    = server.ChartPointBytes
 	forgetSeries  = 25 * time.Hour
-	missingMarker = math.MaxUint32
+	missingMarker = server.ChartMissing
 )
 
 type point struct{ active, cps, pps, bps float32 }

@@ -60,10 +60,11 @@ func Start(t testing.TB, with ...Option) *Rig {
 	for _, o := range with {
 		o(&cfg)
 	}
+	g.Auth = auth.New(st, auth.Config{Params: auth.CheapParams(), Log: log})
+	cfg.Auth = g.Auth
 	g.Core = server.New(cfg)
 	d := server.NewDaemon(g.Core, log)
 	d.Interval, d.Poll, d.Snapshot = time.Hour, 20*time.Millisecond, 50*time.Millisecond
-	g.Auth = auth.New(st, auth.Config{Params: auth.CheapParams(), Log: log})
 	root := &auth.Principal{User: "root", Role: auth.Admin, Via: "cli"}
 	for _, role := range []auth.Role{auth.Admin, auth.Operator, auth.Viewer} {
 		if err := g.Auth.AddUser(ctx, root, role.String(), role, g.Password); err != nil {
