@@ -32,12 +32,25 @@ type ConnConfig struct {
 	// address, or for IPv6 its link-local address (its first global one when
 	// the peers are not link-local).
 	Primary netip.Addr
-	Logger  *slog.Logger
+	// Auth, when set, signs the adverts sent and checks those received
+	// (keepalived's auth_hmac trailer); its keys may change as the conn runs.
+	Auth   *Auth
+	Logger *slog.Logger
 }
 
 // ConnStats counts the packets a RawConn dropped, by reason.
 type ConnStats struct {
 	BadTTL, OtherVRID, NotPeer, Malformed uint64
+	// Refused by Auth: no trailer (enforce), a malformed one, an unknown
+	// key id, a wrong HMAC, a time stamp outside the window, a replay.
+	AuthMissing, AuthMalformed, AuthUnknownKey, AuthBadHMAC, AuthStale, AuthReplay uint64
+}
+
+// ByReason is the counts by name (bad_ttl, not_peer, auth_bad_hmac...).
+func (s ConnStats) ByReason() map[string]uint64 {
+	return map[string]uint64{"bad_ttl": s.BadTTL, "other_vrid": s.OtherVRID, "not_peer": s.NotPeer, "malformed": s.Malformed,
+		"auth_missing": s.AuthMissing, "auth_malformed": s.AuthMalformed, "auth_unknown_key": s.AuthUnknownKey,
+		"auth_bad_hmac": s.AuthBadHMAC, "auth_stale": s.AuthStale, "auth_replay": s.AuthReplay}
 }
 
 // RawConn is a raw IP protocol 112 socket bound to one interface.
@@ -51,7 +64,8 @@ type RawConn struct {
 	log     *slog.Logger
 	buf     []byte
 
-	badTTL, otherVRID, notPeer, malformed atomic.Uint64
+	badTTL, otherVRID, notPeer, malformed                                          atomic.Uint64
+	authMissing, authMalformed, authUnknownKey, authBadHMAC, authStale, authReplay atomic.Uint64
 }
 
 // Listen opens a raw VRRP socket on the interface, in the caller's network
@@ -173,7 +187,9 @@ func (c *RawConn) Primary() netip.Addr { return c.primary }
 
 // Stats counts the packets dropped so far.
 func (c *RawConn) Stats() ConnStats {
-	return ConnStats{BadTTL: c.badTTL.Load(), OtherVRID: c.otherVRID.Load(), NotPeer: c.notPeer.Load(), Malformed: c.malformed.Load()}
+	return ConnStats{BadTTL: c.badTTL.Load(), OtherVRID: c.otherVRID.Load(), NotPeer: c.notPeer.Load(), Malformed: c.malformed.Load(),
+		AuthMissing: c.authMissing.Load(), AuthMalformed: c.authMalformed.Load(), AuthUnknownKey: c.authUnknownKey.Load(),
+		AuthBadHMAC: c.authBadHMAC.Load(), AuthStale: c.authStale.Load(), AuthReplay: c.authReplay.Load()}
 }
 
 // Close closes the socket; a Receive under way returns.
@@ -188,12 +204,19 @@ func (c *RawConn) Send(a *Advert) error {
 			dsts = []netip.Addr{GroupIPv6}
 		}
 	}
+	body, err := a.body(c.primary)
+	if err != nil {
+		return err
+	}
+	// One trailer (one sequence) for every peer's copy, as keepalived: the
+	// HMAC leaves out the destination and the checksum.
+	var tr []byte
+	if c.cfg.Auth != nil && c.cfg.Auth.Signs() {
+		tr = c.cfg.Auth.seal(body, c.primary)
+	}
 	var errs []error
 	for _, dst := range dsts {
-		b, err := a.Marshal(c.primary, dst)
-		if err != nil {
-			return err
-		}
+		b := a.finish(body, tr, c.primary, dst)
 		if c.cfg.IPv6 {
 			to := &net.IPAddr{IP: dst.AsSlice()}
 			if dst.IsLinkLocalUnicast() || dst.IsLinkLocalMulticast() {
@@ -259,12 +282,31 @@ func (c *RawConn) Receive() (Received, error) {
 			c.log.Debug("vrrp packet dropped: not from a peer", "src", src)
 			continue
 		}
-		a, err := ParseAdvert(c.buf[:n], src, dst)
+		a, err := ParseAuthAdvert(c.buf[:n], src, dst, c.cfg.Auth)
 		if err != nil {
-			c.malformed.Add(1)
+			c.dropCounter(err).Add(1)
 			c.log.Debug("vrrp packet dropped", "src", src, "err", err)
 			continue
 		}
 		return Received{Advert: a, Src: src}, nil
 	}
+}
+
+// dropCounter is the counter of an advert that did not parse or verify.
+func (c *RawConn) dropCounter(err error) *atomic.Uint64 {
+	switch {
+	case errors.Is(err, ErrAuthMissing):
+		return &c.authMissing
+	case errors.Is(err, ErrAuthMalformed):
+		return &c.authMalformed
+	case errors.Is(err, ErrAuthUnknownKey):
+		return &c.authUnknownKey
+	case errors.Is(err, ErrAuthBadHMAC):
+		return &c.authBadHMAC
+	case errors.Is(err, ErrAuthStale):
+		return &c.authStale
+	case errors.Is(err, ErrAuthReplay):
+		return &c.authReplay
+	}
+	return &c.malformed
 }
