@@ -63,6 +63,7 @@ type RawConn struct {
 	closer  net.PacketConn
 	log     *slog.Logger
 	buf     []byte
+	auth    atomic.Pointer[Auth]
 
 	badTTL, otherVRID, notPeer, malformed                                          atomic.Uint64
 	authMissing, authMalformed, authUnknownKey, authBadHMAC, authStale, authReplay atomic.Uint64
@@ -80,6 +81,7 @@ func Listen(cfg ConnConfig) (*RawConn, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &RawConn{cfg: cfg, ifi: ifi, primary: cfg.Primary, log: cfg.Logger, buf: make([]byte, 65536)}
+	c.auth.Store(cfg.Auth)
 	for _, p := range cfg.Peers {
 		if p.Unmap().Is4() == cfg.IPv6 {
 			return nil, fmt.Errorf("vrrp: peer %s is not of the instance's family", p)
@@ -185,6 +187,10 @@ func primaryAddr(ifi *net.Interface, v6, global bool) (netip.Addr, error) {
 // Primary is the adverts' source address.
 func (c *RawConn) Primary() netip.Addr { return c.primary }
 
+// SetAuth turns authentication on (or, with nil, off) as the conn runs:
+// the next advert sent and received follow it.
+func (c *RawConn) SetAuth(a *Auth) { c.auth.Store(a) }
+
 // Stats counts the packets dropped so far.
 func (c *RawConn) Stats() ConnStats {
 	return ConnStats{BadTTL: c.badTTL.Load(), OtherVRID: c.otherVRID.Load(), NotPeer: c.notPeer.Load(), Malformed: c.malformed.Load(),
@@ -211,8 +217,8 @@ func (c *RawConn) Send(a *Advert) error {
 	// One trailer (one sequence) for every peer's copy, as keepalived: the
 	// HMAC leaves out the destination and the checksum.
 	var tr []byte
-	if c.cfg.Auth != nil && c.cfg.Auth.Signs() {
-		tr = c.cfg.Auth.seal(body, c.primary)
+	if auth := c.auth.Load(); auth != nil && auth.Signs() {
+		tr = auth.seal(body, c.primary)
 	}
 	var errs []error
 	for _, dst := range dsts {
@@ -282,7 +288,7 @@ func (c *RawConn) Receive() (Received, error) {
 			c.log.Debug("vrrp packet dropped: not from a peer", "src", src)
 			continue
 		}
-		a, err := ParseAuthAdvert(c.buf[:n], src, dst, c.cfg.Auth)
+		a, err := ParseAuthAdvert(c.buf[:n], src, dst, c.auth.Load())
 		if err != nil {
 			c.dropCounter(err).Add(1)
 			c.log.Debug("vrrp packet dropped", "src", src, "err", err)
