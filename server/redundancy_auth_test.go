@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/vrrp"
 	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/metrics"
 )
 
 // authState is pairState with settings.redundancy.auth.
@@ -120,6 +122,14 @@ func TestPairAuthForgeryRotationFailover(t *testing.T) {
 	}
 	if dropped(b, "auth_replay") < 1 {
 		t.Errorf("b counted no replay: %v", b.core.RedundancyStatus().Families)
+	}
+	rec := httptest.NewRecorder()
+	metrics.New(b.core).Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{`ipvsctl_vrrp_adverts_dropped_total{family="ipv4",reason="auth_bad_hmac"} `,
+		`ipvsctl_vrrp_adverts_dropped_total{family="ipv4",reason="auth_replay"} 1`, `ipvsctl_vrrp_authenticated{family="ipv4"} 1`} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("metrics lack %s", want)
+		}
 	}
 
 	// Rotation, in three revisions on the master, without a transition.
