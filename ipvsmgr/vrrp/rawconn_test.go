@@ -258,3 +258,30 @@ func TestRawConnAuthNetns(t *testing.T) {
 		})
 	}
 }
+
+// TestRawConnPeersAllowListNetns: with peers, an advert from an address of
+// the link that is not a peer is dropped and counted, and a peer's passes.
+func TestRawConnPeersAllowListNetns(t *testing.T) {
+	requireRoot(t)
+	a, b := vethPair(t)
+	sh(t, "ip", "-n", a.ns, "addr", "add", "198.18.0.9/24", "dev", a.ifname)
+	vips := []netip.Addr{netip.MustParseAddr("198.18.0.100")}
+	peerA, peerB := netip.MustParseAddr(a.v4), netip.MustParseAddr(b.v4)
+	cb := listenIn(t, b.ns, ConnConfig{Interface: b.ifname, VRID: 51, Peers: []netip.Addr{peerA}})
+	stranger := listenIn(t, a.ns, ConnConfig{Interface: a.ifname, VRID: 51, Peers: []netip.Addr{peerB}, Primary: netip.MustParseAddr("198.18.0.9")})
+	ca := listenIn(t, a.ns, ConnConfig{Interface: a.ifname, VRID: 51, Peers: []netip.Addr{peerB}})
+	if err := stranger.Send(&Advert{VRID: 51, Priority: 255, MaxAdvertInterval: 100, Addrs: vips}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ca.Send(&Advert{VRID: 51, Priority: 100, MaxAdvertInterval: 100, Addrs: vips}); err != nil {
+		t.Fatal(err)
+	}
+	r, ok := recvWithin(t, cb, 5*time.Second)
+	if !ok || r.Src != peerA || r.Advert.Priority != 100 {
+		t.Fatalf("the peer's advert: %v %v from %s; dropped %+v", ok, r.Advert, r.Src, cb.Stats())
+	}
+	// Sent first, on the same veth: counted before the peer's came.
+	if st := cb.Stats(); st.NotPeer != 1 || st.ByReason()["not_peer"] != 1 {
+		t.Errorf("dropped %+v, want 1 not from a peer", st)
+	}
+}
