@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
@@ -87,7 +88,11 @@ func (r *redRunner) readKeyFile(path string) *keyFile {
 	st, err := os.Stat(path)
 	stat := ""
 	if err == nil {
-		stat = fmt.Sprintf("%d|%d|%v", st.Size(), st.ModTime().UnixNano(), st.Sys())
+		var ino uint64
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			ino = sys.Ino
+		}
+		stat = fmt.Sprintf("%d|%d|%d|%v", st.Size(), st.ModTime().UnixNano(), ino, st.Mode())
 	}
 	if stat != "" && stat == kf.stat {
 		return kf

@@ -12,7 +12,7 @@ import (
 )
 
 // The authentication trailer is keepalived 2.4's auth_hmac extension
-// (vrrp_auth_hmac.c, keepalived 2.4.1 and later), byte for byte: 28 bytes
+// (vrrp_auth_hmac.c, keepalived 2.4.2 and later; 2.4.0 and 2.4.1 differ), byte for byte: 28 bytes
 // after the advert,
 //
 //	ext_type(1)=1 key_id(1) reserved(2)=0 sec(4) subsec(2) ctr(2) hmac(16)
