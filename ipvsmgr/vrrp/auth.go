@@ -256,12 +256,7 @@ func (a *Auth) seal(pdu []byte, src netip.Addr) []byte {
 	id := a.cfg.ActiveKey
 	key := a.keys[id]
 	a.mu.Unlock()
-	tr := make([]byte, TrailerLen)
-	tr[0], tr[1] = AuthTypeHMACSHA256, id
-	binary.BigEndian.PutUint64(tr[4:], seq)
-	sum := trailerHMAC(key, src, pdu, tr[:trailerPrefix])
-	copy(tr[trailerPrefix:], sum[:])
-	return tr
+	return SealWith(id, key, seq, pdu, src)
 }
 
 // SealWith is the trailer a sender with key id and secret would append to
