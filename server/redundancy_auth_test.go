@@ -212,3 +212,41 @@ func TestAuthKeyFileMissingIsAFault(t *testing.T) {
 		return s.Role == "master" && a.hasVIP() && s.AuthError == "" && strings.HasPrefix(s.Auth, "hmac-sha256")
 	})
 }
+
+// An unauthenticated pair moves to enforce in three revisions on the master
+// (receive-only, permissive, enforce) with no transition on either director,
+// and back to none the same way round.
+func TestPairAuthMigrationWithoutFailover(t *testing.T) {
+	ctx := context.Background()
+	k1, _ := writeKey(t, t.TempDir(), "k1", 0x33)
+	h := &hub{}
+	a, b := newDirector(t, "198.18.0.2", 200), newDirector(t, "198.18.0.3", 100)
+	if _, err := a.core.Apply(ctx, admin, strings.NewReader(pairState), "state.json", server.WriteOptions{NoApply: true}); err != nil {
+		t.Fatal(err)
+	}
+	a.peerWith(b)
+	b.peerWith(a)
+	a.start(h, quiet())
+	b.start(h, quiet())
+	eventually(t, 10*time.Second, "a master with the VIP and b a backup without it", func() bool {
+		return a.role() == "master" && a.hasVIP() && b.role() == "backup" && !b.hasVIP()
+	})
+	before := transitions(a) + transitions(b)
+	step := func(doc, want string) {
+		t.Helper()
+		if _, err := a.core.Apply(ctx, admin, strings.NewReader(doc), "state.json", server.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 5*time.Second, "both directors at "+want, func() bool {
+			return strings.HasPrefix(a.core.RedundancyStatus().Auth, want) && strings.HasPrefix(b.core.RedundancyStatus().Auth, want)
+		})
+		time.Sleep(400 * time.Millisecond) // four advert intervals
+	}
+	for _, mode := range []string{"receive-only", "permissive", "enforce", "permissive", "receive-only"} {
+		step(authState(`{"keys": [{"id": 1, "file": "`+k1+`"}], "mode": "`+mode+`"}`), "hmac-sha256 "+mode)
+	}
+	step(pairState, "none")
+	if a.role() != "master" || b.role() != "backup" || transitions(a)+transitions(b) != before {
+		t.Fatalf("the migration moved the pair: a %s, b %s, transitions %d -> %d", a.role(), b.role(), before, transitions(a)+transitions(b))
+	}
+}
