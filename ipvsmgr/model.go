@@ -83,6 +83,45 @@ type Redundancy struct {
 	// for no repeat).
 	GARPCount       *int     `json:"garp_count,omitempty"`
 	GARPRepeatDelay *float64 `json:"garp_repeat_delay,omitempty"`
+	// Auth signs the adverts and refuses unsigned or forged ones
+	// (keepalived 2.4's auth_hmac); absent, adverts are unauthenticated.
+	Auth *RedundancyAuth `json:"auth,omitempty"`
+}
+
+// RedundancyAuth is the adverts' HMAC-SHA256 authentication. The keys
+// themselves are in files on each director (the same paths on both), never
+// in the document, its history or the API.
+type RedundancyAuth struct {
+	// Keys are every key accepted, by id (1..255, the id goes in each
+	// advert): two during a rotation.
+	Keys []RedundancyKey `json:"keys"`
+	// ActiveKey signs the adverts sent; 0 means the only key.
+	ActiveKey int `json:"active_key,omitempty"`
+	// Mode is enforce (the default: only valid signed adverts count),
+	// permissive (sign, and accept unsigned ones too) or receive-only
+	// (do not sign; check the signed ones that come): the steps of a
+	// migration without a failover.
+	Mode string `json:"mode,omitempty"`
+	// AntiReplay is time (the default: a time stamp more than TimeWindow
+	// seconds off the clock is refused; the clocks must agree) or
+	// monotonic (strictly growing sequences only).
+	AntiReplay string `json:"anti_replay,omitempty"`
+	TimeWindow int    `json:"time_window,omitempty"`
+}
+
+// RedundancyKey names one key's file: 32..64 bytes, as text or as
+// "hex:" and the bytes in hex (keepalived's format), mode 0600 or tighter.
+type RedundancyKey struct {
+	ID   int    `json:"id"`
+	File string `json:"file"`
+}
+
+// Active is the id of the key that signs.
+func (a *RedundancyAuth) Active() int {
+	if a.ActiveKey == 0 && len(a.Keys) == 1 {
+		return a.Keys[0].ID
+	}
+	return a.ActiveKey
 }
 
 // Defaults of the redundancy settings.

@@ -53,6 +53,25 @@ func TestRedundancySettingsDecodeAndEncode(t *testing.T) {
 	if n, d := r.GARPs(); r.Advert() != time.Second || !r.PreemptOn() || r.Delay() != 0 || n != 5 || d != 5*time.Second {
 		t.Errorf("defaults: advert %s preempt %v delay %s garps %d %s", r.Advert(), r.PreemptOn(), r.Delay(), n, d)
 	}
+	// An auth block names key files, and round-trips.
+	authDoc := `{"settings":{"redundancy":{"vrid":1,"interface":"eth0","auth":{"keys":[{"id":1,"file":"/etc/ipvsctl/vrrp-1.key"},{"id":2,"file":"/etc/ipvsctl/vrrp-2.key"}],"active_key":2,"mode":"permissive","time_window":9}}},"services":[]}`
+	st, err = DecodeState(strings.NewReader(authDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Compile(st); err != nil {
+		t.Fatal(err)
+	}
+	if a := st.Settings.Redundancy.Auth; a == nil || a.Active() != 2 || len(a.Keys) != 2 || a.Keys[1].File != "/etc/ipvsctl/vrrp-2.key" {
+		t.Errorf("auth decoded %+v", a)
+	}
+	if a := (&RedundancyAuth{Keys: []RedundancyKey{{ID: 7, File: "/k"}}}); a.Active() != 7 {
+		t.Errorf("the only key is the active one by default: %d", a.Active())
+	}
+	// Key material is refused: a document holds only the files' names.
+	if _, err := DecodeState(strings.NewReader(`{"settings":{"redundancy":{"vrid":1,"interface":"eth0","auth":{"keys":[{"id":1,"key":"hex:00"}]}}},"services":[]}`)); err == nil {
+		t.Error("a key in the document accepted")
+	}
 	// Unknown fields are refused.
 	if _, err := DecodeState(strings.NewReader(`{"settings":{"redundancy":{"vrid":1,"interface":"eth0","priority":100}},"services":[]}`)); err == nil {
 		t.Error("redundancy.priority (node-local) accepted in the document")
@@ -80,6 +99,18 @@ func TestRedundancyValidation(t *testing.T) {
 		{`{"vrid":1,"interface":"eth0","track_interfaces":["eth1","x/y"]}`, "settings.redundancy.track_interfaces[1]", `"x/y" is not an interface name`},
 		{`{"vrid":1,"interface":"eth0","garp_count":-1}`, "settings.redundancy.garp_count", "-1 is out of range 0..1000"},
 		{`{"vrid":1,"interface":"eth0","garp_repeat_delay":0.001}`, "settings.redundancy.garp_repeat_delay", "not a whole number of hundredths"},
+		{`{"vrid":1,"interface":"eth0","auth":{"keys":[]}}`, "settings.redundancy.auth.keys", "at least one key is needed"},
+		{`{"vrid":1,"interface":"eth0","auth":{"keys":[{"id":0,"file":"/k"}]}}`, "settings.redundancy.auth.keys[0].id", "0 is out of range 1..255"},
+		{`{"vrid":1,"interface":"eth0","auth":{"keys":[{"id":1,"file":"/k"},{"id":1,"file":"/j"}],"active_key":1}}`, "settings.redundancy.auth.keys[1].id", "1 is already keys[0]"},
+		{`{"vrid":1,"interface":"eth0","auth":{"keys":[{"id":1}]}}`, "settings.redundancy.auth.keys[0].file", "the key itself never goes in the document"},
+		{`{"vrid":1,"interface":"eth0","auth":{"keys":[{"id":1,"file":"keys/k1"}]}}`, "settings.redundancy.auth.keys[0].file", `"keys/k1" is not a clean absolute path`},
+		{`{"vrid":1,"interface":"eth0","auth":{"keys":[{"id":1,"file":"/etc/../k"}]}}`, "settings.redundancy.auth.keys[0].file", "not a clean absolute path"},
+		{`{"vrid":1,"interface":"eth0","auth":{"keys":[{"id":1,"file":"/a"},{"id":2,"file":"/b"}]}}`, "settings.redundancy.auth.active_key", "with 2 keys, say which one signs"},
+		{`{"vrid":1,"interface":"eth0","auth":{"keys":[{"id":1,"file":"/a"}],"active_key":3}}`, "settings.redundancy.auth.active_key", "3 is not the id of one of the keys"},
+		{`{"vrid":1,"interface":"eth0","auth":{"keys":[{"id":1,"file":"/a"}],"mode":"strict"}}`, "settings.redundancy.auth.mode", `"strict" is not enforce, permissive or receive-only`},
+		{`{"vrid":1,"interface":"eth0","auth":{"keys":[{"id":1,"file":"/a"}],"anti_replay":"none"}}`, "settings.redundancy.auth.anti_replay", `"none" is not time or monotonic`},
+		{`{"vrid":1,"interface":"eth0","auth":{"keys":[{"id":1,"file":"/a"}],"time_window":301}}`, "settings.redundancy.auth.time_window", "301 is out of range 1..300"},
+		{`{"vrid":1,"interface":"eth0","auth":{"keys":[{"id":1,"file":"/a"}],"anti_replay":"monotonic","time_window":5}}`, "settings.redundancy.auth.time_window", "for anti_replay time only"},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
 			st, err := DecodeState(strings.NewReader(`{"settings":{"redundancy":` + tc.red + `},"services":[]}`))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"unicode"
@@ -155,6 +156,59 @@ func (v *validator) redundancy(field string, r *Redundancy) {
 	}
 	if r.GARPRepeatDelay != nil {
 		v.centiseconds(field+".garp_repeat_delay", *r.GARPRepeatDelay, 0, maxGARPDelay)
+	}
+	if r.Auth != nil {
+		v.redundancyAuth(field+".auth", r.Auth)
+	}
+}
+
+const maxAuthWindow = 300 // seconds, as keepalived
+
+func (v *validator) redundancyAuth(field string, a *RedundancyAuth) {
+	if len(a.Keys) == 0 {
+		v.addf(field+".keys", "at least one key is needed (its id and the file that holds it)")
+	}
+	ids := map[int]int{}
+	for i, k := range a.Keys {
+		f := fmt.Sprintf("%s.keys[%d]", field, i)
+		if k.ID < 1 || k.ID > 255 {
+			v.addf(f+".id", "%d is out of range 1..255", k.ID)
+		} else if j, dup := ids[k.ID]; dup {
+			v.addf(f+".id", "%d is already keys[%d]", k.ID, j)
+		} else {
+			ids[k.ID] = i
+		}
+		switch {
+		case k.File == "":
+			v.addf(f+".file", "the key's file is needed (the key itself never goes in the document)")
+		case !filepath.IsAbs(k.File) || filepath.Clean(k.File) != k.File || strings.ContainsRune(k.File, 0):
+			v.addf(f+".file", "%q is not a clean absolute path", k.File)
+		}
+	}
+	mode := a.Mode
+	switch mode {
+	case "", "enforce", "permissive", "receive-only":
+	default:
+		v.addf(field+".mode", "%q is not enforce, permissive or receive-only", a.Mode)
+	}
+	if _, ok := ids[a.Active()]; !ok && len(a.Keys) > 0 && mode != "receive-only" {
+		if a.ActiveKey == 0 {
+			v.addf(field+".active_key", "with %d keys, say which one signs", len(a.Keys))
+		} else {
+			v.addf(field+".active_key", "%d is not the id of one of the keys", a.ActiveKey)
+		}
+	}
+	switch a.AntiReplay {
+	case "", "time":
+		if a.TimeWindow != 0 {
+			v.rangeCheck(field+".time_window", a.TimeWindow, 1, maxAuthWindow)
+		}
+	case "monotonic":
+		if a.TimeWindow != 0 {
+			v.addf(field+".time_window", "%d: a window is for anti_replay time only", a.TimeWindow)
+		}
+	default:
+		v.addf(field+".anti_replay", "%q is not time or monotonic", a.AntiReplay)
 	}
 }
 

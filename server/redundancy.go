@@ -42,6 +42,11 @@ type RedundancyStatus struct {
 	TransitionCounts map[string]int     `json:"transition_counts"`
 	SyncDaemon       SyncDaemonStatus   `json:"sync_daemon"`
 	Replication      *ReplicationStatus `json:"replication,omitempty"`
+	// Auth says how the adverts are authenticated ("none", or the
+	// HMAC's mode, keys and window); AuthError what is wrong with the key
+	// files settings.redundancy.auth names.
+	Auth      string `json:"auth,omitempty"`
+	AuthError string `json:"auth_error,omitempty"`
 }
 
 // FamilyStatus is one VRRP instance.
@@ -50,6 +55,12 @@ type FamilyStatus struct {
 	State      string `json:"state"`
 	Master     string `json:"master,omitempty"`
 	SendErrors int    `json:"send_errors,omitempty"`
+	// Auth is how this instance's adverts are authenticated; Dropped
+	// counts the packets it refused, by reason (bad_ttl, not_peer,
+	// other_vrid, malformed, auth_missing, auth_bad_hmac,
+	// auth_unknown_key, auth_malformed, auth_stale, auth_replay).
+	Auth    string            `json:"auth,omitempty"`
+	Dropped map[string]uint64 `json:"dropped_adverts,omitempty"`
 }
 
 // RedundancyTransition is one change of role with its reason.

@@ -120,6 +120,14 @@ type redRunner struct {
 	sync        SyncDaemonStatus
 	syncStarted map[ipvsmgr.SyncState]ipvsmgr.SyncDaemon
 	rep         *replicator
+
+	// The adverts' authentication (redundancy_auth.go): the key files as
+	// last read (the runner's goroutine only), and the configuration the
+	// instances get, with its fingerprint and the key files' problems.
+	keyFiles map[string]*keyFile
+	authCfg  *vrrp.AuthConfig
+	authFP   string
+	authErr  string
 }
 
 type runningInst struct {
@@ -134,6 +142,11 @@ type runningInst struct {
 	// record is the ledger write of a takeover whose advert and
 	// announcements are not out yet (the instance's goroutine only).
 	record func(context.Context) []ipvsmgr.Failure
+	conn   vrrp.Conn
+	// auth signs and checks the adverts (nil: unauthenticated; written
+	// under the runner's mu), authFP the configuration it has.
+	auth   *vrrp.Auth
+	authFP string
 }
 
 func newRedRunner(d *Daemon) *redRunner {
@@ -236,7 +249,14 @@ func (r *redRunner) step(ctx context.Context) {
 	r.c.red.active, r.c.red.forced, r.c.red.peer = true, map[bool]string{true: r.node.Role}[r.node.Role != "auto"], r.node.PeerURL
 	r.c.red.mu.Unlock()
 
-	r.setFault(r.health(kc, openErr, last, &red))
+	// Keys before the fault: a director whose signing key came back has it
+	// before it takes part again.
+	authFault := r.followAuth(&red)
+	fault := r.health(kc, openErr, last, &red)
+	if fault == "" {
+		fault = authFault
+	}
+	r.setFault(fault)
 	if !r.cleaned {
 		if kc == nil {
 			return
@@ -359,6 +379,9 @@ func (r *redRunner) followPriority() {
 // startInstances starts a VRRP instance for each family with VIPs; a
 // forced backup starts none and stays backup.
 func (r *redRunner) startInstances(ctx context.Context, red *ipvsmgr.Redundancy, vips []ipvsmgr.VIP) {
+	if r.node.Role != "backup" && len(vips) > 0 {
+		r.warnUnauthenticated(red)
+	}
 	var errs []string
 	for _, v4 := range []bool{true, false} {
 		fam := vipsOf(vips, v4)
@@ -399,6 +422,8 @@ func (r *redRunner) startInstance(ctx context.Context, red *ipvsmgr.Redundancy, 
 		}
 		cc.Peers = append(cc.Peers, a.Unmap())
 	}
+	auth, authFP := r.newAuth()
+	cc.Auth = auth
 	conn, err := r.h.Listen(cc)
 	if err != nil {
 		return fmt.Errorf("%s adverts on %s: %w", familyName(v4), red.Interface, err)
@@ -415,7 +440,7 @@ func (r *redRunner) startInstance(ctx context.Context, red *ipvsmgr.Redundancy, 
 	for _, v := range fam {
 		cfg.Addrs = append(cfg.Addrs, v.Addr)
 	}
-	ri := &runningInst{v4: v4, ann: ann, done: make(chan struct{}), primary: conn.Primary(), prio: prio}
+	ri := &runningInst{v4: v4, ann: ann, done: make(chan struct{}), primary: conn.Primary(), prio: prio, conn: conn, auth: auth, authFP: authFP}
 	opt := vrrp.Options{Conn: conn, Logger: r.log.With("family", familyName(v4)),
 		OnMaster: r.onTransition(ri), OnBackup: r.onTransition(ri), OnFault: r.onTransition(ri), OnAnnounced: r.onAnnounced(ri)}
 	if ann != nil {
@@ -444,7 +469,7 @@ func (r *redRunner) startInstance(ctx context.Context, red *ipvsmgr.Redundancy, 
 	r.insts[v4] = ri
 	r.mu.Unlock()
 	r.log.Info("VRRP started", "family", familyName(v4), "vrid", red.VRID, "priority", prio, "interface", red.Interface,
-		"advert_interval", red.Advert().String(), "peers", fmt.Sprint(cc.Peers))
+		"advert_interval", red.Advert().String(), "peers", fmt.Sprint(cc.Peers), "auth", map[bool]string{true: "none", false: "hmac-sha256"}[auth == nil])
 	return nil
 }
 
@@ -688,6 +713,7 @@ func (r *redRunner) status() *RedundancyStatus {
 	s.SyncDaemon.Running = slices.Clone(r.sync.Running)
 	s.TransitionCounts = maps.Clone(r.counts)
 	rep, node, fault := r.rep, r.node, r.fault
+	s.AuthError = r.authErr
 	r.mu.Unlock()
 	if rep != nil {
 		s.Replication = rep.status()
@@ -734,6 +760,8 @@ func (r *redRunner) status() *RedundancyStatus {
 				fs.Master = is.Master.String()
 			}
 			fs.SendErrors = is.SendErrors
+			fs.Auth = r.instAuth(v4)
+			fs.Dropped = connStats(ri.conn)
 			if s.Master == "" && fs.Master != "" {
 				s.Master, s.MasterPriority = fs.Master, int(is.MasterPriority)
 				if st != vrrp.Master {
@@ -750,6 +778,16 @@ func (r *redRunner) status() *RedundancyStatus {
 		s.Families = append(s.Families, fs)
 	}
 	s.Role = best.String()
+	s.Auth = "none"
+	if red.Auth != nil {
+		s.Auth = "hmac-sha256 (no instance running)"
+	}
+	for _, f := range s.Families {
+		if f.Auth != "" {
+			s.Auth = f.Auth
+			break
+		}
+	}
 	if len(roles) == 0 && fault != "" {
 		s.Role, s.Fault = "fault", fault
 	}

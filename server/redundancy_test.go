@@ -30,25 +30,35 @@ import (
 )
 
 // hub is a link between fake VRRP conns: an advert reaches every other conn
-// of its VRID, unless the link is cut (a split).
+// of its VRID, unless the link is cut (a split). It carries the adverts'
+// bytes through the real encoder and decoder, signed and checked by each
+// conn's vrrp.Auth (settings.redundancy.auth).
 type hub struct {
 	mu    sync.Mutex
 	conns map[*hubConn]bool
 	cut   atomic.Bool
 }
 
+type hubPacket struct {
+	b   []byte
+	src netip.Addr
+}
+
 type hubConn struct {
-	h      *hub
-	self   netip.Addr
-	vrid   uint8
-	in     chan vrrp.Received
-	closed chan struct{}
-	once   sync.Once
+	h       *hub
+	self    netip.Addr
+	vrid    uint8
+	auth    atomic.Pointer[vrrp.Auth]
+	in      chan hubPacket
+	closed  chan struct{}
+	once    sync.Once
+	dropped sync.Map // reason -> *atomic.Uint64
 }
 
 func (h *hub) listen(self string) func(vrrp.ConnConfig) (vrrp.Conn, error) {
 	return func(cfg vrrp.ConnConfig) (vrrp.Conn, error) {
-		c := &hubConn{h: h, self: netip.MustParseAddr(self), vrid: cfg.VRID, in: make(chan vrrp.Received, 64), closed: make(chan struct{})}
+		c := &hubConn{h: h, self: netip.MustParseAddr(self), vrid: cfg.VRID, in: make(chan hubPacket, 64), closed: make(chan struct{})}
+		c.auth.Store(cfg.Auth)
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if h.conns == nil {
@@ -59,18 +69,70 @@ func (h *hub) listen(self string) func(vrrp.ConnConfig) (vrrp.Conn, error) {
 	}
 }
 
-func (c *hubConn) Receive() (vrrp.Received, error) {
-	select {
-	case r := <-c.in:
-		return r, nil
-	case <-c.closed:
-		return vrrp.Received{}, errors.New("closed")
+// inject sends raw bytes from src to every conn of the hub: a host on the link.
+func (h *hub) inject(b []byte, src netip.Addr) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for o := range h.conns {
+		select {
+		case o.in <- hubPacket{b, src}:
+		default:
+		}
 	}
 }
+
+func (c *hubConn) Receive() (vrrp.Received, error) {
+	for {
+		select {
+		case p := <-c.in:
+			if len(p.b) < 2 || p.b[1] != c.vrid {
+				continue
+			}
+			a, err := vrrp.ParseAuthAdvert(p.b, p.src, vrrp.GroupIPv4, c.auth.Load())
+			if err != nil {
+				c.drop(err)
+				continue
+			}
+			return vrrp.Received{Advert: a, Src: p.src}, nil
+		case <-c.closed:
+			return vrrp.Received{}, errors.New("closed")
+		}
+	}
+}
+
+func (c *hubConn) drop(err error) {
+	reason := "malformed"
+	for r, e := range map[string]error{"auth_missing": vrrp.ErrAuthMissing, "auth_bad_hmac": vrrp.ErrAuthBadHMAC,
+		"auth_unknown_key": vrrp.ErrAuthUnknownKey, "auth_replay": vrrp.ErrAuthReplay, "auth_stale": vrrp.ErrAuthStale} {
+		if errors.Is(err, e) {
+			reason = r
+		}
+	}
+	n, _ := c.dropped.LoadOrStore(reason, &atomic.Uint64{})
+	n.(*atomic.Uint64).Add(1)
+}
+
+// Stats is what a RawConn's says, for the status.
+func (c *hubConn) Stats() vrrp.ConnStats {
+	get := func(r string) uint64 {
+		if n, ok := c.dropped.Load(r); ok {
+			return n.(*atomic.Uint64).Load()
+		}
+		return 0
+	}
+	return vrrp.ConnStats{Malformed: get("malformed"), AuthMissing: get("auth_missing"), AuthBadHMAC: get("auth_bad_hmac"),
+		AuthUnknownKey: get("auth_unknown_key"), AuthReplay: get("auth_replay"), AuthStale: get("auth_stale")}
+}
+
+func (c *hubConn) SetAuth(a *vrrp.Auth) { c.auth.Store(a) }
 
 func (c *hubConn) Send(a *vrrp.Advert) error {
 	if c.h.cut.Load() {
 		return nil
+	}
+	b, err := a.MarshalAuth(c.self, vrrp.GroupIPv4, c.auth.Load())
+	if err != nil {
+		return err
 	}
 	c.h.mu.Lock()
 	defer c.h.mu.Unlock()
@@ -78,9 +140,8 @@ func (c *hubConn) Send(a *vrrp.Advert) error {
 		if o == c || o.vrid != c.vrid {
 			continue
 		}
-		cp := *a
 		select {
-		case o.in <- vrrp.Received{Advert: &cp, Src: c.self}:
+		case o.in <- hubPacket{b, c.self}:
 		default:
 		}
 	}

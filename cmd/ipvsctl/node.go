@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -131,6 +133,9 @@ func printNode(w io.Writer, v *server.NodeView) {
 		return
 	}
 	fmt.Fprintf(w, "redundancy:  %s\n", redundancyLine(r))
+	if r.Role != "standalone" {
+		fmt.Fprintf(w, "adverts:     %s\n", advertsLine(r))
+	}
 	if r.Replication != nil {
 		fmt.Fprintf(w, "replication: %s\n", replicationLine(r.Replication))
 		for _, c := range r.Replication.Conflicts {
@@ -177,6 +182,29 @@ func redundancyLine(r *server.RedundancyStatus) string {
 		fmt.Fprintf(&b, "; %s", strings.Join(r.SyncDaemon.Running, ", "))
 	}
 	return b.String()
+}
+
+// advertsLine says how the adverts are authenticated and what was refused.
+func advertsLine(r *server.RedundancyStatus) string {
+	s := "authentication " + orDefault(r.Auth, "none")
+	if r.Auth == "none" {
+		s += " (any host on the link can forge them: settings.redundancy.auth)"
+	}
+	if r.AuthError != "" {
+		s += "; key files: " + r.AuthError
+	}
+	for _, f := range r.Families {
+		var parts []string
+		for _, reason := range slices.Sorted(maps.Keys(f.Dropped)) {
+			if n := f.Dropped[reason]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d", reason, n))
+			}
+		}
+		if len(parts) > 0 {
+			s += fmt.Sprintf("; %s dropped: %s", f.Family, strings.Join(parts, ", "))
+		}
+	}
+	return s
 }
 
 func replicationLine(r *server.ReplicationStatus) string {

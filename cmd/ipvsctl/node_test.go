@@ -61,6 +61,16 @@ func TestRedundancyLines(t *testing.T) {
 	if got := redundancyLine(r); got != want {
 		t.Errorf("redundancy line:\n got %s\nwant %s", got, want)
 	}
+	r.Auth = "none"
+	if got := advertsLine(r); got != "authentication none (any host on the link can forge them: settings.redundancy.auth)" {
+		t.Errorf("adverts line: %s", got)
+	}
+	r.Auth, r.AuthError = "hmac-sha256 enforce, key 2 (keys 1 2), time window 5s", "key 1: key file /k1: no such file"
+	r.Families = []server.FamilyStatus{{Family: "ipv4", Dropped: map[string]uint64{"auth_bad_hmac": 3, "not_peer": 1, "bad_ttl": 0}}}
+	want = "authentication hmac-sha256 enforce, key 2 (keys 1 2), time window 5s; key files: key 1: key file /k1: no such file; ipv4 dropped: auth_bad_hmac 3, not_peer 1"
+	if got := advertsLine(r); got != want {
+		t.Errorf("adverts line:\n got %s\nwant %s", got, want)
+	}
 	rep := &server.ReplicationStatus{Peer: "https://198.18.0.2:3636", Connected: true, InSync: true, PeerRevision: 12}
 	if got := replicationLine(rep); got != "from https://198.18.0.2:3636, in sync, peer revision 12, lag 0.0s" {
 		t.Errorf("replication line: %s", got)

@@ -74,6 +74,30 @@ func (a *Advert) String() string {
 // Marshal encodes the advert sent from src to dst (both are in the checksum's
 // pseudo-header).
 func (a *Advert) Marshal(src, dst netip.Addr) ([]byte, error) {
+	b, err := a.body(src)
+	if err != nil {
+		return nil, err
+	}
+	return a.finish(b, nil, src, dst), nil
+}
+
+// MarshalAuth encodes the advert from src to dst with an authentication
+// trailer from auth (a new sequence each call); without a signing auth it
+// is Marshal.
+func (a *Advert) MarshalAuth(src, dst netip.Addr, auth *Auth) ([]byte, error) {
+	b, err := a.body(src)
+	if err != nil {
+		return nil, err
+	}
+	var tr []byte
+	if auth != nil && auth.Signs() {
+		tr = auth.seal(b, src)
+	}
+	return a.finish(b, tr, src, dst), nil
+}
+
+// body is the advert without its checksum (zero), of src's family.
+func (a *Advert) body(src netip.Addr) ([]byte, error) {
 	if a.VRID == 0 {
 		return nil, ErrVRID
 	}
@@ -91,7 +115,7 @@ func (a *Advert) Marshal(src, dst netip.Addr) ([]byte, error) {
 	if v4 {
 		alen = 4
 	}
-	b := make([]byte, headerLen, headerLen+alen*len(a.Addrs))
+	b := make([]byte, headerLen, headerLen+alen*len(a.Addrs)+TrailerLen)
 	b[0] = version<<4 | typeAdvert
 	b[1] = a.VRID
 	b[2] = a.Priority
@@ -104,20 +128,71 @@ func (a *Advert) Marshal(src, dst netip.Addr) ([]byte, error) {
 		}
 		b = append(b, addr.AsSlice()...)
 	}
+	return b, nil
+}
+
+// finish is the packet to dst: the body, the trailer (nil: none) and the
+// checksum, which for IPv4 covers the advert only and for IPv6 the trailer
+// too (as keepalived's kernel-computed IPv6 checksum does).
+func (a *Advert) finish(body, tr []byte, src, dst netip.Addr) []byte {
+	b := make([]byte, 0, len(body)+len(tr))
+	b = append(append(b, body...), tr...)
+	covered := b
+	v4 := src.Unmap().Is4()
+	if v4 {
+		covered = b[:len(body)]
+	}
 	var sum uint16
 	if a.LegacyChecksum && v4 {
-		sum = checksum(0, b)
+		sum = checksum(0, covered)
 	} else {
-		sum = checksum(pseudoSum(src, dst, len(b)), b)
+		sum = checksum(pseudoSum(src, dst, len(covered)), covered)
 	}
 	binary.BigEndian.PutUint16(b[6:], sum)
-	return b, nil
+	return b
 }
 
 // ParseAdvert decodes and checks a VRRP packet (the IP payload) received from
 // src to dst. An IPv4 advert whose checksum leaves out the pseudo-header is
 // accepted too, and marked LegacyChecksum.
 func ParseAdvert(b []byte, src, dst netip.Addr) (*Advert, error) {
+	return parse(b, src, dst, 0)
+}
+
+// ParseAuthAdvert is ParseAdvert for an instance that authenticates its
+// adverts (auth nil: ParseAdvert): a packet 28 bytes longer than its
+// addresses need ends with a trailer, which auth checks. The error of an
+// advert refused by auth wraps one of the ErrAuth errors.
+func ParseAuthAdvert(b []byte, src, dst netip.Addr, auth *Auth) (*Advert, error) {
+	if auth == nil {
+		return ParseAdvert(b, src, dst)
+	}
+	trailer := 0
+	if len(b) >= headerLen && len(b) == advertLen(int(b[3]), src)+TrailerLen {
+		trailer = TrailerLen
+	}
+	a, err := parse(b, src, dst, trailer)
+	if err != nil {
+		return nil, err
+	}
+	var tr []byte
+	if trailer > 0 {
+		tr = b[len(b)-TrailerLen:]
+	}
+	if err := auth.verify(b[:len(b)-trailer], tr, src.Unmap()); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func advertLen(count int, src netip.Addr) int {
+	if src.Unmap().Is4() {
+		return headerLen + 4*count
+	}
+	return headerLen + 16*count
+}
+
+func parse(b []byte, src, dst netip.Addr, trailer int) (*Advert, error) {
 	if len(b) < headerLen {
 		return nil, fmt.Errorf("%w: %d bytes", ErrTruncated, len(b))
 	}
@@ -143,11 +218,15 @@ func ParseAdvert(b []byte, src, dst netip.Addr) (*Advert, error) {
 	if v4 {
 		alen = 4
 	}
-	if len(b) != headerLen+count*alen {
+	if len(b) != headerLen+count*alen+trailer {
 		return nil, fmt.Errorf("%w: %d addresses in %d bytes", ErrAddrCount, count, len(b))
 	}
-	if checksum(pseudoSum(src, dst, len(b)), b) != 0 {
-		if !v4 || checksum(0, b) != 0 {
+	covered := b
+	if v4 {
+		covered = b[:len(b)-trailer]
+	}
+	if checksum(pseudoSum(src, dst, len(covered)), covered) != 0 {
+		if !v4 || checksum(0, covered) != 0 {
 			return nil, fmt.Errorf("%w: %#04x", ErrChecksum, binary.BigEndian.Uint16(b[6:]))
 		}
 		a.LegacyChecksum = true

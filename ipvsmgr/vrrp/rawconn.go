@@ -32,12 +32,25 @@ type ConnConfig struct {
 	// address, or for IPv6 its link-local address (its first global one when
 	// the peers are not link-local).
 	Primary netip.Addr
-	Logger  *slog.Logger
+	// Auth, when set, signs the adverts sent and checks those received
+	// (keepalived's auth_hmac trailer); its keys may change as the conn runs.
+	Auth   *Auth
+	Logger *slog.Logger
 }
 
 // ConnStats counts the packets a RawConn dropped, by reason.
 type ConnStats struct {
 	BadTTL, OtherVRID, NotPeer, Malformed uint64
+	// Refused by Auth: no trailer (enforce), a malformed one, an unknown
+	// key id, a wrong HMAC, a time stamp outside the window, a replay.
+	AuthMissing, AuthMalformed, AuthUnknownKey, AuthBadHMAC, AuthStale, AuthReplay uint64
+}
+
+// ByReason is the counts by name (bad_ttl, not_peer, auth_bad_hmac...).
+func (s ConnStats) ByReason() map[string]uint64 {
+	return map[string]uint64{"bad_ttl": s.BadTTL, "other_vrid": s.OtherVRID, "not_peer": s.NotPeer, "malformed": s.Malformed,
+		"auth_missing": s.AuthMissing, "auth_malformed": s.AuthMalformed, "auth_unknown_key": s.AuthUnknownKey,
+		"auth_bad_hmac": s.AuthBadHMAC, "auth_stale": s.AuthStale, "auth_replay": s.AuthReplay}
 }
 
 // RawConn is a raw IP protocol 112 socket bound to one interface.
@@ -50,8 +63,10 @@ type RawConn struct {
 	closer  net.PacketConn
 	log     *slog.Logger
 	buf     []byte
+	auth    atomic.Pointer[Auth]
 
-	badTTL, otherVRID, notPeer, malformed atomic.Uint64
+	badTTL, otherVRID, notPeer, malformed                                          atomic.Uint64
+	authMissing, authMalformed, authUnknownKey, authBadHMAC, authStale, authReplay atomic.Uint64
 }
 
 // Listen opens a raw VRRP socket on the interface, in the caller's network
@@ -66,6 +81,7 @@ func Listen(cfg ConnConfig) (*RawConn, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &RawConn{cfg: cfg, ifi: ifi, primary: cfg.Primary, log: cfg.Logger, buf: make([]byte, 65536)}
+	c.auth.Store(cfg.Auth)
 	for _, p := range cfg.Peers {
 		if p.Unmap().Is4() == cfg.IPv6 {
 			return nil, fmt.Errorf("vrrp: peer %s is not of the instance's family", p)
@@ -171,9 +187,15 @@ func primaryAddr(ifi *net.Interface, v6, global bool) (netip.Addr, error) {
 // Primary is the adverts' source address.
 func (c *RawConn) Primary() netip.Addr { return c.primary }
 
+// SetAuth turns authentication on (or, with nil, off) as the conn runs:
+// the next advert sent and received follow it.
+func (c *RawConn) SetAuth(a *Auth) { c.auth.Store(a) }
+
 // Stats counts the packets dropped so far.
 func (c *RawConn) Stats() ConnStats {
-	return ConnStats{BadTTL: c.badTTL.Load(), OtherVRID: c.otherVRID.Load(), NotPeer: c.notPeer.Load(), Malformed: c.malformed.Load()}
+	return ConnStats{BadTTL: c.badTTL.Load(), OtherVRID: c.otherVRID.Load(), NotPeer: c.notPeer.Load(), Malformed: c.malformed.Load(),
+		AuthMissing: c.authMissing.Load(), AuthMalformed: c.authMalformed.Load(), AuthUnknownKey: c.authUnknownKey.Load(),
+		AuthBadHMAC: c.authBadHMAC.Load(), AuthStale: c.authStale.Load(), AuthReplay: c.authReplay.Load()}
 }
 
 // Close closes the socket; a Receive under way returns.
@@ -188,12 +210,19 @@ func (c *RawConn) Send(a *Advert) error {
 			dsts = []netip.Addr{GroupIPv6}
 		}
 	}
+	body, err := a.body(c.primary)
+	if err != nil {
+		return err
+	}
+	// One trailer (one sequence) for every peer's copy, as keepalived: the
+	// HMAC leaves out the destination and the checksum.
+	var tr []byte
+	if auth := c.auth.Load(); auth != nil && auth.Signs() {
+		tr = auth.seal(body, c.primary)
+	}
 	var errs []error
 	for _, dst := range dsts {
-		b, err := a.Marshal(c.primary, dst)
-		if err != nil {
-			return err
-		}
+		b := a.finish(body, tr, c.primary, dst)
 		if c.cfg.IPv6 {
 			to := &net.IPAddr{IP: dst.AsSlice()}
 			if dst.IsLinkLocalUnicast() || dst.IsLinkLocalMulticast() {
@@ -259,12 +288,31 @@ func (c *RawConn) Receive() (Received, error) {
 			c.log.Debug("vrrp packet dropped: not from a peer", "src", src)
 			continue
 		}
-		a, err := ParseAdvert(c.buf[:n], src, dst)
+		a, err := ParseAuthAdvert(c.buf[:n], src, dst, c.auth.Load())
 		if err != nil {
-			c.malformed.Add(1)
+			c.dropCounter(err).Add(1)
 			c.log.Debug("vrrp packet dropped", "src", src, "err", err)
 			continue
 		}
 		return Received{Advert: a, Src: src}, nil
 	}
+}
+
+// dropCounter is the counter of an advert that did not parse or verify.
+func (c *RawConn) dropCounter(err error) *atomic.Uint64 {
+	switch {
+	case errors.Is(err, ErrAuthMissing):
+		return &c.authMissing
+	case errors.Is(err, ErrAuthMalformed):
+		return &c.authMalformed
+	case errors.Is(err, ErrAuthUnknownKey):
+		return &c.authUnknownKey
+	case errors.Is(err, ErrAuthBadHMAC):
+		return &c.authBadHMAC
+	case errors.Is(err, ErrAuthStale):
+		return &c.authStale
+	case errors.Is(err, ErrAuthReplay):
+		return &c.authReplay
+	}
+	return &c.malformed
 }

@@ -1,6 +1,7 @@
 package vrrp
 
 import (
+	"bytes"
 	"net"
 	"net/netip"
 	"testing"
@@ -195,5 +196,92 @@ func TestAnnouncerNetns(t *testing.T) {
 			t.Errorf("options %+v", na.Options)
 		}
 		break
+	}
+}
+
+// TestRawConnAuthNetns: two conns sharing key 1 over a veth, IPv4 and IPv6,
+// multicast: a signed advert passes; one signed with another key and one
+// without a trailer (both priority 255) are dropped and counted by reason;
+// keys rotated on the running conns (SetAuth, Update) go on passing.
+func TestRawConnAuthNetns(t *testing.T) {
+	requireRoot(t)
+	a, b := vethPair(t)
+	for _, v6 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ipv4", true: "ipv6"}[v6], func(t *testing.T) {
+			vips := []netip.Addr{netip.MustParseAddr("198.18.0.100")}
+			if v6 {
+				vips = []netip.Addr{netip.MustParseAddr("2001:db8::100")}
+			}
+			key1 := AuthKey{ID: 1, Secret: kaKey()}
+			mk := func(keys ...AuthKey) *Auth {
+				au, err := NewAuth(AuthConfig{Keys: keys, ActiveKey: keys[0].ID, Window: 5 * time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return au
+			}
+			ca := listenIn(t, a.ns, ConnConfig{Interface: a.ifname, VRID: 51, IPv6: v6, Auth: mk(key1)})
+			recvAuth := mk(key1)
+			cb := listenIn(t, b.ns, ConnConfig{Interface: b.ifname, VRID: 51, IPv6: v6, Auth: recvAuth})
+			forger := listenIn(t, a.ns, ConnConfig{Interface: a.ifname, VRID: 51, IPv6: v6,
+				Auth: mk(AuthKey{ID: 1, Secret: bytes.Repeat([]byte{7}, 32)})})
+			plain := listenIn(t, a.ns, ConnConfig{Interface: a.ifname, VRID: 51, IPv6: v6})
+			for _, c := range []*RawConn{forger, plain} {
+				if err := c.Send(&Advert{VRID: 51, Priority: 255, MaxAdvertInterval: 100, Addrs: vips}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := ca.Send(&Advert{VRID: 51, Priority: 100, MaxAdvertInterval: 100, Addrs: vips}); err != nil {
+				t.Fatal(err)
+			}
+			r, ok := recvWithin(t, cb, 5*time.Second)
+			if !ok || r.Advert.Priority != 100 {
+				t.Fatalf("the signed advert: %v %v; dropped %+v", ok, r.Advert, cb.Stats())
+			}
+			if st := cb.Stats(); st.AuthBadHMAC != 1 || st.AuthMissing != 1 {
+				t.Errorf("dropped %+v, want 1 bad HMAC and 1 without a trailer", st)
+			}
+			// Rotation on the running conns: the receiver takes key 2 too,
+			// the sender moves to it.
+			key2 := AuthKey{ID: 2, Secret: bytes.Repeat([]byte{0x42}, 40)}
+			if err := recvAuth.Update(AuthConfig{Keys: []AuthKey{key1, key2}, ActiveKey: 1, Window: 5 * time.Second}); err != nil {
+				t.Fatal(err)
+			}
+			ca.SetAuth(mk(key2, key1))
+			if err := ca.Send(&Advert{VRID: 51, Priority: 101, MaxAdvertInterval: 100, Addrs: vips}); err != nil {
+				t.Fatal(err)
+			}
+			r, ok = recvWithin(t, cb, 5*time.Second)
+			if !ok || r.Advert.Priority != 101 {
+				t.Fatalf("after the rotation: %v %v; dropped %+v", ok, r.Advert, cb.Stats())
+			}
+		})
+	}
+}
+
+// TestRawConnPeersAllowListNetns: with peers, an advert from an address of
+// the link that is not a peer is dropped and counted, and a peer's passes.
+func TestRawConnPeersAllowListNetns(t *testing.T) {
+	requireRoot(t)
+	a, b := vethPair(t)
+	sh(t, "ip", "-n", a.ns, "addr", "add", "198.18.0.9/24", "dev", a.ifname)
+	vips := []netip.Addr{netip.MustParseAddr("198.18.0.100")}
+	peerA, peerB := netip.MustParseAddr(a.v4), netip.MustParseAddr(b.v4)
+	cb := listenIn(t, b.ns, ConnConfig{Interface: b.ifname, VRID: 51, Peers: []netip.Addr{peerA}})
+	stranger := listenIn(t, a.ns, ConnConfig{Interface: a.ifname, VRID: 51, Peers: []netip.Addr{peerB}, Primary: netip.MustParseAddr("198.18.0.9")})
+	ca := listenIn(t, a.ns, ConnConfig{Interface: a.ifname, VRID: 51, Peers: []netip.Addr{peerB}})
+	if err := stranger.Send(&Advert{VRID: 51, Priority: 255, MaxAdvertInterval: 100, Addrs: vips}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ca.Send(&Advert{VRID: 51, Priority: 100, MaxAdvertInterval: 100, Addrs: vips}); err != nil {
+		t.Fatal(err)
+	}
+	r, ok := recvWithin(t, cb, 5*time.Second)
+	if !ok || r.Src != peerA || r.Advert.Priority != 100 {
+		t.Fatalf("the peer's advert: %v %v from %s; dropped %+v", ok, r.Advert, r.Src, cb.Stats())
+	}
+	// Sent first, on the same veth: counted before the peer's came.
+	if st := cb.Stats(); st.NotPeer != 1 || st.ByReason()["not_peer"] != 1 {
+		t.Errorf("dropped %+v, want 1 not from a peer", st)
 	}
 }

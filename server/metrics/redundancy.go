@@ -1,6 +1,9 @@
 package metrics
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ipvsctl/ipvsctl/server"
@@ -16,6 +19,11 @@ var (
 		"1 for the VRRP state each family's instance is in (initialize, backup, master, fault).", []string{"family", "state"}, nil)
 	descVRRPTransitions = prometheus.NewDesc("ipvsctl_vrrp_transitions_total",
 		"VRRP state changes since the daemon started, by the state entered.", []string{"state"}, nil)
+	descVRRPDropped = prometheus.NewDesc("ipvsctl_vrrp_adverts_dropped_total",
+		"VRRP packets refused since the instance started, by reason (bad_ttl, not_peer, other_vrid, malformed, auth_missing, auth_bad_hmac, auth_unknown_key, auth_malformed, auth_stale, auth_replay).",
+		[]string{"family", "reason"}, nil)
+	descVRRPAuth = prometheus.NewDesc("ipvsctl_vrrp_authenticated",
+		"1 when the family's VRRP adverts are authenticated (settings.redundancy.auth), 0 when any host on the link can forge them.", []string{"family"}, nil)
 	descReplLag = prometheus.NewDesc("ipvsctl_replication_lag_seconds",
 		"0 while the desired state is in sync with the peer's, else how long since it last was.", nil, nil)
 )
@@ -25,6 +33,8 @@ var vrrpStates = []string{"initialize", "backup", "master", "fault"}
 func (r *redundancy) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descVRRPState
 	ch <- descVRRPTransitions
+	ch <- descVRRPDropped
+	ch <- descVRRPAuth
 	ch <- descReplLag
 }
 
@@ -46,6 +56,16 @@ func (r *redundancy) Collect(ch chan<- prometheus.Metric) {
 				v = 1
 			}
 			ch <- prometheus.MustNewConstMetric(descVRRPState, prometheus.GaugeValue, v, f.Family, st)
+		}
+		for _, reason := range slices.Sorted(maps.Keys(f.Dropped)) {
+			ch <- prometheus.MustNewConstMetric(descVRRPDropped, prometheus.CounterValue, float64(f.Dropped[reason]), f.Family, reason)
+		}
+		if f.Auth != "" {
+			v := 1.0
+			if f.Auth == "none" {
+				v = 0
+			}
+			ch <- prometheus.MustNewConstMetric(descVRRPAuth, prometheus.GaugeValue, v, f.Family)
 		}
 	}
 	for _, st := range vrrpStates {

@@ -85,6 +85,10 @@ func parseRedundancyForm(r *http.Request, old *ipvsmgr.Redundancy) (*form, *ipvs
 		Peers: f.listField("peers"), PreemptDelay: f.optSeconds("preempt_delay"), SyncDaemon: f.V("sync_daemon") != "",
 		SyncInterface: f.V("sync_interface"), SyncID: f.intField("sync_id"), TrackInterfaces: f.listField("track_interfaces"),
 	}
+	if old != nil {
+		// The form does not edit the adverts' authentication: it stays.
+		red.Auth = old.Auth
+	}
 	if f.V("vrid") == "" {
 		f.set("vrid", "a pair needs its virtual router's id, 1..255, the same on both directors")
 	}

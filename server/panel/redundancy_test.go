@@ -269,3 +269,23 @@ func TestRedundancyFormEscapes(t *testing.T) {
 		}
 	}
 }
+
+// The pair's form does not edit settings.redundancy.auth: saving it keeps
+// the adverts' authentication as it was.
+func TestRedundancyFormKeepsAuth(t *testing.T) {
+	e := newEnv(t)
+	st := webState()
+	authBlock := &ipvsmgr.RedundancyAuth{Keys: []ipvsmgr.RedundancyKey{{ID: 1, File: "/etc/ipvsctl/vrrp-1.key"}, {ID: 2, File: "/etc/ipvsctl/vrrp-2.key"}}, ActiveKey: 2}
+	st.Settings.Redundancy = &ipvsmgr.Redundancy{VRID: 51, Interface: "eth0", Auth: authBlock}
+	e.seed(t, st)
+	if r := e.post(t, "alice", "/settings/redundancy", redForm("vrid", "52", "interface", "eth0")); r.Code != http.StatusSeeOther {
+		t.Fatalf("save: %d %s", r.Code, excerpt(r.Body))
+	}
+	cur, _, err := e.core.State(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := cur.Settings.Redundancy; r == nil || r.VRID != 52 || !reflect.DeepEqual(r.Auth, authBlock) {
+		t.Fatalf("stored %+v", r)
+	}
+}
