@@ -85,7 +85,7 @@ func TestHistoryAndRollback(t *testing.T) {
 		t.Fatalf("history: %s", excerpt(r.Body))
 	}
 	r = e.get(t, "vic", "/history/2")
-	if !strings.Contains(r.Body, "r1 weight: 1 -&gt; 0") && !strings.Contains(r.Body, "weight") {
+	if !strings.Contains(r.Body, "server web/r1 drained: (unset) -&gt; true") || strings.Contains(r.Body, "weight") {
 		t.Fatalf("revision page: %s", excerpt(r.Body))
 	}
 	r = e.post(t, "alice", "/history/1/rollback", url.Values{"base": {"2"}})

@@ -220,8 +220,8 @@ func buildModel(rev int64, st *ipvsmgr.State, sk []ipvsmgr.ServiceKey, dk [][]ip
 			switch {
 			case !rs.IsEnabled():
 				sr.Admin = "disabled"
-			case rs.EffectiveWeight() == 0:
-				sr.Admin = "drained"
+			case rs.Drained || rs.EffectiveWeight() == 0:
+				sr.Admin = "drained" // drained, or configured at weight 0
 			default:
 				sr.Admin = "enabled"
 			}

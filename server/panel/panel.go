@@ -15,11 +15,8 @@ import (
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
-// Storage keeps the panel's drafts and chart points (*store.Store is one).
+// Storage keeps the panel's chart points (the core is one).
 type Storage interface {
-	Draft(ctx context.Context, author string) (*store.Draft, error)
-	SaveDraft(ctx context.Context, d *store.Draft) error
-	DeleteDraft(ctx context.Context, author string) error
 	ChartSeries(ctx context.Context, keys []string, seen int64) (map[string]int64, error)
 	ChartSeriesID(ctx context.Context, key string) (int64, error)
 	SaveChartPoints(ctx context.Context, res int, t int64, chunks map[int64][]byte, keepFrom, forgetBefore int64) error
@@ -51,11 +48,8 @@ func New(d Deps) (*Panel, error) {
 	if d.Core == nil || d.Who == nil || d.Login == nil || d.Logout == nil {
 		return nil, errors.New("panel: Core, Who, Login and Logout are required")
 	}
-	p := &Panel{d: d, core: d.Core, storage: d.Storage, log: d.Log, started: d.Started}
-	if p.storage == nil {
-		p.storage = d.Core.Store()
-	}
-	p.drafts, p.holes = newDrafts(p.storage), newHoles()
+	p := &Panel{d: d, core: d.Core, storage: d.Core, log: d.Log, started: d.Started}
+	p.drafts, p.holes = newDrafts(d.Core), newHoles()
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
