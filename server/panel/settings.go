@@ -103,4 +103,3 @@ func (p *Panel) settingsSave(w http.ResponseWriter, r *http.Request, u who) {
 	}
 	redirect(w, r, "/settings", msg)
 }
-
