@@ -128,21 +128,7 @@ func decodeError(resp *http.Response) error {
 	return &server.Error{Code: e.Code, Msg: e.Error}
 }
 
-func codeOfStatus(status int) server.Code {
-	switch status {
-	case http.StatusUnauthorized:
-		return server.CodeAuth
-	case http.StatusForbidden:
-		return server.CodeForbidden
-	case http.StatusNotFound:
-		return server.CodeNotFound
-	case http.StatusRequestEntityTooLarge:
-		return server.CodeTooLarge
-	case http.StatusServiceUnavailable:
-		return server.CodeBusy
-	}
-	return server.CodeInternal
-}
+func codeOfStatus(status int) server.Code { return server.CodeOfStatus(status) }
 
 func jsonBody(v any) io.Reader {
 	b, _ := json.Marshal(v)

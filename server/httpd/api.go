@@ -39,37 +39,37 @@ func (a *api) routes() []auth.Route {
 	const p = "/api/v1"
 	return []auth.Route{
 		{Method: "GET", Pattern: p + "/state", Role: auth.Viewer, Handler: h(a.getState)},
-		{Method: "PUT", Pattern: p + "/state", Role: auth.Admin, Handler: h(a.putState)},
+		{Method: "PUT", Pattern: p + "/state", Role: server.RoleFor("apply"), Handler: h(a.putState)},
 		{Method: "GET", Pattern: p + "/diff", Role: auth.Viewer, Handler: h(a.diff)},
 		{Method: "POST", Pattern: p + "/diff", Role: auth.Viewer, Handler: h(a.diff)},
 		{Method: "GET", Pattern: p + "/services", Role: auth.Viewer, Handler: h(a.listServices)},
-		{Method: "POST", Pattern: p + "/services", Role: auth.Admin, Handler: h(a.addService)},
+		{Method: "POST", Pattern: p + "/services", Role: server.RoleFor("vs add"), Handler: h(a.addService)},
 		{Method: "GET", Pattern: p + "/services/{id}", Role: auth.Viewer, Handler: h(a.getService)},
-		{Method: "PATCH", Pattern: p + "/services/{id}", Role: auth.Admin, Handler: h(a.patchService)},
-		{Method: "DELETE", Pattern: p + "/services/{id}", Role: auth.Admin, Handler: h(a.removeService)},
-		{Method: "POST", Pattern: p + "/services/{id}/enable", Role: auth.Admin, Handler: h(a.enableService(true))},
-		{Method: "POST", Pattern: p + "/services/{id}/disable", Role: auth.Admin, Handler: h(a.enableService(false))},
+		{Method: "PATCH", Pattern: p + "/services/{id}", Role: server.RoleFor("vs set"), Handler: h(a.patchService)},
+		{Method: "DELETE", Pattern: p + "/services/{id}", Role: server.RoleFor("vs rm"), Handler: h(a.removeService)},
+		{Method: "POST", Pattern: p + "/services/{id}/enable", Role: server.RoleFor("vs enable"), Handler: h(a.enableService(true))},
+		{Method: "POST", Pattern: p + "/services/{id}/disable", Role: server.RoleFor("vs disable"), Handler: h(a.enableService(false))},
 		{Method: "GET", Pattern: p + "/services/{id}/servers", Role: auth.Viewer, Handler: h(a.listServers)},
-		{Method: "POST", Pattern: p + "/services/{id}/servers", Role: auth.Admin, Handler: h(a.addServer)},
+		{Method: "POST", Pattern: p + "/services/{id}/servers", Role: server.RoleFor("rs add"), Handler: h(a.addServer)},
 		{Method: "GET", Pattern: p + "/services/{id}/servers/{sid}", Role: auth.Viewer, Handler: h(a.getServer)},
-		// An operator may change a weight or enable/disable; other fields need an admin (patchServer checks).
-		{Method: "PATCH", Pattern: p + "/services/{id}/servers/{sid}", Role: auth.Operator, Handler: h(a.patchServer)},
-		{Method: "DELETE", Pattern: p + "/services/{id}/servers/{sid}", Role: auth.Admin, Handler: h(a.removeServer)},
-		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/drain", Role: auth.Operator, Handler: h(a.drainServer)},
-		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/enable", Role: auth.Operator, Handler: h(a.enableServer(true))},
-		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/disable", Role: auth.Operator, Handler: h(a.enableServer(false))},
-		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/check", Role: auth.Operator, Handler: h(a.checkServer)},
+		// An operator may change server.OperatorServerFields; other fields need an admin (the core checks).
+		{Method: "PATCH", Pattern: p + "/services/{id}/servers/{sid}", Role: server.RoleFor("rs set"), Handler: h(a.patchServer)},
+		{Method: "DELETE", Pattern: p + "/services/{id}/servers/{sid}", Role: server.RoleFor("rs rm"), Handler: h(a.removeServer)},
+		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/drain", Role: server.RoleFor("rs drain"), Handler: h(a.drainServer)},
+		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/enable", Role: server.RoleFor("rs enable"), Handler: h(a.enableServer(true))},
+		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/disable", Role: server.RoleFor("rs disable"), Handler: h(a.enableServer(false))},
+		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/check", Role: server.RoleFor("rs check"), Handler: h(a.checkServer)},
 		{Method: "GET", Pattern: p + "/status", Role: auth.Viewer, Handler: h(a.status)},
 		{Method: "GET", Pattern: p + "/health", Role: auth.Viewer, Handler: h(a.health)},
 		{Method: "GET", Pattern: p + "/history", Role: auth.Viewer, Handler: h(a.history)},
 		{Method: "GET", Pattern: p + "/history/{rev}", Role: auth.Viewer, Handler: h(a.revision)},
-		{Method: "POST", Pattern: p + "/rollback/{rev}", Role: auth.Admin, Handler: h(a.rollback)},
+		{Method: "POST", Pattern: p + "/rollback/{rev}", Role: server.RoleFor("rollback"), Handler: h(a.rollback)},
 		{Method: "GET", Pattern: p + "/export", Role: auth.Viewer, Handler: h(a.export)},
-		{Method: "POST", Pattern: p + "/import", Role: auth.Admin, Handler: h(a.importState)},
+		{Method: "POST", Pattern: p + "/import", Role: server.RoleFor("import"), Handler: h(a.importState)},
 		{Method: "GET", Pattern: p + "/audit", Role: auth.Admin, Handler: h(a.audit)},
 		{Method: "GET", Pattern: p + "/node", Role: auth.Viewer, Handler: h(a.getNode)},
-		{Method: "PATCH", Pattern: p + "/node", Role: auth.Admin, Handler: h(a.patchNode)},
-		{Method: "POST", Pattern: p + "/realservers/{op}", Role: auth.Admin, Handler: h(a.prepareRealServers)},
+		{Method: "PATCH", Pattern: p + "/node", Role: server.RoleFor("node set"), Handler: h(a.patchNode)},
+		{Method: "POST", Pattern: p + "/realservers/{op}", Role: server.RoleFor("realserver"), Handler: h(a.prepareRealServers)},
 	}
 }
 
@@ -87,9 +87,9 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 func actor(r *http.Request) server.Actor {
 	p, _ := auth.FromContext(r.Context())
 	if p == nil {
-		return server.Actor{Name: "unknown", Via: "api"}
+		return server.Actor{Name: "unknown", Via: "api", Role: auth.Public}
 	}
-	return server.Actor{Name: p.User, Via: p.Via, Addr: p.ClientAddr}
+	return server.Actor{Name: p.User, Via: p.Via, Addr: p.ClientAddr, Role: p.Role}
 }
 
 // baseRevision is the revision an If-Match header names ("7" or "7").
@@ -323,19 +323,8 @@ func (a *api) patchServer(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	if pr, _ := auth.FromContext(r.Context()); pr != nil && !auth.Allows(pr.Role, auth.Admin) && !operatorPatch(p) {
-		return &server.Error{Code: server.CodeForbidden, Msg: pr.User + " is an " + pr.Role.String() +
-			": an operator may change a real server's weight, enable it or force its health; other fields need the admin role"}
-	}
 	res, err := a.core.PatchServer(r.Context(), actor(r), chi.URLParam(r, "id"), chi.URLParam(r, "sid"), p, o)
 	return a.written(w, res, err)
-}
-
-// operatorPatch reports whether p changes only what an operator may: the
-// weight, whether the server is enabled, and its forced health.
-func operatorPatch(p server.ServerPatch) bool {
-	p.Weight, p.Enabled, p.Health = nil, nil, nil
-	return p == server.ServerPatch{}
 }
 
 func (a *api) removeServer(w http.ResponseWriter, r *http.Request) error {

@@ -28,28 +28,8 @@ type ErrorBody struct {
 	ChangesSince    []string `json:"changes_since,omitempty"`
 }
 
-// statusOf is the HTTP status for each kind of failure.
-func statusOf(code server.Code) int {
-	switch code {
-	case server.CodeMalformed:
-		return http.StatusBadRequest
-	case server.CodeAuth:
-		return http.StatusUnauthorized
-	case server.CodeForbidden:
-		return http.StatusForbidden
-	case server.CodeNotFound:
-		return http.StatusNotFound
-	case server.CodeExists, server.CodeStale, server.CodeBackup:
-		return http.StatusConflict
-	case server.CodeTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case server.CodeInvalid, server.CodeBadInput:
-		return http.StatusUnprocessableEntity
-	case server.CodeBusy, server.CodeUnavailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
+// statusOf is the HTTP status for each kind of failure (the core's one mapping).
+func statusOf(code server.Code) int { return server.HTTPStatus(code) }
 
 // errorBody describes err for the API.
 func errorBody(err error) (int, *ErrorBody) {

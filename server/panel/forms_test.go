@@ -167,8 +167,11 @@ func TestFormsApplyAndEdit(t *testing.T) {
 		got.Forwarding != "tun" || got.Scheduler != "mh" || got.IsEnabled() || got.Persistence != 0 {
 		t.Fatalf("after edit %+v", got)
 	}
-	// Activate, deactivate.
-	e.post(t, "oscar", "/services/api2/enable", nil)
+	// Activate: a whole virtual service is an admin's (server.Policy), as in the API.
+	if r := e.post(t, "oscar", "/services/api2/enable", nil); r.Code != http.StatusForbidden {
+		t.Fatalf("an operator enabled a virtual service: %d", r.Code)
+	}
+	e.post(t, "alice", "/services/api2/enable", nil)
 	st, _, _ = e.core.State(ctx)
 	if !st.Services[0].IsEnabled() {
 		t.Fatal("enable did nothing")

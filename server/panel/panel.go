@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/auth"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -125,6 +126,12 @@ func (p *Panel) need(min string, h func(http.ResponseWriter, *http.Request, who)
 	}
 }
 
+// needTo wraps a handler that makes action: its least role is the core's
+// (server.Policy), the one the API's route and the core's own check use.
+func (p *Panel) needTo(action string, h func(http.ResponseWriter, *http.Request, who)) http.HandlerFunc {
+	return p.need(server.RoleFor(action).String(), h)
+}
+
 func (p *Panel) actor(r *http.Request, u who) server.Actor {
 	addr := ""
 	if p.d.ClientAddr != nil {
@@ -132,7 +139,11 @@ func (p *Panel) actor(r *http.Request, u who) server.Actor {
 	} else if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 		addr = host
 	}
-	return server.Actor{Name: u.User, Via: "panel", Addr: addr}
+	role, err := auth.ParseRole(u.Role)
+	if err != nil {
+		role = auth.Public // a role the panel does not know may do nothing
+	}
+	return server.Actor{Name: u.User, Via: "panel", Addr: addr, Role: role}
 }
 
 // bufPool holds render buffers: a page is rendered whole before any byte is
