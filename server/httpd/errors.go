@@ -63,3 +63,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
 }
+
+// ErrorBodyOf is the status and body the API answers err with.
+func ErrorBodyOf(err error) (int, *ErrorBody) { return errorBody(err) }
