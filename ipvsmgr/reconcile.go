@@ -62,6 +62,10 @@ type Failure struct {
 	Service string `json:"service"`
 	Change  string `json:"change"`
 	Err     string `json:"error"`
+	// Key and Dest say, typed, which virtual service (and real server) a
+	// failed kernel change was for: readers need not parse Change.
+	Key  *ServiceKey `json:"-"`
+	Dest *DestKey    `json:"-"`
 }
 
 // Result is what one reconcile did.
@@ -397,7 +401,14 @@ func (r *Reconciler) apply(ctx context.Context, d *Desired, ops []Op, res *Resul
 		}
 		change := op.String()
 		if errs[i] != nil {
-			res.Failures = append(res.Failures, Failure{Service: name, Change: change, Err: errs[i].Error()})
+			f := Failure{Service: name, Change: change, Err: errs[i].Error()}
+			if op.Service != nil {
+				f.Key = &op.Service.Key
+			}
+			if op.Dest != nil {
+				f.Dest = &op.Dest.Key
+			}
+			res.Failures = append(res.Failures, f)
 			r.Log.Error("kernel change failed", "service", name, "change", change, "err", errs[i])
 			continue
 		}

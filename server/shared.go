@@ -103,6 +103,13 @@ func unavailable(openErr error) error {
 	return fmt.Errorf("kernel IPVS unavailable: %w", openErr)
 }
 
+// unavailableNow is unavailable for a caller that does not hold mu.
+func (sk *sharedKernel) unavailableNow() error {
+	sk.mu.Lock()
+	defer sk.mu.Unlock()
+	return sk.unavailable()
+}
+
 func (sk *sharedKernel) isOpen() bool {
 	sk.mu.Lock()
 	defer sk.mu.Unlock()
