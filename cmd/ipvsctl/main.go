@@ -33,6 +33,8 @@ func commands() map[string]command {
 		"restore":    {summary: "boot-time restore: stored desired state -> kernel (modules, sysctls, VIPs, services)", run: runRestore},
 		"vs":         {summary: "virtual services in the desired state", run: runVS, subs: []string{"add", "set", "rm", "list", "enable", "disable"}},
 		"rs":         {summary: "real servers in the desired state", run: runRS, subs: []string{"add", "set", "rm", "list", "drain", "enable", "disable"}},
+		"why":        {summary: "say why a real server is not getting traffic, every check with its reason", run: runWhy},
+		"settings":   {summary: "the desired state's global settings", run: runSettings, subs: []string{"show", "set"}},
 		"history":    {summary: "list the revisions of the desired state, or show one", run: runHistory},
 		"rollback":   {summary: "return to a revision's desired state and reconcile", run: runRollback},
 		"export":     {summary: "print the desired state as JSON, an ipvsadm -R script or Piranha's lvs.cf", run: runExport},

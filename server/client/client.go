@@ -1,4 +1,4 @@
-// Package client calls a daemon's API: it is server.API over HTTP, so that
+// Package client calls a daemon's API: it is server.Director over HTTP, so that
 // the CLI's verbs give the same output and exit status whether they run in
 // the CLI's process or in a daemon, local or remote.
 package client
@@ -315,4 +315,16 @@ func (c *Client) PrepareRealServers(ctx context.Context, _ server.Actor, op stri
 	return &rep, nil
 }
 
-var _ server.API = (*Client)(nil)
+var _ server.Director = (*Client)(nil)
+
+func (c *Client) SetSettings(ctx context.Context, _ server.Actor, p server.SettingsPatch, o server.WriteOptions) (*server.WriteResult, error) {
+	return c.write(ctx, "PATCH", "/api/v1/settings", nil, o, jsonBody(p))
+}
+
+func (c *Client) Why(ctx context.Context, svcID, id string) (*server.Why, error) {
+	var w server.Why
+	if _, err := c.do(ctx, "GET", "/api/v1/services/"+esc(svcID)+"/servers/"+esc(id)+"/why", nil, nil, nil, &w); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}

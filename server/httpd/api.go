@@ -59,6 +59,9 @@ func (a *api) routes() []auth.Route {
 		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/enable", Role: server.RoleFor("rs enable"), Handler: h(a.enableServer(true))},
 		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/disable", Role: server.RoleFor("rs disable"), Handler: h(a.enableServer(false))},
 		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/check", Role: server.RoleFor("rs check"), Handler: h(a.checkServer)},
+		{Method: "GET", Pattern: p + "/services/{id}/servers/{sid}/why", Role: server.RoleFor("why"), Handler: h(a.why)},
+		{Method: "GET", Pattern: p + "/settings", Role: auth.Viewer, Handler: h(a.getSettings)},
+		{Method: "PATCH", Pattern: p + "/settings", Role: server.RoleFor("settings"), Handler: h(a.patchSettings)},
 		{Method: "GET", Pattern: p + "/status", Role: auth.Viewer, Handler: h(a.status)},
 		{Method: "GET", Pattern: p + "/health", Role: auth.Viewer, Handler: h(a.health)},
 		{Method: "GET", Pattern: p + "/history", Role: auth.Viewer, Handler: h(a.history)},
@@ -354,6 +357,38 @@ func (a *api) enableServer(on bool) func(w http.ResponseWriter, r *http.Request)
 		res, err := a.core.SetServerEnabled(r.Context(), actor(r), chi.URLParam(r, "id"), chi.URLParam(r, "sid"), on, o)
 		return a.written(w, res, err)
 	}
+}
+
+func (a *api) why(w http.ResponseWriter, r *http.Request) error {
+	why, err := a.core.Why(r.Context(), chi.URLParam(r, "id"), chi.URLParam(r, "sid"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, why)
+	return nil
+}
+
+func (a *api) getSettings(w http.ResponseWriter, r *http.Request) error {
+	st, rev, err := a.core.State(r.Context())
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(rev, 10)))
+	writeJSON(w, http.StatusOK, st.Settings)
+	return nil
+}
+
+func (a *api) patchSettings(w http.ResponseWriter, r *http.Request) error {
+	o, err := writeOptions(w, r)
+	if err != nil {
+		return err
+	}
+	var p server.SettingsPatch
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	res, err := a.core.SetSettings(r.Context(), actor(r), p, o)
+	return a.written(w, res, err)
 }
 
 func (a *api) status(w http.ResponseWriter, r *http.Request) error {
