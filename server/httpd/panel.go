@@ -60,20 +60,6 @@ func loginError(err error) error {
 	return err
 }
 
-// panelGuard lets the login page and the assets through (knowing who asks,
-// if anyone), and everything else only to a logged-in user: the panel then
-// checks each action's role itself.
-func panelGuard(a *auth.Auth, h http.Handler) http.Handler {
-	public, private := a.Identify(h), a.Authenticate(h)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/login" || strings.HasPrefix(r.URL.Path, "/static/") || r.URL.Path == "/favicon.ico" {
-			public.ServeHTTP(w, r)
-			return
-		}
-		private.ServeHTTP(w, r)
-	})
-}
-
 // accounts is the panel's users, tokens and audit screens over auth and the store.
 type accounts struct {
 	a    *auth.Auth

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
 	"github.com/ipvsctl/ipvsctl/server/store"
@@ -75,9 +77,19 @@ func New(d Deps) (*Panel, error) {
 // not among them), with the panel's security headers and cross-origin
 // protection. Pages need a logged-in user (Who) except /login and /static/.
 func (p *Panel) Routes() http.Handler {
-	mux := http.NewServeMux()
-	p.routes(mux)
-	return securityHeaders(http.NewCrossOriginProtection().Handler(mux))
+	r := chi.NewRouter()
+	for _, rt := range p.RouteTable() {
+		r.Method(rt.Method, rt.Pattern, rt.Handler)
+	}
+	r.NotFound(p.NotFound)
+	return r
+}
+
+// NotFound is the panel's page for a path it has not.
+func (p *Panel) NotFound(w http.ResponseWriter, r *http.Request) {
+	securityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "404 page not found", http.StatusNotFound)
+	})).ServeHTTP(w, r)
 }
 
 // securityHeaders: no inline scripts, no framing, no sniffing.

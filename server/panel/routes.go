@@ -1,8 +1,42 @@
 package panel
 
-import "net/http"
+import (
+	"net/http"
+	"net/url"
+	"strings"
 
-func (p *Panel) routes(mux *http.ServeMux) {
+	"github.com/go-chi/chi/v5"
+)
+
+// Route is one panel page or action: its method, its path pattern (chi's,
+// the daemon's one router: {name} a segment, * the rest), and whether it is
+// public (no login: the login page and the assets).
+type Route struct {
+	Method, Pattern string
+	Public          bool
+	Handler         http.Handler
+}
+
+// RouteTable is every panel route, each with the panel's security headers
+// and cross-origin protection. The daemon registers them in its one router
+// beside the API's (package httpd); Routes serves them alone.
+func (p *Panel) RouteTable() []Route {
+	var out []Route
+	wrap := func(h http.Handler) http.Handler {
+		return securityHeaders(http.NewCrossOriginProtection().Handler(unescapePath(h)))
+	}
+	p.routes(func(pattern string, h http.HandlerFunc) {
+		method, path, _ := strings.Cut(pattern, " ")
+		path = strings.ReplaceAll(path, "{name...}", "*")
+		path = strings.TrimSuffix(path, "{$}")
+		public := path == "/login" || path == "/logout" || strings.HasPrefix(path, "/static/")
+		out = append(out, Route{Method: method, Pattern: path, Public: public, Handler: wrap(h)})
+	})
+	return out
+}
+
+func (p *Panel) routes(handle func(pattern string, h http.HandlerFunc)) {
+	mux := muxFunc(handle)
 	const V, O, A = RoleViewer, RoleOperator, RoleAdmin
 	mux.HandleFunc("GET /static/{hash}/{name...}", p.assets.serve)
 	mux.HandleFunc("GET /login", p.loginShow)
@@ -65,3 +99,24 @@ func (p *Panel) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /tokens/{id}/revoke", p.need(A, p.tokenRevoke))
 	mux.HandleFunc("GET /audit", p.need(A, p.auditShow))
 }
+
+// unescapePath gives the handler its path values decoded, as a ServeMux
+// would: chi matches an escaped path on its raw form (a service named
+// "a/b" is /services/a%2Fb).
+func unescapePath(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rc := chi.RouteContext(r.Context()); rc != nil && r.URL.RawPath != "" {
+			for i, k := range rc.URLParams.Keys {
+				if v, err := url.PathUnescape(rc.URLParams.Values[i]); err == nil {
+					r.SetPathValue(k, v)
+				}
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// muxFunc gives the route list its HandleFunc.
+type muxFunc func(pattern string, h http.HandlerFunc)
+
+func (f muxFunc) HandleFunc(pattern string, h http.HandlerFunc) { f(pattern, h) }

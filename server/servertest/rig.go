@@ -88,7 +88,7 @@ func Start(t testing.TB, with ...Option) *Rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Panel = pnl.Routes()
+	opts.Panel = pnl
 	h, err := httpd.Handler(opts)
 	if err != nil {
 		t.Fatal(err)
