@@ -27,6 +27,11 @@ type Director interface {
 	SetServerEnabled(ctx context.Context, a Actor, svcID, id string, on bool, o WriteOptions) (*WriteResult, error)
 	SetSettings(ctx context.Context, a Actor, p SettingsPatch, o WriteOptions) (*WriteResult, error)
 	Why(ctx context.Context, svcID, id string) (*Why, error)
+	Drafts(ctx context.Context) ([]DraftInfo, error)
+	DraftDocument(ctx context.Context, author string) ([]byte, error)
+	DiffDraft(ctx context.Context, author string) (*DraftDiff, error)
+	ApplyDraft(ctx context.Context, a Actor, label string, o WriteOptions) (*WriteResult, error)
+	DiscardDraft(ctx context.Context, a Actor) error
 	Rollback(ctx context.Context, a Actor, rev int64, o WriteOptions) (*WriteResult, error)
 	Diff(ctx context.Context, doc io.Reader) (*DiffResult, error)
 	Status(ctx context.Context) (*StatusView, error)

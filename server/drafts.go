@@ -57,6 +57,15 @@ func (c *Core) Draft(ctx context.Context, author string) (*store.Draft, error) {
 	return d, err
 }
 
+// DraftDocument is author's draft as a desired-state document.
+func (c *Core) DraftDocument(ctx context.Context, author string) ([]byte, error) {
+	d, err := c.Draft(ctx, author)
+	if err != nil {
+		return nil, err
+	}
+	return d.Doc, nil
+}
+
 // DraftState is author's draft decoded.
 func (c *Core) DraftState(ctx context.Context, author string) (*ipvsmgr.State, *store.Draft, error) {
 	d, err := c.Draft(ctx, author)

@@ -35,6 +35,7 @@ func commands() map[string]command {
 		"rs":         {summary: "real servers in the desired state", run: runRS, subs: []string{"add", "set", "rm", "list", "drain", "enable", "disable"}},
 		"why":        {summary: "say why a real server is not getting traffic, every check with its reason", run: runWhy},
 		"settings":   {summary: "the desired state's global settings", run: runSettings, subs: []string{"show", "set"}},
+		"draft":      {summary: "staged desired states (made in the panel): list, show, diff, apply, discard", run: runDraft, subs: []string{"list", "show", "diff", "apply", "discard"}},
 		"history":    {summary: "list the revisions of the desired state, or show one", run: runHistory},
 		"rollback":   {summary: "return to a revision's desired state and reconcile", run: runRollback},
 		"export":     {summary: "print the desired state as JSON, an ipvsadm -R script or Piranha's lvs.cf", run: runExport},

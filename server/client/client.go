@@ -328,3 +328,48 @@ func (c *Client) Why(ctx context.Context, svcID, id string) (*server.Why, error)
 	}
 	return &w, nil
 }
+
+func (c *Client) Drafts(ctx context.Context) ([]server.DraftInfo, error) {
+	var ds []server.DraftInfo
+	if _, err := c.do(ctx, "GET", "/api/v1/drafts", nil, nil, nil, &ds); err != nil {
+		return nil, err
+	}
+	return ds, nil
+}
+
+func (c *Client) DraftDocument(ctx context.Context, author string) ([]byte, error) {
+	var b bytes.Buffer
+	if _, err := c.do(ctx, "GET", draftPath(author), nil, nil, nil, &b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func (c *Client) DiffDraft(ctx context.Context, author string) (*server.DraftDiff, error) {
+	var d server.DraftDiff
+	if _, err := c.do(ctx, "GET", draftPath(author)+"/diff", nil, nil, nil, &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+func (c *Client) ApplyDraft(ctx context.Context, _ server.Actor, label string, o server.WriteOptions) (*server.WriteResult, error) {
+	var q url.Values
+	if label != "" {
+		q = url.Values{"label": {label}}
+	}
+	return c.write(ctx, "POST", "/api/v1/draft/apply", q, o, nil)
+}
+
+func (c *Client) DiscardDraft(ctx context.Context, _ server.Actor) error {
+	_, err := c.do(ctx, "DELETE", "/api/v1/draft", nil, nil, nil, nil)
+	return err
+}
+
+// draftPath is author's draft; "" is the caller's own (the token's user).
+func draftPath(author string) string {
+	if author == "" {
+		return "/api/v1/draft"
+	}
+	return "/api/v1/drafts/" + esc(author)
+}

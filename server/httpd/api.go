@@ -61,6 +61,13 @@ func (a *api) routes() []auth.Route {
 		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/check", Role: server.RoleFor("rs check"), Handler: h(a.checkServer)},
 		{Method: "GET", Pattern: p + "/services/{id}/servers/{sid}/why", Role: server.RoleFor("why"), Handler: h(a.why)},
 		{Method: "GET", Pattern: p + "/settings", Role: auth.Viewer, Handler: h(a.getSettings)},
+		{Method: "GET", Pattern: p + "/drafts", Role: server.RoleFor("draft show"), Handler: h(a.listDrafts)},
+		{Method: "GET", Pattern: p + "/drafts/{author}", Role: server.RoleFor("draft show"), Handler: h(a.getDraft)},
+		{Method: "GET", Pattern: p + "/drafts/{author}/diff", Role: server.RoleFor("draft show"), Handler: h(a.diffDraft)},
+		{Method: "GET", Pattern: p + "/draft", Role: server.RoleFor("draft show"), Handler: h(a.getDraft)},
+		{Method: "GET", Pattern: p + "/draft/diff", Role: server.RoleFor("draft show"), Handler: h(a.diffDraft)},
+		{Method: "POST", Pattern: p + "/draft/apply", Role: server.RoleFor("draft apply"), Handler: h(a.applyDraft)},
+		{Method: "DELETE", Pattern: p + "/draft", Role: server.RoleFor("draft discard"), Handler: h(a.discardDraft)},
 		{Method: "PATCH", Pattern: p + "/settings", Role: server.RoleFor("settings"), Handler: h(a.patchSettings)},
 		{Method: "GET", Pattern: p + "/status", Role: auth.Viewer, Handler: h(a.status)},
 		{Method: "GET", Pattern: p + "/health", Role: auth.Viewer, Handler: h(a.health)},
@@ -389,6 +396,58 @@ func (a *api) patchSettings(w http.ResponseWriter, r *http.Request) error {
 	}
 	res, err := a.core.SetSettings(r.Context(), actor(r), p, o)
 	return a.written(w, res, err)
+}
+
+func (a *api) listDrafts(w http.ResponseWriter, r *http.Request) error {
+	ds, err := a.core.Drafts(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ds)
+	return nil
+}
+
+func (a *api) getDraft(w http.ResponseWriter, r *http.Request) error {
+	doc, err := a.core.DraftDocument(r.Context(), draftAuthor(r))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, err = w.Write(doc)
+	return err
+}
+
+func (a *api) diffDraft(w http.ResponseWriter, r *http.Request) error {
+	d, err := a.core.DiffDraft(r.Context(), draftAuthor(r))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+// draftAuthor is whose draft a route names: {author}, else the caller's own.
+func draftAuthor(r *http.Request) string {
+	return orDefault(chi.URLParam(r, "author"), actor(r).Name)
+}
+
+// applyDraft applies the caller's own draft.
+func (a *api) applyDraft(w http.ResponseWriter, r *http.Request) error {
+	o, err := writeOptions(w, r)
+	if err != nil {
+		return err
+	}
+	res, err := a.core.ApplyDraft(r.Context(), actor(r), r.URL.Query().Get("label"), o)
+	return a.written(w, res, err)
+}
+
+// discardDraft throws the caller's own draft away.
+func (a *api) discardDraft(w http.ResponseWriter, r *http.Request) error {
+	if err := a.core.DiscardDraft(r.Context(), actor(r)); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 func (a *api) status(w http.ResponseWriter, r *http.Request) error {
