@@ -37,7 +37,7 @@ type WriteOptions struct {
 	NoWait  bool  // do not wait for draining real servers
 	Base    int64 // refuse unless the stored state is still at this revision (0: any)
 	// Progress, if set, hears of the drains under way while the change waits for them.
-	Progress func([]ipvsmgr.Drain) `json:"-"`
+	Progress func([]ipvsmgr.Retiring) `json:"-"`
 }
 
 // WriteResult is what a change did: the revision it made (or found equal) and
@@ -407,9 +407,9 @@ func waitDrains(ctx context.Context, o WriteOptions, reconcile func(first bool) 
 		return nil, err
 	}
 	total := *res
-	for !o.NoWait && len(res.Draining) > 0 && ctx.Err() == nil {
+	for !o.NoWait && len(res.Retiring) > 0 && ctx.Err() == nil {
 		if o.Progress != nil {
-			o.Progress(res.Draining)
+			o.Progress(res.Retiring)
 		}
 		select {
 		case <-ctx.Done():
@@ -421,7 +421,7 @@ func waitDrains(ctx context.Context, o WriteOptions, reconcile func(first bool) 
 		total.Applied = append(total.Applied, res.Applied...)
 		total.Changes = append(total.Changes, res.Changes...)
 		total.Failures = append(total.Failures, res.Failures...)
-		total.Draining = res.Draining
+		total.Retiring = res.Retiring
 	}
 	return &total, nil
 }

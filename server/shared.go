@@ -29,7 +29,7 @@ type ReconcileReport struct {
 	Duration time.Duration
 	Changes  int
 	Failures []ipvsmgr.Failure
-	Draining int
+	Retiring int
 	Err      string
 }
 
@@ -223,7 +223,7 @@ func (sk *sharedKernel) reconcile(ctx context.Context, known bool, only []ipvsmg
 	if err != nil {
 		rep.Err = err.Error()
 	} else {
-		rep.Changes, rep.Failures, rep.Draining = len(res.Changes), res.Failures, len(res.Draining)
+		rep.Changes, rep.Failures, rep.Retiring = len(res.Changes), res.Failures, len(res.Retiring)
 		// What the kernel has now is known without reading it again: the
 		// table the reconcile read, with its changes.
 		sk.snap.Store(&Snapshot{Table: res.Table, At: time.Now()})

@@ -39,7 +39,7 @@ func (o *writeOpts) register(fs interface {
 func (env *cliEnv) options(o writeOpts) server.WriteOptions {
 	w := server.WriteOptions{NoApply: o.noApply, NoWait: o.noWait, Base: o.base}
 	if !o.asJSON && env.isTerminal() {
-		w.Progress = env.printDrains
+		w.Progress = env.printRetiring
 	}
 	return w
 }
@@ -118,9 +118,9 @@ func (env *cliEnv) report(res *server.WriteResult, o writeOpts) int {
 	return exitOK
 }
 
-// printDrains rewrites one line: the connections left on the draining real
+// printRetiring rewrites one line: the connections left on the draining real
 // servers (clearLine removes it when the wait is over).
-func (env *cliEnv) printDrains(drains []ipvsmgr.Drain) {
+func (env *cliEnv) printRetiring(drains []ipvsmgr.Retiring) {
 	total := 0
 	for _, d := range drains {
 		total += int(d.ActiveConns)
@@ -179,7 +179,7 @@ func printResult(env *cliEnv, res *server.WriteResult, asJSON, verbose bool) {
 	for _, f := range res.Failures {
 		fmt.Fprintf(env.stderr, "failed: %s: %s: %s\n", f.Service, f.Change, f.Err)
 	}
-	for _, d := range res.Draining {
+	for _, d := range res.Retiring {
 		fmt.Fprintf(env.stdout, "draining %s from %s: %d active connections\n", d.Dest, d.Service, d.ActiveConns)
 	}
 	fmt.Fprintf(env.stdout, "%d changes applied, %d failed\n", len(res.Changes), len(res.Failures))

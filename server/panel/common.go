@@ -144,7 +144,7 @@ func writeSummary(what string, res *server.WriteResult) string {
 	if n := len(res.Failures); n > 0 {
 		s += "; " + itoa(n) + " FAILED: " + res.Failures[0].Change + ": " + res.Failures[0].Err
 	}
-	if n := len(res.Draining); n > 0 {
+	if n := len(res.Retiring); n > 0 {
 		s += "; " + itoa(n) + " real server(s) draining"
 	}
 	return s

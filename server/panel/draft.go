@@ -11,16 +11,16 @@ import (
 )
 
 type draftData struct {
-	Has     bool
-	Base    int64
-	Current int64
-	Moved   bool
-	Changes []string // document changes
-	Kernel  []string // what the kernel will change
-	Drains  []ipvsmgr.Drain
-	DiffErr string
-	Since   []staleRevision
-	CanEdit bool
+	Has      bool
+	Base     int64
+	Current  int64
+	Moved    bool
+	Changes  []string // document changes
+	Kernel   []string // what the kernel will change
+	Retiring []ipvsmgr.Retiring
+	DiffErr  string
+	Since    []staleRevision
+	CanEdit  bool
 }
 
 func (p *Panel) draftShow(w http.ResponseWriter, r *http.Request, u who) {
@@ -50,7 +50,7 @@ func (p *Panel) fillDraft(r *http.Request, d *draftData, u who) {
 	}
 	d.Has, d.Base, d.Current, d.Moved, d.Changes = true, diff.Base, diff.Current, diff.Moved, diff.Changes
 	if diff.Kernel != nil {
-		d.Kernel, d.Drains = diff.Kernel.Changes, diff.Kernel.Draining
+		d.Kernel, d.Retiring = diff.Kernel.Changes, diff.Kernel.Retiring
 	}
 	d.DiffErr = diff.KernelErr
 	if d.Moved {
