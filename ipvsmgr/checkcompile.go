@@ -88,7 +88,9 @@ type ServerCheck struct {
 	ServiceName string
 	ServerName  string // the server's name, or its address:port
 	Weight      uint32 // configured
-	Spec        CheckSpec
+	// Drained keeps the server at weight 0 in the kernel while it is up.
+	Drained bool
+	Spec    CheckSpec
 	// OnFailure is quiesce or remove.
 	OnFailure    string
 	SlowStart    time.Duration
@@ -149,7 +151,7 @@ func (v *validator) checks(field string, svc *Service, vs *VirtualService, d *De
 		if !ok {
 			continue
 		}
-		sc := ServerCheck{Ref: ServerRef{Service: vs.Key, Server: key}, Weight: uint32(max(min(rs.EffectiveWeight(), maxWeight), 0))}
+		sc := ServerCheck{Ref: ServerRef{Service: vs.Key, Server: key}, Weight: uint32(max(min(rs.EffectiveWeight(), maxWeight), 0)), Drained: rs.Drained}
 		sc.ServerName, sc.ServiceName = serverID(rs), serviceName(svc, vs.Key)
 		switch rs.Health {
 		case "up":

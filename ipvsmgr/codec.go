@@ -492,6 +492,9 @@ func (d *fastDecoder) server(s *Server) {
 		case "check":
 			d.once(seen, 9)
 			d.strict(&s.Check)
+		case "drained":
+			d.once(seen, 10)
+			s.Drained = d.bool()
 		default:
 			d.fail()
 		}
@@ -650,6 +653,9 @@ func appendServer(b []byte, s *Server) []byte {
 	}
 	if s.Enabled != nil {
 		b = strconv.AppendBool(append(b, `,"enabled":`...), *s.Enabled)
+	}
+	if s.Drained {
+		b = append(b, `,"drained":true`...)
 	}
 	if s.Health != "" {
 		b = appendString(append(b, `,"health":`...), s.Health)

@@ -432,6 +432,9 @@ func (v *validator) servers(field string, svc *Service, vs *VirtualService, fwd 
 			v.rangeCheck(f("weight"), w, 0, maxWeight)
 		}
 		d.Weight = uint32(max(min(w, maxWeight), 0))
+		if rs.Drained {
+			d.Weight = 0 // drained: no new connections, the configured weight kept
+		}
 		if rs.UpperThreshold < 0 || rs.UpperThreshold > maxThreshold {
 			v.rangeCheck(f("upper_threshold"), rs.UpperThreshold, 0, maxThreshold)
 		}

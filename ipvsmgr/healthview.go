@@ -97,7 +97,8 @@ func healthOf(dst *Destination, c *ServerCheck, view *HealthView) (*Destination,
 	}
 	switch state {
 	case HealthUp:
-		if !h.WeightSet || h.Weight == dst.Weight {
+		if c.Drained || !h.WeightSet || h.Weight == dst.Weight {
+			// A drained server stays at weight 0 whatever its checks weigh.
 			return dst, true
 		}
 		cp := *dst

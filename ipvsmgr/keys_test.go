@@ -19,7 +19,7 @@ func TestKeysAsText(t *testing.T) {
 		{ServiceKey{Family: FamilyIPv4, FWMark: 5}, "-f 5"},
 		{ServiceKey{Family: FamilyIPv6, FWMark: 4294967295}, "-f 4294967295 -6"},
 	} {
-		b, err := json.Marshal(Drain{Service: tc.key, Dest: DestKey{Addr: netip.MustParseAddr("2001:db8::11"), Port: 8080}})
+		b, err := json.Marshal(Retiring{Service: tc.key, Dest: DestKey{Addr: netip.MustParseAddr("2001:db8::11"), Port: 8080}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -27,7 +27,7 @@ func TestKeysAsText(t *testing.T) {
 		if !strings.HasPrefix(string(b), want) {
 			t.Errorf("%+v encodes as %s, want %s...", tc.key, b, want)
 		}
-		var back Drain
+		var back Retiring
 		if err := json.Unmarshal(b, &back); err != nil || back.Service != tc.key || back.Dest.String() != "[2001:db8::11]:8080" {
 			t.Errorf("%s decodes as %+v (%v)", b, back, err)
 		}
@@ -53,7 +53,7 @@ func TestLedgerWithObjectKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(l.Services) != 2 || l.Services[0].String() != "-t 198.18.0.100:80" || l.Services[1].String() != "-f 7 -6" ||
-		len(l.Drains) != 1 || l.Drains[0].Dest.String() != "198.18.0.12:80" || l.Drains[0].Service != l.Services[0] || !l.Marks {
+		len(l.Retiring) != 1 || l.Retiring[0].Dest.String() != "198.18.0.12:80" || l.Retiring[0].Service != l.Services[0] || !l.Marks {
 		t.Fatalf("old ledger read as %+v", l)
 	}
 }

@@ -222,6 +222,11 @@ type Server struct {
 	UpperThreshold int    `json:"upper_threshold,omitempty"`
 	LowerThreshold int    `json:"lower_threshold,omitempty"`
 	Enabled        *bool  `json:"enabled,omitempty"`
+	// Drained is the admin state drain (HAProxy's "drain", LVS's quiesce):
+	// the kernel gets weight 0, so the scheduler sends it no new connection
+	// while established ones go on; Weight stays the configured weight,
+	// which enabling the server gives back.
+	Drained bool `json:"drained,omitempty"`
 	// Health forces the server up or down whatever its checks say (an
 	// operator's decision, so it is in the document); "" or "auto" leaves it
 	// to the checks.
@@ -236,7 +241,28 @@ func (s *Service) IsEnabled() bool { return s.Enabled == nil || *s.Enabled }
 // IsEnabled reports whether the server should be in the kernel (default true).
 func (s *Server) IsEnabled() bool { return s.Enabled == nil || *s.Enabled }
 
-// EffectiveWeight is the weight with its default of 1.
+// KernelWeight is the weight the kernel gets: 0 while drained, else the
+// configured weight.
+func (s *Server) KernelWeight() int {
+	if s.Drained {
+		return 0
+	}
+	return s.EffectiveWeight()
+}
+
+// AdminState is the server's admin state in HAProxy's words: ready, drain
+// (weight 0 in the kernel) or maint (disabled: out of the kernel).
+func (s *Server) AdminState() string {
+	switch {
+	case !s.IsEnabled():
+		return "maint"
+	case s.Drained:
+		return "drain"
+	}
+	return "ready"
+}
+
+// EffectiveWeight is the configured weight with its default of 1.
 func (s *Server) EffectiveWeight() int {
 	if s.Weight == nil {
 		return 1

@@ -29,8 +29,9 @@ type MarkManager interface {
 	PlanMarks(ctx context.Context, rules []MarkRule) ([]string, error)
 }
 
-// Drain is a removed real server kept at weight 0 until its connections end.
-type Drain struct {
+// Retiring is a removed (or disabled) real server kept at weight 0 until its
+// connections end ("retiring": a drain is the admin state of a server kept).
+type Retiring struct {
 	Service     ServiceKey `json:"service"`
 	Dest        DestKey    `json:"dest"`
 	Since       time.Time  `json:"since"`
@@ -46,9 +47,9 @@ type Ledger struct {
 	// interface: one of them found up by a process that has not yet
 	// reconciled is taken to be ipvsctl's (a takeover whose record a crash
 	// stopped), see Reconciler.ledger.
-	Intent []VIP   `json:"intent,omitempty"`
-	Drains []Drain `json:"drains"`
-	Marks  bool    `json:"marks"` // mangle rules were installed
+	Intent   []VIP      `json:"intent,omitempty"`
+	Retiring []Retiring `json:"drains"`
+	Marks    bool       `json:"marks"` // mangle rules were installed
 }
 
 // LedgerStore persists the ledger.
@@ -62,14 +63,18 @@ type Failure struct {
 	Service string `json:"service"`
 	Change  string `json:"change"`
 	Err     string `json:"error"`
+	// Key and Dest say, typed, which virtual service (and real server) a
+	// failed kernel change was for: readers need not parse Change.
+	Key  *ServiceKey `json:"-"`
+	Dest *DestKey    `json:"-"`
 }
 
 // Result is what one reconcile did.
 type Result struct {
-	Applied  []Op      `json:"-"`
-	Changes  []string  `json:"changes"`
-	Failures []Failure `json:"failures"`
-	Draining []Drain   `json:"draining"`
+	Applied  []Op       `json:"-"`
+	Changes  []string   `json:"changes"`
+	Failures []Failure  `json:"failures"`
+	Retiring []Retiring `json:"draining"`
 	// Table is the kernel's table after the reconcile: as read, with the
 	// changes that were made (counters as read).
 	Table *Table `json:"-"`
@@ -106,9 +111,9 @@ func (r *Reconciler) now() time.Time {
 
 // Planned is what a reconcile would do.
 type Planned struct {
-	Ops    []Op     // IPVS changes
-	Host   []string // VIP and mangle-rule changes, as the commands that make them
-	Drains []Drain
+	Ops      []Op     // IPVS changes
+	Host     []string // VIP and mangle-rule changes, as the commands that make them
+	Retiring []Retiring
 }
 
 // Plan computes what Reconcile would change, changing nothing.
@@ -124,7 +129,7 @@ func (r *Reconciler) Plan(ctx context.Context, d *Desired) (*Planned, error) {
 		return nil, err
 	}
 	p := &Planned{}
-	p.Ops, p.Drains = plan(d, actual, led, r.now())
+	p.Ops, p.Retiring = plan(d, actual, led, r.now())
 	if r.Addrs != nil {
 		for _, v := range d.VIPs {
 			if ok, err := r.Addrs.HasVIP(ctx, v); err != nil {
@@ -156,12 +161,12 @@ func (r *Reconciler) Plan(ctx context.Context, d *Desired) (*Planned, error) {
 
 // plan is the pure core: desired (with the health the checks observed) +
 // kernel + ledger + clock -> ops and drains.
-func plan(d *Desired, actual *Table, led *Ledger, now time.Time) ([]Op, []Drain) {
+func plan(d *Desired, actual *Table, led *Ledger, now time.Time) ([]Op, []Retiring) {
 	timeout := time.Duration(d.Settings.DrainTimeout) * time.Second
 	if timeout == 0 {
 		timeout = DefaultDrainTimeout * time.Second
 	}
-	want, drains := withDrains(d.Table, actual, led.Drains, now, timeout)
+	want, drains := withRetiring(d.Table, actual, led.Retiring, now, timeout)
 	// After the drains: a server the checks take out goes at once (a dead
 	// server's connections are not worth waiting for).
 	want = ApplyHealth(want, d, d.Health)
@@ -176,10 +181,10 @@ func plan(d *Desired, actual *Table, led *Ledger, now time.Time) ([]Op, []Drain)
 	return Diff(want, actual, opt), drains
 }
 
-// withDrains returns desired with every removed-but-busy real server kept at
+// withRetiring returns desired with every removed-but-busy real server kept at
 // weight 0, and the list of those drains. A removed server with no active
 // connection, or whose drain began more than timeout ago, is left out (deleted).
-func withDrains(desired, actual *Table, prev []Drain, now time.Time, timeout time.Duration) (*Table, []Drain) {
+func withRetiring(desired, actual *Table, prev []Retiring, now time.Time, timeout time.Duration) (*Table, []Retiring) {
 	since := make(map[[2]string]time.Time, len(prev))
 	for _, dr := range prev {
 		since[[2]string{dr.Service.String(), dr.Dest.String()}] = dr.Since
@@ -189,7 +194,7 @@ func withDrains(desired, actual *Table, prev []Drain, now time.Time, timeout tim
 		have[s.Key] = s
 	}
 	out := &Table{Timeouts: desired.Timeouts, Services: make([]*VirtualService, 0, len(desired.Services))}
-	var drains []Drain
+	var drains []Retiring
 	for _, s := range desired.Services {
 		cur := have[s.Key]
 		if cur == nil {
@@ -218,7 +223,7 @@ func withDrains(desired, actual *Table, prev []Drain, now time.Time, timeout tim
 			kept := *d
 			kept.Weight = 0
 			extra = append(extra, &kept)
-			drains = append(drains, Drain{Service: s.Key, Dest: d.Key, Since: start, ActiveConns: d.ActiveConns})
+			drains = append(drains, Retiring{Service: s.Key, Dest: d.Key, Since: start, ActiveConns: d.ActiveConns})
 		}
 		if len(extra) == 0 {
 			out.Services = append(out.Services, s)
@@ -318,11 +323,11 @@ func (r *Reconciler) reconcileOnly(ctx context.Context, d *Desired, known *Table
 	if slices.ContainsFunc(ops, func(op Op) bool { return op.Kind == OpDelService || op.Kind == OpDelDest }) {
 		return &Result{retry: true}, nil
 	}
-	res := &Result{Draining: drains}
-	newLed := &Ledger{Drains: drains, Marks: led.Marks}
-	for _, dr := range led.Drains {
+	res := &Result{Retiring: drains}
+	newLed := &Ledger{Retiring: drains, Marks: led.Marks}
+	for _, dr := range led.Retiring {
 		if !in[dr.Service] {
-			newLed.Drains = append(newLed.Drains, dr)
+			newLed.Retiring = append(newLed.Retiring, dr)
 		}
 	}
 	r.ensureVIPs(ctx, &pd, led, newLed, res)
@@ -368,8 +373,8 @@ func (r *Reconciler) reconcile(ctx context.Context, d *Desired, known *Table) (*
 	res := &Result{}
 	newLed := &Ledger{}
 	r.ensureVIPs(ctx, d, led, newLed, res)
-	res.Draining = drains
-	newLed.Drains = drains
+	res.Retiring = drains
+	newLed.Retiring = drains
 	errs := r.apply(ctx, d, ops, res)
 	if known != nil && len(res.Failures) > 0 {
 		res.retry = true
@@ -397,7 +402,14 @@ func (r *Reconciler) apply(ctx context.Context, d *Desired, ops []Op, res *Resul
 		}
 		change := op.String()
 		if errs[i] != nil {
-			res.Failures = append(res.Failures, Failure{Service: name, Change: change, Err: errs[i].Error()})
+			f := Failure{Service: name, Change: change, Err: errs[i].Error()}
+			if op.Service != nil {
+				f.Key = &op.Service.Key
+			}
+			if op.Dest != nil {
+				f.Dest = &op.Dest.Key
+			}
+			res.Failures = append(res.Failures, f)
 			r.Log.Error("kernel change failed", "service", name, "change", change, "err", errs[i])
 			continue
 		}

@@ -125,8 +125,8 @@ func TestRemovedServerDrains(t *testing.T) {
 	if diff := cmp.Diff([]string{"ipvsadm -e -t 198.18.0.100:80 -r 198.18.0.12:80 -g -w 0"}, ops); diff != "" {
 		t.Fatalf("busy server not drained (-want +got):\n%s", diff)
 	}
-	if len(res.Draining) != 1 || res.Draining[0].ActiveConns != 4 {
-		t.Fatalf("draining = %+v", res.Draining)
+	if len(res.Retiring) != 1 || res.Retiring[0].ActiveConns != 4 {
+		t.Fatalf("draining = %+v", res.Retiring)
 	}
 	g.now = g.now.Add(10 * time.Second)
 	if _, ops := g.reconcile(t, oneServer); len(ops) != 0 {
@@ -134,8 +134,8 @@ func TestRemovedServerDrains(t *testing.T) {
 	}
 	g.k.SetActive(svc, r2, 0)
 	res, ops = g.reconcile(t, oneServer)
-	if diff := cmp.Diff([]string{"ipvsadm -d -t 198.18.0.100:80 -r 198.18.0.12:80"}, ops); diff != "" || len(res.Draining) != 0 {
-		t.Fatalf("idle drained server not deleted (-want +got):\n%s draining=%v", diff, res.Draining)
+	if diff := cmp.Diff([]string{"ipvsadm -d -t 198.18.0.100:80 -r 198.18.0.12:80"}, ops); diff != "" || len(res.Retiring) != 0 {
+		t.Fatalf("idle drained server not deleted (-want +got):\n%s draining=%v", diff, res.Retiring)
 	}
 }
 

@@ -26,6 +26,9 @@ type Actor struct {
 	Name string // user name
 	Via  string // cli, api, panel
 	Addr string // client address, for the audit ("" for a local CLI)
+	// Role is what the actor may do (Policy); zero for a caller in this
+	// process trusted with the database (the CLI without a daemon).
+	Role auth.Role
 }
 
 // WriteOptions are what every change takes besides the change itself.
@@ -34,7 +37,7 @@ type WriteOptions struct {
 	NoWait  bool  // do not wait for draining real servers
 	Base    int64 // refuse unless the stored state is still at this revision (0: any)
 	// Progress, if set, hears of the drains under way while the change waits for them.
-	Progress func([]ipvsmgr.Drain) `json:"-"`
+	Progress func([]ipvsmgr.Retiring) `json:"-"`
 }
 
 // WriteResult is what a change did: the revision it made (or found equal) and
@@ -100,9 +103,6 @@ func New(cfg Config) *Core {
 	return c
 }
 
-// Store is the core's database.
-func (c *Core) Store() *store.Store { return c.store }
-
 // State returns the stored desired state and its revision: in the daemon,
 // a copy of the one it holds (no decoding of the document per request).
 func (c *Core) State(ctx context.Context) (*ipvsmgr.State, int64, error) {
@@ -130,6 +130,9 @@ func (c *Core) State(ctx context.Context) (*ipvsmgr.State, int64, error) {
 // says where the document came from, for the history.
 func (c *Core) Apply(ctx context.Context, a Actor, doc io.Reader, label string, o WriteOptions) (res *WriteResult, err error) {
 	defer func() { c.audit(ctx, a, "apply", label, res, err, "") }()
+	if err := allow(a, "apply", RoleFor("apply")); err != nil {
+		return nil, err
+	}
 	if err := c.refuseOnBackup(a); err != nil {
 		return nil, err
 	}
@@ -152,7 +155,18 @@ func (c *Core) Apply(ctx context.Context, a Actor, doc io.Reader, label string, 
 
 // ApplyState is Apply for a document already decoded (an import).
 func (c *Core) ApplyState(ctx context.Context, a Actor, st *ipvsmgr.State, label string, o WriteOptions) (res *WriteResult, err error) {
-	defer func() { c.audit(ctx, a, "apply", label, res, err, "") }()
+	return c.applyState(ctx, a, "apply", st, label, o)
+}
+
+// applyState replaces the desired state with st, audited as action.
+func (c *Core) applyState(ctx context.Context, a Actor, action string, st *ipvsmgr.State, label string, o WriteOptions) (res *WriteResult, err error) {
+	defer func() { c.audit(ctx, a, action, label, res, err, "") }()
+	if err := allow(a, action, RoleFor(action)); err != nil {
+		return nil, err
+	}
+	if err := allow(a, "apply", RoleFor("apply")); err != nil {
+		return nil, err
+	}
 	if err := c.refuseOnBackup(a); err != nil {
 		return nil, err
 	}
@@ -275,15 +289,29 @@ func (c *Core) replace(ctx context.Context, a Actor, label string, doc *ipvsmgr.
 	return c.afterCommit(ctx, res, desired, o, wait, nil)
 }
 
-// update changes the stored desired state with change (retried on a
-// concurrent write), refuses a result that does not validate, then makes the
-// kernel match the stored state unless NoApply.
-func (c *Core) update(ctx context.Context, a Actor, action, target string, o WriteOptions, change func(cur *ipvsmgr.State) (edit, error)) (res *WriteResult, err error) {
+// Write makes edits as one change of the stored desired state (one
+// revision, retried on a concurrent write), refuses a result that does not
+// validate, then makes the kernel match the stored state unless NoApply.
+// Each edit is audited under its own action, all with the one outcome.
+func (c *Core) Write(ctx context.Context, a Actor, o WriteOptions, edits ...Edit) (res *WriteResult, err error) {
+	if len(edits) == 0 {
+		return nil, errorf(CodeBadInput, "no change given")
+	}
 	var summary string
-	defer func() { c.audit(ctx, a, action, target, res, err, summary) }()
+	defer func() {
+		for _, e := range edits {
+			c.audit(ctx, a, e.Action, e.Target, res, err, summary)
+		}
+	}()
+	for _, e := range edits {
+		if err := allow(a, e.Action, e.Role); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.refuseOnBackup(a); err != nil {
 		return nil, err
 	}
+	change := batch(edits)
 	lock, wait, err := c.beginReconcile(ctx, o)
 	if err != nil {
 		return nil, err
@@ -383,9 +411,9 @@ func waitDrains(ctx context.Context, o WriteOptions, reconcile func(first bool) 
 		return nil, err
 	}
 	total := *res
-	for !o.NoWait && len(res.Draining) > 0 && ctx.Err() == nil {
+	for !o.NoWait && len(res.Retiring) > 0 && ctx.Err() == nil {
 		if o.Progress != nil {
-			o.Progress(res.Draining)
+			o.Progress(res.Retiring)
 		}
 		select {
 		case <-ctx.Done():
@@ -397,7 +425,7 @@ func waitDrains(ctx context.Context, o WriteOptions, reconcile func(first bool) 
 		total.Applied = append(total.Applied, res.Applied...)
 		total.Changes = append(total.Changes, res.Changes...)
 		total.Failures = append(total.Failures, res.Failures...)
-		total.Draining = res.Draining
+		total.Retiring = res.Retiring
 	}
 	return &total, nil
 }

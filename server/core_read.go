@@ -15,8 +15,8 @@ import (
 type DiffResult struct {
 	// Changes are the IPVS changes as ipvsadm commands, then the VIP and
 	// fwmark-rule changes as the commands that make them.
-	Changes  []string        `json:"changes"`
-	Draining []ipvsmgr.Drain `json:"draining"`
+	Changes  []string           `json:"changes"`
+	Retiring []ipvsmgr.Retiring `json:"draining"`
 }
 
 // Diff is what making the kernel match the stored state (or doc, when not
@@ -57,7 +57,7 @@ func (c *Core) Diff(ctx context.Context, doc io.Reader) (*DiffResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &DiffResult{Changes: []string{}, Draining: p.Drains}
+	out := &DiffResult{Changes: []string{}, Retiring: p.Retiring}
 	for _, op := range p.Ops {
 		out.Changes = append(out.Changes, op.String())
 	}

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -58,58 +57,23 @@ func orDefault(s, def string) string {
 
 // AddService adds a virtual service.
 func (c *Core) AddService(ctx context.Context, a Actor, svc ipvsmgr.Service, o WriteOptions) (*WriteResult, error) {
-	if svc.Servers == nil {
-		svc.Servers = []ipvsmgr.Server{}
-	}
-	return c.update(ctx, a, "vs add", svc.Name, o, func(cur *ipvsmgr.State) (edit, error) {
-		if svc.Name == "" {
-			return edit{}, &ipvsmgr.ValidationError{Problems: []ipvsmgr.Problem{{Field: "name", Message: "a new virtual service needs a name"}}}
-		}
-		if _, err := FindService(cur, svc.Name); err == nil {
-			return edit{}, errorf(CodeExists, "virtual service %q already exists (use vs set)", svc.Name)
-		}
-		cur.Services = append(cur.Services, svc)
-		return touch(len(cur.Services)-1, "vs add "+svc.Name), nil
-	})
+	return c.Write(ctx, a, o, AddServiceEdit(svc))
 }
 
 // PatchService changes the given fields of a virtual service, in place.
 func (c *Core) PatchService(ctx context.Context, a Actor, id string, p ServicePatch, o WriteOptions) (*WriteResult, error) {
-	return c.update(ctx, a, "vs set", id, o, func(cur *ipvsmgr.State) (edit, error) {
-		i, err := FindService(cur, id)
-		if err != nil {
-			return edit{}, err
-		}
-		old := cur.Services[i]
-		p.ApplyTo(&cur.Services[i])
-		return touch(i, "vs set "+id+": "+ipvsmgr.Summary(ipvsmgr.Changes(&ipvsmgr.State{Services: []ipvsmgr.Service{old}},
-			&ipvsmgr.State{Services: []ipvsmgr.Service{cur.Services[i]}}))), nil
-	})
+	return c.Write(ctx, a, o, PatchServiceEdit(id, p))
 }
 
 // RemoveService removes a virtual service and its real servers.
 func (c *Core) RemoveService(ctx context.Context, a Actor, id string, o WriteOptions) (*WriteResult, error) {
-	return c.update(ctx, a, "vs rm", id, o, func(cur *ipvsmgr.State) (edit, error) {
-		i, err := FindService(cur, id)
-		if err != nil {
-			return edit{}, err
-		}
-		cur.Services = slices.Delete(cur.Services, i, i+1)
-		return edit{summary: "vs rm " + id, touched: -1, removed: i}, nil
-	})
+	return c.Write(ctx, a, o, RemoveServiceEdit(id))
 }
 
 // SetServiceEnabled puts a virtual service into the kernel or takes it out,
 // keeping it in the desired state.
 func (c *Core) SetServiceEnabled(ctx context.Context, a Actor, id string, on bool, o WriteOptions) (*WriteResult, error) {
-	return c.update(ctx, a, "vs "+enableVerb(on), id, o, func(cur *ipvsmgr.State) (edit, error) {
-		i, err := FindService(cur, id)
-		if err != nil {
-			return edit{}, err
-		}
-		cur.Services[i].Enabled = &on
-		return touch(i, "vs "+enableVerb(on)+" "+id), nil
-	})
+	return c.Write(ctx, a, o, ServiceEnabledEdit(id, on))
 }
 
 func enableVerb(on bool) string {
@@ -121,66 +85,37 @@ func enableVerb(on bool) string {
 
 // AddServer adds a real server to a virtual service.
 func (c *Core) AddServer(ctx context.Context, a Actor, svcID string, rs ipvsmgr.Server, o WriteOptions) (*WriteResult, error) {
-	return c.update(ctx, a, "rs add", svcID+" "+orDefault(rs.Name, rs.Address), o, func(cur *ipvsmgr.State) (edit, error) {
-		if rs.Address == "" {
-			return edit{}, &ipvsmgr.ValidationError{Problems: []ipvsmgr.Problem{{Field: "address", Message: "a real server needs an address"}}}
-		}
-		si, err := FindService(cur, svcID)
-		if err != nil {
-			return edit{}, err
-		}
-		svc := &cur.Services[si]
-		if rs.Name != "" {
-			if _, err := FindServer(svc, rs.Name); err == nil {
-				return edit{}, errorf(CodeExists, "virtual service %q already has a real server %q", svcID, rs.Name)
-			}
-		}
-		// A new slice: the daemon's current state may share the old one.
-		svc.Servers = append(slices.Clip(svc.Servers), rs)
-		return touch(si, fmt.Sprintf("rs add %s %s", svcID, orDefault(rs.Name, rs.Address))), nil
-	})
+	return c.Write(ctx, a, o, AddServerEdit(svcID, rs))
 }
 
 // PatchServer changes the given fields of a real server, in place.
 func (c *Core) PatchServer(ctx context.Context, a Actor, svcID, id string, p ServerPatch, o WriteOptions) (*WriteResult, error) {
-	return c.editServer(ctx, a, "set", svcID, id, o, func(s *ipvsmgr.Service, i int) { p.ApplyTo(&s.Servers[i]) })
+	return c.Write(ctx, a, o, PatchServerEdit(svcID, id, p))
 }
 
-// RemoveServer removes a real server; with active connections it drains at weight 0 first.
+// RemoveServer removes a real server; one with connections is retired
+// first (weight 0 until they end, or settings.drain_timeout).
 func (c *Core) RemoveServer(ctx context.Context, a Actor, svcID, id string, o WriteOptions) (*WriteResult, error) {
-	return c.editServer(ctx, a, "rm", svcID, id, o, func(s *ipvsmgr.Service, i int) {
-		s.Servers = append(s.Servers[:i], s.Servers[i+1:]...)
-	})
+	return c.Write(ctx, a, o, RemoveServerEdit(svcID, id))
 }
 
-// DrainServer sets a real server's weight to 0: no new connections, established ones go on.
+// DrainServer drains a real server: weight 0 in the kernel, no new
+// connections, established ones go on; its configured weight is kept, and
+// SetServerEnabled(on) gives it back.
 func (c *Core) DrainServer(ctx context.Context, a Actor, svcID, id string, o WriteOptions) (*WriteResult, error) {
-	return c.editServer(ctx, a, "drain", svcID, id, o, func(s *ipvsmgr.Service, i int) {
-		zero := 0
-		s.Servers[i].Weight = &zero
-	})
+	return c.Write(ctx, a, o, DrainServerEdit(svcID, id))
 }
 
-// SetServerEnabled puts a real server into the kernel or takes it out (drained first).
+// SetServerEnabled makes a real server ready (in the kernel at its
+// configured weight, undrained) or puts it in maintenance (out of the
+// kernel, retired first while it has connections).
 func (c *Core) SetServerEnabled(ctx context.Context, a Actor, svcID, id string, on bool, o WriteOptions) (*WriteResult, error) {
-	return c.editServer(ctx, a, enableVerb(on), svcID, id, o, func(s *ipvsmgr.Service, i int) { s.Servers[i].Enabled = &on })
+	return c.Write(ctx, a, o, ServerEnabledEdit(svcID, id, on))
 }
 
-func (c *Core) editServer(ctx context.Context, a Actor, verb, svcID, id string, o WriteOptions, change func(*ipvsmgr.Service, int)) (*WriteResult, error) {
-	return c.update(ctx, a, "rs "+verb, svcID+" "+id, o, func(cur *ipvsmgr.State) (edit, error) {
-		si, err := FindService(cur, svcID)
-		if err != nil {
-			return edit{}, err
-		}
-		ri, err := FindServer(&cur.Services[si], id)
-		if err != nil {
-			return edit{}, err
-		}
-		svc := &cur.Services[si]
-		svc.Servers = slices.Clone(svc.Servers) // the daemon's current state may share the old one
-		change(svc, ri)
-		return touch(si, fmt.Sprintf("rs %s %s %s", verb, svcID, id)), nil
-	})
+// SetSettings changes the given global settings.
+func (c *Core) SetSettings(ctx context.Context, a Actor, p SettingsPatch, o WriteOptions) (*WriteResult, error) {
+	return c.Write(ctx, a, o, SettingsEdit(p))
 }
 
 // Rollback makes revision rev's desired state current again, as a new revision.
@@ -190,8 +125,8 @@ func (c *Core) Rollback(ctx context.Context, a Actor, rev int64, o WriteOptions)
 		c.audit(ctx, a, "rollback", strconv.FormatInt(rev, 10), nil, err, "")
 		return nil, err
 	}
-	return c.update(ctx, a, "rollback", strconv.FormatInt(rev, 10), o, func(cur *ipvsmgr.State) (edit, error) {
+	return c.Write(ctx, a, o, newEdit("rollback", strconv.FormatInt(rev, 10), func(cur *ipvsmgr.State) (edit, error) {
 		*cur = *r.State
 		return edit{summary: fmt.Sprintf("rollback to revision %d", rev), touched: -1, removed: -1, whole: true}, nil
-	})
+	}))
 }

@@ -178,7 +178,7 @@ func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision bool) {
 	if len(res.Changes) > 0 && !newRevision {
 		d.Log.Warn("kernel had drifted from the desired state; repaired", "revision", rev, "changes", len(res.Changes))
 	}
-	for _, dr := range res.Draining {
+	for _, dr := range res.Retiring {
 		d.Log.Info("draining", "service", dr.Service.String(), "server", dr.Dest.String(), "active", dr.ActiveConns)
 	}
 }

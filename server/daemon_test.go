@@ -109,7 +109,7 @@ func TestDaemonWriteKeepsAnotherProcessRevision(t *testing.T) {
 	if _, err := core.AddServer(ctx, a, "web", ipvsmgr.Server{Address: "198.18.0.11"}, WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cur, rev, err := core.Store().Current(ctx)
+	cur, rev, err := core.store.Current(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/server/store"
@@ -77,4 +78,57 @@ func IsUserError(err error) bool {
 		return true
 	}
 	return false
+}
+
+// HTTPStatus is the HTTP status of each kind of failure: the one mapping
+// the API answers with, the panel's error pages use and the client reads
+// back (CodeOfStatus, for an answer without a code).
+func HTTPStatus(code Code) int {
+	for _, s := range codeStatus() {
+		if s.Code == code {
+			return s.Status
+		}
+	}
+	return http.StatusInternalServerError
+}
+
+// CodeOfStatus is the code an HTTP status stands for, for an error answer
+// that names none (a proxy's, an old daemon's).
+func CodeOfStatus(status int) Code {
+	for _, s := range codeStatus() {
+		if s.Status == status && s.Primary {
+			return s.Code
+		}
+	}
+	return CodeInternal
+}
+
+// CodeStatus is one code and its HTTP status; Primary marks the code a
+// status that several codes share is read back as.
+type CodeStatus struct {
+	Code    Code
+	Status  int
+	Primary bool
+}
+
+// CodeStatuses is the whole mapping, for the tests that walk it.
+func CodeStatuses() []CodeStatus { return codeStatus() }
+
+func codeStatus() []CodeStatus {
+	return []CodeStatus{
+		{CodeMalformed, http.StatusBadRequest, true},
+		{CodeAuth, http.StatusUnauthorized, true},
+		{CodeForbidden, http.StatusForbidden, true},
+		{CodeNotFound, http.StatusNotFound, true},
+		{CodeExists, http.StatusConflict, false},
+		{CodeStale, http.StatusConflict, true},
+		{CodeBackup, http.StatusConflict, false},
+		{CodeLastAdmin, http.StatusConflict, false},
+		{CodeTooLarge, http.StatusRequestEntityTooLarge, true},
+		{CodeInvalid, http.StatusUnprocessableEntity, true},
+		{CodeBadInput, http.StatusUnprocessableEntity, false},
+		{CodeBusy, http.StatusServiceUnavailable, true},
+		{CodeUnavailable, http.StatusServiceUnavailable, false},
+		{CodeInternal, http.StatusInternalServerError, true},
+	}
 }

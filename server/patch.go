@@ -88,6 +88,9 @@ type ServerPatch struct {
 	UpperThreshold *int    `json:"upper_threshold,omitempty"`
 	LowerThreshold *int    `json:"lower_threshold,omitempty"`
 	Enabled        *bool   `json:"enabled,omitempty"`
+	// Drained drains the server (true) or makes it ready again (false),
+	// its configured weight kept either way.
+	Drained *bool `json:"drained,omitempty"`
 	// Health forces the server up or down whatever its checks say; auto
 	// (kept as no value) follows them again.
 	Health *string `json:"health,omitempty"`
@@ -118,6 +121,7 @@ func (p *ServerPatch) ApplyTo(s *ipvsmgr.Server) {
 		on := *p.Enabled
 		s.Enabled = &on
 	}
+	set(&s.Drained, p.Drained)
 	if p.Check != nil {
 		s.Check = checkOrNil(p.Check)
 	}
@@ -126,5 +130,34 @@ func (p *ServerPatch) ApplyTo(s *ipvsmgr.Server) {
 func set[T any](dst *T, v *T) {
 	if v != nil {
 		*dst = *v
+	}
+}
+
+// SettingsPatch changes the global settings that are set.
+type SettingsPatch struct {
+	Network             *string `json:"network,omitempty"`
+	TCPTimeout          *int    `json:"tcp_timeout,omitempty"`
+	TCPFinTimeout       *int    `json:"tcpfin_timeout,omitempty"`
+	UDPTimeout          *int    `json:"udp_timeout,omitempty"`
+	KeepForeignServices *bool   `json:"keep_foreign_services,omitempty"`
+	DrainTimeout        *int    `json:"drain_timeout,omitempty"`
+	// Redundancy replaces settings.redundancy; an empty one ({}) removes it.
+	Redundancy *ipvsmgr.Redundancy `json:"redundancy,omitempty"`
+}
+
+// ApplyTo sets the patch's fields on s.
+func (p *SettingsPatch) ApplyTo(s *ipvsmgr.Settings) {
+	set(&s.Network, p.Network)
+	set(&s.TCPTimeout, p.TCPTimeout)
+	set(&s.TCPFinTimeout, p.TCPFinTimeout)
+	set(&s.UDPTimeout, p.UDPTimeout)
+	set(&s.KeepForeignServices, p.KeepForeignServices)
+	set(&s.DrainTimeout, p.DrainTimeout)
+	if p.Redundancy != nil {
+		s.Redundancy = nil
+		if !reflect.ValueOf(*p.Redundancy).IsZero() {
+			red := *p.Redundancy
+			s.Redundancy = &red
+		}
 	}
 }

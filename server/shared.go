@@ -29,7 +29,7 @@ type ReconcileReport struct {
 	Duration time.Duration
 	Changes  int
 	Failures []ipvsmgr.Failure
-	Draining int
+	Retiring int
 	Err      string
 }
 
@@ -101,6 +101,13 @@ func unavailable(openErr error) error {
 		return openErr
 	}
 	return fmt.Errorf("kernel IPVS unavailable: %w", openErr)
+}
+
+// unavailableNow is unavailable for a caller that does not hold mu.
+func (sk *sharedKernel) unavailableNow() error {
+	sk.mu.Lock()
+	defer sk.mu.Unlock()
+	return sk.unavailable()
 }
 
 func (sk *sharedKernel) isOpen() bool {
@@ -216,7 +223,7 @@ func (sk *sharedKernel) reconcile(ctx context.Context, known bool, only []ipvsmg
 	if err != nil {
 		rep.Err = err.Error()
 	} else {
-		rep.Changes, rep.Failures, rep.Draining = len(res.Changes), res.Failures, len(res.Draining)
+		rep.Changes, rep.Failures, rep.Retiring = len(res.Changes), res.Failures, len(res.Retiring)
 		// What the kernel has now is known without reading it again: the
 		// table the reconcile read, with its changes.
 		sk.snap.Store(&Snapshot{Table: res.Table, At: time.Now()})

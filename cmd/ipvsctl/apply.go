@@ -29,7 +29,7 @@ func (o *writeOpts) register(fs interface {
 	BoolVar(*bool, string, bool, string)
 }) {
 	fs.BoolVar(&o.noApply, "no-apply", false, "only store the change; do not touch the kernel")
-	fs.BoolVar(&o.noWait, "no-wait", false, "do not wait for draining real servers; a later reconcile deletes them")
+	fs.BoolVar(&o.noWait, "no-wait", false, "do not wait for retiring real servers (removed, at weight 0 until their connections end); a later reconcile deletes them")
 	fs.BoolVar(&o.asJSON, "json", false, "print the result as JSON")
 	fs.BoolVar(&o.verbose, "v", false, fmt.Sprintf("list every kernel change (past %d they are counted)", maxListedChanges))
 }
@@ -39,7 +39,7 @@ func (o *writeOpts) register(fs interface {
 func (env *cliEnv) options(o writeOpts) server.WriteOptions {
 	w := server.WriteOptions{NoApply: o.noApply, NoWait: o.noWait, Base: o.base}
 	if !o.asJSON && env.isTerminal() {
-		w.Progress = env.printDrains
+		w.Progress = env.printRetiring
 	}
 	return w
 }
@@ -56,7 +56,7 @@ func (env *cliEnv) isTerminal() bool {
 func runApply(env *cliEnv, args []string) int {
 	fs, g := env.newFlagSet("apply", "-f FILE [--no-apply] [--no-wait] [--json]",
 		"Replace the desired state with the document (stored as a new revision), then make the kernel's IPVS\n"+
-			"table, VIPs and fwmark rules match it. Removed real servers with active connections are drained at\n"+
+			"table, VIPs and fwmark rules match it. Removed real servers with active connections are retired at\n"+
 			"weight 0 first; apply waits for them (up to settings.drain_timeout) unless --no-wait.")
 	file := fs.String("f", "", "desired-state JSON document (- for stdin)")
 	var o writeOpts
@@ -118,16 +118,16 @@ func (env *cliEnv) report(res *server.WriteResult, o writeOpts) int {
 	return exitOK
 }
 
-// printDrains rewrites one line: the connections left on the draining real
+// printRetiring rewrites one line: the connections left on the retiring real
 // servers (clearLine removes it when the wait is over).
-func (env *cliEnv) printDrains(drains []ipvsmgr.Drain) {
+func (env *cliEnv) printRetiring(drains []ipvsmgr.Retiring) {
 	total := 0
 	for _, d := range drains {
 		total += int(d.ActiveConns)
 	}
-	line := fmt.Sprintf("draining %d real servers: %d active connections", len(drains), total)
+	line := fmt.Sprintf("retiring %d real servers: %d active connections left", len(drains), total)
 	if len(drains) == 1 {
-		line = fmt.Sprintf("draining %s from %s: %d active connections", drains[0].Dest, drains[0].Service, total)
+		line = fmt.Sprintf("retiring %s from %s: %d active connections left", drains[0].Dest, drains[0].Service, total)
 	}
 	fmt.Fprintf(env.stderr, "\r\033[K%s", line)
 	env.progressShown = true
@@ -179,8 +179,8 @@ func printResult(env *cliEnv, res *server.WriteResult, asJSON, verbose bool) {
 	for _, f := range res.Failures {
 		fmt.Fprintf(env.stderr, "failed: %s: %s: %s\n", f.Service, f.Change, f.Err)
 	}
-	for _, d := range res.Draining {
-		fmt.Fprintf(env.stdout, "draining %s from %s: %d active connections\n", d.Dest, d.Service, d.ActiveConns)
+	for _, d := range res.Retiring {
+		fmt.Fprintf(env.stdout, "retiring %s from %s: %d active connections left\n", d.Dest, d.Service, d.ActiveConns)
 	}
 	fmt.Fprintf(env.stdout, "%d changes applied, %d failed\n", len(res.Changes), len(res.Failures))
 }

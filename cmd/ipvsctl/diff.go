@@ -44,7 +44,7 @@ func runDiff(env *cliEnv, args []string) int {
 	for _, c := range d.Changes {
 		fmt.Fprintln(env.stdout, c)
 	}
-	for _, dr := range d.Draining {
+	for _, dr := range d.Retiring {
 		fmt.Fprintf(env.stdout, "# %s stays at weight 0 in %s until its %d active connections end\n", dr.Dest, dr.Service, dr.ActiveConns)
 	}
 	if len(d.Changes) == 0 {

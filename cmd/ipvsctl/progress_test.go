@@ -46,12 +46,12 @@ func TestDrainProgress(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("rs rm: exit %d\n%s%s", code, out.String(), errb.String())
 			}
-			line := "\r\033[Kdraining 198.18.0.12:80 from -t 198.18.0.100:80: 3 active connections"
+			line := "\r\033[Kretiring 198.18.0.12:80 from -t 198.18.0.100:80: 3 active connections left"
 			got := errb.String()
 			if c.want && (!strings.Contains(got, line) || !strings.HasSuffix(strings.TrimSuffix(got, "stored revision 2\n"), "\r\033[K")) {
 				t.Errorf("stderr %q, want %q then the line cleared", got, line)
 			}
-			if !c.want && strings.Contains(got, "draining") {
+			if !c.want && strings.Contains(got, "retiring") {
 				t.Errorf("progress shown: %q", got)
 			}
 		})

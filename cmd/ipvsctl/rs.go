@@ -20,7 +20,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.name, "name", "", "real server name")
 	fs.StringVar(&f.address, "address", "", "real server IP address")
 	fs.IntVar(&f.port, "port", 0, "real server port (default: the service's; only nat may differ)")
-	fs.IntVar(&f.weight, "weight", 1, "weight 0..65535 (0 = drained)")
+	fs.IntVar(&f.weight, "weight", 1, "configured weight 0..65535 (kept while the server is drained)")
 	fs.StringVar(&f.forwarding, "forwarding", "", "dr, nat or tun (default: the service's)")
 	fs.IntVar(&f.upper, "upper-threshold", 0, "connection limit (0 = none)")
 	fs.IntVar(&f.lower, "lower-threshold", 0, "connections below which a server over its limit takes new ones again")
@@ -86,10 +86,10 @@ func runRS(env *cliEnv, args []string) int {
 func rsWrite(env *cliEnv, verb string, args []string) int {
 	synopsis, summary := "SERVICE SERVER [flags]", map[string]string{
 		"set":     "Change the given attributes of a real server, then reconcile the kernel (in place).",
-		"rm":      "Remove a real server; with active connections it drains at weight 0 first.",
-		"drain":   "Set a real server's weight to 0: no new connections, established ones go on.",
-		"enable":  "Put a disabled real server back into the kernel.",
-		"disable": "Keep a real server in the desired state but take it out of the kernel (drained first).",
+		"rm":      "Remove a real server; with active connections it is retired first (weight 0 until they end).",
+		"drain":   "Drain a real server: weight 0 in the kernel (no new connections, established ones go on);\nits configured weight is kept, and rs enable gives it back.",
+		"enable":  "Make a drained or disabled real server ready again: in the kernel at its configured weight.",
+		"disable": "Keep a real server in the desired state but take it out of the kernel (retired first while it\nhas connections).",
 	}[verb]
 	if verb == "add" {
 		synopsis, summary = "SERVICE --address IP [flags]", "Add a real server to a virtual service, then reconcile the kernel."
@@ -173,9 +173,10 @@ func rsList(env *cliEnv, args []string) int {
 	}
 	fmt.Fprintf(env.stdout, "# desired state, revision %d\n", rev)
 	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVICE\tNAME\tADDRESS\tPORT\tWEIGHT\tFORWARDING\tENABLED")
+	// ADMIN is ready, drain (weight 0 in the kernel, WEIGHT kept) or maint (disabled).
+	fmt.Fprintln(tw, "SERVICE\tNAME\tADDRESS\tPORT\tWEIGHT\tFORWARDING\tADMIN")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%v\n", r.Service, r.Name, r.Address, r.Port, r.EffectiveWeight(), orDefault(r.Forwarding, "-"), r.IsEnabled())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", r.Service, r.Name, r.Address, r.Port, r.EffectiveWeight(), orDefault(r.Forwarding, "-"), r.AdminState())
 	}
 	tw.Flush()
 	return exitOK

@@ -106,7 +106,7 @@ func runServe(env *cliEnv, args []string) int {
 	if err != nil {
 		return env.fail("serve", err, false)
 	}
-	opts.Panel = pnl.Routes()
+	opts.Panel = pnl
 	var srv httpd.Server
 	var tlsOn []bool
 	if f.listen != "" {

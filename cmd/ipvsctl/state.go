@@ -17,7 +17,7 @@ import (
 // local daemon's socket beside the database), else a core in this process
 // over the database, which then reconciles the kernel itself under a lock.
 type backend struct {
-	server.API
+	server.Director
 	actor server.Actor
 	local *server.Core // nil when the calls go to a daemon
 	close func()
@@ -29,14 +29,14 @@ func (e *cliEnv) backend(ctx context.Context, g *globalFlags) (*backend, error) 
 		if err != nil {
 			return nil, err
 		}
-		return &backend{API: c, actor: actor, close: func() {}}, nil
+		return &backend{Director: c, actor: actor, close: func() {}}, nil
 	}
 	st, err := store.Open(ctx, g.db)
 	if err != nil {
 		return nil, err
 	}
 	core := e.core(st, g.db)
-	return &backend{API: core, actor: actor, local: core, close: func() { st.Close() }}, nil
+	return &backend{Director: core, actor: actor, local: core, close: func() { st.Close() }}, nil
 }
 
 // core is a core over st for this process.
@@ -97,7 +97,7 @@ func (e *cliEnv) openDocument(path string) (*os.File, error) {
 
 // remote gives the daemon's API when the verb is to go to one: --server, or
 // the local daemon's socket. ok is false when the verb runs in this process.
-func (e *cliEnv) remote(g *globalFlags) (server.API, bool, error) {
+func (e *cliEnv) remote(g *globalFlags) (server.Director, bool, error) {
 	if g.server != "" {
 		c, err := client.New(g.server, g.token)
 		return c, err == nil, err

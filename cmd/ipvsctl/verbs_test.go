@@ -63,7 +63,7 @@ func TestScriptingVerbs(t *testing.T) {
 		t.Fatalf("vs list:\n%s", r.stdout)
 	}
 	r = step(0, "rs", "list", "web", "--json")
-	if !strings.Contains(r.stdout, `"weight": 0`) || !strings.Contains(r.stdout, `"service": "web"`) {
+	if !strings.Contains(r.stdout, `"drained": true`) || strings.Contains(r.stdout, `"weight": 0`) || !strings.Contains(r.stdout, `"service": "web"`) {
 		t.Fatalf("rs list --json:\n%s", r.stdout)
 	}
 	r = step(0, "history")

@@ -1,4 +1,4 @@
-// Package client calls a daemon's API: it is server.API over HTTP, so that
+// Package client calls a daemon's API: it is server.Director over HTTP, so that
 // the CLI's verbs give the same output and exit status whether they run in
 // the CLI's process or in a daemon, local or remote.
 package client
@@ -128,21 +128,7 @@ func decodeError(resp *http.Response) error {
 	return &server.Error{Code: e.Code, Msg: e.Error}
 }
 
-func codeOfStatus(status int) server.Code {
-	switch status {
-	case http.StatusUnauthorized:
-		return server.CodeAuth
-	case http.StatusForbidden:
-		return server.CodeForbidden
-	case http.StatusNotFound:
-		return server.CodeNotFound
-	case http.StatusRequestEntityTooLarge:
-		return server.CodeTooLarge
-	case http.StatusServiceUnavailable:
-		return server.CodeBusy
-	}
-	return server.CodeInternal
-}
+func codeOfStatus(status int) server.Code { return server.CodeOfStatus(status) }
 
 func jsonBody(v any) io.Reader {
 	b, _ := json.Marshal(v)
@@ -329,4 +315,61 @@ func (c *Client) PrepareRealServers(ctx context.Context, _ server.Actor, op stri
 	return &rep, nil
 }
 
-var _ server.API = (*Client)(nil)
+var _ server.Director = (*Client)(nil)
+
+func (c *Client) SetSettings(ctx context.Context, _ server.Actor, p server.SettingsPatch, o server.WriteOptions) (*server.WriteResult, error) {
+	return c.write(ctx, "PATCH", "/api/v1/settings", nil, o, jsonBody(p))
+}
+
+func (c *Client) Why(ctx context.Context, svcID, id string) (*server.Why, error) {
+	var w server.Why
+	if _, err := c.do(ctx, "GET", "/api/v1/services/"+esc(svcID)+"/servers/"+esc(id)+"/why", nil, nil, nil, &w); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+func (c *Client) Drafts(ctx context.Context) ([]server.DraftInfo, error) {
+	var ds []server.DraftInfo
+	if _, err := c.do(ctx, "GET", "/api/v1/drafts", nil, nil, nil, &ds); err != nil {
+		return nil, err
+	}
+	return ds, nil
+}
+
+func (c *Client) DraftDocument(ctx context.Context, author string) ([]byte, error) {
+	var b bytes.Buffer
+	if _, err := c.do(ctx, "GET", draftPath(author), nil, nil, nil, &b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func (c *Client) DiffDraft(ctx context.Context, author string) (*server.DraftDiff, error) {
+	var d server.DraftDiff
+	if _, err := c.do(ctx, "GET", draftPath(author)+"/diff", nil, nil, nil, &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+func (c *Client) ApplyDraft(ctx context.Context, _ server.Actor, label string, o server.WriteOptions) (*server.WriteResult, error) {
+	var q url.Values
+	if label != "" {
+		q = url.Values{"label": {label}}
+	}
+	return c.write(ctx, "POST", "/api/v1/draft/apply", q, o, nil)
+}
+
+func (c *Client) DiscardDraft(ctx context.Context, _ server.Actor) error {
+	_, err := c.do(ctx, "DELETE", "/api/v1/draft", nil, nil, nil, nil)
+	return err
+}
+
+// draftPath is author's draft; "" is the caller's own (the token's user).
+func draftPath(author string) string {
+	if author == "" {
+		return "/api/v1/draft"
+	}
+	return "/api/v1/drafts/" + esc(author)
+}

@@ -39,37 +39,47 @@ func (a *api) routes() []auth.Route {
 	const p = "/api/v1"
 	return []auth.Route{
 		{Method: "GET", Pattern: p + "/state", Role: auth.Viewer, Handler: h(a.getState)},
-		{Method: "PUT", Pattern: p + "/state", Role: auth.Admin, Handler: h(a.putState)},
+		{Method: "PUT", Pattern: p + "/state", Role: server.RoleFor("apply"), Handler: h(a.putState)},
 		{Method: "GET", Pattern: p + "/diff", Role: auth.Viewer, Handler: h(a.diff)},
 		{Method: "POST", Pattern: p + "/diff", Role: auth.Viewer, Handler: h(a.diff)},
 		{Method: "GET", Pattern: p + "/services", Role: auth.Viewer, Handler: h(a.listServices)},
-		{Method: "POST", Pattern: p + "/services", Role: auth.Admin, Handler: h(a.addService)},
+		{Method: "POST", Pattern: p + "/services", Role: server.RoleFor("vs add"), Handler: h(a.addService)},
 		{Method: "GET", Pattern: p + "/services/{id}", Role: auth.Viewer, Handler: h(a.getService)},
-		{Method: "PATCH", Pattern: p + "/services/{id}", Role: auth.Admin, Handler: h(a.patchService)},
-		{Method: "DELETE", Pattern: p + "/services/{id}", Role: auth.Admin, Handler: h(a.removeService)},
-		{Method: "POST", Pattern: p + "/services/{id}/enable", Role: auth.Admin, Handler: h(a.enableService(true))},
-		{Method: "POST", Pattern: p + "/services/{id}/disable", Role: auth.Admin, Handler: h(a.enableService(false))},
+		{Method: "PATCH", Pattern: p + "/services/{id}", Role: server.RoleFor("vs set"), Handler: h(a.patchService)},
+		{Method: "DELETE", Pattern: p + "/services/{id}", Role: server.RoleFor("vs rm"), Handler: h(a.removeService)},
+		{Method: "POST", Pattern: p + "/services/{id}/enable", Role: server.RoleFor("vs enable"), Handler: h(a.enableService(true))},
+		{Method: "POST", Pattern: p + "/services/{id}/disable", Role: server.RoleFor("vs disable"), Handler: h(a.enableService(false))},
 		{Method: "GET", Pattern: p + "/services/{id}/servers", Role: auth.Viewer, Handler: h(a.listServers)},
-		{Method: "POST", Pattern: p + "/services/{id}/servers", Role: auth.Admin, Handler: h(a.addServer)},
+		{Method: "POST", Pattern: p + "/services/{id}/servers", Role: server.RoleFor("rs add"), Handler: h(a.addServer)},
 		{Method: "GET", Pattern: p + "/services/{id}/servers/{sid}", Role: auth.Viewer, Handler: h(a.getServer)},
-		// An operator may change a weight or enable/disable; other fields need an admin (patchServer checks).
-		{Method: "PATCH", Pattern: p + "/services/{id}/servers/{sid}", Role: auth.Operator, Handler: h(a.patchServer)},
-		{Method: "DELETE", Pattern: p + "/services/{id}/servers/{sid}", Role: auth.Admin, Handler: h(a.removeServer)},
-		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/drain", Role: auth.Operator, Handler: h(a.drainServer)},
-		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/enable", Role: auth.Operator, Handler: h(a.enableServer(true))},
-		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/disable", Role: auth.Operator, Handler: h(a.enableServer(false))},
-		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/check", Role: auth.Operator, Handler: h(a.checkServer)},
+		// An operator may change server.OperatorServerFields; other fields need an admin (the core checks).
+		{Method: "PATCH", Pattern: p + "/services/{id}/servers/{sid}", Role: server.RoleFor("rs set"), Handler: h(a.patchServer)},
+		{Method: "DELETE", Pattern: p + "/services/{id}/servers/{sid}", Role: server.RoleFor("rs rm"), Handler: h(a.removeServer)},
+		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/drain", Role: server.RoleFor("rs drain"), Handler: h(a.drainServer)},
+		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/enable", Role: server.RoleFor("rs enable"), Handler: h(a.enableServer(true))},
+		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/disable", Role: server.RoleFor("rs disable"), Handler: h(a.enableServer(false))},
+		{Method: "POST", Pattern: p + "/services/{id}/servers/{sid}/check", Role: server.RoleFor("rs check"), Handler: h(a.checkServer)},
+		{Method: "GET", Pattern: p + "/services/{id}/servers/{sid}/why", Role: server.RoleFor("why"), Handler: h(a.why)},
+		{Method: "GET", Pattern: p + "/settings", Role: auth.Viewer, Handler: h(a.getSettings)},
+		{Method: "GET", Pattern: p + "/drafts", Role: server.RoleFor("draft show"), Handler: h(a.listDrafts)},
+		{Method: "GET", Pattern: p + "/drafts/{author}", Role: server.RoleFor("draft show"), Handler: h(a.getDraft)},
+		{Method: "GET", Pattern: p + "/drafts/{author}/diff", Role: server.RoleFor("draft show"), Handler: h(a.diffDraft)},
+		{Method: "GET", Pattern: p + "/draft", Role: server.RoleFor("draft show"), Handler: h(a.getDraft)},
+		{Method: "GET", Pattern: p + "/draft/diff", Role: server.RoleFor("draft show"), Handler: h(a.diffDraft)},
+		{Method: "POST", Pattern: p + "/draft/apply", Role: server.RoleFor("draft apply"), Handler: h(a.applyDraft)},
+		{Method: "DELETE", Pattern: p + "/draft", Role: server.RoleFor("draft discard"), Handler: h(a.discardDraft)},
+		{Method: "PATCH", Pattern: p + "/settings", Role: server.RoleFor("settings"), Handler: h(a.patchSettings)},
 		{Method: "GET", Pattern: p + "/status", Role: auth.Viewer, Handler: h(a.status)},
 		{Method: "GET", Pattern: p + "/health", Role: auth.Viewer, Handler: h(a.health)},
 		{Method: "GET", Pattern: p + "/history", Role: auth.Viewer, Handler: h(a.history)},
 		{Method: "GET", Pattern: p + "/history/{rev}", Role: auth.Viewer, Handler: h(a.revision)},
-		{Method: "POST", Pattern: p + "/rollback/{rev}", Role: auth.Admin, Handler: h(a.rollback)},
+		{Method: "POST", Pattern: p + "/rollback/{rev}", Role: server.RoleFor("rollback"), Handler: h(a.rollback)},
 		{Method: "GET", Pattern: p + "/export", Role: auth.Viewer, Handler: h(a.export)},
-		{Method: "POST", Pattern: p + "/import", Role: auth.Admin, Handler: h(a.importState)},
+		{Method: "POST", Pattern: p + "/import", Role: server.RoleFor("import"), Handler: h(a.importState)},
 		{Method: "GET", Pattern: p + "/audit", Role: auth.Admin, Handler: h(a.audit)},
 		{Method: "GET", Pattern: p + "/node", Role: auth.Viewer, Handler: h(a.getNode)},
-		{Method: "PATCH", Pattern: p + "/node", Role: auth.Admin, Handler: h(a.patchNode)},
-		{Method: "POST", Pattern: p + "/realservers/{op}", Role: auth.Admin, Handler: h(a.prepareRealServers)},
+		{Method: "PATCH", Pattern: p + "/node", Role: server.RoleFor("node set"), Handler: h(a.patchNode)},
+		{Method: "POST", Pattern: p + "/realservers/{op}", Role: server.RoleFor("realserver"), Handler: h(a.prepareRealServers)},
 	}
 }
 
@@ -87,9 +97,9 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 func actor(r *http.Request) server.Actor {
 	p, _ := auth.FromContext(r.Context())
 	if p == nil {
-		return server.Actor{Name: "unknown", Via: "api"}
+		return server.Actor{Name: "unknown", Via: "api", Role: auth.Public}
 	}
-	return server.Actor{Name: p.User, Via: p.Via, Addr: p.ClientAddr}
+	return server.Actor{Name: p.User, Via: p.Via, Addr: p.ClientAddr, Role: p.Role}
 }
 
 // baseRevision is the revision an If-Match header names ("7" or "7").
@@ -323,19 +333,8 @@ func (a *api) patchServer(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	if pr, _ := auth.FromContext(r.Context()); pr != nil && !auth.Allows(pr.Role, auth.Admin) && !operatorPatch(p) {
-		return &server.Error{Code: server.CodeForbidden, Msg: pr.User + " is an " + pr.Role.String() +
-			": an operator may change a real server's weight, enable it or force its health; other fields need the admin role"}
-	}
 	res, err := a.core.PatchServer(r.Context(), actor(r), chi.URLParam(r, "id"), chi.URLParam(r, "sid"), p, o)
 	return a.written(w, res, err)
-}
-
-// operatorPatch reports whether p changes only what an operator may: the
-// weight, whether the server is enabled, and its forced health.
-func operatorPatch(p server.ServerPatch) bool {
-	p.Weight, p.Enabled, p.Health = nil, nil, nil
-	return p == server.ServerPatch{}
 }
 
 func (a *api) removeServer(w http.ResponseWriter, r *http.Request) error {
@@ -365,6 +364,90 @@ func (a *api) enableServer(on bool) func(w http.ResponseWriter, r *http.Request)
 		res, err := a.core.SetServerEnabled(r.Context(), actor(r), chi.URLParam(r, "id"), chi.URLParam(r, "sid"), on, o)
 		return a.written(w, res, err)
 	}
+}
+
+func (a *api) why(w http.ResponseWriter, r *http.Request) error {
+	why, err := a.core.Why(r.Context(), chi.URLParam(r, "id"), chi.URLParam(r, "sid"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, why)
+	return nil
+}
+
+func (a *api) getSettings(w http.ResponseWriter, r *http.Request) error {
+	st, rev, err := a.core.State(r.Context())
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(rev, 10)))
+	writeJSON(w, http.StatusOK, st.Settings)
+	return nil
+}
+
+func (a *api) patchSettings(w http.ResponseWriter, r *http.Request) error {
+	o, err := writeOptions(w, r)
+	if err != nil {
+		return err
+	}
+	var p server.SettingsPatch
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	res, err := a.core.SetSettings(r.Context(), actor(r), p, o)
+	return a.written(w, res, err)
+}
+
+func (a *api) listDrafts(w http.ResponseWriter, r *http.Request) error {
+	ds, err := a.core.Drafts(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ds)
+	return nil
+}
+
+func (a *api) getDraft(w http.ResponseWriter, r *http.Request) error {
+	doc, err := a.core.DraftDocument(r.Context(), draftAuthor(r))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, err = w.Write(doc)
+	return err
+}
+
+func (a *api) diffDraft(w http.ResponseWriter, r *http.Request) error {
+	d, err := a.core.DiffDraft(r.Context(), draftAuthor(r))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+// draftAuthor is whose draft a route names: {author}, else the caller's own.
+func draftAuthor(r *http.Request) string {
+	return orDefault(chi.URLParam(r, "author"), actor(r).Name)
+}
+
+// applyDraft applies the caller's own draft.
+func (a *api) applyDraft(w http.ResponseWriter, r *http.Request) error {
+	o, err := writeOptions(w, r)
+	if err != nil {
+		return err
+	}
+	res, err := a.core.ApplyDraft(r.Context(), actor(r), r.URL.Query().Get("label"), o)
+	return a.written(w, res, err)
+}
+
+// discardDraft throws the caller's own draft away.
+func (a *api) discardDraft(w http.ResponseWriter, r *http.Request) error {
+	if err := a.core.DiscardDraft(r.Context(), actor(r)); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 func (a *api) status(w http.ResponseWriter, r *http.Request) error {

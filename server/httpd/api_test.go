@@ -178,7 +178,7 @@ func TestErrorsNameTheFieldAndStatus(t *testing.T) {
 	}
 	resp, body = do(t, g, admin, "PATCH", "/api/v1/services/web", `{"scheduler":"rr"}`, "If-Match", etag)
 	check("stale If-Match", 409, resp, body)
-	if e.CurrentRevision == 0 || len(e.ChangesSince) == 0 || !strings.Contains(strings.Join(e.ChangesSince, "\n"), "weight") {
+	if e.CurrentRevision == 0 || len(e.ChangesSince) == 0 || !strings.Contains(strings.Join(e.ChangesSince, "\n"), "drained") {
 		t.Errorf("stale write: current revision %d, changes since %q", e.CurrentRevision, e.ChangesSince)
 	}
 	if resp, body := do(t, g, admin, "PATCH", "/api/v1/services/web", `{"scheduler":"rr"}`, "If-Match", fmt.Sprintf("%q", fmt.Sprint(e.CurrentRevision))); resp.StatusCode != 200 {

@@ -28,28 +28,8 @@ type ErrorBody struct {
 	ChangesSince    []string `json:"changes_since,omitempty"`
 }
 
-// statusOf is the HTTP status for each kind of failure.
-func statusOf(code server.Code) int {
-	switch code {
-	case server.CodeMalformed:
-		return http.StatusBadRequest
-	case server.CodeAuth:
-		return http.StatusUnauthorized
-	case server.CodeForbidden:
-		return http.StatusForbidden
-	case server.CodeNotFound:
-		return http.StatusNotFound
-	case server.CodeExists, server.CodeStale, server.CodeBackup, server.CodeLastAdmin:
-		return http.StatusConflict
-	case server.CodeTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case server.CodeInvalid, server.CodeBadInput:
-		return http.StatusUnprocessableEntity
-	case server.CodeBusy, server.CodeUnavailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
+// statusOf is the HTTP status for each kind of failure (the core's one mapping).
+func statusOf(code server.Code) int { return server.HTTPStatus(code) }
 
 // errorBody describes err for the API.
 func errorBody(err error) (int, *ErrorBody) {
@@ -83,3 +63,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
 }
+
+// ErrorBodyOf is the status and body the API answers err with.
+func ErrorBodyOf(err error) (int, *ErrorBody) { return errorBody(err) }

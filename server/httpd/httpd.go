@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
+	"github.com/ipvsctl/ipvsctl/server/panel"
 )
 
 // MaxBody bounds a request body: a director's whole document (1,000
@@ -29,8 +31,9 @@ type Options struct {
 	// TrustedOrigins are origins allowed besides the panel's own (a proxy's public name).
 	TrustedOrigins []string
 	// Panel, if set, serves the HTML panel under / (its login page and assets
-	// public, the rest to logged-in users; it checks each action's role).
-	Panel http.Handler
+	// public, the rest to logged-in users; it checks each action's role):
+	// its routes go into the same router as the API's.
+	Panel *panel.Panel
 	// Metrics, if set, serves /metrics to viewers (unless it has its own listener).
 	Metrics http.Handler
 	// Instrument, if set, wraps each route's handler with its pattern (request metrics).
@@ -84,18 +87,33 @@ func (o Options) register(r chi.Router, guard func(auth.Role, http.Handler) http
 		}
 		r.Method(rt.Method, rt.Pattern, guard(rt.Role, h))
 	}
-	if o.Panel != nil {
-		h := panelGuard(o.Auth, o.Panel)
-		if o.Instrument != nil {
-			h = o.Instrument("panel", h)
-		}
-		r.Handle("/*", h)
-		r.Handle("/", h)
-		return
-	}
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+	apiNotFound := func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, &ErrorBody{Error: "no such route: " + r.Method + " " + r.URL.Path, Code: server.CodeNotFound, Fields: []FieldError{}})
-	})
+	}
+	if o.Panel != nil {
+		// One router: the panel's pages beside the API's routes, each
+		// public one knowing who asks (if anyone), the rest for a logged-in
+		// user (the panel checks each action's role, server.Policy's).
+		for _, rt := range o.Panel.RouteTable() {
+			h := o.Auth.Authenticate(rt.Handler)
+			if rt.Public {
+				h = o.Auth.Identify(rt.Handler)
+			}
+			if o.Instrument != nil {
+				h = o.Instrument("panel", h)
+			}
+			r.Method(rt.Method, rt.Pattern, h)
+		}
+		panelNotFound := o.Auth.Identify(http.HandlerFunc(o.Panel.NotFound))
+		apiNotFound = func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/api/") {
+				writeJSON(w, http.StatusNotFound, &ErrorBody{Error: "no such route: " + r.Method + " " + r.URL.Path, Code: server.CodeNotFound, Fields: []FieldError{}})
+				return
+			}
+			panelNotFound.ServeHTTP(w, r)
+		}
+	}
+	r.NotFound(apiNotFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusMethodNotAllowed, &ErrorBody{Error: r.Method + " is not allowed on " + r.URL.Path, Code: server.CodeBadInput, Fields: []FieldError{}})
 	})

@@ -31,16 +31,12 @@ func NewPanel(core *server.Core, a *auth.Auth, started time.Time, o Options) (*p
 		Logout:  func(w http.ResponseWriter, r *http.Request) { _ = a.Logout(w, r) },
 		NoUsers: func(ctx context.Context) bool { first, err := a.NeedsFirstUser(ctx); return err == nil && first },
 		ChangePassword: func(ctx context.Context, user, old, new string) error {
-			u, err := core.Store().UserByName(ctx, user)
-			if err != nil {
-				return err
-			}
-			if ok, err := auth.VerifyPassword(u.PasswordHash, old); err != nil || !ok {
+			if ok, err := core.VerifyPassword(ctx, user, old); err != nil || !ok {
 				return errors.New("the current password is not right")
 			}
 			return a.SetPassword(ctx, &auth.Principal{User: user, Role: auth.Viewer, Via: "panel"}, user, new)
 		},
-		Accounts:   &accounts{a: a, st: core.Store()},
+		Accounts:   &accounts{a: a, core: core},
 		ClientAddr: a.ClientAddr,
 		Started:    started,
 		Log:        o.Log,
@@ -64,24 +60,10 @@ func loginError(err error) error {
 	return err
 }
 
-// panelGuard lets the login page and the assets through (knowing who asks,
-// if anyone), and everything else only to a logged-in user: the panel then
-// checks each action's role itself.
-func panelGuard(a *auth.Auth, h http.Handler) http.Handler {
-	public, private := a.Identify(h), a.Authenticate(h)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/login" || strings.HasPrefix(r.URL.Path, "/static/") || r.URL.Path == "/favicon.ico" {
-			public.ServeHTTP(w, r)
-			return
-		}
-		private.ServeHTTP(w, r)
-	})
-}
-
 // accounts is the panel's users, tokens and audit screens over auth and the store.
 type accounts struct {
-	a  *auth.Auth
-	st *store.Store
+	a    *auth.Auth
+	core *server.Core
 }
 
 func admin(ctx context.Context) *auth.Principal {
@@ -95,7 +77,7 @@ func (x *accounts) ListUsers(ctx context.Context) ([]panel.User, error) {
 	us, err := x.a.Users(ctx)
 	out := make([]panel.User, 0, len(us))
 	for _, u := range us {
-		last, lerr := x.st.LastLogin(ctx, u.Name, u.CreatedAt)
+		last, lerr := x.core.LastLogin(ctx, u.Name, u.CreatedAt)
 		if lerr != nil && err == nil {
 			err = lerr
 		}
@@ -161,7 +143,7 @@ func (x *accounts) RevokeToken(ctx context.Context, id string) error {
 }
 
 func (x *accounts) Audit(ctx context.Context, f panel.AuditFilter) ([]panel.AuditEntry, error) {
-	es, err := x.st.Audit(ctx, store.AuditFilter{Actor: f.User, Contains: f.Action, Since: f.Since, Limit: f.Limit})
+	es, err := x.core.Audit(ctx, store.AuditFilter{Actor: f.User, Contains: f.Action, Since: f.Since, Limit: f.Limit})
 	out := make([]panel.AuditEntry, 0, len(es))
 	for _, e := range es {
 		pe := panel.AuditEntry{At: e.At, User: e.Actor, Addr: e.ClientAddr, Via: e.Via, Action: e.Action,

@@ -81,7 +81,7 @@ func New(core *server.Core) *Metrics {
 // Reconciled records one reconcile (server.Daemon.OnReconcile).
 func (m *Metrics) Reconciled(r server.ReconcileReport) {
 	m.reconcile.Observe(r.Duration.Seconds())
-	m.draining.Set(float64(r.Draining))
+	m.draining.Set(float64(r.Retiring))
 	switch {
 	case r.Err != "":
 		m.recErrors.Inc()

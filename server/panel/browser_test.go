@@ -147,7 +147,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("form[action='/services/shop/servers/shop2/enable']")),
 		chromedp.Navigate(u+"/services/shop/servers/shop2/why"),
 		chromedp.WaitVisible(chromedp.CSS("#why-reasons")))
-	if s := text("#why-reasons"); !strings.Contains(s, "Real server enabled: no") {
+	if s := text("#why-reasons"); !strings.Contains(s, "Real server admin state: maint") {
 		t.Fatalf("why: %q", s)
 	}
 	// Give shop a health check through its form (the type shows only its

@@ -97,23 +97,7 @@ func (p *Panel) fail(w http.ResponseWriter, r *http.Request, u who, err error) {
 	p.renderError(w, r, u, status, err.Error())
 }
 
-func statusOf(err error) int {
-	switch server.CodeOf(err) {
-	case server.CodeNotFound:
-		return http.StatusNotFound
-	case server.CodeExists, server.CodeStale:
-		return http.StatusConflict
-	case server.CodeInvalid, server.CodeMalformed, server.CodeBadInput:
-		return http.StatusUnprocessableEntity
-	case server.CodeBusy, server.CodeUnavailable:
-		return http.StatusServiceUnavailable
-	case server.CodeForbidden:
-		return http.StatusForbidden
-	case server.CodeTooLarge:
-		return http.StatusRequestEntityTooLarge
-	}
-	return http.StatusInternalServerError
-}
+func statusOf(err error) int { return server.HTTPStatus(server.CodeOf(err)) }
 
 const flashCookie = "ipvsctl_flash"
 
@@ -160,7 +144,7 @@ func writeSummary(what string, res *server.WriteResult) string {
 	if n := len(res.Failures); n > 0 {
 		s += "; " + itoa(n) + " FAILED: " + res.Failures[0].Change + ": " + res.Failures[0].Err
 	}
-	if n := len(res.Draining); n > 0 {
+	if n := len(res.Retiring); n > 0 {
 		s += "; " + itoa(n) + " real server(s) draining"
 	}
 	return s

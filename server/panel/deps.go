@@ -53,8 +53,6 @@ type Deps struct {
 	ChangePassword func(ctx context.Context, user, old, new string) error
 	// Accounts backs the users, tokens and audit screens; nil hides them.
 	Accounts Accounts
-	// Storage keeps drafts and chart points; nil means Core.Store().
-	Storage Storage
 	// ClientAddr is a request's client address for the audit; nil means the
 	// connection's (r.RemoteAddr's host).
 	ClientAddr func(r *http.Request) string

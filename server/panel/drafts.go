@@ -6,15 +6,18 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
-// drafts are the users' drafts as the panel, their only writer, last
-// stored them: read from the store once per user, then kept, so that a page
-// does not read SQLite to say whether its user has one. Each keeps the
-// banner's summary with the revision it was counted against.
+// drafts are the users' drafts as the core last gave them to the panel:
+// read once per user, then kept, so that a page does not read SQLite to say
+// whether its user has one. Each keeps the banner's summary with the
+// revision it was counted against.
 type drafts struct {
-	storage Storage
+	storage interface {
+		Draft(ctx context.Context, author string) (*store.Draft, error)
+	}
 	writeMu sync.Mutex // one write at a time: the store and the map agree in order
 
 	mu sync.Mutex
@@ -27,7 +30,7 @@ type draftEntry struct {
 	sumRev int64
 }
 
-func newDrafts(s Storage) *drafts { return &drafts{storage: s, by: map[string]*draftEntry{}} }
+func newDrafts(s *server.Core) *drafts { return &drafts{storage: s, by: map[string]*draftEntry{}} }
 
 // get is user's draft (a copy), store.ErrNotFound when there is none.
 func (b *drafts) get(ctx context.Context, user string) (*store.Draft, error) {
@@ -63,27 +66,23 @@ func (b *drafts) entry(ctx context.Context, user string) (*draftEntry, error) {
 	return e, nil
 }
 
-func (b *drafts) save(ctx context.Context, d *store.Draft) error {
+// write runs a change of user's draft through the core (which returns the
+// draft as it stored it, nil when it removed it) and keeps what it returned.
+func (b *drafts) write(user string, change func() (*store.Draft, error)) error {
 	b.writeMu.Lock()
 	defer b.writeMu.Unlock()
-	if err := b.storage.SaveDraft(ctx, d); err != nil {
-		b.forget(d.Author) // what the store has is not known: read it again
+	d, err := change()
+	if err != nil {
+		b.forget(user) // what the store has is not known: read it again
 		return err
 	}
-	cp := *d
-	b.set(d.Author, &draftEntry{d: &cp})
+	b.set(user, &draftEntry{d: d})
 	return nil
 }
 
-func (b *drafts) remove(ctx context.Context, user string) error {
-	b.writeMu.Lock()
-	defer b.writeMu.Unlock()
-	if err := b.storage.DeleteDraft(ctx, user); err != nil {
-		b.forget(user)
-		return err
-	}
-	b.set(user, &draftEntry{})
-	return nil
+// remove discards user's draft through the core.
+func (b *drafts) remove(user string, discard func() error) error {
+	return b.write(user, func() (*store.Draft, error) { return nil, discard() })
 }
 
 func (b *drafts) set(user string, e *draftEntry) {

@@ -85,7 +85,7 @@ func TestHistoryAndRollback(t *testing.T) {
 		t.Fatalf("history: %s", excerpt(r.Body))
 	}
 	r = e.get(t, "vic", "/history/2")
-	if !strings.Contains(r.Body, "r1 weight: 1 -&gt; 0") && !strings.Contains(r.Body, "weight") {
+	if !strings.Contains(r.Body, "server web/r1 drained: (unset) -&gt; true") || strings.Contains(r.Body, "weight") {
 		t.Fatalf("revision page: %s", excerpt(r.Body))
 	}
 	r = e.post(t, "alice", "/history/1/rollback", url.Values{"base": {"2"}})
@@ -114,11 +114,12 @@ func TestWhyNamesEveryReason(t *testing.T) {
 	e.seed(t, st)
 	waitFor(t, "kernel", func() bool { m, _ := e.panel.model(t.Context()); return m != nil && m.Rows[0].InKernel })
 	r := e.get(t, "vic", "/services/web/servers/r1/why")
-	if !strings.Contains(r.Body, "Real server enabled</strong>: no") || !strings.Contains(r.Body, "Health</strong>: unchecked") {
+	if !strings.Contains(r.Body, `data-reason="server_disabled"`) || !strings.Contains(r.Body, "Real server admin state</strong>: maint") ||
+		!strings.Contains(r.Body, "Health</strong>: unchecked") {
 		t.Fatalf("why r1: %s", excerpt(r.Body))
 	}
 	r = e.get(t, "vic", "/services/web/servers/r2/why")
-	if !strings.Contains(r.Body, "0: drained") {
+	if !strings.Contains(r.Body, `data-reason="weight_zero"`) || !strings.Contains(r.Body, "Weight</strong>: 0 configured") {
 		t.Fatalf("why r2: %s", excerpt(r.Body))
 	}
 	waitFor(t, "r3 at its limit", func() bool {
@@ -127,7 +128,7 @@ func TestWhyNamesEveryReason(t *testing.T) {
 	// A disabled service comes first.
 	e.post(t, "alice", "/services/web/disable", nil)
 	r = e.get(t, "vic", "/services/web/servers/r3/why")
-	i, j := strings.Index(r.Body, "Virtual service enabled</strong>: no"), strings.Index(r.Body, "Real server enabled")
+	i, j := strings.Index(r.Body, "Virtual service enabled</strong>: no"), strings.Index(r.Body, "Real server admin state")
 	if i < 0 || j < i {
 		t.Fatalf("why with the service disabled: %s", excerpt(r.Body))
 	}

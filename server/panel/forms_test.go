@@ -167,8 +167,11 @@ func TestFormsApplyAndEdit(t *testing.T) {
 		got.Forwarding != "tun" || got.Scheduler != "mh" || got.IsEnabled() || got.Persistence != 0 {
 		t.Fatalf("after edit %+v", got)
 	}
-	// Activate, deactivate.
-	e.post(t, "oscar", "/services/api2/enable", nil)
+	// Activate: a whole virtual service is an admin's (server.Policy), as in the API.
+	if r := e.post(t, "oscar", "/services/api2/enable", nil); r.Code != http.StatusForbidden {
+		t.Fatalf("an operator enabled a virtual service: %d", r.Code)
+	}
+	e.post(t, "alice", "/services/api2/enable", nil)
 	st, _, _ = e.core.State(ctx)
 	if !st.Services[0].IsEnabled() {
 		t.Fatal("enable did nothing")
@@ -280,15 +283,15 @@ func TestActionsOneManyAndAcross(t *testing.T) {
 		Servers: []ipvsmgr.Server{{Name: "r1", Address: "198.18.0.11", Weight: &one}, {Address: "198.18.0.12"}}})
 	e.seed(t, st)
 	ctx := context.Background()
-	weight := func(svc, rs int) int {
+	weight := func(svc, rs int) int { // as the kernel gets it
 		s, _, _ := e.core.State(ctx)
-		return s.Services[svc].Servers[rs].EffectiveWeight()
+		return s.Services[svc].Servers[rs].KernelWeight()
 	}
 	r := e.post(t, "oscar", "/services/web/servers/r2/drain", url.Values{"back": {"/live?q=r2"}})
 	if r.Code != http.StatusSeeOther || r.Header.Get("Location") != "/live?q=r2" || weight(0, 1) != 0 {
 		t.Fatalf("drain: %d %s weight %d", r.Code, r.Header.Get("Location"), weight(0, 1))
 	}
-	// Enable gives back the weight it had (3), from the history.
+	// Enable gives back the configured weight (3), kept while drained.
 	r = e.post(t, "oscar", "/services/web/servers/r2/enable", nil)
 	if weight(0, 1) != 3 {
 		t.Fatalf("enable after drain: weight %d, want 3 back", weight(0, 1))

@@ -76,17 +76,24 @@ func (p *Panel) importPreview(w http.ResponseWriter, r *http.Request, u who) {
 		p.showImport(w, r, u, statusOf(err), d, []string{"The file was not imported: " + err.Error()})
 		return
 	}
-	cur, rev, err := p.core.State(ctx)
+	cur, _, err := p.core.State(ctx)
 	if err != nil {
+		p.fail(w, r, u, err)
+		return
+	}
+	var rev int64
+	if err := p.drafts.write(u.User, func() (*store.Draft, error) {
+		d, err := p.core.StageState(ctx, p.actor(r, u), st)
+		if d != nil {
+			rev = d.Base
+		}
+		return d, err
+	}); err != nil {
 		p.fail(w, r, u, err)
 		return
 	}
 	doc, err := store.Encode(st)
 	if err != nil {
-		p.fail(w, r, u, err)
-		return
-	}
-	if err := p.drafts.save(ctx, &store.Draft{Author: u.User, Base: rev, Doc: doc}); err != nil {
 		p.fail(w, r, u, err)
 		return
 	}
@@ -106,31 +113,8 @@ func (p *Panel) importPreview(w http.ResponseWriter, r *http.Request, u who) {
 
 // importApply applies the previewed import (the user's draft) as one revision.
 func (p *Panel) importApply(w http.ResponseWriter, r *http.Request, u who) {
-	ctx := r.Context()
-	dr, err := p.drafts.get(ctx, u.User)
-	if err != nil {
-		p.fail(w, r, u, err)
-		return
-	}
-	st, err := ipvsmgr.DecodeState(bytes.NewReader(dr.Doc))
-	if err != nil {
-		p.fail(w, r, u, err)
-		return
-	}
 	label := "import --format " + r.PostFormValue("format") + " " + r.PostFormValue("name")
-	res, err := p.core.ApplyState(ctx, p.actor(r, u), st, label, server.WriteOptions{Base: dr.Base, NoWait: true})
-	if err != nil {
-		if server.CodeOf(err) == server.CodeStale {
-			p.draftRefused(w, r, u, dr, err)
-			return
-		}
-		p.fail(w, r, u, err)
-		return
-	}
-	if err := p.drafts.remove(ctx, u.User); err != nil {
-		p.log.Error("panel: delete applied import", "user", u.User, "err", err)
-	}
-	redirect(w, r, "/history", writeSummary("imported "+r.PostFormValue("name"), res))
+	p.applyDraft(w, r, u, label, "imported "+r.PostFormValue("name"))
 }
 
 func (p *Panel) exportDownload(w http.ResponseWriter, r *http.Request, u who) {

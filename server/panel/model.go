@@ -165,116 +165,136 @@ func buildModel(rev int64, st *ipvsmgr.State, sk []ipvsmgr.ServiceKey, dk [][]ip
 		}
 	}
 	matched := 0
-	t := &m.Totals
 	for i := range st.Services {
-		svc := &st.Services[i]
-		row := &svcRow{Index: i, ID: server.ServiceID(svc), Name: svc.Name, Key: sk[i], KeyText: sk[i].String(), Svc: svc,
-			Enabled: svc.IsEnabled(), Known: known, SeriesKey: seriesKeySvc(sk[i])}
-		row.search = strings.ToLower(row.Name + "\x00" + row.KeyText + "\x00" + svc.Address + "\x00" + row.ID)
 		vs := kernel[sk[i]]
 		if vs != nil {
 			matched++
-			row.InKernel, row.Stats = true, vs.Stats
 		}
-		dests := map[ipvsmgr.DestKey]*ipvsmgr.Destination{}
-		if vs != nil {
-			for _, d := range vs.Dests {
-				dests[d.Key] = d
-			}
-		}
-		serving, shouldServe := 0, 0
-		for j := range svc.Servers {
-			rs := &svc.Servers[j]
-			var key ipvsmgr.DestKey
-			if j < len(dk[i]) {
-				key = dk[i][j]
-			}
-			sr := &srvRow{Svc: row, ID: serverID(rs), Name: rs.Name, Addr: key.String(), Server: rs, Health: "unchecked",
-				CfgWeight: rs.EffectiveWeight(), Upper: rs.UpperThreshold, Lower: rs.LowerThreshold, SeriesKey: seriesKeyDest(sk[i], key)}
-			if h := hs[ipvsmgr.ServerRef{Service: sk[i], Server: key}]; h != nil {
-				sr.Health, sr.HealthOf = h.Phase, h
-			}
-			switch {
-			case !rs.IsEnabled():
-				sr.Admin = "disabled"
-			case rs.EffectiveWeight() == 0:
-				sr.Admin = "drained"
-			default:
-				sr.Admin = "enabled"
-			}
-			sr.search = strings.ToLower(sr.Name + "\x00" + sr.Addr + "\x00" + sr.ID)
-			if d := dests[key]; d != nil {
-				sr.InKernel, sr.KWeight, sr.Active, sr.Inactive, sr.Stats = true, d.Weight, d.ActiveConns, d.InactiveConns, d.Stats
-				delete(dests, key)
-			}
-			wantServe := row.Enabled && sr.Admin == "enabled"
-			if wantServe {
-				shouldServe++
-			}
-			sr.Status, sr.Problem = serverStatus(sr, row.Enabled, wantServe, known)
-			if sr.Status == "up" {
-				serving++
-			}
-			row.Active += uint64(sr.Active)
-			row.Inactive += uint64(sr.Inactive)
-			row.Servers = append(row.Servers, sr)
-		}
-		// What the kernel still has that the desired state no longer does: removed servers draining.
-		if vs != nil {
-			for _, d := range vs.Dests {
-				if dests[d.Key] == nil {
-					continue
-				}
-				sr := &srvRow{Svc: row, ID: d.Key.String(), Addr: d.Key.String(), Admin: "removed", Health: "unchecked",
-					InKernel: true, KWeight: d.Weight, Active: d.ActiveConns, Inactive: d.InactiveConns, Stats: d.Stats,
-					SeriesKey: seriesKeyDest(sk[i], d.Key)}
-				sr.Status = "draining"
-				sr.search = strings.ToLower(sr.Addr)
-				row.Active += uint64(sr.Active)
-				row.Inactive += uint64(sr.Inactive)
-				row.Servers = append(row.Servers, sr)
-			}
-		}
-		row.State, row.Problem = serviceState(row, serving, shouldServe)
+		row := serviceRow(i, &st.Services[i], sk[i], dk[i], vs, known, hs)
 		m.Rows = append(m.Rows, row)
 		m.byID[row.ID] = row
-		t.Services++
-		if !row.Enabled {
-			t.ServicesDisabled++
-		}
-		if row.Problem != "" {
-			t.ServicesProblem++
-		}
-		for _, sr := range row.Servers {
-			m.Health.add(sr)
-			t.Servers++
-			switch sr.Status {
-			case "up", "full":
-				t.Up++
-			case "down":
-				t.Down++
-			case "draining":
-				if sr.Admin == "removed" {
-					t.Removing++
-				} else {
-					t.Draining++
-				}
-			case "drained":
-				t.Drained++
-			case "disabled":
-				t.Disabled++
-			}
-		}
-		t.Active += row.Active
-		t.Inactive += row.Inactive
-		t.CPS += row.Stats.CPS
-		t.PPS += row.Stats.InPPS + row.Stats.OutPPS
-		t.BPS += row.Stats.InBPS + row.Stats.OutBPS
+		m.count(row)
 	}
 	if known {
 		m.Foreign = len(snap.Table.Services) - matched
 	}
 	return m
+}
+
+// serviceRow is service i of the desired state matched with vs, the
+// kernel's (nil when it has none): its servers, then the removed ones the
+// kernel still has (retiring: weight 0 until their connections end).
+func serviceRow(i int, svc *ipvsmgr.Service, key ipvsmgr.ServiceKey, dk []ipvsmgr.DestKey, vs *ipvsmgr.VirtualService, known bool,
+	hs map[ipvsmgr.ServerRef]*server.HealthStatus) *svcRow {
+	row := &svcRow{Index: i, ID: server.ServiceID(svc), Name: svc.Name, Key: key, KeyText: key.String(), Svc: svc,
+		Enabled: svc.IsEnabled(), Known: known, SeriesKey: seriesKeySvc(key)}
+	row.search = strings.ToLower(row.Name + "\x00" + row.KeyText + "\x00" + svc.Address + "\x00" + row.ID)
+	dests := map[ipvsmgr.DestKey]*ipvsmgr.Destination{}
+	if vs != nil {
+		row.InKernel, row.Stats = true, vs.Stats
+		for _, d := range vs.Dests {
+			dests[d.Key] = d
+		}
+	}
+	serving, shouldServe := 0, 0
+	for j := range svc.Servers {
+		var dkey ipvsmgr.DestKey
+		if j < len(dk) {
+			dkey = dk[j]
+		}
+		sr := serverRow(row, &svc.Servers[j], dkey, dests[dkey], hs[ipvsmgr.ServerRef{Service: key, Server: dkey}])
+		delete(dests, dkey)
+		wantServe := row.Enabled && sr.Admin == "enabled"
+		if wantServe {
+			shouldServe++
+		}
+		sr.Status, sr.Problem = serverStatus(sr, row.Enabled, wantServe, known)
+		if sr.Status == "up" {
+			serving++
+		}
+		row.add(sr)
+	}
+	if vs != nil {
+		for _, d := range vs.Dests {
+			if dests[d.Key] == nil {
+				continue
+			}
+			sr := &srvRow{Svc: row, ID: d.Key.String(), Addr: d.Key.String(), Admin: "removed", Health: "unchecked",
+				InKernel: true, KWeight: d.Weight, Active: d.ActiveConns, Inactive: d.InactiveConns, Stats: d.Stats,
+				SeriesKey: seriesKeyDest(key, d.Key), Status: "draining"}
+			sr.search = strings.ToLower(sr.Addr)
+			row.add(sr)
+		}
+	}
+	row.State, row.Problem = serviceState(row, serving, shouldServe)
+	return row
+}
+
+// serverRow is one real server of row as configured, with the kernel's
+// destination d (nil when it has none) and its health h (nil: unchecked).
+func serverRow(row *svcRow, rs *ipvsmgr.Server, key ipvsmgr.DestKey, d *ipvsmgr.Destination, h *server.HealthStatus) *srvRow {
+	sr := &srvRow{Svc: row, ID: serverID(rs), Name: rs.Name, Addr: key.String(), Server: rs, Health: "unchecked",
+		CfgWeight: rs.EffectiveWeight(), Upper: rs.UpperThreshold, Lower: rs.LowerThreshold, SeriesKey: seriesKeyDest(row.Key, key)}
+	if h != nil {
+		sr.Health, sr.HealthOf = h.Phase, h
+	}
+	switch {
+	case !rs.IsEnabled():
+		sr.Admin = "disabled"
+	case rs.Drained || rs.EffectiveWeight() == 0:
+		sr.Admin = "drained" // drained, or configured at weight 0
+	default:
+		sr.Admin = "enabled"
+	}
+	sr.search = strings.ToLower(sr.Name + "\x00" + sr.Addr + "\x00" + sr.ID)
+	if d != nil {
+		sr.InKernel, sr.KWeight, sr.Active, sr.Inactive, sr.Stats = true, d.Weight, d.ActiveConns, d.InactiveConns, d.Stats
+	}
+	return sr
+}
+
+// add appends a server row, counting its connections into the service's.
+func (row *svcRow) add(sr *srvRow) {
+	row.Active += uint64(sr.Active)
+	row.Inactive += uint64(sr.Inactive)
+	row.Servers = append(row.Servers, sr)
+}
+
+// count adds a service row to the model's totals.
+func (m *model) count(row *svcRow) {
+	t := &m.Totals
+	t.Services++
+	if !row.Enabled {
+		t.ServicesDisabled++
+	}
+	if row.Problem != "" {
+		t.ServicesProblem++
+	}
+	for _, sr := range row.Servers {
+		m.Health.add(sr)
+		t.Servers++
+		switch sr.Status {
+		case "up", "full":
+			t.Up++
+		case "down":
+			t.Down++
+		case "draining":
+			if sr.Admin == "removed" {
+				t.Removing++
+			} else {
+				t.Draining++
+			}
+		case "drained":
+			t.Drained++
+		case "disabled":
+			t.Disabled++
+		}
+	}
+	t.Active += row.Active
+	t.Inactive += row.Inactive
+	t.CPS += row.Stats.CPS
+	t.PPS += row.Stats.InPPS + row.Stats.OutPPS
+	t.BPS += row.Stats.InBPS + row.Stats.OutBPS
 }
 
 func serverID(rs *ipvsmgr.Server) string {

@@ -395,7 +395,7 @@ func TestDraftsKeptAreStored(t *testing.T) {
 	if _, err := e.st.Draft(ctx, "alice"); err == nil {
 		t.Fatal("discarded in memory only")
 	}
-	if _, err := newDrafts(e.st).get(ctx, "alice"); err == nil {
+	if _, err := newDrafts(e.core).get(ctx, "alice"); err == nil {
 		t.Fatal("a fresh panel finds a discarded draft")
 	}
 }

@@ -11,15 +11,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/auth"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
-// Storage keeps the panel's drafts and chart points (*store.Store is one).
+// Storage keeps the panel's chart points (the core is one).
 type Storage interface {
-	Draft(ctx context.Context, author string) (*store.Draft, error)
-	SaveDraft(ctx context.Context, d *store.Draft) error
-	DeleteDraft(ctx context.Context, author string) error
 	ChartSeries(ctx context.Context, keys []string, seen int64) (map[string]int64, error)
 	ChartSeriesID(ctx context.Context, key string) (int64, error)
 	SaveChartPoints(ctx context.Context, res int, t int64, chunks map[int64][]byte, keepFrom, forgetBefore int64) error
@@ -51,11 +51,8 @@ func New(d Deps) (*Panel, error) {
 	if d.Core == nil || d.Who == nil || d.Login == nil || d.Logout == nil {
 		return nil, errors.New("panel: Core, Who, Login and Logout are required")
 	}
-	p := &Panel{d: d, core: d.Core, storage: d.Storage, log: d.Log, started: d.Started}
-	if p.storage == nil {
-		p.storage = d.Core.Store()
-	}
-	p.drafts, p.holes = newDrafts(p.storage), newHoles()
+	p := &Panel{d: d, core: d.Core, storage: d.Core, log: d.Log, started: d.Started}
+	p.drafts, p.holes = newDrafts(d.Core), newHoles()
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -80,9 +77,19 @@ func New(d Deps) (*Panel, error) {
 // not among them), with the panel's security headers and cross-origin
 // protection. Pages need a logged-in user (Who) except /login and /static/.
 func (p *Panel) Routes() http.Handler {
-	mux := http.NewServeMux()
-	p.routes(mux)
-	return securityHeaders(http.NewCrossOriginProtection().Handler(mux))
+	r := chi.NewRouter()
+	for _, rt := range p.RouteTable() {
+		r.Method(rt.Method, rt.Pattern, rt.Handler)
+	}
+	r.NotFound(p.NotFound)
+	return r
+}
+
+// NotFound is the panel's page for a path it has not.
+func (p *Panel) NotFound(w http.ResponseWriter, r *http.Request) {
+	securityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "404 page not found", http.StatusNotFound)
+	})).ServeHTTP(w, r)
 }
 
 // securityHeaders: no inline scripts, no framing, no sniffing.
@@ -131,6 +138,12 @@ func (p *Panel) need(min string, h func(http.ResponseWriter, *http.Request, who)
 	}
 }
 
+// needTo wraps a handler that makes action: its least role is the core's
+// (server.Policy), the one the API's route and the core's own check use.
+func (p *Panel) needTo(action string, h func(http.ResponseWriter, *http.Request, who)) http.HandlerFunc {
+	return p.need(server.RoleFor(action).String(), h)
+}
+
 func (p *Panel) actor(r *http.Request, u who) server.Actor {
 	addr := ""
 	if p.d.ClientAddr != nil {
@@ -138,7 +151,11 @@ func (p *Panel) actor(r *http.Request, u who) server.Actor {
 	} else if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 		addr = host
 	}
-	return server.Actor{Name: u.User, Via: "panel", Addr: addr}
+	role, err := auth.ParseRole(u.Role)
+	if err != nil {
+		role = auth.Public // a role the panel does not know may do nothing
+	}
+	return server.Actor{Name: u.User, Via: "panel", Addr: addr, Role: role}
 }
 
 // bufPool holds render buffers: a page is rendered whole before any byte is

@@ -161,7 +161,11 @@ func (p *Panel) redundancySave(w http.ResponseWriter, r *http.Request, u who) {
 	if red == nil {
 		label = "redundancy removed"
 	}
-	msg, err := p.commit(ctx, r, u, p.settingsChange(label, func(s *ipvsmgr.Settings) { s.Redundancy = red }), d.Base)
+	patch := server.SettingsPatch{Redundancy: red}
+	if red == nil {
+		patch.Redundancy = &ipvsmgr.Redundancy{} // empty: removes it
+	}
+	msg, err := p.commit(ctx, r, u, label, server.SettingsEdit(patch), d.Base)
 	if err != nil {
 		switch server.CodeOf(err) {
 		case server.CodeInvalid, server.CodeBadInput, server.CodeMalformed:

@@ -1,6 +1,42 @@
 package panel
 
-func (p *Panel) routes(mux handleFuncer) {
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// Route is one panel page or action: its method, its path pattern (chi's,
+// the daemon's one router: {name} a segment, * the rest), and whether it is
+// public (no login: the login page and the assets).
+type Route struct {
+	Method, Pattern string
+	Public          bool
+	Handler         http.Handler
+}
+
+// RouteTable is every panel route, each with the panel's security headers
+// and cross-origin protection. The daemon registers them in its one router
+// beside the API's (package httpd); Routes serves them alone.
+func (p *Panel) RouteTable() []Route {
+	var out []Route
+	wrap := func(h http.Handler) http.Handler {
+		return securityHeaders(http.NewCrossOriginProtection().Handler(unescapePath(h)))
+	}
+	p.routes(func(pattern string, h http.HandlerFunc) {
+		method, path, _ := strings.Cut(pattern, " ")
+		path = strings.ReplaceAll(path, "{name...}", "*")
+		path = strings.TrimSuffix(path, "{$}")
+		public := path == "/login" || path == "/logout" || strings.HasPrefix(path, "/static/")
+		out = append(out, Route{Method: method, Pattern: path, Public: public, Handler: wrap(h)})
+	})
+	return out
+}
+
+func (p *Panel) routes(handle func(pattern string, h http.HandlerFunc)) {
+	mux := muxFunc(handle)
 	const V, O, A = RoleViewer, RoleOperator, RoleAdmin
 	mux.HandleFunc("GET /static/{hash}/{name...}", p.assets.serve)
 	mux.HandleFunc("GET /login", p.loginShow)
@@ -10,48 +46,48 @@ func (p *Panel) routes(mux handleFuncer) {
 	mux.HandleFunc("GET /{$}", p.need(V, p.overviewShow))
 	mux.HandleFunc("GET /live", p.need(V, p.liveShow))
 	mux.HandleFunc("GET /live/rows", p.need(V, p.liveRows))
-	mux.HandleFunc("POST /actions", p.need(O, p.actionsSubmit))
+	mux.HandleFunc("POST /actions", p.needTo("rs drain", p.actionsSubmit))
 	mux.HandleFunc("GET /addresses/{addr}", p.need(V, p.addressShow))
 
 	mux.HandleFunc("GET /services", p.need(V, p.serviceList))
-	mux.HandleFunc("GET /services/new", p.need(A, p.serviceNew))
-	mux.HandleFunc("POST /services", p.need(A, p.serviceCreate))
+	mux.HandleFunc("GET /services/new", p.needTo("vs add", p.serviceNew))
+	mux.HandleFunc("POST /services", p.needTo("vs add", p.serviceCreate))
 	mux.HandleFunc("GET /services/{id}", p.need(V, p.serviceShow))
-	mux.HandleFunc("GET /services/{id}/edit", p.need(A, p.serviceEdit))
-	mux.HandleFunc("POST /services/{id}", p.need(A, p.serviceSave))
-	mux.HandleFunc("POST /services/{id}/enable", p.need(O, p.serviceEnable))
-	mux.HandleFunc("POST /services/{id}/disable", p.need(O, p.serviceDisable))
-	mux.HandleFunc("POST /services/{id}/delete", p.need(A, p.serviceDelete))
+	mux.HandleFunc("GET /services/{id}/edit", p.needTo("vs set", p.serviceEdit))
+	mux.HandleFunc("POST /services/{id}", p.needTo("vs set", p.serviceSave))
+	mux.HandleFunc("POST /services/{id}/enable", p.needTo("vs enable", p.serviceEnable))
+	mux.HandleFunc("POST /services/{id}/disable", p.needTo("vs disable", p.serviceDisable))
+	mux.HandleFunc("POST /services/{id}/delete", p.needTo("vs rm", p.serviceDelete))
 
-	mux.HandleFunc("GET /services/{id}/servers/new", p.need(A, p.serverNew))
-	mux.HandleFunc("POST /services/{id}/servers", p.need(A, p.serverCreate))
+	mux.HandleFunc("GET /services/{id}/servers/new", p.needTo("rs add", p.serverNew))
+	mux.HandleFunc("POST /services/{id}/servers", p.needTo("rs add", p.serverCreate))
 	mux.HandleFunc("GET /services/{id}/servers/{sid}", p.need(V, p.serverShow))
-	mux.HandleFunc("GET /services/{id}/servers/{sid}/edit", p.need(O, p.serverEdit))
-	mux.HandleFunc("POST /services/{id}/servers/{sid}", p.need(O, p.serverSave))
-	mux.HandleFunc("POST /services/{id}/servers/{sid}/check", p.need(O, p.serverCheck))
-	mux.HandleFunc("POST /services/{id}/servers/{sid}/{action}", p.need(O, p.serverAction))
-	mux.HandleFunc("GET /services/{id}/servers/{sid}/why", p.need(V, p.whyShow))
+	mux.HandleFunc("GET /services/{id}/servers/{sid}/edit", p.needTo("rs set", p.serverEdit))
+	mux.HandleFunc("POST /services/{id}/servers/{sid}", p.needTo("rs set", p.serverSave))
+	mux.HandleFunc("POST /services/{id}/servers/{sid}/check", p.needTo("rs check", p.serverCheck))
+	mux.HandleFunc("POST /services/{id}/servers/{sid}/{action}", p.needTo("rs drain", p.serverAction))
+	mux.HandleFunc("GET /services/{id}/servers/{sid}/why", p.needTo("why", p.whyShow))
 
 	mux.HandleFunc("GET /settings", p.need(V, p.settingsShow))
-	mux.HandleFunc("POST /settings", p.need(A, p.settingsSave))
-	mux.HandleFunc("POST /settings/redundancy", p.need(A, p.redundancySave))
-	mux.HandleFunc("POST /settings/node", p.need(A, p.nodeSave))
+	mux.HandleFunc("POST /settings", p.needTo("settings", p.settingsSave))
+	mux.HandleFunc("POST /settings/redundancy", p.needTo("settings", p.redundancySave))
+	mux.HandleFunc("POST /settings/node", p.needTo("node set", p.nodeSave))
 
-	mux.HandleFunc("GET /draft", p.need(V, p.draftShow))
-	mux.HandleFunc("POST /draft/start", p.need(A, p.draftStart))
-	mux.HandleFunc("POST /draft/apply", p.need(A, p.draftApply))
-	mux.HandleFunc("POST /draft/discard", p.need(A, p.draftDiscard))
+	mux.HandleFunc("GET /draft", p.needTo("draft show", p.draftShow))
+	mux.HandleFunc("POST /draft/start", p.needTo("draft stage", p.draftStart))
+	mux.HandleFunc("POST /draft/apply", p.needTo("draft apply", p.draftApply))
+	mux.HandleFunc("POST /draft/discard", p.needTo("draft discard", p.draftDiscard))
 
 	mux.HandleFunc("GET /history", p.need(V, p.historyList))
 	mux.HandleFunc("GET /history/{rev}", p.need(V, p.historyShow))
-	mux.HandleFunc("POST /history/{rev}/rollback", p.need(A, p.historyRollback))
+	mux.HandleFunc("POST /history/{rev}/rollback", p.needTo("rollback", p.historyRollback))
 
 	mux.HandleFunc("GET /realservers", p.need(V, p.realserversShow))
-	mux.HandleFunc("POST /realservers/verify", p.need(A, p.realserversVerify))
+	mux.HandleFunc("POST /realservers/verify", p.needTo("realserver", p.realserversVerify))
 
 	mux.HandleFunc("GET /import", p.need(V, p.importShow))
-	mux.HandleFunc("POST /import", p.need(A, p.importPreview))
-	mux.HandleFunc("POST /import/apply", p.need(A, p.importApply))
+	mux.HandleFunc("POST /import", p.needTo("import", p.importPreview))
+	mux.HandleFunc("POST /import/apply", p.needTo("import", p.importApply))
 	mux.HandleFunc("GET /export", p.need(V, p.exportDownload))
 
 	mux.HandleFunc("GET /account", p.need(V, p.accountShow))
@@ -63,3 +99,24 @@ func (p *Panel) routes(mux handleFuncer) {
 	mux.HandleFunc("POST /tokens/{id}/revoke", p.need(A, p.tokenRevoke))
 	mux.HandleFunc("GET /audit", p.need(A, p.auditShow))
 }
+
+// unescapePath gives the handler its path values decoded, as a ServeMux
+// would: chi matches an escaped path on its raw form (a service named
+// "a/b" is /services/a%2Fb).
+func unescapePath(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rc := chi.RouteContext(r.Context()); rc != nil && r.URL.RawPath != "" {
+			for i, k := range rc.URLParams.Keys {
+				if v, err := url.PathUnescape(rc.URLParams.Values[i]); err == nil {
+					r.SetPathValue(k, v)
+				}
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// muxFunc gives the route list its HandleFunc.
+type muxFunc func(pattern string, h http.HandlerFunc)
+
+func (f muxFunc) HandleFunc(pattern string, h http.HandlerFunc) { f(pattern, h) }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
@@ -76,20 +75,7 @@ func (p *Panel) serverCreate(w http.ResponseWriter, r *http.Request, u who) {
 		p.showServerForm(w, r, u, http.StatusUnprocessableEntity, d)
 		return
 	}
-	msg, err := p.commit(ctx, r, u, change{
-		label: "add real server " + serverID(&rs) + " to " + svcID,
-		edit: func(st *ipvsmgr.State) error {
-			i, err := server.FindService(st, svcID)
-			if err != nil {
-				return err
-			}
-			st.Services[i].Servers = append(st.Services[i].Servers, rs)
-			return nil
-		},
-		direct: func(ctx context.Context, a server.Actor, o server.WriteOptions) (*server.WriteResult, error) {
-			return p.core.AddServer(ctx, a, svcID, rs, o)
-		},
-	}, d.Base)
+	msg, err := p.commit(ctx, r, u, "add real server "+serverID(&rs)+" to "+svcID, server.AddServerEdit(svcID, rs), d.Base)
 	if err != nil {
 		p.formFailed(w, r, u, err, f, true, func(status int) { p.showServerForm(w, r, u, status, d) })
 		return
@@ -231,24 +217,7 @@ func (p *Panel) serverSave(w http.ResponseWriter, r *http.Request, u who) {
 	if !u.CanAdmin() {
 		patch = server.ServerPatch{Weight: rs.Weight, Health: &rs.Health} // an operator changes weights and forces health, nothing else
 	}
-	msg, err := p.commit(ctx, r, u, change{
-		label: "edit real server " + sid + " of " + svcID,
-		edit: func(st *ipvsmgr.State) error {
-			i, err := server.FindService(st, svcID)
-			if err != nil {
-				return err
-			}
-			j, err := server.FindServer(&st.Services[i], sid)
-			if err != nil {
-				return err
-			}
-			patch.ApplyTo(&st.Services[i].Servers[j])
-			return nil
-		},
-		direct: func(ctx context.Context, a server.Actor, o server.WriteOptions) (*server.WriteResult, error) {
-			return p.core.PatchServer(ctx, a, svcID, sid, patch, o)
-		},
-	}, d.Base)
+	msg, err := p.commit(ctx, r, u, "edit real server "+sid+" of "+svcID, server.PatchServerEdit(svcID, sid, patch), d.Base)
 	if err != nil {
 		p.formFailed(w, r, u, err, f, true, func(status int) { p.showServerForm(w, r, u, status, d) })
 		return
@@ -268,29 +237,8 @@ func (p *Panel) serverSave(w http.ResponseWriter, r *http.Request, u who) {
 func (p *Panel) serverAction(w http.ResponseWriter, r *http.Request, u who) {
 	ctx := r.Context()
 	svcID, sid, action := r.PathValue("id"), r.PathValue("sid"), r.PathValue("action")
-	if action == "delete" {
-		if !u.CanAdmin() {
-			p.renderError(w, r, u, http.StatusForbidden, "Removing a real server needs the admin role.")
-			return
-		}
-		msg, err := p.commit(ctx, r, u, change{
-			label: "remove real server " + sid + " from " + svcID,
-			edit: func(st *ipvsmgr.State) error {
-				i, err := server.FindService(st, svcID)
-				if err != nil {
-					return err
-				}
-				j, err := server.FindServer(&st.Services[i], sid)
-				if err != nil {
-					return err
-				}
-				st.Services[i].Servers = append(st.Services[i].Servers[:j], st.Services[i].Servers[j+1:]...)
-				return nil
-			},
-			direct: func(ctx context.Context, a server.Actor, o server.WriteOptions) (*server.WriteResult, error) {
-				return p.core.RemoveServer(ctx, a, svcID, sid, o)
-			},
-		}, baseOf(r))
+	if action == "delete" { // an admin's (the core refuses an operator)
+		msg, err := p.commit(ctx, r, u, "remove real server "+sid+" from "+svcID, server.RemoveServerEdit(svcID, sid), baseOf(r))
 		if err != nil {
 			p.writeFailed(w, r, u, err)
 			return
@@ -315,97 +263,29 @@ func validAction(a string) bool { return a == "drain" || a == "enable" || a == "
 // target names one real server of one virtual service.
 type target struct{ svc, server string }
 
-// act applies one action to real servers, as one revision: drain sets the
-// weight to 0; disable takes a server out of the kernel (drained first);
-// enable puts it back, and gives a drained server back its last non-zero
-// weight from the recent history (1 if none is found).
+// act makes one action on real servers, as one revision, through the core's
+// edits: drain (weight 0 in the kernel, the configured weight kept), enable
+// (ready again at the configured weight), disable (out of the kernel).
 func (p *Panel) act(ctx context.Context, r *http.Request, u who, action string, ts []target) (string, error) {
 	if len(ts) == 0 {
 		return "", &server.Error{Code: server.CodeBadInput, Msg: "no real server selected"}
 	}
-	st, rev, err := p.core.State(ctx)
-	if err != nil {
-		return "", err
-	}
-	var restored []string
+	edits := make([]server.Edit, 0, len(ts))
 	for _, t := range ts {
-		i, err := server.FindService(st, t.svc)
-		if err != nil {
-			return "", err
-		}
-		j, err := server.FindServer(&st.Services[i], t.server)
-		if err != nil {
-			return "", err
-		}
-		rs := &st.Services[i].Servers[j]
 		switch action {
 		case "drain":
-			zero := 0
-			rs.Weight = &zero
-		case "disable":
-			off := false
-			rs.Enabled = &off
-		case "enable":
-			on := true
-			rs.Enabled = &on
-			if rs.EffectiveWeight() == 0 {
-				w, from := p.lastWeight(ctx, t.svc, t.server)
-				rs.Weight = &w
-				restored = append(restored, fmt.Sprintf("%s weight %d%s", t.server, w, from))
-			}
+			edits = append(edits, server.DrainServerEdit(t.svc, t.server))
+		default:
+			edits = append(edits, server.ServerEnabledEdit(t.svc, t.server, action == "enable"))
 		}
 	}
 	label := fmt.Sprintf("%s %d real server(s)", action, len(ts))
 	if len(ts) == 1 {
 		label = fmt.Sprintf("rs %s %s %s", action, ts[0].svc, ts[0].server)
 	}
-	res, err := p.core.ApplyState(ctx, p.actor(r, u), st, label, server.WriteOptions{Base: rev, NoWait: true})
+	res, err := p.core.Write(ctx, p.actor(r, u), server.WriteOptions{NoWait: true}, edits...)
 	if err != nil {
 		return "", err
 	}
-	msg := writeSummary(label, res)
-	if len(restored) > 0 {
-		msg += "; restored " + joinShort(restored)
-	}
-	return msg, nil
-}
-
-func joinShort(ss []string) string {
-	if len(ss) > 5 {
-		return fmt.Sprintf("%s and %d more", joinShort(ss[:5]), len(ss)-5)
-	}
-	out := ""
-	for i, s := range ss {
-		if i > 0 {
-			out += ", "
-		}
-		out += s
-	}
-	return out
-}
-
-// lastWeight finds a real server's last non-zero weight in the 20 latest revisions.
-func (p *Panel) lastWeight(ctx context.Context, svcID, sid string) (int, string) {
-	revs, err := p.core.History(ctx, 20)
-	if err != nil {
-		return 1, ""
-	}
-	for _, rv := range revs {
-		full, err := p.core.Store().Revision(ctx, rv.ID)
-		if err != nil {
-			continue
-		}
-		i, err := server.FindService(full.State, svcID)
-		if err != nil {
-			continue
-		}
-		j, err := server.FindServer(&full.State.Services[i], sid)
-		if err != nil {
-			continue
-		}
-		if w := full.State.Services[i].Servers[j].EffectiveWeight(); w > 0 {
-			return w, " (from revision " + strconv.FormatInt(rv.ID, 10) + ")"
-		}
-	}
-	return 1, " (no earlier weight found)"
+	return writeSummary(label, res), nil
 }

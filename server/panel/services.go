@@ -1,7 +1,6 @@
 package panel
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -135,19 +134,7 @@ func (p *Panel) serviceCreate(w http.ResponseWriter, r *http.Request, u who) {
 		p.showServiceForm(w, r, u, http.StatusUnprocessableEntity, "service_new", d)
 		return
 	}
-	msg, err := p.commit(ctx, r, u, change{
-		label: "add virtual service " + svc.Name,
-		edit: func(st *ipvsmgr.State) error {
-			if _, err := server.FindService(st, svc.Name); err == nil {
-				return &ipvsmgr.ValidationError{Problems: []ipvsmgr.Problem{{Field: "name", Message: strconv.Quote(svc.Name) + " is already a virtual service"}}}
-			}
-			st.Services = append(st.Services, svc)
-			return nil
-		},
-		direct: func(ctx context.Context, a server.Actor, o server.WriteOptions) (*server.WriteResult, error) {
-			return p.core.AddService(ctx, a, svc, o)
-		},
-	}, d.Base)
+	msg, err := p.commit(ctx, r, u, "add virtual service "+svc.Name, server.AddServiceEdit(svc), d.Base)
 	if err != nil {
 		p.formFailed(w, r, u, err, f, false, func(status int) { p.showServiceForm(w, r, u, status, "service_new", d) })
 		return
@@ -250,20 +237,7 @@ func (p *Panel) serviceSave(w http.ResponseWriter, r *http.Request, u who) {
 		return
 	}
 	patch := patchOf(&svc)
-	msg, err := p.commit(ctx, r, u, change{
-		label: "edit virtual service " + id,
-		edit: func(st *ipvsmgr.State) error {
-			i, err := server.FindService(st, id)
-			if err != nil {
-				return err
-			}
-			patch.ApplyTo(&st.Services[i])
-			return nil
-		},
-		direct: func(ctx context.Context, a server.Actor, o server.WriteOptions) (*server.WriteResult, error) {
-			return p.core.PatchService(ctx, a, id, patch, o)
-		},
-	}, d.Base)
+	msg, err := p.commit(ctx, r, u, "edit virtual service "+id, server.PatchServiceEdit(id, patch), d.Base)
 	if err != nil {
 		p.formFailed(w, r, u, err, f, false, func(status int) { p.showServiceForm(w, r, u, status, "service_edit", d) })
 		return
@@ -286,20 +260,7 @@ func (p *Panel) serviceDisable(w http.ResponseWriter, r *http.Request, u who) {
 func (p *Panel) serviceSetEnabled(w http.ResponseWriter, r *http.Request, u who, on bool) {
 	ctx := r.Context()
 	id := r.PathValue("id")
-	msg, err := p.commit(ctx, r, u, change{
-		label: enableWord(on) + " virtual service " + id,
-		edit: func(st *ipvsmgr.State) error {
-			i, err := server.FindService(st, id)
-			if err != nil {
-				return err
-			}
-			st.Services[i].Enabled = &on
-			return nil
-		},
-		direct: func(ctx context.Context, a server.Actor, o server.WriteOptions) (*server.WriteResult, error) {
-			return p.core.SetServiceEnabled(ctx, a, id, on, o)
-		},
-	}, baseOf(r))
+	msg, err := p.commit(ctx, r, u, enableWord(on)+" virtual service "+id, server.ServiceEnabledEdit(id, on), baseOf(r))
 	if err != nil {
 		p.writeFailed(w, r, u, err)
 		return
@@ -310,20 +271,7 @@ func (p *Panel) serviceSetEnabled(w http.ResponseWriter, r *http.Request, u who,
 func (p *Panel) serviceDelete(w http.ResponseWriter, r *http.Request, u who) {
 	ctx := r.Context()
 	id := r.PathValue("id")
-	msg, err := p.commit(ctx, r, u, change{
-		label: "remove virtual service " + id,
-		edit: func(st *ipvsmgr.State) error {
-			i, err := server.FindService(st, id)
-			if err != nil {
-				return err
-			}
-			st.Services = append(st.Services[:i], st.Services[i+1:]...)
-			return nil
-		},
-		direct: func(ctx context.Context, a server.Actor, o server.WriteOptions) (*server.WriteResult, error) {
-			return p.core.RemoveService(ctx, a, id, o)
-		},
-	}, baseOf(r))
+	msg, err := p.commit(ctx, r, u, "remove virtual service "+id, server.RemoveServiceEdit(id), baseOf(r))
 	if err != nil {
 		p.writeFailed(w, r, u, err)
 		return

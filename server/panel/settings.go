@@ -1,7 +1,6 @@
 package panel
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 
@@ -84,16 +83,15 @@ func (p *Panel) settingsSave(w http.ResponseWriter, r *http.Request, u who) {
 		f.Values[k] = r.PostFormValue(k)
 	}
 	// The form's fields only: the rest of the settings (redundancy) stays.
-	set := func(s *ipvsmgr.Settings) {
-		s.Network, s.TCPTimeout, s.TCPFinTimeout = f.V("network"), f.intField("tcp_timeout"), f.intField("tcpfin_timeout")
-		s.UDPTimeout, s.KeepForeignServices, s.DrainTimeout = f.intField("udp_timeout"), f.V("keep_foreign_services") != "", f.intField("drain_timeout")
-	}
+	network, keep := f.V("network"), f.V("keep_foreign_services") != ""
+	tcp, fin, udp, retire := f.intField("tcp_timeout"), f.intField("tcpfin_timeout"), f.intField("udp_timeout"), f.intField("drain_timeout")
+	patch := server.SettingsPatch{Network: &network, TCPTimeout: &tcp, TCPFinTimeout: &fin, UDPTimeout: &udp, KeepForeignServices: &keep, DrainTimeout: &retire}
 	d := &settingsData{Form: f, Base: baseOf(r), Drafted: p.staging(ctx, r, u)}
 	if f.Invalid() {
 		p.showSettings(w, r, u, http.StatusUnprocessableEntity, d)
 		return
 	}
-	msg, err := p.commit(ctx, r, u, p.settingsChange("settings", set), d.Base)
+	msg, err := p.commit(ctx, r, u, "settings", server.SettingsEdit(patch), d.Base)
 	if err != nil {
 		if server.CodeOf(err) == server.CodeInvalid {
 			f.takeErr(err, false, settingsFields)
@@ -104,26 +102,4 @@ func (p *Panel) settingsSave(w http.ResponseWriter, r *http.Request, u who) {
 		return
 	}
 	redirect(w, r, "/settings", msg)
-}
-
-// settingsChange is a change of the settings that set makes, staged or as
-// one revision of the whole state with only those settings changed: each
-// form on the page sets its own fields and keeps the rest (the services,
-// the other form's settings).
-func (p *Panel) settingsChange(label string, set func(*ipvsmgr.Settings)) change {
-	return change{
-		label: label,
-		edit:  func(st *ipvsmgr.State) error { set(&st.Settings); return nil },
-		direct: func(ctx context.Context, a server.Actor, o server.WriteOptions) (*server.WriteResult, error) {
-			st, rev, err := p.core.State(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if o.Base == 0 {
-				o.Base = rev
-			}
-			set(&st.Settings)
-			return p.core.ApplyState(ctx, a, st, label, o)
-		},
-	}
 }

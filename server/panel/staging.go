@@ -3,7 +3,6 @@ package panel
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
@@ -11,16 +10,10 @@ import (
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
-// A change from a form goes either straight to the core (one revision,
-// refused if the state moved since the form was drawn) or into the user's
-// draft: a whole document in SQLite (per user, so that it survives a
-// restart and the session's end, and the auth package's sessions stay its
-// own), applied later as one revision with the draft's base.
-type change struct {
-	label  string
-	edit   func(st *ipvsmgr.State) error // on a draft
-	direct func(ctx context.Context, a server.Actor, o server.WriteOptions) (*server.WriteResult, error)
-}
+// A change from a form is one of the core's edits (server.Edit, the same a
+// CLI verb or an API call makes): it goes either straight to the core (one
+// revision, refused if the state moved since the form was drawn) or into
+// the user's draft (Core.StageEdits), applied later as one revision.
 
 // staging reports whether the user's edits go to a draft: they have one,
 // or the form asked to start one.
@@ -35,66 +28,28 @@ func (p *Panel) staging(ctx context.Context, r *http.Request, u who) bool {
 	return err == nil
 }
 
-// commit makes c, staged or direct; msg says what happened.
-func (p *Panel) commit(ctx context.Context, r *http.Request, u who, c change, base int64) (msg string, err error) {
-	if p.staging(ctx, r, u) && c.edit != nil {
-		d, st, err := p.loadDraft(ctx, u, true)
-		if err != nil {
+// commit makes e, staged or direct; msg says what happened (label first).
+func (p *Panel) commit(ctx context.Context, r *http.Request, u who, label string, e server.Edit, base int64) (msg string, err error) {
+	a := p.actor(r, u)
+	if p.staging(ctx, r, u) {
+		if err := p.drafts.write(u.User, func() (*store.Draft, error) { return p.core.StageEdits(ctx, a, e) }); err != nil {
 			return "", err
 		}
-		if err := c.edit(st); err != nil {
-			return "", err
-		}
-		if _, err := ipvsmgr.Compile(st); err != nil {
-			return "", err
-		}
-		if d.Doc, err = store.Encode(st); err != nil {
-			return "", err
-		}
-		if err := p.drafts.save(ctx, d); err != nil {
-			return "", err
-		}
-		return c.label + ": staged in your draft (not applied yet)", nil
+		return label + ": staged in your draft (not applied yet)", nil
 	}
-	res, err := c.direct(ctx, p.actor(r, u), server.WriteOptions{Base: base, NoWait: true})
+	res, err := p.core.Write(ctx, a, server.WriteOptions{Base: base, NoWait: true}, e)
 	if err != nil {
 		return "", err
 	}
-	return writeSummary(c.label, res), nil
-}
-
-// loadDraft returns the user's draft and its state; create makes one from
-// the current state when there is none.
-func (p *Panel) loadDraft(ctx context.Context, u who, create bool) (*store.Draft, *ipvsmgr.State, error) {
-	d, err := p.drafts.get(ctx, u.User)
-	if errors.Is(err, store.ErrNotFound) && create {
-		st, rev, err := p.core.State(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		doc, err := store.Encode(st)
-		if err != nil {
-			return nil, nil, err
-		}
-		d = &store.Draft{Author: u.User, Base: rev, Doc: doc}
-		return d, st, nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := ipvsmgr.DecodeState(bytes.NewReader(d.Doc))
-	if err != nil {
-		return nil, nil, err
-	}
-	return d, st, nil
+	return writeSummary(label, res), nil
 }
 
 // desired is the state the configuration screens show the user: their
 // draft's when they have one, else the stored one.
 func (p *Panel) desired(ctx context.Context, u who) (st *ipvsmgr.State, rev int64, drafted bool, err error) {
 	if u.CanAdmin() {
-		if _, err := p.drafts.get(ctx, u.User); err == nil {
-			_, st, err := p.loadDraft(ctx, u, false)
+		if d, err := p.drafts.get(ctx, u.User); err == nil {
+			st, err := ipvsmgr.DecodeState(bytes.NewReader(d.Doc))
 			if err != nil {
 				return nil, 0, false, err
 			}

@@ -216,7 +216,7 @@ func (a *assets) url(name string) (string, error) {
 // serve answers /static/{hash}/{name...}: immutable under its hash; an old
 // hash gets the current file without the long cache.
 func (a *assets) serve(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
+	name := r.PathValue("*") // the rest of the path
 	b, ok := a.files[name]
 	if !ok {
 		http.NotFound(w, r)

@@ -4,9 +4,13 @@ package servertest
 
 import (
 	"context"
+	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,7 +89,7 @@ func Start(t testing.TB, with ...Option) *Rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Panel = pnl.Routes()
+	opts.Panel = pnl
 	h, err := httpd.Handler(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -115,4 +119,58 @@ func Start(t testing.TB, with ...Option) *Rig {
 		st.Close()
 	})
 	return g
+}
+
+// PanelLogin logs user in through the panel's login form and returns its
+// session cookie.
+func (g *Rig) PanelLogin(t testing.TB, user string) *http.Cookie {
+	t.Helper()
+	resp, _ := g.Panel(t, nil, "POST", "/login", url.Values{"user": {user}, "password": {g.Password}})
+	for _, c := range resp.Cookies() {
+		if c.Name == auth.CookieName && c.Value != "" {
+			return c
+		}
+	}
+	t.Fatalf("login as %s: %s, no session cookie", user, resp.Status)
+	return nil
+}
+
+// Panel sends a panel request (a form when form is not nil) with the session
+// cookie, if any, and does not follow a redirect.
+func (g *Rig) Panel(t testing.TB, cookie *http.Cookie, method, path string, form url.Values) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, g.URL+path, strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/html")
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if cookie != nil {
+		req.AddCookie(cookie)
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+// API sends an API request with role's token.
+func (g *Rig) API(t testing.TB, role auth.Role, method, path, body string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, g.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+g.Tokens[role])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
 }

@@ -51,3 +51,23 @@ func (s *Store) DeleteDraft(ctx context.Context, author string) error {
 	}
 	return nil
 }
+
+// Drafts lists every draft (without documents), by author.
+func (s *Store) Drafts(ctx context.Context) ([]Draft, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT author, base, updated_at FROM panel_drafts ORDER BY author`)
+	if err != nil {
+		return nil, fmt.Errorf("list drafts: %w", busy(err))
+	}
+	defer rows.Close()
+	var out []Draft
+	for rows.Next() {
+		var d Draft
+		var at string
+		if err := rows.Scan(&d.Author, &d.Base, &at); err != nil {
+			return nil, fmt.Errorf("list drafts: %w", err)
+		}
+		d.Updated, _ = time.Parse(time.RFC3339Nano, at)
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}

@@ -121,6 +121,13 @@ func (s *Store) migrateOne(ctx context.Context, all []migrations.Migration) (don
 	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 		return false, fmt.Errorf("migration %04d_%s: %w", m.Version, m.Name, err)
 	}
+	if convert := s.conversions()[m.Version]; convert != nil {
+		// A step the SQL cannot make (the documents' contents), in the same
+		// transaction: a crash leaves the database before the step or after it.
+		if err := convert(ctx, tx); err != nil {
+			return false, fmt.Errorf("migration %04d_%s: %w", m.Version, m.Name, err)
+		}
+	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
 		m.Version, m.Name, time.Now().UTC().Format(time.RFC3339)); err != nil {
 		return false, fmt.Errorf("record migration %04d_%s: %w", m.Version, m.Name, err)
@@ -254,12 +261,24 @@ func JoinServices(st *ipvsmgr.State, services [][]byte) ([]byte, error) {
 // against this one (ReverseDelta), made by a caller that has both split
 // already (StoredState.ChangesTo); without it the store makes it.
 func (s *Store) CommitDocument(ctx context.Context, base int64, docBytes, prevDelta []byte, author, via, summary string) (rev int64, changed bool, err error) {
-	doc := string(docBytes)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, false, fmt.Errorf("store desired state: %w", busy(err))
 	}
 	defer tx.Rollback()
+	rev, changed, err = commitTx(ctx, tx, base, docBytes, prevDelta, author, via, summary)
+	if err != nil || !changed {
+		return rev, changed, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, false, fmt.Errorf("store desired state: %w", busy(err))
+	}
+	return rev, true, nil
+}
+
+// commitTx is CommitDocument in tx.
+func commitTx(ctx context.Context, tx *sql.Tx, base int64, docBytes, prevDelta []byte, author, via, summary string) (rev int64, changed bool, err error) {
+	doc := string(docBytes)
 	var cur int64
 	var same bool
 	var kind int
@@ -301,11 +320,8 @@ func (s *Store) CommitDocument(ctx context.Context, base int64, docBytes, prevDe
 			return 0, false, fmt.Errorf("store desired state: %w", busy(err))
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return 0, false, fmt.Errorf("store desired state: %w", busy(err))
-	}
 	rev, err = res.LastInsertId()
-	return rev, true, err
+	return rev, err == nil, err
 }
 
 // Update applies change to the current state and commits the result; when

@@ -8,9 +8,11 @@ import (
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
-// API is every call the CLI makes: the Core in this process, or a daemon's
-// over HTTP (package client), with the same results and the same errors.
-type API interface {
+// Director is the director the CLI talks to: every call its verbs make,
+// answered by the Core in this process or by a daemon's over HTTP (package
+// client), with the same results and the same errors. (It is not the HTTP
+// API: that is package httpd, one of the two ways to serve it.)
+type Director interface {
 	Accounts // users and tokens (core_users.go)
 	Charts(ctx context.Context, q ChartQuery) (*ChartSeries, error)
 	State(ctx context.Context) (*ipvsmgr.State, int64, error)
@@ -25,6 +27,13 @@ type API interface {
 	RemoveServer(ctx context.Context, a Actor, svcID, id string, o WriteOptions) (*WriteResult, error)
 	DrainServer(ctx context.Context, a Actor, svcID, id string, o WriteOptions) (*WriteResult, error)
 	SetServerEnabled(ctx context.Context, a Actor, svcID, id string, on bool, o WriteOptions) (*WriteResult, error)
+	SetSettings(ctx context.Context, a Actor, p SettingsPatch, o WriteOptions) (*WriteResult, error)
+	Why(ctx context.Context, svcID, id string) (*Why, error)
+	Drafts(ctx context.Context) ([]DraftInfo, error)
+	DraftDocument(ctx context.Context, author string) ([]byte, error)
+	DiffDraft(ctx context.Context, author string) (*DraftDiff, error)
+	ApplyDraft(ctx context.Context, a Actor, label string, o WriteOptions) (*WriteResult, error)
+	DiscardDraft(ctx context.Context, a Actor) error
 	Rollback(ctx context.Context, a Actor, rev int64, o WriteOptions) (*WriteResult, error)
 	Diff(ctx context.Context, doc io.Reader) (*DiffResult, error)
 	Status(ctx context.Context) (*StatusView, error)
@@ -39,4 +48,4 @@ type API interface {
 	PrepareRealServers(ctx context.Context, a Actor, op string, sel RealServerSelection) (*RealServerReport, error)
 }
 
-var _ API = (*Core)(nil)
+var _ Director = (*Core)(nil)

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/ipvsctl/ipvsctl/server"
+)
+
+const settingsUsage = "usage: ipvsctl settings show [--json] | settings set [--network dr|nat|tun] [--tcp-timeout S] [--tcpfin-timeout S]\n" +
+	"       [--udp-timeout S] [--keep-foreign-services=BOOL] [--drain-timeout S]\n" +
+	"\nThe desired state's global settings (settings.redundancy is edited with apply or the panel).\n" +
+	"Run 'ipvsctl settings VERB --help' for a verb's flags."
+
+func runSettings(env *cliEnv, args []string) int {
+	args = moveGlobalFlags(args)
+	if len(args) == 0 {
+		fmt.Fprintln(env.stderr, settingsUsage)
+		return exitUsage
+	}
+	switch verb, rest := args[0], args[1:]; verb {
+	case "show":
+		return settingsShow(env, rest)
+	case "set":
+		return settingsSet(env, rest)
+	case "-h", "--help", "help":
+		fmt.Fprintln(env.stdout, settingsUsage)
+		return exitOK
+	default:
+		fmt.Fprintf(env.stderr, "ipvsctl settings: unknown verb %q (want show or set)\n", verb)
+		return exitUsage
+	}
+}
+
+func settingsShow(env *cliEnv, args []string) int {
+	fs, g := env.newFlagSet("settings show", "[--json]", "Show the desired state's global settings.")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if st, ok := env.parseFlags(fs, args); !ok {
+		return st
+	}
+	state, rev, code := env.loadState("settings show", g)
+	if state == nil {
+		return code
+	}
+	if *asJSON {
+		return env.printJSON("settings show", state.Settings)
+	}
+	s := state.Settings
+	fmt.Fprintf(env.stdout, "# desired state, revision %d\n", rev)
+	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "network\t%s\n", orDefault(s.Network, "dr (default)"))
+	fmt.Fprintf(tw, "tcp_timeout\t%d\n", s.TCPTimeout)
+	fmt.Fprintf(tw, "tcpfin_timeout\t%d\n", s.TCPFinTimeout)
+	fmt.Fprintf(tw, "udp_timeout\t%d\n", s.UDPTimeout)
+	fmt.Fprintf(tw, "keep_foreign_services\t%v\n", s.KeepForeignServices)
+	fmt.Fprintf(tw, "drain_timeout\t%d\n", s.DrainTimeout)
+	fmt.Fprintf(tw, "redundancy\t%v\n", s.Redundancy != nil)
+	tw.Flush()
+	return exitOK
+}
+
+func settingsSet(env *cliEnv, args []string) int {
+	fs, g := env.newFlagSet("settings set", "[flags]",
+		"Change the given global settings (only the flags given), then reconcile the kernel.")
+	network := fs.String("network", "", "default forwarding method: dr, nat or tun")
+	tcp := fs.Int("tcp-timeout", 0, "IPVS TCP timeout in seconds (0 leaves the kernel's)")
+	fin := fs.Int("tcpfin-timeout", 0, "IPVS TCP FIN timeout in seconds (0 leaves the kernel's)")
+	udp := fs.Int("udp-timeout", 0, "IPVS UDP timeout in seconds (0 leaves the kernel's)")
+	keep := fs.Bool("keep-foreign-services", false, "leave kernel services ipvsctl did not make alone")
+	retire := fs.Int("drain-timeout", 0, "seconds a removed real server keeps its connections at weight 0 (0: the default)")
+	var o writeOpts
+	o.register(fs)
+	if st, ok := env.parseFlags(fs, args); !ok {
+		return st
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintln(env.stderr, "ipvsctl settings set: takes no arguments")
+		return exitUsage
+	}
+	var p server.SettingsPatch
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "network":
+			p.Network = network
+		case "tcp-timeout":
+			p.TCPTimeout = tcp
+		case "tcpfin-timeout":
+			p.TCPFinTimeout = fin
+		case "udp-timeout":
+			p.UDPTimeout = udp
+		case "keep-foreign-services":
+			p.KeepForeignServices = keep
+		case "drain-timeout":
+			p.DrainTimeout = retire
+		}
+	})
+	if p == (server.SettingsPatch{}) {
+		fmt.Fprintln(env.stderr, "ipvsctl settings set: give at least one setting")
+		return exitUsage
+	}
+	return env.write("settings set", g, o, func(ctx context.Context, b *backend) (*server.WriteResult, error) {
+		return b.SetSettings(ctx, b.actor, p, env.options(o))
+	})
+}

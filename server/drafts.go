@@ -1,0 +1,236 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server/store"
+)
+
+// A draft is one user's staged desired state: the edits they stage (the same
+// Edits a direct write makes) collect in a whole document, kept in the store
+// per user so that it survives a restart, and applied later as one revision
+// refused if the stored state moved since the draft's base.
+
+// DraftInfo is one user's draft, without its document.
+type DraftInfo struct {
+	Author  string    `json:"author"`
+	Base    int64     `json:"base"`
+	Updated time.Time `json:"updated"`
+}
+
+// DraftDiff is what applying a draft would change: in the document, against
+// the current state, and in the kernel.
+type DraftDiff struct {
+	DraftInfo
+	Current int64 `json:"current"`
+	// Moved says the stored state changed since the draft's base: applying
+	// it is refused; Since lists what moved it.
+	Moved   bool             `json:"moved"`
+	Since   []store.Revision `json:"since,omitempty"`
+	Changes []string         `json:"changes"`
+	Kernel  *DiffResult      `json:"kernel,omitempty"`
+	// KernelErr says why the kernel's changes are not known.
+	KernelErr string `json:"kernel_error,omitempty"`
+}
+
+// Drafts lists every user's draft.
+func (c *Core) Drafts(ctx context.Context) ([]DraftInfo, error) {
+	ds, err := c.store.Drafts(ctx)
+	out := make([]DraftInfo, 0, len(ds))
+	for _, d := range ds {
+		out = append(out, DraftInfo{Author: d.Author, Base: d.Base, Updated: d.Updated})
+	}
+	return out, err
+}
+
+// Draft is author's draft, with its document (CodeNotFound when none).
+func (c *Core) Draft(ctx context.Context, author string) (*store.Draft, error) {
+	d, err := c.store.Draft(ctx, author)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("%s has no draft: %w", author, store.ErrNotFound)
+	}
+	return d, err
+}
+
+// DraftDocument is author's draft as a desired-state document.
+func (c *Core) DraftDocument(ctx context.Context, author string) ([]byte, error) {
+	d, err := c.Draft(ctx, author)
+	if err != nil {
+		return nil, err
+	}
+	return d.Doc, nil
+}
+
+// DraftState is author's draft decoded.
+func (c *Core) DraftState(ctx context.Context, author string) (*ipvsmgr.State, *store.Draft, error) {
+	d, err := c.Draft(ctx, author)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := ipvsmgr.DecodeState(bytes.NewReader(d.Doc))
+	if err != nil {
+		return nil, nil, fmt.Errorf("draft of %s: %w", author, err)
+	}
+	return st, d, nil
+}
+
+// StartDraft makes a's draft from the current state unless they have one.
+func (c *Core) StartDraft(ctx context.Context, a Actor) (*store.Draft, error) {
+	if err := allow(a, "draft stage", RoleFor("draft stage")); err != nil {
+		return nil, err
+	}
+	if d, err := c.store.Draft(ctx, a.Name); err == nil || !errors.Is(err, store.ErrNotFound) {
+		return d, err
+	}
+	st, rev, err := c.State(ctx)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := store.Encode(st)
+	if err != nil {
+		return nil, err
+	}
+	d := &store.Draft{Author: a.Name, Base: rev, Doc: doc}
+	if err := c.store.SaveDraft(ctx, d); err != nil {
+		return nil, err
+	}
+	return c.store.Draft(ctx, a.Name)
+}
+
+// StageEdits makes edits on a's draft (started from the current state when
+// they have none), refused as a direct write would be: the same checks of
+// role and validation, the same errors. Nothing reaches the kernel.
+func (c *Core) StageEdits(ctx context.Context, a Actor, edits ...Edit) (*store.Draft, error) {
+	if len(edits) == 0 {
+		return nil, errorf(CodeBadInput, "no change given")
+	}
+	for _, e := range edits {
+		if err := allow(a, e.Action, e.Role); err != nil {
+			return nil, err
+		}
+	}
+	d, err := c.StartDraft(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	st, err := ipvsmgr.DecodeState(bytes.NewReader(d.Doc))
+	if err != nil {
+		return nil, fmt.Errorf("draft of %s: %w", a.Name, err)
+	}
+	if _, err := batch(edits)(st); err != nil {
+		return nil, err
+	}
+	if _, err := ipvsmgr.Compile(st); err != nil {
+		return nil, err
+	}
+	if d.Doc, err = store.Encode(st); err != nil {
+		return nil, err
+	}
+	if err := c.store.SaveDraft(ctx, d); err != nil {
+		return nil, err
+	}
+	return c.store.Draft(ctx, a.Name)
+}
+
+// StageState makes st (validated) a's whole draft, based on the current
+// revision: an import previewed before it is applied.
+func (c *Core) StageState(ctx context.Context, a Actor, st *ipvsmgr.State) (*store.Draft, error) {
+	if err := allow(a, "draft stage", RoleFor("draft stage")); err != nil {
+		return nil, err
+	}
+	if _, err := ipvsmgr.Compile(st); err != nil {
+		return nil, err
+	}
+	rev, err := c.store.CurrentRevision(ctx)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := store.Encode(st)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.store.SaveDraft(ctx, &store.Draft{Author: a.Name, Base: rev, Doc: doc}); err != nil {
+		return nil, err
+	}
+	return c.store.Draft(ctx, a.Name)
+}
+
+// DiffDraft is what applying author's draft would change.
+func (c *Core) DiffDraft(ctx context.Context, author string) (*DraftDiff, error) {
+	st, d, err := c.DraftState(ctx, author)
+	if err != nil {
+		return nil, err
+	}
+	cur, rev, err := c.State(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &DraftDiff{DraftInfo: DraftInfo{Author: d.Author, Base: d.Base, Updated: d.Updated}, Current: rev, Moved: rev != d.Base}
+	if out.Changes = ipvsmgr.Changes(cur, st); out.Changes == nil {
+		out.Changes = []string{}
+	}
+	if out.Moved {
+		out.Since, _ = c.RevisionsSince(ctx, d.Base)
+	}
+	if out.Kernel, err = c.Diff(ctx, bytes.NewReader(d.Doc)); err != nil {
+		out.KernelErr = err.Error()
+	}
+	return out, nil
+}
+
+// RevisionsSince lists the revisions after base, oldest first (at most 50).
+func (c *Core) RevisionsSince(ctx context.Context, base int64) ([]store.Revision, error) {
+	revs, err := c.store.History(ctx, 50)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.Revision
+	for i := len(revs) - 1; i >= 0; i-- {
+		if revs[i].ID > base {
+			out = append(out, revs[i])
+		}
+	}
+	return out, nil
+}
+
+// ApplyDraft stores a's draft as one revision and reconciles, refused when
+// the stored state moved since the draft's base; the applied draft is gone.
+// label says what the draft was for the history ("": "draft of USER").
+func (c *Core) ApplyDraft(ctx context.Context, a Actor, label string, o WriteOptions) (*WriteResult, error) {
+	label = orDefault(label, "draft of "+a.Name)
+	st, d, err := c.DraftState(ctx, a.Name)
+	if err != nil {
+		c.audit(ctx, a, "draft apply", label, nil, err, "")
+		return nil, err
+	}
+	o.Base = d.Base
+	if d.Base == 0 {
+		// A draft made before the first revision: refused if one appeared since.
+		if rev, err := c.store.CurrentRevision(ctx); err == nil && rev != 0 {
+			err := &store.StaleError{Base: 0, Current: rev}
+			c.audit(ctx, a, "draft apply", label, nil, err, "")
+			return nil, err
+		}
+	}
+	res, err := c.applyState(ctx, a, "draft apply", st, label, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.store.DeleteDraft(ctx, a.Name); err != nil {
+		c.log.Error("delete applied draft", "user", a.Name, "err", err)
+	}
+	return res, nil
+}
+
+// DiscardDraft throws a's draft away (no error when there is none).
+func (c *Core) DiscardDraft(ctx context.Context, a Actor) error {
+	if err := allow(a, "draft discard", RoleFor("draft discard")); err != nil {
+		return err
+	}
+	return c.store.DeleteDraft(ctx, a.Name)
+}
