@@ -37,6 +37,9 @@ type cliEnv struct {
 	terminal func() bool
 	// progressShown: a progress line is on the terminal, to be cleared.
 	progressShown bool
+	// hostRoot, when set, is where `tune` reads and writes /proc, /sys and
+	// /etc instead of / (tests).
+	hostRoot string
 }
 
 // hostFake is what tests give for the host's VIPs, mangle rules and sysctls.

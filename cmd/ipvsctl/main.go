@@ -41,6 +41,7 @@ func commands() map[string]command {
 		"token":      {summary: "API tokens", run: runToken, subs: []string{"create", "list", "revoke"}},
 		"audit":      {summary: "list the audit record: every change and every login attempt", run: runAudit},
 		"node":       {summary: "this director's own redundancy settings (priority, role, peer)", run: runNode, subs: []string{"set", "show"}},
+		"tune":       {summary: "check the director's kernel settings against its state and load; apply or undo them", run: runTune, subs: []string{"check", "apply", "undo"}},
 		"version":    {summary: "print the version, the commit and the Go version", run: runVersion},
 		"help":       {summary: "show a command's synopsis, description and flags", run: runHelp},
 		"completion": {summary: "print the shell completion script for bash, zsh or fish", run: runCompletion, subs: []string{"bash", "zsh", "fish"}},

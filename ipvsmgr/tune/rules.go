@@ -245,7 +245,7 @@ func sysctl(r *Reading, name, rec string, bad Status, why, src string, good func
 	switch {
 	case !ok:
 		f.Current, f.Status = "absent", Info
-		if strings.HasPrefix(name, "net.ipv4.vs.") {
+		if strings.HasPrefix(name, "net.ipv4.vs.") && !r.IPVS {
 			f.Current = "absent (ip_vs not loaded)"
 		}
 	case good(cur):
