@@ -28,7 +28,7 @@ func commands() map[string]command {
 		"diff":       {summary: "show what apply would change in the kernel", run: runDiff},
 		"status":     {summary: "show the kernel's IPVS table with connections, counters and rates", run: runStatus},
 		"health":     {summary: "show the real servers' health checks and their recent transitions", run: runHealth},
-		"realserver": {summary: "prepare real servers for DR/TUN/NAT", run: runRealserver, subs: []string{"push", "verify", "undo", "script", "apply"}},
+		"realserver": {summary: "prepare real servers for DR/TUN/NAT", run: runRealserver, subs: []string{"push", "verify", "undo", "script", "apply", "tune"}},
 		"serve":      {summary: "the daemon: restore, then keep the kernel matching the stored state", run: runServe},
 		"restore":    {summary: "boot-time restore: stored desired state -> kernel (modules, sysctls, VIPs, services)", run: runRestore},
 		"vs":         {summary: "virtual services in the desired state", run: runVS, subs: []string{"add", "set", "rm", "list", "enable", "disable"}},

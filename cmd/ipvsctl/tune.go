@@ -133,20 +133,25 @@ func tuneCheck(env *cliEnv, args []string) int {
 func (e *cliEnv) printTune(rep *tuneReport) {
 	l := rep.Load
 	fmt.Fprintf(e.stdout, "load: %d connection entries, %.0f new a second, %.0f s in the table (%s)\n\n", l.Conns, l.ConnRate, l.Lifetime, l.From)
+	e.printFindings(rep.Findings)
+	fmt.Fprintln(e.stdout, rep.Summary)
+}
+
+// printFindings is the table, then why and the source of each one to change.
+func (e *cliEnv) printFindings(fs []tune.Finding) {
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "STATUS\tSETTING\tCURRENT\tRECOMMENDED")
-	for _, f := range rep.Findings {
+	for _, f := range fs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", statusWord(f.Status), f.Setting, f.Current, f.Recommended)
 	}
 	tw.Flush()
 	fmt.Fprintln(e.stdout)
-	for _, f := range rep.Findings {
+	for _, f := range fs {
 		if f.Status == tune.OK || f.Status == tune.Info {
 			continue
 		}
 		fmt.Fprintf(e.stdout, "%s: %s\n  source: %s\n", f.Setting, f.Why, f.Source)
 	}
-	fmt.Fprintln(e.stdout, rep.Summary)
 }
 
 func statusWord(s tune.Status) string {
