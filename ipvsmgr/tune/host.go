@@ -128,7 +128,14 @@ var mhPrimes = []int{251, 509, 1021, 2039, 4093, 8191, 16381, 32749, 65521, 1310
 
 // Read reads the host. Files that do not exist are left out of the
 // reading; any other error is returned.
-func Read(h Host) (*Reading, error) {
+func Read(h Host) (*Reading, error) { return read(h, true) }
+
+// ReadSettings reads the host but not the connection table and its rate
+// (a director with a million entries has a /proc/net/ip_vs_conn of 130 MB):
+// for a caller that has the load from the kernel's counters already.
+func ReadSettings(h Host) (*Reading, error) { return read(h, false) }
+
+func read(h Host, withLoad bool) (*Reading, error) {
 	r := &Reading{Sysctls: map[string]string{}}
 	get := func(p string) (string, bool, error) {
 		b, err := h.ReadFile(p)
@@ -161,7 +168,13 @@ func Read(h Host) (*Reading, error) {
 	if err := r.readModprobe(h); err != nil {
 		return nil, err
 	}
-	if b, err := h.ReadFile("/proc/net/ip_vs_conn"); err == nil {
+	if !withLoad {
+		_, ok, err := get("/proc/net/ip_vs")
+		if err != nil {
+			return nil, err
+		}
+		r.IPVS = ok
+	} else if b, err := h.ReadFile("/proc/net/ip_vs_conn"); err == nil {
 		r.IPVS = true
 		r.Conns = max(bytes.Count(b, []byte("\n"))-1, 0) // less the header
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -169,7 +182,7 @@ func Read(h Host) (*Reading, error) {
 	}
 	if v, ok, err := get("/proc/net/ip_vs_stats"); err != nil {
 		return nil, err
-	} else if ok {
+	} else if ok && withLoad {
 		rate, err := parseStatsRate(v)
 		if err != nil {
 			return nil, err

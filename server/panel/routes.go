@@ -49,6 +49,7 @@ func (p *Panel) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /history/{rev}/rollback", p.need(A, p.historyRollback))
 
 	mux.HandleFunc("GET /realservers", p.need(V, p.realserversShow))
+	mux.HandleFunc("GET /tuning", p.need(V, p.tuningShow))
 	mux.HandleFunc("POST /realservers/verify", p.need(A, p.realserversVerify))
 
 	mux.HandleFunc("GET /import", p.need(V, p.importShow))

@@ -1,0 +1,47 @@
+package panel
+
+import (
+	"net/http"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/tune"
+	"github.com/ipvsctl/ipvsctl/server"
+)
+
+type tuningData struct {
+	View *server.TuneView
+	Rows []tuningRow
+}
+
+type tuningRow struct {
+	tune.Finding
+	Class, Word string
+}
+
+// tuningShow is the Tuning page: `ipvsctl tune check`'s table, read-only
+// (applying is `ipvsctl tune apply` on the director).
+func (p *Panel) tuningShow(w http.ResponseWriter, r *http.Request, u who) {
+	ctx := r.Context()
+	v, err := p.core.Tuning(ctx)
+	if err != nil {
+		p.fail(w, r, u, err)
+		return
+	}
+	d := &tuningData{View: v}
+	for _, f := range v.Findings {
+		row := tuningRow{Finding: f}
+		switch f.Status {
+		case tune.OK:
+			row.Class, row.Word = "st-up", "ok"
+		case tune.Change:
+			row.Class, row.Word = "st-drift", "change"
+		case tune.Far:
+			row.Class, row.Word = "st-down", "far off"
+		default:
+			row.Class, row.Word = "st-unknown", "info"
+		}
+		d.Rows = append(d.Rows, row)
+	}
+	pg := p.newPage(ctx, r, u, "Tuning", "tuning")
+	pg.Data = d
+	p.render(w, r, http.StatusOK, "tuning", pg)
+}
