@@ -1,6 +1,7 @@
 package panel
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/tune"
@@ -44,4 +45,29 @@ func (p *Panel) tuningShow(w http.ResponseWriter, r *http.Request, u who) {
 	pg := p.newPage(ctx, r, u, "Tuning", "tuning")
 	pg.Data = d
 	p.render(w, r, http.StatusOK, "tuning", pg)
+}
+
+// tuningBadge is the overview's warning when some setting is far off.
+type tuningBadge struct {
+	Far   int
+	First string // the first one's name
+}
+
+// tuningBadge checks the director's settings for the overview; a check that
+// cannot run shows nothing there (the Tuning page says why).
+func (p *Panel) tuningBadge(ctx context.Context) *tuningBadge {
+	v, err := p.core.Tuning(ctx)
+	if err != nil || !v.FarOff {
+		return nil
+	}
+	b := &tuningBadge{}
+	for _, f := range v.Findings {
+		if f.Status == tune.Far {
+			if b.Far == 0 {
+				b.First = f.Setting
+			}
+			b.Far++
+		}
+	}
+	return b
 }

@@ -78,6 +78,21 @@ func TestTuningPage(t *testing.T) {
 			t.Errorf("the Tuning page is read-only, yet has a form")
 		}
 	}
+	// The overview warns, and links to the page.
+	r := e.get(t, "vic", "/")
+	i := strings.Index(r.Body, `id="tuning-badge" href="/tuning"><span class="state st-down">far off</span>`)
+	if i < 0 || !strings.Contains(r.Body[i:], "net.ipv4.ip_forward</a>") && !strings.Contains(r.Body[i:], "ip_vs conn_tab_bits</a>") {
+		t.Errorf("the overview has no tuning badge: %s", excerpt(r.Body))
+	}
+	// Without a setting far off, no badge.
+	h2 := tuningHost(t)
+	h2.(tune.DirHost).WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1\n"), 0o644)
+	h2.(tune.DirHost).WriteFile("/sys/module/ip_vs/parameters/conn_tab_bits", []byte("20\n"), 0o644) // whatever the fake traffic
+	e2 := newEnvTimed(t, false, func(c *server.Config) { c.TuneHost = h2 })
+	e2.seed(t, webState())
+	if r := e2.get(t, "vic", "/"); strings.Contains(r.Body, "tuning-badge") {
+		t.Errorf("a badge on a DR director with nothing far off")
+	}
 	if r := e.get(t, "", "/tuning"); r.Code != 303 {
 		t.Errorf("anonymous GET /tuning: %d", r.Code)
 	}
@@ -105,4 +120,9 @@ func TestBrowserTuning(t *testing.T) {
 	}
 	b.FitsWidth("the Tuning page")
 	b.Shot("tuning")
+	b.Do("overview", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#tuning-badge")))
+	if s := b.Text("#tuning-badge"); !strings.Contains(s, "far off") {
+		t.Errorf("overview badge: %q", s)
+	}
+	b.ShotWindow("overview-tuning-badge")
 }
