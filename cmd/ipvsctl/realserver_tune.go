@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 
 	"github.com/ipvsctl/ipvsctl/arpguard"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/tune"
@@ -19,38 +20,38 @@ const realserverTuneUsage = "usage: ipvsctl realserver tune check|push|undo --ri
 	"\nThe real servers' TCP settings for a busy director over SSH (somaxconn, tcp_max_syn_backlog,\n" +
 	"ip_local_port_range, tcp_max_tw_buckets, tcp_rmem/tcp_wmem), the application's listen backlog and its\n" +
 	"open-files limit: check reads them, push raises those below their floor (now and in sysctl.d, recording\n" +
-	"what it replaced), undo puts that back. Run 'ipvsctl realserver tune VERB --help' for a verb's flags."
+	"what it replaced), undo puts that back. Run 'ipvsctl realserver tune --help' for the flags."
 
 func runRealserverTune(env *cliEnv, args []string) int {
 	args = moveGlobalFlags(args)
-	if len(args) == 0 {
-		fmt.Fprintln(env.stderr, realserverTuneUsage)
-		return exitUsage
+	// The sub-verb comes first; the flags after it (Go's flag package stops at a word).
+	verb := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		verb, args = args[0], args[1:]
 	}
-	verb, rest := args[0], args[1:]
-	switch verb {
-	case "check", "push", "undo":
-	case "-h", "--help", "help":
-		fmt.Fprintln(env.stdout, realserverTuneUsage)
-		return exitOK
-	default:
-		fmt.Fprintf(env.stderr, "ipvsctl realserver tune: unknown verb %q (want check, push or undo)\n", verb)
-		return exitUsage
-	}
-	name := "realserver tune " + verb
-	summary := map[string]string{
-		"check": "Read each real server's TCP settings, listen backlogs and open-files limits over SSH; exit 1 unless all are fine.",
-		"push":  "Raise each real server's TCP settings that are below their floor, now and in sysctl.d (idempotent), then read them back.",
-		"undo":  "Put back on each real server the values push replaced, and remove its sysctl.d file.",
-	}[verb]
-	fs, g := env.newFlagSet(name, "--rip IP[,IP...] [--port N[,N...]] [--ssh-port N] [ssh flags]", summary)
+	const name = "realserver tune"
+	fs, g := env.newFlagSet(name, "check|push|undo --rip IP[,IP...] [--port N[,N...]] [--ssh-port N] [ssh flags]",
+		"Over SSH, the real servers' TCP settings for a busy director (somaxconn, tcp_max_syn_backlog,\n"+
+			"ip_local_port_range, tcp_max_tw_buckets, tcp_rmem/tcp_wmem), the application's listen backlog (ss -lnt\n"+
+			"Send-Q) and its open-files limit. check reads them (exit 1 unless all are fine); push raises those below\n"+
+			"their floor, now and in sysctl.d, recording what it replaced (idempotent), then reads them back; undo\n"+
+			"puts the recorded values back and removes the files.")
 	rips := fs.String("rip", "", "real server address(es), comma-separated")
 	sshPort := fs.Int("ssh-port", 22, "SSH port of the real servers")
 	ports := fs.String("port", "", "the application's port(s) whose listen backlog is checked (default: every listener but SSH's)")
 	sf := addSSHFlags(fs, env.getenv("HOME"))
 	asJSON := fs.Bool("json", false, "print JSON")
-	if st, ok := env.parseFlags(fs, rest); !ok {
+	if st, ok := env.parseFlags(fs, args); !ok {
 		return st
+	}
+	switch verb {
+	case "check", "push", "undo":
+	case "", "help":
+		fmt.Fprintln(env.stderr, realserverTuneUsage)
+		return exitUsage
+	default:
+		fmt.Fprintf(env.stderr, "ipvsctl realserver tune: unknown verb %q (want check, push or undo)\n", verb)
+		return exitUsage
 	}
 	if fs.NArg() > 0 {
 		return env.fail(name, fmt.Errorf("unexpected argument %q", fs.Arg(0)), true)
