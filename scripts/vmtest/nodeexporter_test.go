@@ -87,7 +87,7 @@ func TestNodeExporterAgreesWithMetrics(t *testing.T) {
 	  "servers":[{"address":"198.18.0.11","weight":1},{"address":"198.18.0.12","weight":3}]},
 	 {"name":"web-nat","address":"%s","port":8000,"scheduler":"rr","forwarding":"nat",
 	  "servers":[{"address":"198.18.1.11","port":8080,"weight":2},{"address":"198.18.1.12","port":8080}]},
-	 {"name":"marked","fwmark":5,"address":"%s","scheduler":"rr","match":[{"protocol":"tcp","ports":[8080]}],
+	 {"name":"marked","fwmark":5,"address":"%s","interface":"eth0","scheduler":"rr","match":[{"protocol":"tcp","ports":[8080]}],
 	  "servers":[{"address":"198.18.0.11","weight":4}]},
 	 {"name":"web6","address":"%s","port":80,"scheduler":"rr","servers":[{"address":"2001:db8::11","weight":5}]}]}`,
 		vip, vip, vipMark, vip6))
