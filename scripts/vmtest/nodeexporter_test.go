@@ -105,8 +105,8 @@ func TestNodeExporterAgreesWithMetrics(t *testing.T) {
 	l.startIn(l.dir, "prometheus-node-exporter", "--web.listen-address=127.0.0.1:9100", "--collector.disable-defaults", "--collector.ipvs")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "prometheus.yml")
-	// Under emulation a scrape of ipvsctl can take over a second: 2 s apart, 2 s allowed.
-	if err := os.WriteFile(cfg, []byte(`global: {scrape_interval: 2s, scrape_timeout: 2s, evaluation_interval: 2s}
+	// Under emulation a scrape can take seconds: 5 s apart, 5 s allowed.
+	if err := os.WriteFile(cfg, []byte(`global: {scrape_interval: 5s, scrape_timeout: 5s, evaluation_interval: 5s}
 scrape_configs:
   - job_name: ipvsctl
     static_configs: [{targets: ["127.0.0.1:9366"]}]
@@ -121,25 +121,89 @@ scrape_configs:
 		out, err := exec.Command("ip", "netns", "exec", l.dir, "curl", "-sf", "http://127.0.0.1:9090/api/v1/query?query=up").CombinedOutput()
 		return err == nil && strings.Count(string(out), `"1"]`) == 2
 	})
-	// Connection counts move when entries expire: compare within one moment, again if they moved.
-	for _, pair := range [][2]string{
+	// Straight from both endpoints at one moment (after a new snapshot), then as Prometheus stored them.
+	direct := func() (theirs, ours map[string]map[string]string) {
+		theirs, ours = map[string]map[string]string{}, map[string]map[string]string{}
+		for _, ep := range []struct {
+			url string
+			out map[string]map[string]string
+		}{{"http://127.0.0.1:9100/metrics", theirs}, {"http://127.0.0.1:9366/metrics", ours}} {
+			b, err := exec.Command("ip", "netns", "exec", l.dir, "curl", "-sf", ep.url).CombinedOutput()
+			if err != nil {
+				t.Fatalf("GET %s: %v\n%s", ep.url, err, b)
+			}
+			for name, m := range parseBackendSeries(string(b)) {
+				ep.out[name] = m
+			}
+		}
+		return theirs, ours
+	}
+	pairs := [][2]string{
 		{"node_ipvs_backend_connections_active", "ipvsctl_backend_connections_active"},
 		{"node_ipvs_backend_connections_inactive", "ipvsctl_backend_connections_inactive"},
 		{"node_ipvs_backend_weight", "ipvsctl_backend_weight"},
-	} {
-		var theirs, ours map[string]string
-		agree := false
-		for try := 0; try < 10 && !agree; try++ {
-			time.Sleep(2500 * time.Millisecond) // a new snapshot and a new scrape of each
-			// The newest sample of each within 10 s: a scrape that timed out leaves no gap.
-			theirs = backendSeries(l.promQuery("last_over_time(" + pair[0] + "[10s])"))
-			ours = backendSeries(l.promQuery("last_over_time(" + pair[1] + "[10s])"))
-			agree = len(theirs) == 6 && fmt.Sprint(theirs) == fmt.Sprint(ours)
-		}
-		if !agree {
-			t.Errorf("%s and %s differ:\n node_exporter %v\n ipvsctl       %v", pair[0], pair[1], theirs, ours)
-		} else {
-			t.Logf("%s = %s for all 6 backends: %v", pair[1], pair[0], ours)
+	}
+	agree := false
+	var theirs, ours map[string]map[string]string
+	for try := 0; try < 5 && !agree; try++ {
+		time.Sleep(2500 * time.Millisecond)
+		theirs, ours = direct()
+		agree = true
+		for _, p := range pairs {
+			agree = agree && len(theirs[p[0]]) == 6 && fmt.Sprint(theirs[p[0]]) == fmt.Sprint(ours[p[1]])
 		}
 	}
+	for _, p := range pairs {
+		if fmt.Sprint(theirs[p[0]]) != fmt.Sprint(ours[p[1]]) || len(theirs[p[0]]) != 6 {
+			t.Errorf("/metrics: %s and %s differ:\n node_exporter %v\n ipvsctl       %v", p[0], p[1], theirs[p[0]], ours[p[1]])
+		} else {
+			t.Logf("/metrics: %s = %s for all 6 backends: %v", p[1], p[0], ours[p[1]])
+		}
+	}
+	// Prometheus holds the same label sets (the weights do not move).
+	waitFor(t, "prometheus with both jobs' backend series", 60*time.Second, func() bool {
+		return len(l.promQuery("node_ipvs_backend_weight")) == 6 && len(l.promQuery("ipvsctl_backend_weight")) == 6
+	})
+	if a, b := backendSeries(l.promQuery("node_ipvs_backend_weight")), backendSeries(l.promQuery("ipvsctl_backend_weight")); fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Errorf("in Prometheus, node_ipvs_backend_weight and ipvsctl_backend_weight differ:\n %v\n %v", a, b)
+	} else {
+		t.Logf("in Prometheus, ipvsctl_backend_weight = node_ipvs_backend_weight: %v", b)
+	}
+	if t.Failed() {
+		for _, q := range []string{"up", "scrape_duration_seconds"} {
+			t.Logf("%s: %+v", q, l.promQuery(q))
+		}
+	}
+}
+
+// parseBackendSeries reads the *_backend_{connections_active,connections_inactive,weight}
+// lines of a text exposition: name -> label set -> value.
+func parseBackendSeries(text string) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "#") || !strings.Contains(line, "_backend_") {
+			continue
+		}
+		open, closing := strings.IndexByte(line, '{'), strings.LastIndexByte(line, '}')
+		if open < 0 || closing < open {
+			continue
+		}
+		name := line[:open]
+		if !strings.HasSuffix(name, "_connections_active") && !strings.HasSuffix(name, "_connections_inactive") && !strings.HasSuffix(name, "_weight") {
+			continue
+		}
+		var kv []string
+		for _, pair := range strings.Split(line[open+1:closing], ",") {
+			k, v, _ := strings.Cut(pair, "=")
+			if v = strings.Trim(v, `"`); v != "" { // Prometheus drops empty labels: so does this
+				kv = append(kv, k+"="+v)
+			}
+		}
+		sort.Strings(kv)
+		if out[name] == nil {
+			out[name] = map[string]string{}
+		}
+		out[name][strings.Join(kv, ",")] = strings.TrimSpace(line[closing+1:])
+	}
+	return out
 }
