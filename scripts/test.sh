@@ -15,6 +15,9 @@ go vet -tags vmtest ./scripts/vmtest
 go vet -tags labtest ./scripts/lab
 (cd scripts/package && go vet .)
 go test -race -count=1 ./...
+echo "== Prometheus: promtool check rules and test rules (docs/prometheus)"
+promtool check rules docs/prometheus/alerts.yml
+(cd docs/prometheus && promtool test rules alerts_test.yml)
 # A count of executions, not a duration: Go 1.26's fuzzer can fail a target with a bare "context deadline
 # exceeded" when a -fuzztime duration ends while a worker is busy (go.dev/issue/75804, fixed in Go 1.27).
 fuzztime=${FUZZTIME:-100000x}

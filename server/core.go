@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/tune"
 	"github.com/ipvsctl/ipvsctl/server/auth"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
@@ -56,6 +57,8 @@ type Core struct {
 	store *store.Store
 	open  func() (*KernelConn, error)
 	log   *slog.Logger
+	// tuneHost is where Tuning reads the director's settings (nil: /).
+	tuneHost tune.Host
 	// lockPath, when set, is the flock a reconcile holds (a CLI without a
 	// daemon); the daemon holds it for its whole life and leaves this empty.
 	lockPath string
@@ -87,12 +90,14 @@ type Config struct {
 	RealServerSSH RealServerSSH
 	// Auth is the daemon's user and token rules; nil makes them over Store.
 	Auth *auth.Auth
+	// TuneHost is where Tuning reads /proc and /sys; nil means the host's root.
+	TuneHost tune.Host
 }
 
 // New returns a Core over a store.
 func New(cfg Config) *Core {
 	c := &Core{store: cfg.Store, open: cfg.OpenKernel, log: cfg.Log, lockPath: cfg.LockPath, now: time.Now, red: newRedState(),
-		rsSSH: cfg.RealServerSSH}
+		rsSSH: cfg.RealServerSSH, tuneHost: cfg.TuneHost}
 	if c.open == nil {
 		c.open = OpenHostKernel
 	}

@@ -262,3 +262,45 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// ListenRS opens a TCP listener on RIP:port in the real server's namespace
+// with the given listen() backlog (as an application asking for it would),
+// until the test ends.
+func (b *Bed) ListenRS(t testing.TB, port, backlog int) {
+	t.Helper()
+	var fd int
+	var err error
+	func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		orig, gerr := netns.Get()
+		if gerr != nil {
+			err = gerr
+			return
+		}
+		defer orig.Close()
+		h, gerr := netns.GetFromName(b.rsNS)
+		if gerr != nil {
+			err = gerr
+			return
+		}
+		defer h.Close()
+		if err = netns.Set(h); err != nil {
+			return
+		}
+		defer netns.Set(orig)
+		if fd, err = syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0); err != nil {
+			return
+		}
+		ip := net.ParseIP(RIP).To4()
+		sa := &syscall.SockaddrInet4{Port: port}
+		copy(sa.Addr[:], ip)
+		if err = syscall.Bind(fd, sa); err == nil {
+			err = syscall.Listen(fd, backlog)
+		}
+	}()
+	if err != nil {
+		t.Fatalf("listen on %s:%d in the real server's namespace: %v", RIP, port, err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+}

@@ -40,6 +40,9 @@ type cliEnv struct {
 	progressShown bool
 	// cmd is the verb being run (its examples, where it runs).
 	cmd *command
+	// hostRoot, when set, is where `tune` reads and writes /proc, /sys and
+	// /etc instead of / (tests).
+	hostRoot string
 }
 
 // hostFake is what tests give for the host's VIPs, mangle rules and sysctls.
@@ -102,10 +105,11 @@ func (e *cliEnv) parseFlags(fs *flag.FlagSet, args []string) (status int, ok boo
 		return exitUsage, false
 	}
 	if f := fs.Lookup("server"); f != nil && f.Value.String() != "" {
-		if where := e.cmd.runsOn(fs.Name()); where == onDirector || where == onRealServer {
+		if where := e.cmd.runsOn(fs.Name()); where == onDirector || where == onRealServer || where == overSSH {
 			fmt.Fprintf(e.stderr, "ipvsctl %s: %s, not through a daemon's API: run it there without --server and IPVSCTL_SERVER\n",
 				fs.Name(), map[runsOn]string{onDirector: "runs on the director itself (its own database and kernel)",
-					onRealServer: "runs on the real server being prepared"}[where])
+					onRealServer: "runs on the real server being prepared",
+					overSSH:      "runs on the machine that logs in to the real servers over SSH"}[where])
 			return exitUsage, false
 		}
 	}

@@ -41,6 +41,9 @@ const (
 	onDirector
 	// onRealServer: on the real server being prepared; refuses --server too.
 	onRealServer
+	// overSSH: here, logging in to the real servers with this machine's SSH
+	// settings (no core, no daemon); refuses --server too.
+	overSSH
 	// anywhere: touches no database and no daemon (help, a script printed).
 	anywhere
 )
@@ -56,14 +59,15 @@ func commands() map[string]command {
 			examples: map[string]string{"": "status --json"}},
 		"health": {summary: "show the real servers' health checks and their recent transitions", run: runHealth,
 			examples: map[string]string{"": "health web r1"}},
-		"realserver": {summary: "prepare real servers for DR/TUN/NAT", run: runRealserver, subs: []string{"push", "verify", "undo", "script", "apply"},
-			where: map[string]runsOn{"script": anywhere, "apply": onRealServer},
+		"realserver": {summary: "prepare real servers for DR/TUN/NAT", run: runRealserver, subs: []string{"push", "verify", "undo", "script", "apply", "tune"},
+			where: map[string]runsOn{"script": anywhere, "apply": onRealServer, "tune": overSSH},
 			examples: map[string]string{
 				"push":   "realserver push --rip 198.18.0.11,198.18.0.12 --vip 198.18.0.100 --mode dr-sysctl",
 				"verify": "realserver verify --rip 198.18.0.11 --vip 198.18.0.100 --mode dr-sysctl",
 				"undo":   "realserver undo --rip 198.18.0.11 --vip 198.18.0.100 --mode dr-sysctl",
 				"script": "realserver script --rip 198.18.0.11 --vip 198.18.0.100 --mode dr-sysctl",
 				"apply":  "realserver apply --vip 198.18.0.100 --mode dr-sysctl",
+				"tune":   "realserver tune check --rip 198.18.0.11",
 			}},
 		"serve": {summary: "the daemon: restore, then keep the kernel matching the stored state", run: runServe, where: director,
 			examples: map[string]string{"": "serve --listen :3636 --tls-self-signed"}},
@@ -86,6 +90,9 @@ func commands() map[string]command {
 		"draft": {summary: "staged desired states (made in the panel): list, show, diff, apply, discard", run: runDraft,
 			subs:     []string{"list", "show", "diff", "apply", "discard"},
 			examples: map[string]string{"list": "draft list", "show": "draft show --user bob", "diff": "draft diff --json", "apply": "draft apply", "discard": "draft discard"}},
+		"tune": {summary: "check the director's kernel settings against its state and load; apply or undo them", run: runTune,
+			subs: []string{"check", "apply", "undo"}, where: map[string]runsOn{"check": onDirector, "apply": onDirector, "undo": onDirector},
+			examples: map[string]string{"check": "tune check --json", "apply": "tune apply", "undo": "tune undo"}},
 		"history":  {summary: "list the revisions of the desired state, or show one", run: runHistory, examples: map[string]string{"": "history 7"}},
 		"rollback": {summary: "return to a revision's desired state and reconcile", run: runRollback, examples: map[string]string{"": "rollback 7"}},
 		"export": {summary: "print the desired state as JSON, an ipvsadm -R script or Piranha's lvs.cf", run: runExport,

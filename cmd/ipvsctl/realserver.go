@@ -21,7 +21,7 @@ import (
 	"golang.org/x/crypto/ssh"
 )
 
-const realserverUsage = `usage: ipvsctl realserver push|verify|undo|script|apply [flags]
+const realserverUsage = `usage: ipvsctl realserver push|verify|undo|script|apply|tune [flags]
 
 Prepare LVS real servers for the director's forwarding method (ARP hiding for
 direct routing, IPIP for tunnelling, routes back through the director for NAT),
@@ -32,6 +32,7 @@ persistently across their reboots, and reversibly.
   undo     remove over SSH exactly what push added
   script   print the shell script, for an operator who will not let a tool log in
   apply    prepare (or --undo) the machine ipvsctl runs on, without a shell
+  tune     check|push|undo the real servers' TCP settings for a busy director, over SSH
 
 Run 'ipvsctl realserver VERB --help' for a verb's flags.
 `
@@ -46,6 +47,8 @@ func runRealserver(env *cliEnv, args []string) int {
 	switch verb {
 	case "push", "verify", "undo":
 		return runRealserverSSH(env, verb, rest)
+	case "tune":
+		return runRealserverTune(env, rest)
 	case "script":
 		return runRealserverScript(env, rest)
 	case "apply":

@@ -45,7 +45,8 @@ func writeIdentity(t *testing.T, home string) {
 func runRealserverCLI(t *testing.T, home string, args ...string) cliRun {
 	t.Helper()
 	var out, errb bytes.Buffer
-	env := &cliEnv{stdout: &out, stderr: &errb, getenv: func(k string) string {
+	cmd := commands()["realserver"]
+	env := &cliEnv{stdout: &out, stderr: &errb, cmd: &cmd, getenv: func(k string) string {
 		if k == "HOME" {
 			return home
 		}

@@ -120,7 +120,7 @@ func TestNoVerbWritesTheLocalDatabaseWithServer(t *testing.T) {
 					if r.code != exitFail || !strings.Contains(r.stderr, "ipvsctl daemon at "+nobody) || !strings.Contains(r.stderr, "connection refused") {
 						t.Errorf("ipvsctl %s (%s): want a connection error (exit 1), got %d\n%s%s", strings.Join(args, " "), how, r.code, r.stdout, r.stderr)
 					}
-				case onDirector, onRealServer:
+				case onDirector, onRealServer, overSSH:
 					if r.code != exitUsage || !strings.Contains(r.stderr, "ipvsctl "+line+": runs on the") || !strings.Contains(r.stderr, "without --server and IPVSCTL_SERVER") {
 						t.Errorf("ipvsctl %s (%s): want a refusal saying where it runs (exit 2), got %d\n%s%s", strings.Join(args, " "), how, r.code, r.stdout, r.stderr)
 					}

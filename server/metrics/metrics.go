@@ -7,6 +7,7 @@ package metrics
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -110,13 +111,18 @@ func refLabels(ref ipvsmgr.ServerRef) []string {
 	k := ref.Service
 	addr, port, proto, mark := "", "0", "FWM", ""
 	if k.FWMark != 0 {
-		mark = strconv.FormatUint(uint64(k.FWMark), 10)
+		mark = fwmarkLabel(k.FWMark)
 	} else {
 		addr, port = k.Addr.String(), strconv.Itoa(int(k.Port))
 		proto = map[string]string{"tcp": "TCP", "udp": "UDP", "sctp": "SCTP"}[ipvsmgr.ProtocolName(k.Protocol)]
 	}
 	return []string{addr, port, ref.Server.Addr.String(), strconv.Itoa(int(ref.Server.Port)), proto, mark}
 }
+
+// fwmarkLabel is a mark as node_exporter's local_mark has it: the eight hex
+// digits of /proc/net/ip_vs ("FWM  00000005"), so that a query written for
+// node_ipvs_backend_* matches ipvsctl's series too.
+func fwmarkLabel(mark uint32) string { return fmt.Sprintf("%08X", mark) }
 
 // Handler serves the registry in Prometheus' text format. The exposition is
 // made once per kernel snapshot (every 2 s), however many scrapers ask: a
@@ -233,7 +239,7 @@ func (t *table) Collect(ch chan<- prometheus.Metric) {
 		// node_exporter's labels: a fwmark service has an empty address and port 0.
 		proto, port, mark := s.Protocol, strconv.Itoa(int(s.Port)), ""
 		if s.FWMark != 0 {
-			proto, mark = "FWM", strconv.FormatUint(uint64(s.FWMark), 10)
+			proto, mark = "FWM", fwmarkLabel(s.FWMark)
 		} else {
 			proto = map[string]string{"tcp": "TCP", "udp": "UDP", "sctp": "SCTP"}[proto]
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/tune"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/vrrp"
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/store"
@@ -204,7 +205,7 @@ func newEnvOf(t testing.TB, o envOptions) *env {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg := server.Config{Store: st, Log: log, OpenKernel: func() (*server.KernelConn, error) {
 		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
-	}}
+	}, TuneHost: tune.DirHost{Root: t.TempDir()}} // no setting to read: no tuning badge unless a test gives a host
 	for _, f := range with {
 		f(&cfg)
 	}

@@ -20,6 +20,7 @@ type overviewData struct {
 	Problems   []*svcRow // the first few services with a problem
 	MoreProbs  int
 	PrepIssues int
+	Tuning     *tuningBadge // set when a setting is far off
 	// How old things are, as of the request (holes of a shared rendering).
 	Age, StartedAgo, ReconcileAgo string
 }
@@ -164,6 +165,7 @@ func (p *Panel) overviewPageOf(r *http.Request, u who, key server.RenderKey, dra
 			}
 		}
 	}
+	d.Tuning = p.tuningBadge(ctx)
 	if marks != nil {
 		d.Age, d.StartedAgo, d.ReconcileAgo = marks[holeAge], marks[holeStartedAgo], marks[holeReconcileAgo]
 	} else {

@@ -83,6 +83,7 @@ func (p *Panel) routes(handle func(pattern string, h http.HandlerFunc)) {
 	mux.HandleFunc("POST /history/{rev}/rollback", p.needTo("rollback", p.historyRollback))
 
 	mux.HandleFunc("GET /realservers", p.need(V, p.realserversShow))
+	mux.HandleFunc("GET /tuning", p.need(V, p.tuningShow))
 	mux.HandleFunc("POST /realservers/verify", p.needTo("realserver", p.realserversVerify))
 
 	mux.HandleFunc("GET /import", p.need(V, p.importShow))

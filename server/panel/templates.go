@@ -40,6 +40,7 @@ var viewPartials = map[string][]string{
 	"revision":     nil,
 	"why":          nil,
 	"realservers":  nil,
+	"tuning":       nil,
 	"users":        nil,
 	"audit":        nil,
 	"account":      nil,

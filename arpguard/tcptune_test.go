@@ -1,0 +1,202 @@
+package arpguard
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/ipvsctl/ipvsctl/arpguard/sshtest"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/tune"
+)
+
+// A check's answer from a real server with Debian 12's defaults and two
+// listeners: nginx on 80 (backlog 511), sshd on 22.
+const debianCheck = `sysctl net.core.somaxconn 4096
+sysctl net.ipv4.tcp_max_syn_backlog 512
+sysctl net.ipv4.ip_local_port_range 32768 60999
+sysctl net.ipv4.tcp_max_tw_buckets 65536
+sysctl net.ipv4.tcp_rmem 4096 131072 6291456
+sysctl net.ipv4.tcp_wmem 4096 16384 4194304
+listen 0.0.0.0:22 128 612
+nofile 612 1024 524288
+listen 0.0.0.0:80 511 700
+nofile 700 1024 524288
+listen [::]:8080 4096 701
+nofile 701 65536 65536
+`
+
+func TestTuneFindings(t *testing.T) {
+	r, err := ParseTuneCheck(debianCheck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		cur    string
+		status tune.Status
+	}
+	for _, tc := range []struct {
+		name  string
+		ports []int
+		want  map[string]row
+		none  []string
+	}{
+		{"every listener but ssh", nil, map[string]row{
+			"net.core.somaxconn":                {"4096", tune.OK},
+			"net.ipv4.tcp_max_syn_backlog":      {"512", tune.Change},
+			"net.ipv4.ip_local_port_range":      {"32768 60999", tune.Change},
+			"net.ipv4.tcp_max_tw_buckets":       {"65536", tune.Change},
+			"net.ipv4.tcp_rmem":                 {"4096 131072 6291456", tune.Change},
+			"net.ipv4.tcp_wmem":                 {"4096 16384 4194304", tune.Change},
+			"listen backlog of 0.0.0.0:80":      {"511", tune.Change},
+			"open files of pid 700 (port 80)":   {"1024", tune.Change},
+			"listen backlog of [::]:8080":       {"4096", tune.OK},
+			"open files of pid 701 (port 8080)": {"65536", tune.OK},
+		}, []string{"listen backlog of 0.0.0.0:22"}},
+		{"only the service's port", []int{8080}, map[string]row{
+			"listen backlog of [::]:8080": {"4096", tune.OK},
+		}, []string{"listen backlog of 0.0.0.0:80", "listen backlog of 0.0.0.0:22"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := TuneFindings(r, tc.ports)
+			got := map[string]tune.Finding{}
+			for _, f := range fs {
+				got[f.Setting] = f
+			}
+			for k, w := range tc.want {
+				f, ok := got[k]
+				if !ok || f.Current != w.cur || f.Status != w.status || f.Why == "" || f.Source == "" {
+					t.Errorf("%s: %+v, want %+v", k, f, w)
+				}
+			}
+			for _, k := range tc.none {
+				if _, ok := got[k]; ok {
+					t.Errorf("%s listed", k)
+				}
+			}
+		})
+	}
+	if f := TuneFindings(r, []int{80})[6]; !strings.Contains(f.Why, "asked for 511 in listen()") {
+		t.Errorf("a small application backlog names the application: %q", f.Why)
+	}
+	capped, _ := ParseTuneCheck(strings.Replace(debianCheck, "somaxconn 4096", "somaxconn 511", 1))
+	for _, f := range TuneFindings(capped, []int{80}) {
+		if f.Setting == "listen backlog of 0.0.0.0:80" && !strings.Contains(f.Why, "capped by net.core.somaxconn 511") {
+			t.Errorf("a backlog capped by somaxconn names it: %q", f.Why)
+		}
+	}
+}
+
+func TestParseTuneCheckNeedsEverySetting(t *testing.T) {
+	_, err := ParseTuneCheck("sysctl net.core.somaxconn 4096\n")
+	if err == nil || !strings.Contains(err.Error(), "net.ipv4.tcp_max_syn_backlog") {
+		t.Errorf("a partial answer: %v", err)
+	}
+}
+
+// TestSSHTunePushCheckUndo drives the real sshd in a namespace (tier 2):
+// check finds the namespace's defaults and an application's small listen
+// backlog, push raises the settings (read back with sysctl in the
+// namespace) and writes the sysctl.d file, a second push changes nothing,
+// undo puts every value back and removes the files.
+func TestSSHTunePushCheckUndo(t *testing.T) {
+	b := sshtest.Start(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	root := t.TempDir()
+	paths := DefaultPaths().UnderRoot(root)
+	b.ListenRS(t, 8080, 100)
+	// A namespace starts with the kernel's defaults; make two of them
+	// small, as on an older distribution, so that push has work to do.
+	b.InRS(t, "sysctl -qw net.core.somaxconn=128 net.ipv4.tcp_max_syn_backlog=256")
+	before := map[string]string{}
+	for _, s := range TCPSettings() {
+		before[s.Key] = strings.Join(strings.Fields(b.InRS(t, "sysctl -n "+s.Key)), " ")
+	}
+	p := newTestPusher(t, SSHConfig{Signers: []ssh.Signer{b.Signer}, Dial: b.Dial, Paths: paths,
+		KnownHostsFile: b.KnownHosts(t, b.HostKey)})
+	target := []Target{{Name: "r1", RIP: netip.MustParseAddr(sshtest.RIP)}}
+
+	one := func(rs []TuneResult) TuneResult {
+		t.Helper()
+		if len(rs) != 1 {
+			t.Fatalf("%d results", len(rs))
+		}
+		return rs[0]
+	}
+	find := func(r TuneResult, setting string) tune.Finding {
+		t.Helper()
+		for _, f := range r.Findings {
+			if f.Setting == setting {
+				return f
+			}
+		}
+		t.Fatalf("no %s in %+v", setting, r.Findings)
+		return tune.Finding{}
+	}
+	r := one(p.TuneCheck(ctx, target, []int{8080}))
+	if r.State != StateDrift {
+		t.Fatalf("check of a default namespace: %s", r.Summary())
+	}
+	for _, s := range TCPSettings() {
+		if f := find(r, s.Key); f.Current != before[s.Key] {
+			t.Errorf("%s: check read %q, sysctl -n %q", s.Key, f.Current, before[s.Key])
+		}
+	}
+	if f := find(r, fmt.Sprintf("listen backlog of %s:8080", sshtest.RIP)); f.Current != "100" || f.Status != tune.Change {
+		t.Errorf("the listener's backlog (100, capped by nothing): %+v", f)
+	}
+	if f := find(r, "net.core.somaxconn"); f.Status != tune.Change {
+		t.Errorf("somaxconn 128: %+v", f)
+	}
+
+	r = one(p.TunePush(ctx, target, []int{8080}))
+	if len(r.Changed) < 2 {
+		t.Fatalf("push changed %v (%s)", r.Changed, r.Summary())
+	}
+	for _, s := range TCPSettings() {
+		got := strings.Join(strings.Fields(b.InRS(t, "sysctl -n "+s.Key)), " ")
+		if !s.ok(got) {
+			t.Errorf("after push %s = %s (sysctl -n), below %s", s.Key, got, s.Want)
+		}
+		if f := find(r, s.Key); f.Status != tune.OK {
+			t.Errorf("push's read-back of %s: %+v", s.Key, f)
+		}
+	}
+	// The application's own backlog stays: only it can raise it.
+	if f := find(r, fmt.Sprintf("listen backlog of %s:8080", sshtest.RIP)); f.Status != tune.Change || !strings.Contains(f.Why, "asked for 100") {
+		t.Errorf("after push the listener: %+v", f)
+	}
+	conf, err := os.ReadFile(paths.TuneSysctlConf())
+	if err != nil || !strings.Contains(string(conf), "net.core.somaxconn = 4096") {
+		t.Errorf("the sysctl.d file: %q %v", conf, err)
+	}
+	// The file loads with sysctl(8) in the namespace.
+	b.InRS(t, "sysctl -q -p "+paths.TuneSysctlConf())
+	if r2 := one(p.TunePush(ctx, target, []int{8080})); len(r2.Changed) != 0 {
+		t.Errorf("a second push changed %v", r2.Changed)
+	}
+	if conf2, _ := os.ReadFile(paths.TuneSysctlConf()); string(conf2) != string(conf) {
+		t.Errorf("a second push rewrote the file:\n%s\nwas\n%s", conf2, conf)
+	}
+
+	r = one(p.TuneUndo(ctx, target))
+	if r.State != StateUndone || len(r.Changed) < 2 {
+		t.Fatalf("undo: %s, %v", r.Summary(), r.Changed)
+	}
+	for _, s := range TCPSettings() {
+		if got := strings.Join(strings.Fields(b.InRS(t, "sysctl -n "+s.Key)), " "); got != before[s.Key] {
+			t.Errorf("after undo %s = %q, want %q", s.Key, got, before[s.Key])
+		}
+	}
+	for _, f := range []string{paths.TuneSysctlConf(), paths.TuneJournal()} {
+		if _, err := os.Stat(f); err == nil {
+			t.Errorf("%s left after undo", f)
+		}
+	}
+}
