@@ -474,4 +474,3 @@ func ownedServices(d *Desired, after *Table, led *Ledger) []ServiceKey {
 	}
 	return out
 }
-

@@ -39,13 +39,7 @@ func (c *Core) Diff(ctx context.Context, doc io.Reader) (*DiffResult, error) {
 	var p *ipvsmgr.Planned
 	desired = c.roleOverlay(desired)
 	if sk := c.shared; sk != nil {
-		sk.mu.Lock()
-		if sk.rec == nil {
-			err = sk.unavailable()
-		} else {
-			p, err = sk.rec.Plan(ctx, sk.withHealth(desired))
-		}
-		sk.mu.Unlock()
+		p, err = sk.plan(ctx, desired)
 	} else {
 		kc, oerr := c.open()
 		if oerr != nil {

@@ -229,6 +229,26 @@ func (sk *sharedKernel) reconcile(ctx context.Context, known bool, only []ipvsmg
 	return res, err
 }
 
+// plan is what a reconcile of desired would do, planned against the
+// snapshot: a viewer's diff never reads the kernel and holds no lock a write
+// takes (it waits for a reconcile in progress only to read the ledger).
+func (sk *sharedKernel) plan(ctx context.Context, desired *ipvsmgr.Desired) (*ipvsmgr.Planned, error) {
+	sk.mu.Lock()
+	rec, err := sk.rec, sk.unavailable()
+	sk.mu.Unlock()
+	if rec == nil {
+		return nil, err
+	}
+	snap := sk.snap.Load()
+	if snap == nil || snap.Table == nil {
+		if snap != nil && snap.Err != nil {
+			return nil, fmt.Errorf("read kernel IPVS table: %w", snap.Err)
+		}
+		return nil, errorf(CodeUnavailable, "the kernel's table has not been read yet: the daemon is starting")
+	}
+	return rec.PlanOn(ctx, sk.withHealth(desired), snap.Table)
+}
+
 // reconcileWaiting reconciles, then again every second while real servers
 // drain, unless told not to wait.
 // only names the services the write changed (nil: any).
