@@ -105,6 +105,19 @@ func (r *Reconciler) Plan(ctx context.Context, d *Desired) (*Planned, error) {
 // daemon's snapshot): it reads the host, never the kernel's IPVS table, and
 // holds the reconciler only to read the ledger.
 func (r *Reconciler) PlanOn(ctx context.Context, d *Desired, actual *Table) (*Planned, error) {
+	p, err := r.PlanTable(ctx, d, actual)
+	if err != nil {
+		return nil, err
+	}
+	if p.Host, err = r.PlanHostChanges(ctx, d); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// PlanTable is the IPVS half of PlanOn: a function of d's table, health and
+// settings, actual and the ledger, not of the VIPs (the role's part).
+func (r *Reconciler) PlanTable(ctx context.Context, d *Desired, actual *Table) (*Planned, error) {
 	r.mu.Lock()
 	led, err := r.ledger(ctx, false)
 	r.mu.Unlock()
@@ -113,19 +126,32 @@ func (r *Reconciler) PlanOn(ctx context.Context, d *Desired, actual *Table) (*Pl
 	}
 	p := &Planned{}
 	p.Ops, p.Drains = plan(d, actual, led, r.now())
-	if r.Host != nil {
-		seen, fails, err := r.observeHost(ctx, hostQuery(d, led, true))
-		if err != nil {
-			return nil, err
-		}
-		if len(fails) > 0 {
-			return nil, fmt.Errorf("%s: %s", fails[0].Change, fails[0].Err)
-		}
-		for _, op := range PlanHost(HostPlanInput{Desired: d, Seen: seen, Ledger: led, Marks: true}) {
-			p.Host = append(p.Host, op.String())
-		}
-	}
 	return p, nil
+}
+
+// PlanHostChanges is the host half of PlanOn: the host read now.
+func (r *Reconciler) PlanHostChanges(ctx context.Context, d *Desired) ([]string, error) {
+	if r.Host == nil {
+		return nil, nil
+	}
+	r.mu.Lock()
+	led, err := r.ledger(ctx, false)
+	r.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	seen, fails, err := r.observeHost(ctx, hostQuery(d, led, true))
+	if err != nil {
+		return nil, err
+	}
+	if len(fails) > 0 {
+		return nil, fmt.Errorf("%s: %s", fails[0].Change, fails[0].Err)
+	}
+	var out []string
+	for _, op := range PlanHost(HostPlanInput{Desired: d, Seen: seen, Ledger: led, Marks: true}) {
+		out = append(out, op.String())
+	}
+	return out, nil
 }
 
 // plan is the pure core: desired (with the health the checks observed) +
