@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 )
@@ -20,6 +21,9 @@ type Host struct {
 	// ProcSys and SysModule are where sysctls and loaded modules are read
 	// ("" for /proc/sys and /sys/module).
 	ProcSys, SysModule string
+	// ModulesBuiltin lists the modules built into the kernel ("" for
+	// /lib/modules/RELEASE/modules.builtin).
+	ModulesBuiltin string
 }
 
 func (h Host) procSys() string {
@@ -57,9 +61,13 @@ func (h Host) Observe(_ context.Context, q ipvsmgr.HostQuery) (*ipvsmgr.HostStat
 			s.Sysctls[k] = strings.TrimSpace(string(b))
 		}
 	}
+	var builtin map[string]bool
 	for _, m := range q.Modules {
 		_, err := os.Stat(filepath.Join(h.sysModule(), m))
-		s.Modules[m] = err == nil
+		if err != nil && builtin == nil {
+			builtin = h.builtinModules()
+		}
+		s.Modules[m] = err == nil || builtin[m]
 	}
 	if q.Marks {
 		if err := observeMarks(s); err != nil {
@@ -67,6 +75,30 @@ func (h Host) Observe(_ context.Context, q ipvsmgr.HostQuery) (*ipvsmgr.HostStat
 		}
 	}
 	return s, nil
+}
+
+// builtinModules are the modules built into the running kernel (not all
+// of them show in /sys/module): loading one would change nothing, so the
+// plan must not ask for it at every reconcile.
+func (h Host) builtinModules() map[string]bool {
+	out := map[string]bool{}
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return out
+	}
+	path := h.ModulesBuiltin
+	if path == "" {
+		path = filepath.Join("/lib/modules", unix.ByteSliceToString(u.Release[:]), "modules.builtin")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return out
+	}
+	for line := range strings.Lines(string(b)) {
+		name := strings.TrimSuffix(filepath.Base(strings.TrimSpace(line)), ".ko")
+		out[strings.ReplaceAll(name, "-", "_")] = true
+	}
+	return out
 }
 
 // Apply makes each op, carrying on past failures.
