@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -98,7 +100,7 @@ func compareGolden(t *testing.T, path, got string) {
 func TestScriptsParse(t *testing.T) {
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		t.Skip("no sh on this machine")
+		testenv.Need(t, "no sh on this machine")
 	}
 	p := DefaultPaths()
 	scripts := map[string]string{"undo": RenderUndo(p)}

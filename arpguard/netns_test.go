@@ -16,6 +16,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ipvsctl/ipvsctl/arpguard/sshtest"
+
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
 )
 
 // Tests in this file change a real kernel. Each runs in a network namespace
@@ -27,11 +29,11 @@ const netnsChildEnv = "ARPGUARD_TEST_IN_NETNS"
 func requireRootTools(t *testing.T, tools ...string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to create network namespaces")
+		testenv.Need(t, "needs root to create network namespaces")
 	}
 	for _, tool := range append([]string{"ip"}, tools...) {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s: %v", tool, err)
+			testenv.Needf(t, "needs %s: %v", tool, err)
 		}
 	}
 }
@@ -65,7 +67,7 @@ func inNetns(t *testing.T, tools ...string) (parent bool) {
 		if m := regexp.MustCompile(`\S+\.go:\d+: (.*)`).FindAllSubmatch(out, -1); m != nil {
 			reason = string(m[len(m)-1][1])
 		}
-		t.Skipf("in namespace: %s", reason)
+		testenv.Needf(t, "in namespace: %s", reason)
 	}
 	if !bytes.Contains(out, []byte("--- PASS")) {
 		t.Fatalf("in namespace %s: the test did not run:\n%s", ns, out)
@@ -158,18 +160,18 @@ func skipUnsupported(t *testing.T, ctx context.Context, tg Target) {
 	switch tg.Mode {
 	case ModeDRArptables:
 		if _, err := exec.LookPath("arptables"); err != nil {
-			t.Skip("arptables mode: arptables is not installed")
+			testenv.Need(t, "arptables mode: arptables is not installed")
 		}
 		if out, err := exec.CommandContext(ctx, "arptables", "-L", "INPUT", "-n").CombinedOutput(); err != nil {
-			t.Skipf("arptables mode: arptables does not work on this kernel: %v: %s", err, out)
+			testenv.Needf(t, "arptables mode: arptables does not work on this kernel: %v: %s", err, out)
 		}
 		if out, err := exec.CommandContext(ctx, "arptables", "-C", "INPUT", "-d", "192.0.2.1", "-j", "DROP").CombinedOutput(); err != nil && !strings.Contains(string(out), "Bad rule") {
-			t.Skipf("arptables mode: this arptables has no -C (legacy?): %v: %s", err, out)
+			testenv.Needf(t, "arptables mode: this arptables has no -C (legacy?): %v: %s", err, out)
 		}
 	case ModeTUN:
 		if _, err := os.Stat("/sys/module/ipip"); err != nil {
 			if out, err := exec.CommandContext(ctx, "modprobe", "-n", "ipip").CombinedOutput(); err != nil {
-				t.Skipf("tun mode: the host kernel cannot load ipip: %v: %s", err, out)
+				testenv.Elsewhere(t, "scripts/vmtest TestRealserverTunNetnsApplyUndo, in the VM's kernel", fmt.Sprintf("tun mode: the host kernel cannot load ipip: %v: %s", err, out))
 			}
 		}
 	}

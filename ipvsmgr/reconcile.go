@@ -11,24 +11,6 @@ import (
 	"time"
 )
 
-// AddressManager brings VIPs up and down on director interfaces.
-type AddressManager interface {
-	// EnsureVIP adds the VIP unless the interface has it; added says whether
-	// this call added it (an address someone else put there is not ours).
-	EnsureVIP(ctx context.Context, v VIP) (added bool, err error)
-	RemoveVIP(ctx context.Context, v VIP) error
-	// HasVIP reports whether the interface has the address.
-	HasVIP(ctx context.Context, v VIP) (bool, error)
-}
-
-// MarkManager keeps the mangle rules that mark fwmark services' packets.
-type MarkManager interface {
-	// SyncMarks makes ipvsctl's rules equal to rules, changing only what differs.
-	SyncMarks(ctx context.Context, rules []MarkRule) error
-	// PlanMarks lists what SyncMarks would change, as iptables commands.
-	PlanMarks(ctx context.Context, rules []MarkRule) ([]string, error)
-}
-
 // Retiring is a removed (or disabled) real server kept at weight 0 until its
 // connections end ("retiring": a drain is the admin state of a server kept).
 type Retiring struct {
@@ -85,8 +67,7 @@ type Result struct {
 // Reconciler makes the kernel match a desired state.
 type Reconciler struct {
 	Kernel Kernel
-	Addrs  AddressManager // nil leaves VIPs alone
-	Marks  MarkManager    // nil leaves mangle rules alone
+	Host   Host // nil leaves the host alone: modules, sysctls, VIPs, mangle rules
 	Ledger LedgerStore
 	Log    *slog.Logger
 	Now    func() time.Time
@@ -112,7 +93,7 @@ func (r *Reconciler) now() time.Time {
 // Planned is what a reconcile would do.
 type Planned struct {
 	Ops      []Op     // IPVS changes
-	Host     []string // VIP and mangle-rule changes, as the commands that make them
+	Host     []string // module, sysctl, VIP and mangle-rule changes, as the commands that make them
 	Retiring []Retiring
 }
 
@@ -122,6 +103,26 @@ func (r *Reconciler) Plan(ctx context.Context, d *Desired) (*Planned, error) {
 	if err != nil {
 		return nil, err
 	}
+	return r.PlanOn(ctx, d, actual)
+}
+
+// PlanOn is Plan against a table the caller knows the kernel has (the
+// daemon's snapshot): it reads the host, never the kernel's IPVS table, and
+// holds the reconciler only to read the ledger.
+func (r *Reconciler) PlanOn(ctx context.Context, d *Desired, actual *Table) (*Planned, error) {
+	p, err := r.PlanTable(ctx, d, actual)
+	if err != nil {
+		return nil, err
+	}
+	if p.Host, err = r.PlanHostChanges(ctx, d); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// PlanTable is the IPVS half of PlanOn: a function of d's table, health and
+// settings, actual and the ledger, not of the VIPs (the role's part).
+func (r *Reconciler) PlanTable(ctx context.Context, d *Desired, actual *Table) (*Planned, error) {
 	r.mu.Lock()
 	led, err := r.ledger(ctx, false)
 	r.mu.Unlock()
@@ -130,33 +131,32 @@ func (r *Reconciler) Plan(ctx context.Context, d *Desired) (*Planned, error) {
 	}
 	p := &Planned{}
 	p.Ops, p.Retiring = plan(d, actual, led, r.now())
-	if r.Addrs != nil {
-		for _, v := range d.VIPs {
-			if ok, err := r.Addrs.HasVIP(ctx, v); err != nil {
-				return nil, err
-			} else if !ok {
-				p.Host = append(p.Host, "ip addr add "+v.Addr.String()+" dev "+v.Interface)
-			}
-		}
-		for _, v := range led.VIPs {
-			if slices.Contains(d.VIPs, v) {
-				continue
-			}
-			if ok, err := r.Addrs.HasVIP(ctx, v); err != nil {
-				return nil, err
-			} else if ok {
-				p.Host = append(p.Host, "ip addr del "+v.Addr.String()+" dev "+v.Interface)
-			}
-		}
-	}
-	if r.Marks != nil && (len(d.Marks) > 0 || led.Marks) {
-		marks, err := r.Marks.PlanMarks(ctx, d.Marks)
-		if err != nil {
-			return nil, err
-		}
-		p.Host = append(p.Host, marks...)
-	}
 	return p, nil
+}
+
+// PlanHostChanges is the host half of PlanOn: the host read now.
+func (r *Reconciler) PlanHostChanges(ctx context.Context, d *Desired) ([]string, error) {
+	if r.Host == nil {
+		return nil, nil
+	}
+	r.mu.Lock()
+	led, err := r.ledger(ctx, false)
+	r.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	seen, fails, err := r.observeHost(ctx, hostQuery(d, led, true))
+	if err != nil {
+		return nil, err
+	}
+	if len(fails) > 0 {
+		return nil, fmt.Errorf("%s: %s", fails[0].Change, fails[0].Err)
+	}
+	var out []string
+	for _, op := range PlanHost(HostPlanInput{Desired: d, Seen: seen, Ledger: led, Marks: true}) {
+		out = append(out, op.String())
+	}
+	return out, nil
 }
 
 // plan is the pure core: desired (with the health the checks observed) +
@@ -324,29 +324,26 @@ func (r *Reconciler) reconcileOnly(ctx context.Context, d *Desired, known *Table
 		return &Result{retry: true}, nil
 	}
 	res := &Result{Retiring: drains}
-	newLed := &Ledger{Retiring: drains, Marks: led.Marks}
+	newLed := &Ledger{Retiring: drains}
 	for _, dr := range led.Retiring {
 		if !in[dr.Service] {
 			newLed.Retiring = append(newLed.Retiring, dr)
 		}
 	}
-	r.ensureVIPs(ctx, &pd, led, newLed, res)
-	for _, v := range led.VIPs {
-		if !slices.Contains(pd.VIPs, v) && slices.Contains(d.VIPs, v) {
-			newLed.VIPs = append(newLed.VIPs, v) // owned, and not this write's
+	var keep []VIP // owned, and not this write's
+	for _, v := range d.VIPs {
+		if !slices.Contains(pd.VIPs, v) {
+			keep = append(keep, v)
 		}
 	}
+	h := r.hostBefore(ctx, HostPlanInput{Desired: &pd, Ledger: led, Keep: keep, Marks: fwmark}, res)
 	errs := r.apply(ctx, d, ops, res)
 	if len(res.Failures) > 0 {
 		res.retry, res.Failures = true, nil
 	}
 	res.Table = known.With(ops, errs)
 	newLed.Services = ownedServices(d, res.Table, led)
-	r.removeStaleVIPs(ctx, d, led, newLed, res)
-	r.recordIntent(ctx, d, append(append([]VIP{}, pd.VIPs...), pd.Standby...), led, newLed)
-	if fwmark {
-		r.syncMarks(ctx, d, led, newLed, res)
-	}
+	r.hostAfter(ctx, h, d, append(slices.Clone(pd.VIPs), pd.Standby...), led, res, newLed)
 	r.saveLedger(ctx, led, newLed, res)
 	return res, nil
 }
@@ -370,11 +367,9 @@ func (r *Reconciler) reconcile(ctx context.Context, d *Desired, known *Table) (*
 	if known != nil && slices.ContainsFunc(ops, func(op Op) bool { return op.Kind == OpDelService || op.Kind == OpDelDest }) {
 		return &Result{retry: true}, nil
 	}
-	res := &Result{}
-	newLed := &Ledger{}
-	r.ensureVIPs(ctx, d, led, newLed, res)
-	res.Retiring = drains
-	newLed.Retiring = drains
+	res := &Result{Retiring: drains}
+	newLed := &Ledger{Retiring: drains}
+	h := r.hostBefore(ctx, HostPlanInput{Desired: d, Ledger: led, Marks: true}, res)
 	errs := r.apply(ctx, d, ops, res)
 	if known != nil && len(res.Failures) > 0 {
 		res.retry = true
@@ -382,11 +377,70 @@ func (r *Reconciler) reconcile(ctx context.Context, d *Desired, known *Table) (*
 	}
 	res.Table = actual.With(ops, errs) // what the kernel took, the table now has
 	newLed.Services = ownedServices(d, res.Table, led)
-	r.removeStaleVIPs(ctx, d, led, newLed, res)
-	r.recordIntent(ctx, d, nil, led, newLed)
-	r.syncMarks(ctx, d, led, newLed, res)
+	r.hostAfter(ctx, h, d, nil, led, res, newLed)
 	r.saveLedger(ctx, led, newLed, res)
 	return res, nil
+}
+
+// hostStep is the host half of one reconcile: what was observed, the plan,
+// and what became of each op.
+type hostStep struct {
+	in   HostPlanInput
+	ops  []HostOp
+	errs []error
+}
+
+// hostBefore observes the host, plans its half, and makes the ops that go
+// before the IPVS changes (nil without a host, or when it could not be read).
+func (r *Reconciler) hostBefore(ctx context.Context, in HostPlanInput, res *Result) *hostStep {
+	seen, fails, err := r.observeHost(ctx, hostQuery(in.Desired, in.Ledger, in.Marks))
+	res.Failures = append(res.Failures, fails...)
+	if err != nil {
+		res.Failures = append(res.Failures, Failure{Service: "host", Change: "observe host", Err: err.Error()})
+		r.Log.Error("observe host failed", "err", err)
+	}
+	if seen == nil {
+		return nil
+	}
+	in.Seen = seen
+	h := &hostStep{in: in, ops: PlanHost(in)}
+	h.errs = make([]error, len(h.ops))
+	var first []int
+	for i, op := range h.ops {
+		if op.beforeIPVS() {
+			first = append(first, i)
+		}
+	}
+	r.applyHostAt(ctx, h, first, res)
+	return h
+}
+
+// hostAfter makes the host ops that go after the IPVS changes and writes
+// the host part of the new ledger; the intent looks at check (nil: all).
+func (r *Reconciler) hostAfter(ctx context.Context, h *hostStep, d *Desired, check []VIP, led *Ledger, res *Result, newLed *Ledger) {
+	if h == nil {
+		newLed.VIPs, newLed.Marks, newLed.Intent = led.VIPs, led.Marks, led.Intent
+		return
+	}
+	var rest []int
+	for i, op := range h.ops {
+		if !op.beforeIPVS() {
+			rest = append(rest, i)
+		}
+	}
+	r.applyHostAt(ctx, h, rest, res)
+	hostLedger(h.in, h.ops, h.errs, newLed)
+	r.recordIntent(d, check, h.in.Ledger, newLed, h.in.Seen.after(h.ops, h.errs))
+}
+
+func (r *Reconciler) applyHostAt(ctx context.Context, h *hostStep, at []int, res *Result) {
+	ops := make([]HostOp, len(at))
+	for j, i := range at {
+		ops[j] = h.ops[i]
+	}
+	for j, err := range r.applyHost(ctx, ops, res) {
+		h.errs[at[j]] = err
+	}
 }
 
 // apply makes ops in the kernel, listing each as made or failed in res.
@@ -420,18 +474,6 @@ func (r *Reconciler) apply(ctx context.Context, d *Desired, ops []Op, res *Resul
 		}
 	}
 	return errs
-}
-
-// syncMarks makes ipvsctl's mangle rules d's.
-func (r *Reconciler) syncMarks(ctx context.Context, d *Desired, led, newLed *Ledger, res *Result) {
-	if r.Marks != nil && (len(d.Marks) > 0 || led.Marks) {
-		if err := r.Marks.SyncMarks(ctx, d.Marks); err != nil {
-			res.Failures = append(res.Failures, Failure{Service: "fwmark rules", Change: "sync mangle rules", Err: err.Error()})
-			newLed.Marks = true
-		} else {
-			newLed.Marks = len(d.Marks) > 0
-		}
-	}
 }
 
 // saveLedger stores the new ledger unless it is the one stored.
@@ -469,47 +511,4 @@ func ownedServices(d *Desired, after *Table, led *Ledger) []ServiceKey {
 		}
 	}
 	return out
-}
-
-func (r *Reconciler) ensureVIPs(ctx context.Context, d *Desired, led, newLed *Ledger, res *Result) {
-	if r.Addrs == nil {
-		return
-	}
-	for _, v := range d.VIPs {
-		added, err := r.Addrs.EnsureVIP(ctx, v)
-		if err != nil {
-			res.Failures = append(res.Failures, Failure{Service: v.String(), Change: "add VIP " + v.String(), Err: err.Error()})
-			r.Log.Error("add VIP failed", "vip", v.String(), "err", err)
-			continue
-		}
-		if added {
-			r.owns(v, true)
-			res.Changes = append(res.Changes, "ip addr add "+v.Addr.String()+" dev "+v.Interface)
-			r.Log.Info("VIP added", "vip", v.String())
-		}
-		if added || slices.Contains(led.VIPs, v) {
-			newLed.VIPs = append(newLed.VIPs, v)
-		}
-	}
-}
-
-// removeStaleVIPs takes down the VIPs ipvsctl added whose last service went.
-func (r *Reconciler) removeStaleVIPs(ctx context.Context, d *Desired, led, newLed *Ledger, res *Result) {
-	if r.Addrs == nil {
-		newLed.VIPs = led.VIPs
-		return
-	}
-	for _, v := range led.VIPs {
-		if slices.Contains(d.VIPs, v) {
-			continue
-		}
-		if err := r.Addrs.RemoveVIP(ctx, v); err != nil {
-			res.Failures = append(res.Failures, Failure{Service: v.String(), Change: "remove VIP " + v.String(), Err: err.Error()})
-			newLed.VIPs = append(newLed.VIPs, v)
-			continue
-		}
-		r.owns(v, false)
-		res.Changes = append(res.Changes, "ip addr del "+v.Addr.String()+" dev "+v.Interface)
-		r.Log.Info("VIP removed", "vip", v.String())
-	}
 }

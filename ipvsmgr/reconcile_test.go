@@ -32,39 +32,27 @@ func mustCompile(t *testing.T, doc string) *ipvsmgr.Desired {
 	return d
 }
 
-type fakeVIPs struct{ have map[ipvsmgr.VIP]bool }
-
-func (f *fakeVIPs) EnsureVIP(_ context.Context, v ipvsmgr.VIP) (bool, error) {
-	if f.have[v] {
-		return false, nil
-	}
-	f.have[v] = true
-	return true, nil
-}
-
-func (f *fakeVIPs) HasVIP(_ context.Context, v ipvsmgr.VIP) (bool, error) { return f.have[v], nil }
-
-func (f *fakeVIPs) RemoveVIP(_ context.Context, v ipvsmgr.VIP) error {
-	delete(f.have, v)
-	return nil
-}
-
 type rig struct {
 	k    *fakekernel.Kernel
-	vips *fakeVIPs
+	host *fakekernel.Host
 	r    *ipvsmgr.Reconciler
 	now  time.Time
 }
 
 func newRig(t *testing.T) *rig {
-	g := &rig{k: fakekernel.New(), vips: &fakeVIPs{have: map[ipvsmgr.VIP]bool{}}, now: time.Unix(1_800_000_000, 0)}
+	g := &rig{k: fakekernel.New(), host: fakekernel.NewHost(), now: time.Unix(1_800_000_000, 0)}
 	g.r = &ipvsmgr.Reconciler{
-		Kernel: g.k, Addrs: g.vips,
+		Kernel: g.k, Host: g.host,
 		Ledger: &fakekernel.Ledger{},
 		Log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now:    func() time.Time { return g.now },
 	}
 	return g
+}
+
+func (g *rig) up(v ipvsmgr.VIP) bool {
+	ok, _ := g.host.HasVIP(context.Background(), v)
+	return ok
 }
 
 func (g *rig) reconcile(t *testing.T, doc string) (*ipvsmgr.Result, []string) {
@@ -90,8 +78,8 @@ func TestReconcileFromEmptyThenNoop(t *testing.T) {
 	if diff := cmp.Diff(want, ops); diff != "" {
 		t.Fatalf("ops (-want +got):\n%s", diff)
 	}
-	if len(res.Failures) != 0 || !g.vips.have[ipvsmgr.VIP{Interface: "eth0", Addr: mustAddr("198.18.0.100")}] {
-		t.Fatalf("failures %v, vips %v", res.Failures, g.vips.have)
+	if len(res.Failures) != 0 || !g.up(ipvsmgr.VIP{Interface: "eth0", Addr: mustAddr("198.18.0.100")}) {
+		t.Fatalf("failures %v", res.Failures)
 	}
 	if _, ops := g.reconcile(t, twoServers); len(ops) != 0 {
 		t.Fatalf("second reconcile changed the kernel: %v", ops)
@@ -190,8 +178,8 @@ func TestKeepForeignServices(t *testing.T) {
 	if len(tbl.Services) != 1 || tbl.Services[0].Key != foreign.Key {
 		t.Fatalf("foreign service not kept: %+v", tbl.Services)
 	}
-	if len(g.vips.have) != 0 {
-		t.Fatalf("VIP of the removed service still up: %v", g.vips.have)
+	if g.up(ipvsmgr.VIP{Interface: "eth0", Addr: mustAddr("198.18.0.100")}) {
+		t.Fatalf("VIP of the removed service still up")
 	}
 	// Owning the whole table (the default) removes it.
 	if _, ops := g.reconcile(t, `{"services":[]}`); !cmp.Equal(ops, []string{"ipvsadm -D -t 198.18.5.1:443"}) {
@@ -222,16 +210,16 @@ func TestVIPOwnership(t *testing.T) {
 	g := newRig(t)
 	// The operator's own address on the interface is never removed.
 	pre := ipvsmgr.VIP{Interface: "eth0", Addr: mustAddr("198.18.0.100")}
-	g.vips.have[pre] = true
+	g.host.AddVIP(pre)
 	g.reconcile(t, twoServers)
 	g.reconcile(t, `{"services":[]}`)
-	if !g.vips.have[pre] {
+	if !g.up(pre) {
 		t.Fatal("removed an address ipvsctl did not add")
 	}
-	delete(g.vips.have, pre)
+	g.host.RemoveVIP(context.Background(), pre)
 	g.reconcile(t, twoServers)
 	g.reconcile(t, `{"services":[]}`)
-	if g.vips.have[pre] {
+	if g.up(pre) {
 		t.Fatal("VIP ipvsctl added was not removed with its last service")
 	}
 }

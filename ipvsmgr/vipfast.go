@@ -19,7 +19,7 @@ import (
 // see the ledger without them. Call record once, after the adverts and
 // gratuitous ARPs that the VIPs held back.
 func (r *Reconciler) AddVIPs(ctx context.Context, vips []VIP) (record func(context.Context) []Failure, fails []Failure) {
-	if r.Addrs == nil || len(vips) == 0 {
+	if r.Host == nil || len(vips) == 0 {
 		return func(context.Context) []Failure { return nil }, nil
 	}
 	r.mu.Lock()
@@ -70,7 +70,7 @@ func (t *takeover) split(ctx context.Context, vips []VIP) (now, first []VIP) {
 			now = append(now, v)
 			continue
 		}
-		up, err := t.r.Addrs.HasVIP(ctx, v)
+		up, err := t.r.hasVIP(ctx, v)
 		switch {
 		case err != nil:
 			t.fail(v.String(), "add VIP "+v.String(), err)
@@ -82,7 +82,7 @@ func (t *takeover) split(ctx context.Context, vips []VIP) (now, first []VIP) {
 }
 
 func (t *takeover) add(ctx context.Context, v VIP) {
-	added, err := t.r.Addrs.EnsureVIP(ctx, v)
+	added, err := t.r.addVIP(ctx, v)
 	switch {
 	case err != nil:
 		t.fail(v.String(), "add VIP "+v.String(), err)
@@ -138,7 +138,7 @@ func (t *takeover) record(ctx context.Context) (fails []Failure) {
 // VIPs go at once. An address someone else put there stays. The intent keeps
 // them, absent now: the next takeover adds them before it writes.
 func (r *Reconciler) RemoveVIPs(ctx context.Context, vips []VIP) []Failure {
-	if r.Addrs == nil || len(vips) == 0 {
+	if r.Host == nil || len(vips) == 0 {
 		return nil
 	}
 	r.mu.Lock()
@@ -154,7 +154,7 @@ func (r *Reconciler) RemoveVIPs(ctx context.Context, vips []VIP) []Failure {
 			kept = append(kept, v)
 			continue
 		}
-		if err := r.Addrs.RemoveVIP(ctx, v); err != nil {
+		if err := r.removeVIP(ctx, v); err != nil {
 			fails = append(fails, Failure{Service: v.String(), Change: "remove VIP " + v.String(), Err: err.Error()})
 			kept = append(kept, v)
 			continue

@@ -65,7 +65,7 @@ func addrs(vs []ipvsmgr.VIP) string {
 }
 
 func (l *hostLog) reconciler() *ipvsmgr.Reconciler {
-	return &ipvsmgr.Reconciler{Kernel: fakekernel.New(), Addrs: l.host, Ledger: l, Log: slog.New(slog.DiscardHandler)}
+	return &ipvsmgr.Reconciler{Kernel: fakekernel.New(), Host: l.host, Ledger: l, Log: slog.New(slog.DiscardHandler)}
 }
 
 // desired is a redundant director's state with its role laid over it, as

@@ -30,12 +30,12 @@ func (r *Reconciler) ledger(ctx context.Context, settle bool) (*Ledger, error) {
 	}
 	led := *stored
 	led.VIPs = slices.Clone(stored.VIPs)
-	if !r.settled && r.Addrs != nil {
+	if !r.settled && r.Host != nil {
 		for _, v := range stored.Intent {
 			if slices.Contains(led.VIPs, v) {
 				continue
 			}
-			up, err := r.Addrs.HasVIP(ctx, v)
+			up, err := r.hasVIP(ctx, v)
 			if err != nil {
 				return nil, fmt.Errorf("VIP %s of the ledger's intent: %w", v, err)
 			}
@@ -76,10 +76,10 @@ func (r *Reconciler) owns(v VIP, added bool) {
 // recordIntent keeps in the new ledger, with settings.redundancy, the VIPs
 // a takeover may add before it writes: of the VIPs this director carries as
 // master (d.VIPs and d.Standby), those that are its own or absent from their
-// interface now. Only the VIPs in check are looked at (nil: all); the others
-// keep their place in the old intent.
-func (r *Reconciler) recordIntent(ctx context.Context, d *Desired, check []VIP, led, newLed *Ledger) {
-	if d.Settings.Redundancy == nil || r.Addrs == nil {
+// interface now (host: as the reconcile left it). Only the VIPs in check are
+// looked at (nil: all); the others keep their place in the old intent.
+func (r *Reconciler) recordIntent(d *Desired, check []VIP, led, newLed *Ledger, host *HostState) {
+	if d.Settings.Redundancy == nil || host == nil {
 		return
 	}
 	all := append(slices.Clone(d.VIPs), d.Standby...)
@@ -96,13 +96,13 @@ func (r *Reconciler) recordIntent(ctx context.Context, d *Desired, check []VIP, 
 			newLed.Intent = append(newLed.Intent, v)
 			continue
 		}
-		up, err := r.Addrs.HasVIP(ctx, v)
+		_, unknown := host.VIPErr[v]
 		switch {
-		case err != nil:
+		case unknown:
 			if slices.Contains(led.Intent, v) {
 				newLed.Intent = append(newLed.Intent, v) // unknown: as it was
 			}
-		case !up:
+		case !host.Up[v]:
 			newLed.Intent = append(newLed.Intent, v)
 		case slices.Contains(led.Intent, v):
 			r.Log.Info("VIP up without ipvsctl: someone else's, out of the ledger's intent", "vip", v.String())

@@ -375,17 +375,11 @@ func (c *Core) afterCommit(ctx context.Context, res *WriteResult, desired *ipvsm
 	}
 	defer kc.Close()
 	desired = withoutDaemon(c.roleOverlay(desired)) // without the daemon: no VRRP (no VIPs on a redundant director), no checks
-	if kc.Prepare != nil && len(desired.Table.Services) > 0 {
-		// A revision that adds a NAT service needs forwarding on now, not at the next boot.
-		res.Failures = append(res.Failures, kc.Prepare(desired)...)
-	}
 	got, err := reconcileWaiting(ctx, kc.reconciler(c.store, c.log), desired, o)
 	if err != nil {
 		return res, err
 	}
-	failures := res.Failures
 	res.Result, res.Applied, res.Counts = *got, true, changeCounts(got.Applied)
-	res.Failures = append(failures, res.Failures...)
 	return res, nil
 }
 

@@ -22,6 +22,13 @@ type DiffResult struct {
 // Diff is what making the kernel match the stored state (or doc, when not
 // nil) would change.
 func (c *Core) Diff(ctx context.Context, doc io.Reader) (*DiffResult, error) {
+	if sk := c.shared; sk != nil && doc == nil {
+		// The daemon's newest desired state, against its snapshot: no read
+		// of the store or the kernel, whatever the number of viewers.
+		if p, ok, err := sk.planCurrent(ctx); ok || err != nil {
+			return diffResult(p), err
+		}
+	}
 	var st *ipvsmgr.State
 	var err error
 	if doc != nil {
@@ -39,13 +46,7 @@ func (c *Core) Diff(ctx context.Context, doc io.Reader) (*DiffResult, error) {
 	var p *ipvsmgr.Planned
 	desired = c.roleOverlay(desired)
 	if sk := c.shared; sk != nil {
-		sk.mu.Lock()
-		if sk.rec == nil {
-			err = sk.unavailable()
-		} else {
-			p, err = sk.rec.Plan(ctx, sk.withHealth(desired))
-		}
-		sk.mu.Unlock()
+		p, err = sk.plan(ctx, sk.withHealth(desired), nil)
 	} else {
 		kc, oerr := c.open()
 		if oerr != nil {
@@ -57,12 +58,19 @@ func (c *Core) Diff(ctx context.Context, doc io.Reader) (*DiffResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	return diffResult(p), nil
+}
+
+func diffResult(p *ipvsmgr.Planned) *DiffResult {
+	if p == nil {
+		return nil
+	}
 	out := &DiffResult{Changes: []string{}, Retiring: p.Retiring}
 	for _, op := range p.Ops {
 		out.Changes = append(out.Changes, op.String())
 	}
 	out.Changes = append(out.Changes, p.Host...)
-	return out, nil
+	return out
 }
 
 // History lists the latest revisions, newest first.

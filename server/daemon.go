@@ -127,13 +127,6 @@ func (d *Daemon) openKernel(ctx context.Context) {
 	sk.mu.Lock()
 	kc := sk.conn
 	sk.mu.Unlock()
-	if st, _, err := d.Core.store.Current(ctx); err == nil {
-		if desired, err := ipvsmgr.Compile(st); err == nil && kc.Prepare != nil {
-			for _, f := range kc.Prepare(desired) {
-				d.Log.Error("prepare kernel", "change", f.Change, "err", f.Err)
-			}
-		}
-	}
 	if d.OnKernel != nil {
 		d.OnKernel(kc)
 	}

@@ -17,29 +17,24 @@ import (
 // fwmark rules, modules and sysctls. A nil manager leaves that part alone.
 type KernelConn struct {
 	Kernel ipvsmgr.Kernel
-	Addrs  ipvsmgr.AddressManager
-	Marks  ipvsmgr.MarkManager
-	// Prepare loads the modules and sets the sysctls a desired state needs.
-	Prepare func(*ipvsmgr.Desired) []ipvsmgr.Failure
-	Close   func()
+	Host   ipvsmgr.Host // the reconcile's host half: every revision's modules, sysctls, VIPs, mangle rules
+	Close  func()
 }
 
 // OpenHostKernel opens the real kernel: IPVS over netlink (loading ip_vs),
-// VIPs with netlink, fwmark rules with iptables, modules with modprobe.
+// and the host (kernel.Host).
 func OpenHostKernel() (*KernelConn, error) {
 	drv, err := kernel.Open(kernel.Options{LoadModule: true})
 	if err != nil {
 		return nil, err
 	}
 	return &KernelConn{
-		Kernel: drv, Addrs: kernel.VIPs{}, Marks: kernel.Marks{},
-		Prepare: func(d *ipvsmgr.Desired) []ipvsmgr.Failure { return kernel.Prepare(d).Apply() },
-		Close:   drv.Close,
+		Kernel: drv, Host: kernel.Host{}, Close: drv.Close,
 	}, nil
 }
 
 func (kc *KernelConn) reconciler(ledger ipvsmgr.LedgerStore, log *slog.Logger) *ipvsmgr.Reconciler {
-	return &ipvsmgr.Reconciler{Kernel: kc.Kernel, Addrs: kc.Addrs, Marks: kc.Marks, Ledger: ledger, Log: log}
+	return &ipvsmgr.Reconciler{Kernel: kc.Kernel, Host: kc.Host, Ledger: ledger, Log: log}
 }
 
 // prefetched answers the first Table call with a table read ahead of time.

@@ -229,7 +229,7 @@ func newDirector(t *testing.T, addr string, priority int) *director {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("director", addr)
 	}
 	d.core = server.New(server.Config{Store: st, Log: log, OpenKernel: func() (*server.KernelConn, error) {
-		return &server.KernelConn{Kernel: d.k, Addrs: d.host, Marks: d.host, Prepare: d.host.Prepare, Close: func() {}}, nil
+		return &server.KernelConn{Kernel: d.k, Host: d.host, Close: func() {}}, nil
 	}})
 	a := auth.New(st, auth.Config{Params: auth.CheapParams(), Log: log})
 	root := &auth.Principal{User: "root", Role: auth.Admin, Via: "cli"}

@@ -66,7 +66,12 @@ type sharedKernel struct {
 	health *health.Runner
 	check  func(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result
 
-	snap       atomic.Pointer[Snapshot]
+	snap atomic.Pointer[Snapshot]
+	// planMu guards the last plan a diff made of the snapshot (plan): the
+	// viewers polling share it.
+	planMu     sync.Mutex
+	planned    *ipvsmgr.Planned
+	plannedFor planKey
 	reconciles atomic.Int64
 	// knownRev is rev, for readers that must not wait for mu (which a
 	// reconcile holds): the panel keys its pages on it.
@@ -234,6 +239,66 @@ func (sk *sharedKernel) reconcile(ctx context.Context, known bool, only []ipvsmg
 		sk.onReconcile(rep)
 	}
 	return res, err
+}
+
+// plan is what a reconcile of desired would do, planned against the
+// snapshot: a viewer's diff never reads the kernel and holds no lock a write
+// takes (it waits for a reconcile in progress only to read the ledger).
+// base, when not nil, is the desired state known that desired was made
+// from (health and role laid over it): the IPVS half planned for it is kept
+// until the snapshot, the state or the health changes, so that any number
+// of viewers cost one plan per poll.
+func (sk *sharedKernel) plan(ctx context.Context, desired, base *ipvsmgr.Desired) (*ipvsmgr.Planned, error) {
+	sk.mu.Lock()
+	rec, err := sk.rec, sk.unavailable()
+	sk.mu.Unlock()
+	if rec == nil {
+		return nil, err
+	}
+	snap := sk.snap.Load()
+	if snap == nil || snap.Table == nil {
+		if snap != nil && snap.Err != nil {
+			return nil, fmt.Errorf("read kernel IPVS table: %w", snap.Err)
+		}
+		return nil, errorf(CodeUnavailable, "the kernel's table has not been read yet: the daemon is starting")
+	}
+	key := planKey{snap: snap, base: base, health: sk.healthGen.Load()}
+	sk.planMu.Lock()
+	p := sk.planned
+	if base == nil || sk.plannedFor != key || p == nil {
+		if p, err = rec.PlanTable(ctx, desired, snap.Table); err != nil {
+			sk.planMu.Unlock()
+			return nil, err
+		}
+		sk.planned, sk.plannedFor = p, key
+	}
+	sk.planMu.Unlock()
+	out := *p
+	if out.Host, err = rec.PlanHostChanges(ctx, desired); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// planKey is what a plan of the IPVS table is a function of.
+type planKey struct {
+	snap   *Snapshot
+	base   *ipvsmgr.Desired
+	health int64
+}
+
+// planCurrent is plan for the newest desired state known, as its next
+// reconcile would see it (health and role laid over it); ok is false when
+// the daemon knows none yet.
+func (sk *sharedKernel) planCurrent(ctx context.Context) (p *ipvsmgr.Planned, ok bool, err error) {
+	sk.mu.Lock()
+	base := sk.desired
+	sk.mu.Unlock()
+	if base == nil {
+		return nil, false, nil
+	}
+	p, err = sk.plan(ctx, sk.overlay(sk.withHealth(base)), base)
+	return p, true, err
 }
 
 // reconcileWaiting reconciles, then again every second while real servers

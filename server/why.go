@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -240,27 +241,32 @@ func (c *Core) whyVIP(ctx context.Context, d *ipvsmgr.Desired, f *whyFacts) {
 			return
 		}
 	}
-	addrs, closeFn, err := c.addressManager()
+	host, closeFn, err := c.hostReader()
 	if err != nil {
 		f.vipErr = err
 		return
 	}
 	defer closeFn()
-	if addrs == nil {
+	if host == nil {
 		f.vipErr = fmt.Errorf("this process does not manage addresses")
 		return
 	}
-	up, err := addrs.HasVIP(ctx, *f.vip)
+	seen, err := host.Observe(ctx, ipvsmgr.HostQuery{VIPs: []ipvsmgr.VIP{*f.vip}})
 	if err != nil {
 		f.vipErr = err
 		return
 	}
+	if msg, bad := seen.VIPErr[*f.vip]; bad {
+		f.vipErr = errors.New(msg)
+		return
+	}
+	up := seen.Up[*f.vip]
 	f.vipUp = &up
 }
 
-// addressManager is how the host's addresses are read: the daemon's, or
-// one opened for this read.
-func (c *Core) addressManager() (ipvsmgr.AddressManager, func(), error) {
+// hostReader is how the host's addresses are read: the daemon's, or one
+// opened for this read.
+func (c *Core) hostReader() (ipvsmgr.Host, func(), error) {
 	if c.shared != nil {
 		c.shared.mu.Lock()
 		conn := c.shared.conn
@@ -268,13 +274,13 @@ func (c *Core) addressManager() (ipvsmgr.AddressManager, func(), error) {
 		if conn == nil {
 			return nil, func() {}, c.shared.unavailableNow()
 		}
-		return conn.Addrs, func() {}, nil
+		return conn.Host, func() {}, nil
 	}
 	kc, err := c.open()
 	if err != nil {
 		return nil, func() {}, err
 	}
-	return kc.Addrs, kc.Close, nil
+	return kc.Host, kc.Close, nil
 }
 
 func hostOnly(hostport string) string {

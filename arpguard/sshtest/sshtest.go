@@ -24,6 +24,8 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
 )
 
 // RIP is the real server's address; its sshd listens on RIP:22.
@@ -46,15 +48,15 @@ var seq atomic.Int32
 func Start(t testing.TB) *Bed {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to create network namespaces")
+		testenv.Need(t, "needs root to create network namespaces")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skipf("needs ip: %v", err)
+		testenv.Needf(t, "needs ip: %v", err)
 	}
 	sshd, err := exec.LookPath("sshd")
 	if err != nil {
 		if _, serr := os.Stat("/usr/sbin/sshd"); serr != nil {
-			t.Skip("needs Debian's openssh-server (apt-get install -y openssh-server)")
+			testenv.Need(t, "needs Debian's openssh-server (apt-get install -y openssh-server)")
 		}
 		sshd = "/usr/sbin/sshd"
 	}

@@ -45,12 +45,8 @@ type cliEnv struct {
 	hostRoot string
 }
 
-// hostFake is what tests give for the host's VIPs, mangle rules and sysctls.
-type hostFake interface {
-	ipvsmgr.AddressManager
-	ipvsmgr.MarkManager
-	Prepare(*ipvsmgr.Desired) []ipvsmgr.Failure
-}
+// hostFake is what tests give for the host's modules, sysctls, VIPs and mangle rules.
+type hostFake = ipvsmgr.Host
 
 func (e *cliEnv) logger(level slog.Level) *slog.Logger {
 	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -28,50 +29,21 @@ type serveFlags struct {
 	tlsSelfSigned                bool
 	trustedProxies, trustedOrigs string
 	ssh                          serveSSHFlags
+	proxies                      []netip.Prefix // trustedProxies, parsed
+	fs                           *flag.FlagSet
 }
 
+// runServe parses the flags, builds the daemon and its servers, and runs
+// them until SIGTERM or SIGINT.
 func runServe(env *cliEnv, args []string) int {
-	fs, g := env.newFlagSet("serve", "[--listen :3636] [--tls-cert FILE --tls-key FILE | --tls-self-signed] [--interval 10s] [--ssh-identity FILE]",
-		"The daemon: restore (modules, sysctls, VIPs, services), then keep the kernel matching the stored\n"+
-			"desired state: at once after each change, and every --interval anyway, which repairs out-of-band\n"+
-			"changes and finishes drains. Serves the panel, the JSON API (/api/v1) and /metrics on --listen, and\n"+
-			"the same API to the local CLI on a socket beside the database. Stops on SIGTERM or SIGINT, letting\n"+
-			"requests in flight finish. Where the kernel has no IPVS it still serves and stores the desired state.\n"+
-			"With an SSH identity (--ssh-*, as realserver verify's flags) the panel and the API verify real servers.")
-	var f serveFlags
-	fs.DurationVar(&f.interval, "interval", 10*time.Second, "full reconcile period")
-	fs.StringVar(&f.listen, "listen", ":3636", "address of the panel and API (\"\" for none)")
-	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve /metrics without auth on its own address (node_exporter's way)")
-	fs.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM)")
-	fs.StringVar(&f.tlsKey, "tls-key", "", "TLS key file (PEM)")
-	fs.BoolVar(&f.tlsSelfSigned, "tls-self-signed", false, "make a self-signed certificate on first start and keep it beside the database")
-	fs.StringVar(&f.trustedProxies, "trusted-proxy", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed")
-	fs.StringVar(&f.trustedOrigs, "trusted-origin", "", "comma-separated origins (https://name) allowed to post besides the panel's own")
-	f.ssh.register(fs, homeDir(env))
-	if st, ok := env.parseFlags(fs, args); !ok {
-		return st
-	}
-	if fs.NArg() > 0 || f.interval < 100*time.Millisecond {
-		fmt.Fprintln(env.stderr, "ipvsctl serve: takes no arguments; --interval must be at least 100ms")
-		return exitUsage
-	}
-	if (f.tlsCert == "") != (f.tlsKey == "") || (f.tlsSelfSigned && f.tlsCert != "") {
-		fmt.Fprintln(env.stderr, "ipvsctl serve: give --tls-cert with --tls-key, or --tls-self-signed")
-		return exitUsage
-	}
-	var proxies []netip.Prefix
-	for _, s := range splitList(f.trustedProxies) {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			fmt.Fprintf(env.stderr, "ipvsctl serve: trusted-proxy: %q is not a CIDR prefix\n", s)
-			return exitUsage
-		}
-		proxies = append(proxies, p)
+	f, g, code, ok := parseServeFlags(env, args)
+	if !ok {
+		return code
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	log := env.logger(slog.LevelInfo)
-	rsSSH, err := f.ssh.config(fs, log)
+	rsSSH, err := f.ssh.config(f.fs, log)
 	if err != nil {
 		return env.fail("serve", err, true)
 	}
@@ -87,40 +59,121 @@ func runServe(env *cliEnv, args []string) int {
 	defer unlock()
 	cfg := env.coreConfig(st, g.db)
 	cfg.RealServerSSH = rsSSH
-	a := auth.New(st, auth.Config{TrustedProxies: proxies, Log: log})
-	cfg.Auth = a // the API's user and token writes share the logins' hashing limits
-	core := server.New(cfg)
-	d := server.NewDaemon(core, log)
-	d.Interval = f.interval
-	d.Hooks.Peer = func(url, token string) (server.Peer, error) { return client.New(url, token) }
-	context.AfterFunc(ctx, core.EndLongPolls) // a peer's long poll must not hold up the shutdown
-	m := metrics.New(core)
-	d.OnReconcile(m.Reconciled)
-	d.OnHealthEvent(m.HealthEvent)
-	d.OnCheck(m.Checked)
-	opts := httpd.Options{Core: core, Auth: a, Log: log, TrustedOrigins: splitList(f.trustedOrigs), Instrument: m.Instrument}
-	if f.metricsListen == "" {
-		opts.Metrics = m.Handler()
-	}
-	pnl, err := httpd.NewPanel(core, a, time.Now(), opts)
+	p, err := newServeParts(ctx, cfg, st, f, log)
 	if err != nil {
 		return env.fail("serve", err, false)
 	}
-	opts.Panel = pnl
-	var srv httpd.Server
-	var tlsOn []bool
-	if f.listen != "" {
-		h, err := httpd.Handler(opts)
+	srv, tlsOn, usage, err := p.listen(f, g.db, log)
+	if err != nil {
+		return env.fail("serve", err, usage)
+	}
+	if first, err := p.auth.NeedsFirstUser(ctx); err == nil && first {
+		log.Warn(strings.ReplaceAll(auth.FirstAdminHint, "\n", " "))
+	}
+	log.Info("ipvsctl serving", "db", g.db, "interval", f.interval.String())
+	if err := p.run(ctx, srv, f, tlsOn); err != nil {
+		return env.fail("serve", err, false)
+	}
+	log.Info("ipvsctl stopped")
+	return exitOK
+}
+
+// parseServeFlags reads serve's flags; ok is false when the verb must stop
+// with code (a usage error, or --help).
+func parseServeFlags(env *cliEnv, args []string) (f *serveFlags, g *globalFlags, code int, ok bool) {
+	fs, g := env.newFlagSet("serve", "[--listen :3636] [--tls-cert FILE --tls-key FILE | --tls-self-signed] [--interval 10s] [--ssh-identity FILE]",
+		"The daemon: restore (modules, sysctls, VIPs, services), then keep the kernel matching the stored\n"+
+			"desired state: at once after each change, and every --interval anyway, which repairs out-of-band\n"+
+			"changes and finishes drains. Serves the panel, the JSON API (/api/v1) and /metrics on --listen, and\n"+
+			"the same API to the local CLI on a socket beside the database. Stops on SIGTERM or SIGINT, letting\n"+
+			"requests in flight finish. Where the kernel has no IPVS it still serves and stores the desired state.\n"+
+			"With an SSH identity (--ssh-*, as realserver verify's flags) the panel and the API verify real servers.")
+	f = &serveFlags{fs: fs}
+	fs.DurationVar(&f.interval, "interval", 10*time.Second, "full reconcile period")
+	fs.StringVar(&f.listen, "listen", ":3636", "address of the panel and API (\"\" for none)")
+	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve /metrics without auth on its own address (node_exporter's way)")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM)")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "TLS key file (PEM)")
+	fs.BoolVar(&f.tlsSelfSigned, "tls-self-signed", false, "make a self-signed certificate on first start and keep it beside the database")
+	fs.StringVar(&f.trustedProxies, "trusted-proxy", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed")
+	fs.StringVar(&f.trustedOrigs, "trusted-origin", "", "comma-separated origins (https://name) allowed to post besides the panel's own")
+	f.ssh.register(fs, homeDir(env))
+	if st, ok := env.parseFlags(fs, args); !ok {
+		return nil, nil, st, false
+	}
+	if fs.NArg() > 0 || f.interval < 100*time.Millisecond {
+		fmt.Fprintln(env.stderr, "ipvsctl serve: takes no arguments; --interval must be at least 100ms")
+		return nil, nil, exitUsage, false
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") || (f.tlsSelfSigned && f.tlsCert != "") {
+		fmt.Fprintln(env.stderr, "ipvsctl serve: give --tls-cert with --tls-key, or --tls-self-signed")
+		return nil, nil, exitUsage, false
+	}
+	for _, s := range splitList(f.trustedProxies) {
+		p, err := netip.ParsePrefix(s)
 		if err != nil {
-			return env.fail("serve", err, true)
+			fmt.Fprintf(env.stderr, "ipvsctl serve: trusted-proxy: %q is not a CIDR prefix\n", s)
+			return nil, nil, exitUsage, false
+		}
+		f.proxies = append(f.proxies, p)
+	}
+	return f, g, 0, true
+}
+
+// serveParts is what serve runs: the core with its daemon, and the HTTP
+// side (auth, metrics, the panel, the options of the handlers).
+type serveParts struct {
+	core    *server.Core
+	daemon  *server.Daemon
+	auth    *auth.Auth
+	metrics *metrics.Metrics
+	panel   interface{ RunSampler(context.Context) }
+	opts    httpd.Options
+}
+
+func newServeParts(ctx context.Context, cfg server.Config, st *store.Store, f *serveFlags, log *slog.Logger) (*serveParts, error) {
+	p := &serveParts{auth: auth.New(st, auth.Config{TrustedProxies: f.proxies, Log: log})}
+	cfg.Auth = p.auth // the API's user and token writes share the logins' hashing limits
+	p.core = server.New(cfg)
+	p.daemon = server.NewDaemon(p.core, log)
+	p.daemon.Interval = f.interval
+	p.daemon.Hooks.Peer = func(url, token string) (server.Peer, error) { return client.New(url, token) }
+	context.AfterFunc(ctx, p.core.EndLongPolls) // a peer's long poll must not hold up the shutdown
+	p.metrics = metrics.New(p.core)
+	p.daemon.OnReconcile(p.metrics.Reconciled)
+	p.daemon.OnHealthEvent(p.metrics.HealthEvent)
+	p.daemon.OnCheck(p.metrics.Checked)
+	p.opts = httpd.Options{Core: p.core, Auth: p.auth, Log: log, TrustedOrigins: splitList(f.trustedOrigs), Instrument: p.metrics.Instrument}
+	if f.metricsListen == "" {
+		p.opts.Metrics = p.metrics.Handler()
+	}
+	pnl, err := httpd.NewPanel(p.core, p.auth, time.Now(), p.opts)
+	if err != nil {
+		return nil, err
+	}
+	p.panel = pnl
+	p.opts.Panel = pnl
+	return p, nil
+}
+
+// listen opens serve's listeners: the panel and API on --listen (TLS or
+// not), the local CLI's socket beside the database, and --metrics-listen.
+// tlsOn says, per listener, whether it serves TLS; usage, whether an error
+// is the flags'.
+func (p *serveParts) listen(f *serveFlags, db string, log *slog.Logger) (srv *httpd.Server, tlsOn []bool, usage bool, err error) {
+	srv = &httpd.Server{}
+	if f.listen != "" {
+		h, err := httpd.Handler(p.opts)
+		if err != nil {
+			return nil, nil, true, err
 		}
 		ln, err := net.Listen("tcp", f.listen)
 		if err != nil {
-			return env.fail("serve", err, false)
+			return nil, nil, false, err
 		}
 		if f.tlsSelfSigned {
-			if f.tlsCert, f.tlsKey, err = httpd.SelfSigned(filepath.Dir(g.db)); err != nil {
-				return env.fail("serve", fmt.Errorf("self-signed certificate: %w", err), false)
+			if f.tlsCert, f.tlsKey, err = httpd.SelfSigned(filepath.Dir(db)); err != nil {
+				return nil, nil, false, fmt.Errorf("self-signed certificate: %w", err)
 			}
 		}
 		srv.Add(ln, h, log)
@@ -130,42 +183,39 @@ func runServe(env *cliEnv, args []string) int {
 		}
 		log.Info("panel and API listening", "addr", ln.Addr().String(), "tls", f.tlsCert != "")
 	}
-	sock, err := httpd.ListenUnix(socketPath(g.db))
+	sock, err := httpd.ListenUnix(socketPath(db))
 	if err != nil {
-		return env.fail("serve", err, false)
+		return nil, nil, false, err
 	}
-	srv.Add(sock, httpd.LocalHandler(opts), log)
+	srv.Add(sock, httpd.LocalHandler(p.opts), log)
 	tlsOn = append(tlsOn, false)
 	if f.metricsListen != "" {
 		ln, err := net.Listen("tcp", f.metricsListen)
 		if err != nil {
-			return env.fail("serve", err, false)
+			return nil, nil, false, err
 		}
 		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", m.Handler())
+		mux.Handle("GET /metrics", p.metrics.Handler())
 		srv.Add(ln, mux, log)
 		tlsOn = append(tlsOn, false)
 	}
-	if first, err := a.NeedsFirstUser(ctx); err == nil && first {
-		log.Warn(strings.ReplaceAll(auth.FirstAdminHint, "\n", " "))
-	}
-	log.Info("ipvsctl serving", "db", g.db, "interval", f.interval.String())
-	// The daemon stops after the listeners: a write in flight at SIGTERM
-	// finishes, reconcile included, before the kernel is let go.
+	return srv, tlsOn, false, nil
+}
+
+// run serves until ctx ends. The daemon stops after the listeners: a write
+// in flight at SIGTERM finishes, reconcile included, before the kernel is
+// let go.
+func (p *serveParts) run(ctx context.Context, srv *httpd.Server, f *serveFlags, tlsOn []bool) error {
 	daemonCtx, stopDaemon := context.WithCancel(context.WithoutCancel(ctx))
 	daemonDone := make(chan error, 1)
-	go func() { daemonDone <- d.Run(daemonCtx) }()
-	go pnl.RunSampler(daemonCtx)
-	err = srv.Run(ctx, f.tlsCert, f.tlsKey, tlsOn)
+	go func() { daemonDone <- p.daemon.Run(daemonCtx) }()
+	go p.panel.RunSampler(daemonCtx)
+	err := srv.Run(ctx, f.tlsCert, f.tlsKey, tlsOn)
 	stopDaemon()
 	if derr := <-daemonDone; err == nil {
 		err = derr
 	}
-	if err != nil {
-		return env.fail("serve", err, false)
-	}
-	log.Info("ipvsctl stopped")
-	return exitOK
+	return err
 }
 
 func isLoopback(a net.Addr) bool {

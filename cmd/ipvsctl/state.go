@@ -55,7 +55,7 @@ func (e *cliEnv) coreConfig(st *store.Store, db string) server.Config {
 func (e *cliEnv) fakeKernel() (*server.KernelConn, error) {
 	kc := &server.KernelConn{Kernel: e.kernel, Close: func() {}}
 	if e.host != nil {
-		kc.Addrs, kc.Marks, kc.Prepare = e.host, e.host, e.host.Prepare
+		kc.Host = e.host
 	}
 	return kc, nil
 }

@@ -3,31 +3,29 @@ package fakekernel
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
-	"github.com/ipvsctl/ipvsctl/ipvsmgr/kernel"
 )
 
 // Host is a fake of what the director changes besides the IPVS table: VIPs
 // on interfaces, fwmark mangle rules, and the sysctls a state needs. It
-// records each change as the command that would make it.
+// records each change as the command that would make it (HostOp.String).
 type Host struct {
 	mu      sync.Mutex
 	vips    map[ipvsmgr.VIP]bool
-	marks   map[string]bool
+	marks   []string // mark rule ids, in chain order
+	chain   [2]bool  // the mangle chain exists (IPv4, IPv6)
 	sysctls map[string]string
+	modules map[string]bool // loaded; nil: all of them
 	log     []string
-	failAdd int // the next EnsureVIP calls that fail
+	failAdd int // the next VIP additions that fail
 }
 
 // NewHost returns a host with no VIPs, no rules and forwarding off.
 func NewHost() *Host {
-	return &Host{vips: map[ipvsmgr.VIP]bool{}, marks: map[string]bool{}, sysctls: map[string]string{}}
+	return &Host{vips: map[ipvsmgr.VIP]bool{}, sysctls: map[string]string{}}
 }
 
 // Ops returns the changes made so far as commands, and forgets them.
@@ -60,6 +58,8 @@ func (h *Host) FailAdds(n int) {
 	h.failAdd = n
 }
 
+// EnsureVIP, RemoveVIP and HasVIP change and read VIPs as the reconcile's
+// ops do, for tests that act as another process (a takeover by hand).
 func (h *Host) EnsureVIP(_ context.Context, v ipvsmgr.VIP) (bool, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -91,73 +91,92 @@ func (h *Host) HasVIP(_ context.Context, v ipvsmgr.VIP) (bool, error) {
 	return h.vips[v], nil
 }
 
-func markID(r ipvsmgr.MarkRule) string {
-	ports := make([]string, len(r.Ports))
-	for i, p := range r.Ports {
-		ports[i] = strconv.Itoa(p)
-	}
-	return fmt.Sprintf("mark %d %s %s:%s", r.Mark, r.Protocol, r.Addr, strings.Join(ports, ","))
-}
-
-func (h *Host) planMarks(rules []ipvsmgr.MarkRule) (add, del []string) {
-	want := map[string]bool{}
-	for _, r := range rules {
-		id := markID(r)
-		want[id] = true
-		if !h.marks[id] {
-			add = append(add, id)
-		}
-	}
-	for id := range h.marks {
-		if !want[id] {
-			del = append(del, id)
-		}
-	}
-	slices.Sort(del)
-	return add, del
-}
-
-func (h *Host) SyncMarks(_ context.Context, rules []ipvsmgr.MarkRule) error {
+// NoModules makes every module unloaded: a reconcile then loads what its
+// state needs.
+func (h *Host) NoModules() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	add, del := h.planMarks(rules)
-	for _, id := range add {
-		h.marks[id] = true
-		h.log = append(h.log, "iptables -t mangle -A IPVSCTL-FWMARK "+id)
+	h.modules = map[string]bool{}
+}
+
+// Observe reads the fake host.
+func (h *Host) Observe(_ context.Context, q ipvsmgr.HostQuery) (*ipvsmgr.HostState, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := &ipvsmgr.HostState{Up: map[ipvsmgr.VIP]bool{}, Sysctls: map[string]string{}, Modules: map[string]bool{}}
+	for _, v := range q.VIPs {
+		s.Up[v] = h.vips[v]
 	}
-	for _, id := range del {
-		delete(h.marks, id)
-		h.log = append(h.log, "iptables -t mangle -D IPVSCTL-FWMARK "+id)
+	for _, k := range q.Sysctls {
+		s.Sysctls[k] = h.sysctls[k]
+	}
+	for _, m := range q.Modules {
+		s.Modules[m] = h.modules == nil || h.modules[m]
+	}
+	if q.Marks {
+		s.Marks = slices.Clone(h.marks)
+		s.MarkChain = h.chain
+	}
+	return s, nil
+}
+
+// Apply makes ops on the fake host, recording each as its command.
+func (h *Host) Apply(_ context.Context, ops []ipvsmgr.HostOp) []error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	errs := make([]error, len(ops))
+	for i, op := range ops {
+		noop := (op.Kind == ipvsmgr.HostAddVIP && h.vips[op.VIP]) || (op.Kind == ipvsmgr.HostDelVIP && !h.vips[op.VIP])
+		if errs[i] = h.apply(op); errs[i] == nil && !noop {
+			h.log = append(h.log, op.String())
+		}
+	}
+	return errs
+}
+
+func (h *Host) apply(op ipvsmgr.HostOp) error {
+	switch op.Kind {
+	case ipvsmgr.HostLoadModule:
+		if h.modules != nil {
+			h.modules[op.Module] = true
+		}
+	case ipvsmgr.HostSetSysctl:
+		h.sysctls[op.Sysctl] = op.Value
+	case ipvsmgr.HostAddVIP:
+		if !h.vips[op.VIP] && h.failAdd > 0 {
+			h.failAdd--
+			return fmt.Errorf("add %s: file exists", op.VIP)
+		}
+		h.vips[op.VIP] = true
+	case ipvsmgr.HostDelVIP:
+		delete(h.vips, op.VIP)
+	case ipvsmgr.HostAddMark:
+		id := op.Mark.ID()
+		if !slices.Contains(h.marks, id) {
+			h.marks = append(h.marks, id)
+		}
+		h.chain[family(op.Mark.Addr.Is6())] = true
+	case ipvsmgr.HostDelMark:
+		first := true
+		h.marks = slices.DeleteFunc(h.marks, func(id string) bool {
+			if id != op.MarkID {
+				return false
+			}
+			keep := op.Dup && first
+			first = false
+			return !keep
+		})
+	case ipvsmgr.HostDelMarkChain:
+		h.chain[family(op.V6)] = false
+	default:
+		return fmt.Errorf("unknown host op %d", op.Kind)
 	}
 	return nil
 }
 
-func (h *Host) PlanMarks(_ context.Context, rules []ipvsmgr.MarkRule) ([]string, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	add, del := h.planMarks(rules)
-	var out []string
-	for _, id := range add {
-		out = append(out, "iptables -t mangle -A IPVSCTL-FWMARK "+id)
+func family(v6 bool) int {
+	if v6 {
+		return 1
 	}
-	for _, id := range del {
-		out = append(out, "iptables -t mangle -D IPVSCTL-FWMARK "+id)
-	}
-	return out, nil
-}
-
-// Prepare sets the sysctls a desired state needs (forwarding for NAT), as
-// the real host's preparation does; modules are always there.
-func (h *Host) Prepare(d *ipvsmgr.Desired) []ipvsmgr.Failure {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	p := kernel.Prepare(d)
-	keys := slices.Sorted(maps.Keys(p.Sysctls))
-	for _, k := range keys {
-		if h.sysctls[k] != p.Sysctls[k] {
-			h.sysctls[k] = p.Sysctls[k]
-			h.log = append(h.log, "sysctl "+k+"="+p.Sysctls[k])
-		}
-	}
-	return nil
+	return 0
 }

@@ -21,6 +21,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
 )
 
 // Tier 2: the half-open tcp check needs a raw socket (CAP_NET_RAW); the
@@ -42,7 +44,7 @@ func prober(t testing.TB) *synProber {
 	t.Helper()
 	p, err := newSynProber()
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
-		t.Skipf("needs CAP_NET_RAW: %v", err)
+		testenv.Needf(t, "needs CAP_NET_RAW: %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -317,13 +319,13 @@ func TestRunnerChecksTCP(t *testing.T) {
 func netnsPair(t *testing.T) (director, router netns.NsHandle) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root for network namespaces")
+		testenv.Need(t, "needs root for network namespaces")
 	}
 	if !canRaw() {
-		t.Skip("needs CAP_NET_RAW")
+		testenv.Need(t, "needs CAP_NET_RAW")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip(err)
+		testenv.Need(t, err.Error())
 	}
 	base := fmt.Sprintf("hc%d-%d", os.Getpid(), time.Now().UnixNano()%100000)
 	d, rt := base+"d", base+"r"

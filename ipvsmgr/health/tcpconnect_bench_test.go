@@ -13,6 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
 )
 
 // BenchmarkTCPCheck1000 checks 1,000 listeners of the test process once each
@@ -150,7 +152,7 @@ func BenchmarkRunnerTCP1000(b *testing.B) {
 	for _, mode := range []string{"dial", "epoll", "synprobe"} {
 		b.Run(mode, func(b *testing.B) {
 			if mode == "synprobe" && !canRaw() {
-				b.Skip("needs CAP_NET_RAW")
+				testenv.Need(b, "needs CAP_NET_RAW")
 			}
 			var user, sys time.Duration
 			var checks int64

@@ -1,10 +1,7 @@
 package kernel
 
 import (
-	"context"
 	"fmt"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/coreos/go-iptables/iptables"
@@ -13,142 +10,76 @@ import (
 )
 
 // MarkChain is the mangle chain ipvsctl owns; PREROUTING jumps to it.
-const MarkChain = "IPVSCTL-FWMARK"
+const MarkChain = ipvsmgr.MarkChain
 
-// Marks keeps the mangle rules that mark packets to fwmark services' VIPs,
-// with iptables for IPv4 and ip6tables for IPv6.
-type Marks struct{}
+// The mangle rules that mark packets to fwmark services' VIPs, with
+// iptables for IPv4 and ip6tables for IPv6. A rule is known by the id in its
+// comment (MarkRule.ID), not by parsing iptables' canonical form.
 
-// markRule is one rule: its spec and the id carried in its comment, which is
-// how a listed rule is recognised without parsing iptables' canonical form.
-type markRule struct {
-	id   string
-	spec []string
+func family(v6 bool) iptables.Protocol {
+	if v6 {
+		return iptables.ProtocolIPv6
+	}
+	return iptables.ProtocolIPv4
 }
 
-func markRules(rules []ipvsmgr.MarkRule, v6 bool) []markRule {
-	var out []markRule
-	for _, r := range rules {
-		if r.Addr.Is6() != v6 {
+func newIPTables(v6 bool) (*iptables.IPTables, error) {
+	ipt, err := iptables.New(iptables.IPFamily(family(v6)), iptables.Timeout(10))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", map[bool]string{false: "iptables", true: "ip6tables"}[v6], err)
+	}
+	return ipt, nil
+}
+
+// observeMarks lists the rules in both families' chains. A family without
+// its tool (no ip6tables on this host) has no chain.
+func observeMarks(s *ipvsmgr.HostState) error {
+	for i, v6 := range []bool{false, true} {
+		ipt, err := newIPTables(v6)
+		if err != nil {
 			continue
 		}
-		ports := make([]string, len(r.Ports))
-		for i, p := range r.Ports {
-			ports[i] = strconv.Itoa(p)
+		exists, err := ipt.ChainExists("mangle", MarkChain)
+		if err != nil {
+			return fmt.Errorf("look up mangle chain %s: %w", MarkChain, err)
 		}
-		bits := "/32"
-		if v6 {
-			bits = "/128"
+		if !exists {
+			continue
 		}
-		id := fmt.Sprintf("ipvsctl:%d:%s:%s:%s", r.Mark, r.Protocol, strings.Join(ports, ","), r.Addr)
-		out = append(out, markRule{id: id, spec: []string{
-			"-d", r.Addr.String() + bits, "-p", r.Protocol, "-m", "multiport", "--dports", strings.Join(ports, ","),
-			"-m", "comment", "--comment", id, "-j", "MARK", "--set-mark", strconv.FormatUint(uint64(r.Mark), 10),
-		}})
-	}
-	return out
-}
-
-// SyncMarks makes the chain hold exactly rules: missing rules are appended
-// before stale ones are deleted, so no packet of a kept rule goes unmarked.
-func (Marks) SyncMarks(_ context.Context, rules []ipvsmgr.MarkRule) error {
-	for _, proto := range []iptables.Protocol{iptables.ProtocolIPv4, iptables.ProtocolIPv6} {
-		want := markRules(rules, proto == iptables.ProtocolIPv6)
-		if err := syncFamily(proto, want); err != nil {
-			return err
+		s.MarkChain[i] = true
+		listed, err := ipt.List("mangle", MarkChain)
+		if err != nil {
+			return fmt.Errorf("list mangle chain %s: %w", MarkChain, err)
+		}
+		for _, line := range listed {
+			if strings.HasPrefix(line, "-A ") {
+				s.Marks = append(s.Marks, commentOf(line))
+			}
 		}
 	}
 	return nil
 }
 
-// PlanMarks lists the commands SyncMarks would run, changing nothing.
-func (Marks) PlanMarks(_ context.Context, rules []ipvsmgr.MarkRule) ([]string, error) {
-	var out []string
-	for _, proto := range []iptables.Protocol{iptables.ProtocolIPv4, iptables.ProtocolIPv6} {
-		cmd := "iptables"
-		if proto == iptables.ProtocolIPv6 {
-			cmd = "ip6tables"
-		}
-		want := markRules(rules, proto == iptables.ProtocolIPv6)
-		ipt, err := iptables.New(iptables.IPFamily(proto), iptables.Timeout(10))
-		if err != nil {
-			if len(want) == 0 {
-				continue
-			}
-			return nil, fmt.Errorf("iptables: %w", err)
-		}
-		exists, err := ipt.ChainExists("mangle", MarkChain)
-		if err != nil {
-			return nil, fmt.Errorf("look up mangle chain %s: %w", MarkChain, err)
-		}
-		have := map[string]bool{}
-		if exists {
-			listed, err := ipt.List("mangle", MarkChain)
-			if err != nil {
-				return nil, fmt.Errorf("list mangle chain %s: %w", MarkChain, err)
-			}
-			for _, line := range listed {
-				if strings.HasPrefix(line, "-A ") {
-					have[commentOf(line)] = true
-				}
-			}
-		}
-		ids := map[string]bool{}
-		for _, r := range want {
-			ids[r.id] = true
-			if !have[r.id] {
-				out = append(out, cmd+" -t mangle -A "+MarkChain+" "+strings.Join(r.spec, " "))
-			}
-		}
-		var stale []string
-		for id := range have {
-			if !ids[id] {
-				stale = append(stale, cmd+" -t mangle -D "+MarkChain+" (rule "+id+")")
-			}
-		}
-		slices.Sort(stale)
-		out = append(out, stale...)
-		if len(want) == 0 && exists {
-			out = append(out, cmd+" -t mangle -X "+MarkChain)
-		}
-	}
-	return out, nil
-}
-
-func syncFamily(proto iptables.Protocol, want []markRule) error {
-	ipt, err := iptables.New(iptables.IPFamily(proto), iptables.Timeout(10))
+// addMark appends r to its family's chain, creating the chain and
+// PREROUTING's jump to it as needed.
+func addMark(r ipvsmgr.MarkRule) error {
+	ipt, err := newIPTables(r.Addr.Is6())
 	if err != nil {
-		if len(want) == 0 {
-			return nil // no ip6tables on this host and nothing to mark
-		}
-		return fmt.Errorf("iptables: %w", err)
+		return err
 	}
 	exists, err := ipt.ChainExists("mangle", MarkChain)
 	if err != nil {
 		return fmt.Errorf("look up mangle chain %s: %w", MarkChain, err)
-	}
-	jump := []string{"-j", MarkChain}
-	if len(want) == 0 {
-		if !exists {
-			return nil
-		}
-		if err := ipt.DeleteIfExists("mangle", "PREROUTING", jump...); err != nil {
-			return fmt.Errorf("remove jump to %s: %w", MarkChain, err)
-		}
-		return ipt.ClearAndDeleteChain("mangle", MarkChain)
 	}
 	if !exists {
 		if err := ipt.NewChain("mangle", MarkChain); err != nil {
 			return fmt.Errorf("create mangle chain %s: %w", MarkChain, err)
 		}
 	}
-	ids := map[string]bool{}
-	for _, r := range want {
-		ids[r.id] = true
-		if err := ipt.AppendUnique("mangle", MarkChain, r.spec...); err != nil {
-			return fmt.Errorf("add mark rule %s: %w", r.id, err)
-		}
+	if err := ipt.AppendUnique("mangle", MarkChain, r.Spec()...); err != nil {
+		return fmt.Errorf("add mark rule %s: %w", r.ID(), err)
 	}
+	jump := []string{"-j", MarkChain}
 	if ok, err := ipt.Exists("mangle", "PREROUTING", jump...); err != nil {
 		return fmt.Errorf("look up jump to %s: %w", MarkChain, err)
 	} else if !ok {
@@ -156,28 +87,53 @@ func syncFamily(proto iptables.Protocol, want []markRule) error {
 			return fmt.Errorf("add jump to %s: %w", MarkChain, err)
 		}
 	}
+	return nil
+}
+
+// delMark deletes the rules with id (all but the first with dup).
+func delMark(id string, dup bool) error {
+	v6 := strings.Count(id, ":") > 4
+	ipt, err := newIPTables(v6)
+	if err != nil {
+		return err
+	}
 	listed, err := ipt.List("mangle", MarkChain)
 	if err != nil {
 		return fmt.Errorf("list mangle chain %s: %w", MarkChain, err)
 	}
-	var stale []int
-	seen := map[string]bool{}
+	var at []int
 	n := 0
 	for _, line := range listed {
 		if !strings.HasPrefix(line, "-A ") {
 			continue
 		}
 		n++
-		id := commentOf(line)
-		if !ids[id] || seen[id] {
-			stale = append(stale, n)
+		if commentOf(line) == id {
+			at = append(at, n)
 		}
-		seen[id] = true
 	}
-	for i := len(stale) - 1; i >= 0; i-- {
-		if err := ipt.DeleteById("mangle", MarkChain, stale[i]); err != nil {
-			return fmt.Errorf("remove stale mark rule %d: %w", stale[i], err)
+	if dup && len(at) > 0 {
+		at = at[1:]
+	}
+	for i := len(at) - 1; i >= 0; i-- {
+		if err := ipt.DeleteById("mangle", MarkChain, at[i]); err != nil {
+			return fmt.Errorf("remove mark rule %s: %w", id, err)
 		}
+	}
+	return nil
+}
+
+// delMarkChain deletes the family's chain and PREROUTING's jump to it.
+func delMarkChain(v6 bool) error {
+	ipt, err := newIPTables(v6)
+	if err != nil {
+		return err
+	}
+	if err := ipt.DeleteIfExists("mangle", "PREROUTING", "-j", MarkChain); err != nil {
+		return fmt.Errorf("remove jump to %s: %w", MarkChain, err)
+	}
+	if err := ipt.ClearAndDeleteChain("mangle", MarkChain); err != nil {
+		return fmt.Errorf("delete mangle chain %s: %w", MarkChain, err)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -12,8 +11,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 )
 
-// VIPs adds and removes VIPs (/32 or /128) on director interfaces.
-type VIPs struct{}
+// VIPs are /32 or /128 addresses on director interfaces.
 
 func vipNet(v ipvsmgr.VIP) *netlink.Addr {
 	bits := 32
@@ -45,27 +43,26 @@ func hasAddr(link netlink.Link, v ipvsmgr.VIP) (bool, error) {
 	return false, nil
 }
 
-// EnsureVIP adds v unless its interface already has the address.
-func (VIPs) EnsureVIP(_ context.Context, v ipvsmgr.VIP) (bool, error) {
+// addVIP adds v unless its interface already has the address.
+func addVIP(v ipvsmgr.VIP) error {
 	link, err := netlink.LinkByName(v.Interface)
 	if err != nil {
-		return false, fmt.Errorf("interface %q: %w", v.Interface, err)
+		return fmt.Errorf("interface %q: %w", v.Interface, err)
 	}
 	if ok, err := hasAddr(link, v); err != nil || ok {
-		return false, err
+		return err
 	}
 	if err := netlink.AddrAdd(link, vipNet(v)); err != nil && !errors.Is(err, unix.EEXIST) {
-		return false, fmt.Errorf("add %s: %w", v, err)
+		return fmt.Errorf("add %s: %w", v, err)
 	}
-	return true, nil
+	return nil
 }
 
-// RemoveVIP removes v; an address already gone is not an error.
-func (VIPs) RemoveVIP(_ context.Context, v ipvsmgr.VIP) error {
+// removeVIP removes v; an address already gone is not an error.
+func removeVIP(v ipvsmgr.VIP) error {
 	link, err := netlink.LinkByName(v.Interface)
 	if err != nil {
-		var nf netlink.LinkNotFoundError
-		if errors.As(err, &nf) {
+		if isNotFound(err) {
 			return nil
 		}
 		return fmt.Errorf("interface %q: %w", v.Interface, err)
@@ -79,12 +76,11 @@ func (VIPs) RemoveVIP(_ context.Context, v ipvsmgr.VIP) error {
 	return nil
 }
 
-// HasVIP reports whether v's interface has its address; a missing interface has none.
-func (VIPs) HasVIP(_ context.Context, v ipvsmgr.VIP) (bool, error) {
+// hasVIP reports whether v's interface has its address; a missing interface has none.
+func hasVIP(v ipvsmgr.VIP) (bool, error) {
 	link, err := netlink.LinkByName(v.Interface)
 	if err != nil {
-		var nf netlink.LinkNotFoundError
-		if errors.As(err, &nf) {
+		if isNotFound(err) {
 			return false, nil
 		}
 		return false, fmt.Errorf("interface %q: %w", v.Interface, err)

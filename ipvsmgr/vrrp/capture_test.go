@@ -16,6 +16,8 @@ import (
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
+
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
 )
 
 var capture = flag.Bool("capture", false, "capture keepalived's adverts into testdata (root, keepalived)")
@@ -92,7 +94,7 @@ const (
 // other namespace receives.
 func TestCaptureKeepalivedAdverts(t *testing.T) {
 	if !*capture {
-		t.Skip("run with -capture to refresh testdata from keepalived")
+		testenv.OptIn(t, "run with -capture to refresh testdata from keepalived")
 	}
 	requireKeepalived(t)
 	a, b := vethPair(t)

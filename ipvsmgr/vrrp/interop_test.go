@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
 )
 
 // Interop with keepalived (tier 2: root, fresh namespaces, no ip_vs needed).
@@ -34,7 +36,7 @@ const (
 // TestVRRPHelperProcess is the ipvsctl side; it only runs as a child.
 func TestVRRPHelperProcess(t *testing.T) {
 	if os.Getenv(helperEnv) == "" {
-		t.Skip("the ipvsctl side of the keepalived interop tests; runs only as their child process")
+		testenv.OptIn(t, "the ipvsctl side of the keepalived interop tests; runs only as their child process")
 	}
 	prio, _ := strconv.Atoi(os.Getenv("VRRP_PRIORITY"))
 	ifname := os.Getenv("VRRP_IF")

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/vishvananda/netns"
+
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
 )
 
 // Tests in this file and those that use it need root and change only network
@@ -21,11 +23,11 @@ var netnsSeq atomic.Int64
 func requireRoot(t *testing.T, tools ...string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to create network namespaces")
+		testenv.Need(t, "needs root to create network namespaces")
 	}
 	for _, tool := range append([]string{"ip"}, tools...) {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s installed: %v", tool, err)
+			testenv.Needf(t, "needs %s installed: %v", tool, err)
 		}
 	}
 }

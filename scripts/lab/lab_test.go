@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
 )
 
 // syncBuffer collects lab.sh's output while it runs.
@@ -48,7 +50,7 @@ func (s *syncBuffer) String() string {
 // that nothing of it is left.
 func TestLab(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("the lab runs as root")
+		testenv.Need(t, "the lab runs as root")
 	}
 	port := os.Getenv("IPVSCTL_LAB_PORT")
 	if port == "" {

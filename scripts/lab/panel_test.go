@@ -14,6 +14,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/ipvsctl/ipvsctl/server/panel/browsertest"
+
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
 )
 
 // testPanel drives headless Chromium on the host through the lab's panel, on
@@ -28,7 +30,7 @@ func testPanel(t *testing.T, url, password, token string) {
 		within = min(within, time.Until(d)-90*time.Second)
 	}
 	if within < 45*time.Second {
-		t.Skipf("only %s left before the test's deadline: the browser test needs more", within.Round(time.Second))
+		testenv.Needf(t, "only %s left before the test's deadline: the browser test needs more", within.Round(time.Second))
 	}
 	b := browsertest.Start(t, within)
 	t.Logf("screenshots: %s/lab-*.png", b.Dir)

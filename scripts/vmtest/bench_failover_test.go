@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
 )
 
 // contender is one director pair of the failover benchmark: A (priority
@@ -33,7 +35,7 @@ type contender interface {
 func TestBenchFailover(t *testing.T) {
 	reps, _ := strconv.Atoi(os.Getenv("IPVSCTL_BENCH_FAILOVER"))
 	if reps <= 0 {
-		t.Skip("IPVSCTL_BENCH_FAILOVER=REPS runs it (scripts/bench-failover.sh)")
+		testenv.OptIn(t, "IPVSCTL_BENCH_FAILOVER=REPS runs it (scripts/bench-failover.sh)")
 	}
 	type row struct {
 		interval float64

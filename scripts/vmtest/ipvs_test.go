@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
 )
 
 func drDoc(sched, servers string) string {
@@ -21,7 +23,7 @@ const rs12 = `{"name":"rs1","address":"198.18.0.11","weight":1},{"name":"rs2","a
 
 func TestNoIPVSModuleIsAClearError(t *testing.T) {
 	if _, err := os.Stat("/proc/net/ip_vs"); err == nil {
-		t.Skip("ip_vs is already loaded; scripts/vmtest.sh runs this test first in a fresh VM")
+		testenv.Need(t, "ip_vs is already loaded; scripts/vmtest.sh runs this test first in a fresh VM")
 	}
 	// With modprobe out of reach ipvsctl cannot load ip_vs: it must say so and exit 1.
 	cmd := exec.Command(os.Getenv("IPVSCTL_BIN"), "--db", t.TempDir()+"/db", "status")

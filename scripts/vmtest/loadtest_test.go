@@ -4,6 +4,7 @@ package vmtest
 
 import (
 	"fmt"
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
 	"os"
 	"os/exec"
 	"regexp"
@@ -97,7 +98,7 @@ func (l *lab) wrk(label, target string, conns int, d time.Duration) loadRun {
 func TestLoadTest(t *testing.T) {
 	secs, _ := strconv.Atoi(os.Getenv("IPVSCTL_LOADTEST"))
 	if secs <= 0 {
-		t.Skip("IPVSCTL_LOADTEST=SECONDS runs it (scripts/loadtest.sh)")
+		testenv.OptIn(t, "IPVSCTL_LOADTEST=SECONDS runs it (scripts/loadtest.sh)")
 	}
 	d := time.Duration(min(secs, 120)) * time.Second
 	l := newLab(t, 2, true)

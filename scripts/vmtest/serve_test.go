@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
 )
 
 // servedLab is a lab whose director runs `ipvsctl serve` with the API on the
@@ -365,7 +367,7 @@ func TestServeLocalCLIGoesThroughSocket(t *testing.T) {
 // before anything loads ip_vs.
 func TestServeWithoutIPVSModule(t *testing.T) {
 	if _, err := os.Stat("/proc/net/ip_vs"); err == nil {
-		t.Skip("ip_vs is already loaded; scripts/vmtest.sh runs this test first in a fresh VM")
+		testenv.Need(t, "ip_vs is already loaded; scripts/vmtest.sh runs this test first in a fresh VM")
 	}
 	l := newLab(t, 1, false)
 	d := l.serve([]string{"PATH=/nonexistent"}, "--listen=")

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
 )
 
 // bigState is 1,000 virtual services x 10 real servers.
@@ -31,7 +33,7 @@ func bigState() *ipvsmgr.State {
 // numbers are for reading (IPVSCTL_PANEL_BENCH=1 to run).
 func TestLatencyAtScale(t *testing.T) {
 	if os.Getenv("IPVSCTL_PANEL_BENCH") == "" {
-		t.Skip("set IPVSCTL_PANEL_BENCH=1 to measure the panel at 1,000 services x 10 real servers")
+		testenv.OptIn(t, "set IPVSCTL_PANEL_BENCH=1 to measure the panel at 1,000 services x 10 real servers")
 	}
 	e := newEnvTimed(t, true)
 	e.seed(t, bigState())

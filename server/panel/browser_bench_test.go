@@ -12,6 +12,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/ipvsctl/ipvsctl/server/panel/browsertest"
+
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
 )
 
 // TestBrowserLiveAtScale prints, in headless Chromium, the time from
@@ -21,10 +23,10 @@ import (
 // (IPVSCTL_PANEL_BENCH=1 to run).
 func TestBrowserLiveAtScale(t *testing.T) {
 	if os.Getenv("IPVSCTL_PANEL_BENCH") == "" {
-		t.Skip("set IPVSCTL_PANEL_BENCH=1 to measure the live table in Chromium at 1,000 services x 10 real servers")
+		testenv.OptIn(t, "set IPVSCTL_PANEL_BENCH=1 to measure the live table in Chromium at 1,000 services x 10 real servers")
 	}
 	if _, err := os.Stat(browsertest.Chromium); err != nil {
-		t.Skip("no Chromium at " + browsertest.Chromium)
+		testenv.Need(t, "no Chromium at "+browsertest.Chromium)
 	}
 	e := newEnvTimed(t, true)
 	e.seed(t, bigState())

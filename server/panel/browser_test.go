@@ -11,6 +11,8 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/server/panel/browsertest"
+
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
 )
 
 // demoState is a small director with something to look at: a degraded
@@ -36,7 +38,7 @@ func demoState() *ipvsmgr.State {
 // The whole operator path in a real headless Chromium.
 func TestBrowser(t *testing.T) {
 	if testing.Short() {
-		t.Skip("browser test skipped in -short mode")
+		testenv.OptIn(t, "browser test skipped in -short mode")
 	}
 	// Real servers answer no SSH here (every dial refused): Verify reports them unreachable.
 	e := newEnvTimed(t, false, refusingSSH(t))

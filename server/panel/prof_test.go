@@ -5,11 +5,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"testing"
+
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
 )
 
 func BenchmarkLiveRows(b *testing.B) {
 	if os.Getenv("IPVSCTL_PANEL_BENCH") == "" {
-		b.Skip("set IPVSCTL_PANEL_BENCH=1")
+		testenv.OptIn(b, "set IPVSCTL_PANEL_BENCH=1")
 	}
 	e := newEnvTimed(b, true)
 	e.seed(b, bigState())

@@ -1,6 +1,7 @@
 package panel
 
 import (
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -102,7 +103,7 @@ func TestTuningPage(t *testing.T) {
 // its screenshot (tuning.png).
 func TestBrowserTuning(t *testing.T) {
 	if testing.Short() {
-		t.Skip("browser test skipped in -short mode")
+		testenv.OptIn(t, "browser test skipped in -short mode")
 	}
 	h := tuningHost(t)
 	e := newEnvTimed(t, false, func(c *server.Config) { c.TuneHost = h })

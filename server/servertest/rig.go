@@ -59,7 +59,7 @@ func Start(t testing.TB, with ...Option) *Rig {
 	g.Store = st
 	log := slog.New(slog.DiscardHandler)
 	cfg := server.Config{Store: st, Log: log, OpenKernel: func() (*server.KernelConn, error) {
-		return &server.KernelConn{Kernel: g.Kernel, Addrs: g.Host, Marks: g.Host, Prepare: g.Host.Prepare, Close: func() {}}, nil
+		return &server.KernelConn{Kernel: g.Kernel, Host: g.Host, Close: func() {}}, nil
 	}}
 	for _, o := range with {
 		o(&cfg)

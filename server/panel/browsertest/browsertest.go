@@ -13,6 +13,8 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
 )
 
 // Chromium is the binary of Debian's chromium package (.ci/run installs it).
@@ -34,7 +36,7 @@ type Browser struct {
 func Start(t testing.TB, timeout time.Duration) *Browser {
 	t.Helper()
 	if _, err := os.Stat(Chromium); err != nil {
-		t.Skip("no Chromium at " + Chromium + " (Debian package chromium): browser test skipped")
+		testenv.Need(t, "no Chromium at "+Chromium+" (Debian package chromium): browser test skipped")
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(Chromium), chromedp.NoSandbox, chromedp.WindowSize(1360, 900))
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
