@@ -95,6 +95,7 @@ func runServe(env *cliEnv, args []string) int {
 	a := auth.New(st, auth.Config{TrustedProxies: proxies, Log: log})
 	m := metrics.New(core)
 	d.OnReconcile(m.Reconciled)
+	d.OnRepair(m.Repaired)
 	d.OnHealthEvent(m.HealthEvent)
 	d.OnCheck(m.Checked)
 	opts := httpd.Options{Core: core, Auth: a, Log: log, TrustedOrigins: splitList(f.trustedOrigs), Instrument: m.Instrument}
