@@ -1,0 +1,363 @@
+//go:build vmtest
+
+package vmtest
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The fault matrix (scripts/faults.sh): each test breaks one thing under
+// live traffic and says what was kept, what was lost and how long the
+// repair took, in a FAULTROW line that faults.sh gathers into a table.
+
+// faultRow is one row of the fault matrix's summary table.
+func faultRow(t *testing.T, fault, kept, lost string, recovered time.Duration) {
+	t.Helper()
+	rec := "-"
+	if recovered > 0 {
+		rec = recovered.Round(10 * time.Millisecond).String()
+	}
+	t.Logf("FAULTROW | %s | %s | %s | %s |", fault, kept, lost, rec)
+}
+
+// faultDoc is a DR VIP (HTTP :80 and a line echo :9000 over two real
+// servers) and a NAT one on the same address (HTTP :8000 and echo :9001 over
+// two NAT real servers).
+func faultDoc() string {
+	dr := `{"name":"rs1","address":"198.18.0.11","weight":1},{"name":"rs2","address":"198.18.0.12","weight":1}`
+	nat := func(port int) string {
+		return fmt.Sprintf(`{"name":"nat1","address":"198.18.1.11","port":%d},{"name":"nat2","address":"198.18.1.12","port":%d}`, port, port)
+	}
+	return fmt.Sprintf(`{"settings":{"network":"dr"},"services":[
+	{"name":"web","protocol":"tcp","address":"%[1]s","port":80,"interface":"eth0","scheduler":"rr","servers":[%[2]s]},
+	{"name":"echo","protocol":"tcp","address":"%[1]s","port":%[3]d,"interface":"eth0","scheduler":"rr","servers":[%[2]s]},
+	{"name":"natweb","protocol":"tcp","address":"%[1]s","port":8000,"interface":"eth0","forwarding":"nat","scheduler":"rr","servers":[%[4]s]},
+	{"name":"natecho","protocol":"tcp","address":"%[1]s","port":9001,"interface":"eth0","forwarding":"nat","scheduler":"rr","servers":[%[5]s]}]}`,
+		vip, dr, echoPort, nat(8080), nat(echoPort))
+}
+
+// newFaultLab is a director with two DR and two NAT real servers (each
+// serving HTTP and the line echo), a viewer token for its metrics, and its
+// daemon (serve on 127.0.0.1:3636 of its namespace, with args) holding
+// faultDoc.
+func newFaultLab(t *testing.T, args ...string) (*lab, *director, string) {
+	t.Helper()
+	l := newLab(t, 2, true)
+	for _, ns := range append(slices.Clone(l.rs), l.nat...) {
+		l.serveEcho(ns, ns[len(l.id):])
+	}
+	tok := l.peerToken()
+	d := &director{l: l, addr: "127.0.0.1", args: args}
+	t.Cleanup(func() {
+		d.stop(syscall.SIGTERM)
+		if t.Failed() {
+			t.Logf("daemon logs:\n%s", strings.Join(d.all, "\n--- restarted ---\n"))
+		}
+	})
+	d.start()
+	l.apply(faultDoc())
+	return l, d, tok
+}
+
+// metric reads one unlabelled sample from the daemon's /metrics.
+func (l *lab) metric(token, name string) float64 {
+	l.t.Helper()
+	var resp *http.Response
+	var err error
+	inNS(l.t, l.dir, func() {
+		req, _ := http.NewRequest("GET", "http://127.0.0.1:3636/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err = c.Do(req)
+	})
+	if err != nil {
+		l.t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				l.t.Fatalf("metric %s: %q", name, v)
+			}
+			return f
+		}
+	}
+	l.t.Fatalf("no metric %s in /metrics (%s)", name, resp.Status)
+	return 0
+}
+
+// traffic is what a fault runs against: a long-lived echo connection
+// through the DR VIP and one through the NAT VIP, and a stream of new HTTP
+// requests through each (one every 100 ms, bounded).
+type traffic struct {
+	l       *lab
+	held    map[string]*holder
+	stop    chan struct{}
+	streams map[string]func() []result
+}
+
+func (l *lab) startTraffic() *traffic {
+	l.t.Helper()
+	tr := &traffic{l: l, stop: make(chan struct{}),
+		held:    map[string]*holder{"DR": l.hold(vip + ":" + strconv.Itoa(echoPort)), "NAT": l.hold(vip + ":9001")},
+		streams: map[string]func() []result{}}
+	tr.streams["DR"] = l.stream(vip+":80", 100*time.Millisecond, 1200, tr.stop)
+	tr.streams["NAT"] = l.stream(vip+":8000", 100*time.Millisecond, 1200, tr.stop)
+	l.t.Cleanup(tr.end)
+	return tr
+}
+
+// trafficReport is what the traffic kept and lost.
+type trafficReport struct {
+	heldOK, heldLost []string       // the long-lived connections that lived on, and those that did not (with why)
+	requests, failed int            // new requests made, and those not answered
+	lastFail         time.Time      // when the last failed request was made
+	failedBy         map[string]int // failed requests by VIP kind
+	firstErr         map[string]error
+}
+
+// end stops the traffic (once) and reports.
+func (tr *traffic) end() {
+	select {
+	case <-tr.stop:
+	default:
+		close(tr.stop)
+	}
+}
+
+func (tr *traffic) report() trafficReport {
+	tr.end()
+	rep := trafficReport{failedBy: map[string]int{}, firstErr: map[string]error{}}
+	for _, kind := range []string{"DR", "NAT"} {
+		h := tr.held[kind]
+		echoed, gap, err := h.state()
+		h.close()
+		if err != nil || echoed == 0 {
+			rep.heldLost = append(rep.heldLost, fmt.Sprintf("%s (%d echoed: %v)", kind, echoed, err))
+		} else {
+			rep.heldOK = append(rep.heldOK, fmt.Sprintf("%s (%d lines, longest gap %s)", kind, echoed, gap.Round(time.Millisecond)))
+		}
+		for _, r := range tr.streams[kind]() {
+			rep.requests++
+			if r.err != nil {
+				rep.failed++
+				rep.failedBy[kind]++
+				if rep.firstErr[kind] == nil {
+					rep.firstErr[kind] = r.err
+				}
+				if r.at.After(rep.lastFail) {
+					rep.lastFail = r.at
+				}
+			}
+		}
+	}
+	return rep
+}
+
+func (r trafficReport) kept() string {
+	return fmt.Sprintf("%d/2 long-lived (DR, NAT), %d/%d new requests", len(r.heldOK), r.requests-r.failed, r.requests)
+}
+
+func (r trafficReport) lost() string {
+	if r.failed == 0 && len(r.heldLost) == 0 {
+		return "nothing"
+	}
+	var parts []string
+	if r.failed > 0 {
+		parts = append(parts, fmt.Sprintf("%d new requests (DR %d, NAT %d)", r.failed, r.failedBy["DR"], r.failedBy["NAT"]))
+	}
+	parts = append(parts, r.heldLost...)
+	return strings.Join(parts, ", ")
+}
+
+// sortedLines is s's lines in order, for comparing tables whose order the
+// kernel's hash decides.
+func sortedLines(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
+
+// waitUntil polls ok every 50 ms for at most limit and says how long it took.
+func waitUntil(limit time.Duration, ok func() bool) (time.Duration, bool) {
+	start := time.Now()
+	for {
+		if ok() {
+			return time.Since(start), true
+		}
+		if time.Since(start) > limit {
+			return time.Since(start), false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestFaultTableFlushed: another process flushes the whole IPVS table
+// (`ipvsadm -C`) under traffic. The daemon (reconcile interval 3 s) puts it
+// back within the interval, says so in its log and in
+// ipvsctl_kernel_drift_repairs_total; the long-lived DR and NAT connections
+// live on (their connection entries outlive the flush), and every new
+// request made after the repair is answered.
+func TestFaultTableFlushed(t *testing.T) {
+	const interval = 3 * time.Second
+	l, d, tok := newFaultLab(t, "--interval", interval.String())
+	want := sortedLines(l.saved())
+	tr := l.startTraffic()
+	time.Sleep(2 * time.Second)
+	before := l.metric(tok, "ipvsctl_kernel_drift_repairs_total")
+	l.ns(l.dir, "ipvsadm -C")
+	took, ok := waitUntil(interval+5*time.Second, func() bool { return sortedLines(l.saved()) == want })
+	if !ok {
+		t.Fatalf("table not repaired %s after ipvsadm -C:\n%s\nwant:\n%s", took, l.saved(), want)
+	}
+	if took > interval+time.Second {
+		t.Errorf("table repaired %s after the flush, more than the reconcile interval %s", took.Round(time.Millisecond), interval)
+	}
+	repaired := time.Now()
+	time.Sleep(3 * time.Second)
+	rep := tr.report()
+	if after := l.metric(tok, "ipvsctl_kernel_drift_repairs_total"); after < before+1 {
+		t.Errorf("ipvsctl_kernel_drift_repairs_total %v after the repair, %v before", after, before)
+	}
+	if n := l.metric(tok, "ipvsctl_kernel_drift_repaired_changes_total"); n < 4+8 {
+		t.Errorf("ipvsctl_kernel_drift_repaired_changes_total %v, want at least the 4 services and 8 real servers", n)
+	}
+	d.stop(syscall.SIGTERM)
+	if logs := d.all[len(d.all)-1]; !strings.Contains(logs, "kernel had drifted from the desired state; repaired") {
+		t.Errorf("no repair in the daemon's log:\n%s", logs)
+	}
+	if len(rep.heldLost) > 0 {
+		t.Errorf("long-lived connections lost over the flush: %v", rep.heldLost)
+	}
+	if rep.lastFail.After(repaired) {
+		t.Errorf("a new request failed %s after the repair (DR: %v, NAT: %v)", rep.lastFail.Sub(repaired).Round(time.Millisecond),
+			rep.firstErr["DR"], rep.firstErr["NAT"])
+	}
+	t.Logf("flush -> repaired %s; %s; lost %s", took.Round(time.Millisecond), rep.kept(), rep.lost())
+	faultRow(t, "table flushed (ipvsadm -C), interval 3 s", rep.kept(), rep.lost(), took)
+}
+
+// bigDoc is faultDoc with n more services of ten real servers each (no
+// VIPs: addresses the director does not bring up).
+func bigDoc(t *testing.T, n int) string {
+	t.Helper()
+	var st map[string]any
+	if err := json.Unmarshal([]byte(faultDoc()), &st); err != nil {
+		t.Fatal(err)
+	}
+	svcs := st["services"].([]any)
+	for i := range n {
+		var servers []any
+		for j := range 10 {
+			servers = append(servers, map[string]any{"name": fmt.Sprintf("r%d", j), "address": fmt.Sprintf("198.18.0.%d", 11+j)})
+		}
+		svcs = append(svcs, map[string]any{"name": fmt.Sprintf("s%d", i), "protocol": "tcp",
+			"address": fmt.Sprintf("198.18.%d.%d", 100+i/250, 1+i%250), "port": 80, "scheduler": "wlc", "servers": servers})
+	}
+	st["services"] = svcs
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// ipvsEntries counts the services and real servers in the director's
+// kernel table (a read of /proc/net/ip_vs from its namespace).
+func (l *lab) ipvsEntries() int {
+	var n int
+	inNS(l.t, l.dir, func() {
+		b, _ := os.ReadFile("/proc/thread-self/net/ip_vs")
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "TCP ") || strings.HasPrefix(line, "UDP ") || strings.HasPrefix(line, "  -> ") && !strings.Contains(line, "RemoteAddress") {
+				n++
+			}
+		}
+	})
+	return n
+}
+
+// vipCount is how many times the VIP is on the director's links.
+func (l *lab) vipCount() int {
+	out := l.ns(l.dir, "ip -o addr show")
+	return strings.Count(out, " "+vip+"/")
+}
+
+// TestFaultDaemonKilledMidReconcile: the daemon is killed with SIGKILL in
+// the middle of the reconcile of a change that takes the table to 11,000
+// entries (4 live services and 1,000 more of ten real servers), under
+// traffic. The kernel keeps serving while no daemon runs; the restarted
+// daemon converges to the stored revision (and a second reconcile changes
+// nothing); the VIP is on the link once; the long-lived DR and NAT
+// connections and every new request live through it. Printed: the time
+// from the restart to the whole table, ipvsctl apply of the same table to a
+// fresh namespace's kernel beside it.
+func TestFaultDaemonKilledMidReconcile(t *testing.T) {
+	l, d, _ := newFaultLab(t)
+	const extra = 1000
+	want := 4*2 + 4 + extra*11 // the four live services (with their two servers) and the new ones
+	doc := bigDoc(t, extra)
+	f := t.TempDir() + "/big.json"
+	if err := os.WriteFile(f, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tr := l.startTraffic()
+	time.Sleep(time.Second)
+	apply := exec.Command("ip", "netns", "exec", l.dir, os.Getenv("IPVSCTL_BIN"), "--db", l.db, "apply", "-f", f)
+	var out strings.Builder
+	apply.Stdout, apply.Stderr = &out, &out
+	if err := apply.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := waitUntil(120*time.Second, func() bool { return l.ipvsEntries() > 12+500 }); !ok {
+		t.Fatalf("the table never started to fill: %d entries\n%s", l.ipvsEntries(), out.String())
+	}
+	d.stop(syscall.SIGKILL)
+	apply.Wait()
+	partial := l.ipvsEntries()
+	t.Logf("daemon killed with %d of %d entries in the kernel; apply said: %s", partial, want, strings.TrimSpace(out.String()))
+	if partial >= want {
+		t.Fatal("the reconcile finished before the daemon could be killed")
+	}
+	time.Sleep(2 * time.Second) // the kernel serves alone
+	restarted := time.Now()
+	d.start()
+	took, ok := waitUntil(180*time.Second, func() bool { return l.ipvsEntries() == want })
+	if !ok {
+		t.Fatalf("restarted daemon: %d entries after %s, want %d", l.ipvsEntries(), took, want)
+	}
+	took = time.Since(restarted)
+	if diff := l.cmdOut("diff"); strings.TrimSpace(diff) != "# kernel matches the desired state" {
+		t.Errorf("ipvsctl diff after the restart:\n%s", diff)
+	}
+	if n := l.vipCount(); n != 1 {
+		t.Errorf("the VIP is on the director's links %d times:\n%s", n, l.ns(l.dir, "ip -o addr show"))
+	}
+	time.Sleep(2 * time.Second)
+	rep := tr.report()
+	if len(rep.heldLost) > 0 || rep.failed > 0 {
+		t.Errorf("lost %s (DR: %v, NAT: %v)", rep.lost(), rep.firstErr["DR"], rep.firstErr["NAT"])
+	}
+	// The same table applied by a fresh process to a fresh namespace: the reference for the restart's time.
+	ref := newLab(t, 0, false)
+	start := time.Now()
+	ref.apply(bigDoc(t, extra))
+	fresh := time.Since(start)
+	t.Logf("BENCH restart after SIGKILL -> %d entries in %s; ipvsctl apply of the same table to an empty kernel %s (ratio %.2f)",
+		want, took.Round(time.Millisecond), fresh.Round(time.Millisecond), took.Seconds()/fresh.Seconds())
+	faultRow(t, fmt.Sprintf("daemon SIGKILLed mid-reconcile (%d of %d entries)", partial, want), rep.kept(), rep.lost(), took)
+}
