@@ -80,6 +80,9 @@ func runServe(env *cliEnv, args []string) int {
 		return env.fail("serve", err, false)
 	}
 	defer st.Close()
+	if err := st.Check(ctx); err != nil {
+		return env.fail("serve", err, false)
+	}
 	unlock, err := server.LockKernel(ctx, g.db+".lock")
 	if err != nil {
 		return env.fail("serve", err, false)
