@@ -4,7 +4,9 @@ package vmtest
 
 import (
 	"bufio"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -15,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	_ "github.com/mattn/go-sqlite3"
 )
 
 // The fault matrix (scripts/faults.sh): each test breaks one thing under
@@ -34,17 +38,24 @@ func faultRow(t *testing.T, fault, kept, lost string, recovered time.Duration) {
 // faultDoc is a DR VIP (HTTP :80 and a line echo :9000 over two real
 // servers) and a NAT one on the same address (HTTP :8000 and echo :9001 over
 // two NAT real servers).
-func faultDoc() string {
+func faultDoc() string { return faultDocWith("") }
+
+// faultDocWith is faultDoc with check (JSON fields, "" for none) on the web
+// service.
+func faultDocWith(check string) string {
+	if check != "" {
+		check = `"check":{` + check + `},`
+	}
 	dr := `{"name":"rs1","address":"198.18.0.11","weight":1},{"name":"rs2","address":"198.18.0.12","weight":1}`
 	nat := func(port int) string {
 		return fmt.Sprintf(`{"name":"nat1","address":"198.18.1.11","port":%d},{"name":"nat2","address":"198.18.1.12","port":%d}`, port, port)
 	}
 	return fmt.Sprintf(`{"settings":{"network":"dr"},"services":[
-	{"name":"web","protocol":"tcp","address":"%[1]s","port":80,"interface":"eth0","scheduler":"rr","servers":[%[2]s]},
+	{"name":"web","protocol":"tcp","address":"%[1]s","port":80,"interface":"eth0","scheduler":"rr",%[6]s"servers":[%[2]s]},
 	{"name":"echo","protocol":"tcp","address":"%[1]s","port":%[3]d,"interface":"eth0","scheduler":"rr","servers":[%[2]s]},
 	{"name":"natweb","protocol":"tcp","address":"%[1]s","port":8000,"interface":"eth0","forwarding":"nat","scheduler":"rr","servers":[%[4]s]},
 	{"name":"natecho","protocol":"tcp","address":"%[1]s","port":9001,"interface":"eth0","forwarding":"nat","scheduler":"rr","servers":[%[5]s]}]}`,
-		vip, dr, echoPort, nat(8080), nat(echoPort))
+		vip, dr, echoPort, nat(8080), nat(echoPort), check)
 }
 
 // newFaultLab is a director with two DR and two NAT real servers (each
@@ -53,7 +64,17 @@ func faultDoc() string {
 // faultDoc.
 func newFaultLab(t *testing.T, args ...string) (*lab, *director, string) {
 	t.Helper()
+	return newFaultLabWith(t, nil, faultDoc(), args...)
+}
+
+// newFaultLabWith is newFaultLab with setup run on the lab before the
+// daemon starts, and doc as the desired state.
+func newFaultLabWith(t *testing.T, setup func(*lab), doc string, args ...string) (*lab, *director, string) {
+	t.Helper()
 	l := newLab(t, 2, true)
+	if setup != nil {
+		setup(l)
+	}
 	for _, ns := range append(slices.Clone(l.rs), l.nat...) {
 		l.serveEcho(ns, ns[len(l.id):])
 	}
@@ -66,7 +87,7 @@ func newFaultLab(t *testing.T, args ...string) (*lab, *director, string) {
 		}
 	})
 	d.start()
-	l.apply(faultDoc())
+	l.apply(doc)
 	return l, d, tok
 }
 
@@ -360,4 +381,175 @@ func TestFaultDaemonKilledMidReconcile(t *testing.T) {
 	t.Logf("BENCH restart after SIGKILL -> %d entries in %s; ipvsctl apply of the same table to an empty kernel %s (ratio %.2f)",
 		want, took.Round(time.Millisecond), fresh.Round(time.Millisecond), took.Seconds()/fresh.Seconds())
 	faultRow(t, fmt.Sprintf("daemon SIGKILLed mid-reconcile (%d of %d entries)", partial, want), rep.kept(), rep.lost(), took)
+}
+
+// exitStatus is the exit status of a command that ran (-1 if it did not).
+func exitStatus(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// TestFaultDiskFull: the database lives on a 3 MB tmpfs that fills up
+// (another file takes the rest) under traffic, with HTTP checks on the web
+// service. A large change is refused with a message saying the disk is
+// full, exit status 1, and the kernel keeps the last good table; the checks
+// go on (a real server whose check port starts refusing is quiesced, and
+// comes back when it answers again) and the daemon keeps running; once
+// there is room the same change is stored and applied. The long-lived
+// connections and the new requests live through it all.
+func TestFaultDiskFull(t *testing.T) {
+	dir := t.TempDir() + "/small"
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "mount", "-t", "tmpfs", "-o", "size=3m,mode=0700", "tmpfs", dir)
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	check := `"type":"http","path":"/","port":8080,"interval":1,"timeout":0.9,"rise":2,"fall":2,"on_failure":"quiesce"`
+	l, d, _ := newFaultLabWith(t, func(l *lab) { l.db = dir + "/ipvsctl.db" }, faultDocWith(check))
+	web := vip + ":80"
+	up := map[string]int{"198.18.0.11:80": 1, "198.18.0.12:80": 1}
+	waitFor(t, "both web servers up", 30*time.Second, func() bool { return equalInts(l.weightsOf(web), up) })
+	tr := l.startTraffic()
+	before := sortedLines(l.saved())
+
+	f, err := os.Create(dir + "/filler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			break
+		}
+	}
+	f.Close()
+	full := time.Now()
+	big := t.TempDir() + "/big.json"
+	if err := os.WriteFile(big, []byte(bigDoc(t, 300)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := l.ipvsctl("apply", "-f", big)
+	if exitStatus(err) != 1 || !strings.Contains(out, "filesystem is full: nothing was stored; free space there and try again") {
+		t.Errorf("apply on a full disk: exit status %d, said:\n%s", exitStatus(err), out)
+	}
+	if got := sortedLines(l.saved()); got != before {
+		t.Errorf("the kernel's table changed after the refused write:\n%s", got)
+	}
+	// The checks go on with nowhere to store their results.
+	l.ns(l.rs[0], "iptables -A INPUT -p tcp --dport 8080 -j REJECT --reject-with tcp-reset")
+	if took, ok := waitUntil(20*time.Second, func() bool { return l.weightsOf(web)["198.18.0.11:80"] == 0 }); !ok {
+		t.Errorf("rs1 failing its check on a full disk: not quiesced after %s: %v", took, l.weightsOf(web))
+	}
+	l.ns(l.rs[0], "iptables -D INPUT -p tcp --dport 8080 -j REJECT --reject-with tcp-reset")
+	if took, ok := waitUntil(20*time.Second, func() bool { return equalInts(l.weightsOf(web), up) }); !ok {
+		t.Errorf("rs1 answering its check again on a full disk: not back after %s: %v", took, l.weightsOf(web))
+	}
+	select {
+	case <-d.done:
+		t.Fatalf("the daemon exited on a full disk")
+	default:
+	}
+	if err := os.Remove(dir + "/filler"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := l.ipvsctl("apply", "-f", big); err != nil {
+		t.Errorf("apply once there is room: %v\n%s", err, out)
+	}
+	recovered := time.Since(full)
+	if n, want := l.ipvsEntries(), 12+300*11; n != want {
+		t.Errorf("after the write with room: %d entries in the kernel, want %d", n, want)
+	}
+	time.Sleep(time.Second)
+	rep := tr.report()
+	if len(rep.heldLost) > 0 || rep.failed > 0 {
+		t.Errorf("lost %s (DR: %v, NAT: %v)", rep.lost(), rep.firstErr["DR"], rep.firstErr["NAT"])
+	}
+	d.stop(syscall.SIGTERM)
+	t.Logf("daemon log:\n%s", d.all[len(d.all)-1])
+	faultRow(t, "disk full (3 MB tmpfs for the database)", rep.kept()+"; table, health checks", rep.lost()+"; the write (refused, exit 1)", recovered)
+}
+
+// TestFaultDatabaseDamaged: the daemon stopped, its database is replaced by
+// one from a newer ipvsctl, then damaged in its header, then in a page of
+// its revisions. Each time `ipvsctl restore` and `ipvsctl serve` refuse
+// (exit status 1) with a message saying what to do, and the kernel's table
+// and VIP stay as they were, serving the traffic; with the good file back
+// the daemon starts and changes nothing.
+func TestFaultDatabaseDamaged(t *testing.T) {
+	l, d, _ := newFaultLab(t)
+	tr := l.startTraffic()
+	d.stop(syscall.SIGTERM)
+	before := sortedLines(l.saved())
+	good, err := os.ReadFile(l.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(l.db + "-wal"); err == nil {
+		t.Fatalf("%s-wal left after the daemon stopped", l.db)
+	}
+	damage := []struct {
+		name, want string
+		do         func()
+	}{
+		{"schema from a newer ipvsctl", "upgrade ipvsctl", func() {
+			db, err := sql.Open("sqlite3", l.db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'future', 'now')`); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"header overwritten", "ipvsadm -Sn | ipvsctl import --format ipvsadm --no-apply -", func() { garble(t, l.db, 0) }},
+		{"a page of the revisions overwritten", "ipvsadm -Sn | ipvsctl import --format ipvsadm --no-apply -", func() { garble(t, l.db, 2*4096) }},
+	}
+	for _, dm := range damage {
+		dm.do()
+		for _, verb := range [][]string{{"restore"}, {"serve", "--listen", ""}} {
+			cmd := exec.Command("timeout", append([]string{"30", "ip", "netns", "exec", l.dir, os.Getenv("IPVSCTL_BIN"), "--db", l.db}, verb...)...)
+			out, err := cmd.CombinedOutput()
+			if exitStatus(err) != 1 || !strings.Contains(string(out), dm.want) {
+				t.Errorf("%s: ipvsctl %s: exit status %d, want 1 with %q; said:\n%s", dm.name, verb[0], exitStatus(err), dm.want, out)
+			}
+		}
+		if got := sortedLines(l.saved()); got != before {
+			t.Errorf("%s: the kernel's table changed:\n%s", dm.name, got)
+		}
+		if n := l.vipCount(); n != 1 {
+			t.Errorf("%s: the VIP is on the director %d times", dm.name, n)
+		}
+		if err := os.WriteFile(l.db, good, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.start()
+	if diff := l.cmdOut("diff"); strings.TrimSpace(diff) != "# kernel matches the desired state" {
+		t.Errorf("ipvsctl diff with the good database back:\n%s", diff)
+	}
+	rep := tr.report()
+	if len(rep.heldLost) > 0 || rep.failed > 0 {
+		t.Errorf("lost %s (DR: %v, NAT: %v)", rep.lost(), rep.firstErr["DR"], rep.firstErr["NAT"])
+	}
+	faultRow(t, "database from a newer ipvsctl / damaged header / damaged page", rep.kept()+"; kernel table, VIP",
+		rep.lost()+"; restore and serve refuse (exit 1, say what to do)", 0)
+}
+
+// garble overwrites 4 KB of the file at offset.
+func garble(t *testing.T, path string, offset int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt([]byte(strings.Repeat("\xffgarbage", 512)), offset); err != nil {
+		t.Fatal(err)
+	}
 }
