@@ -4,10 +4,12 @@ package vmtest
 
 import (
 	"bufio"
+	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -94,14 +96,17 @@ func newFaultLabWith(t *testing.T, setup func(*lab), doc string, args ...string)
 // metric reads one unlabelled sample from the daemon's /metrics.
 func (l *lab) metric(token, name string) float64 {
 	l.t.Helper()
-	var resp *http.Response
-	var err error
-	inNS(l.t, l.dir, func() {
-		req, _ := http.NewRequest("GET", "http://127.0.0.1:3636/metrics", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-		resp, err = c.Do(req)
-	})
+	// The transport dials from its own goroutines: each dial enters the namespace itself.
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var c net.Conn
+		var err error
+		inNS(l.t, l.dir, func() { c, err = (&net.Dialer{}).DialContext(ctx, network, addr) })
+		return c, err
+	}
+	req, _ := http.NewRequest("GET", "http://127.0.0.1:3636/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true}}
+	resp, err := c.Do(req)
 	if err != nil {
 		l.t.Fatalf("GET /metrics: %v", err)
 	}
