@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -156,6 +157,11 @@ func busy(err error) error {
 		return ErrBusy
 	case sqlite3.ErrFull:
 		return ErrDiskFull
+	case sqlite3.ErrIoErr, sqlite3.ErrCantOpen:
+		// A full filesystem met while writing the WAL or its index.
+		if se.SystemErrno == syscall.ENOSPC || se.SystemErrno == syscall.EDQUOT {
+			return ErrDiskFull
+		}
 	case sqlite3.ErrCorrupt, sqlite3.ErrNotADB:
 		return fmt.Errorf("%w (%w)", ErrCorrupt, err)
 	}
