@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -73,11 +76,36 @@ func (l *lab) misbehave(ns string) *misbehaver {
 	return m
 }
 
+// procWeights reads the real servers' weights of the director's kernel
+// table from /proc/net/ip_vs in its namespace (no exec: fast under load),
+// keyed "ADDR:PORT" of the real server, over every service.
+func (l *lab) procWeights() map[string]int {
+	w := map[string]int{}
+	inNS(l.t, l.dir, func() {
+		b, _ := os.ReadFile("/proc/thread-self/net/ip_vs")
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			// "  -> C612000B:0050      Route   10     0          0"
+			if len(f) != 6 || f[0] != "->" || len(f[1]) != 13 {
+				continue
+			}
+			a, err1 := strconv.ParseUint(f[1][:8], 16, 32)
+			p, err2 := strconv.ParseUint(f[1][9:], 16, 16)
+			n, err3 := strconv.Atoi(f[3])
+			if err1 != nil || err2 != nil || err3 != nil {
+				continue
+			}
+			w[fmt.Sprintf("%d.%d.%d.%d:%d", a>>24, a>>16&255, a>>8&255, a&255, p)] = n
+		}
+	})
+	return w
+}
+
 // TestFaultRealServersMisbehave: under HTTP checks (interval 1 s, timeout
 // 0.9 s, fall 2) and traffic, one real server starts accepting the check's
 // connection and never answering, one answers after 3 s, one resets; the
 // fourth stays sound. Each of the three is quiesced within the fall window
-// (and a second), the checker closes every connection it gave up on, the
+// (and two seconds), the checker closes every connection it gave up on, the
 // sound server's checks go on at their interval and it keeps its weight, and
 // every request is answered.
 func TestFaultRealServersMisbehave(t *testing.T) {
@@ -111,7 +139,7 @@ func TestFaultRealServersMisbehave(t *testing.T) {
 	out := map[string]time.Duration{}
 	soundDropped := false
 	_, ok := waitUntil(20*time.Second, func() bool {
-		w := l.weightsOf(svc)
+		w := l.procWeights()
 		soundDropped = soundDropped || w["198.18.0.14:80"] != 10
 		for i, m := range modes {
 			if _, seen := out[m]; !seen && w[fmt.Sprintf("198.18.0.%d:80", 11+i)] == 0 {
@@ -126,7 +154,7 @@ func TestFaultRealServersMisbehave(t *testing.T) {
 	window := time.Duration((fall*interval + timeout) * float64(time.Second))
 	for _, m := range modes {
 		t.Logf("%s real server -> weight 0 in %s (fall window %s)", m, out[m].Round(time.Millisecond), window)
-		if out[m] > window+time.Second {
+		if out[m] > window+2*time.Second {
 			t.Errorf("%s real server quiesced %s after it broke, past the fall window %s", m, out[m].Round(time.Millisecond), window)
 		}
 	}
