@@ -424,11 +424,12 @@ func TestFaultDiskFull(t *testing.T) {
 	}
 	run(t, "mount", "-t", "tmpfs", "-o", "size=3m,mode=0700", "tmpfs", dir)
 	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
-	check := `"type":"http","path":"/","port":8080,"interval":1,"timeout":0.9,"rise":2,"fall":2,"on_failure":"quiesce"`
+	// Generous timings: what matters here is that checks go on, not how fast.
+	check := `"type":"http","path":"/","port":8080,"interval":2,"timeout":1.8,"rise":1,"fall":2,"on_failure":"quiesce"`
 	l, d, _ := newFaultLabWith(t, func(l *lab) { l.db = dir + "/ipvsctl.db" }, faultDocWith(check))
 	web := vip + ":80"
 	up := map[string]int{"198.18.0.11:80": 1, "198.18.0.12:80": 1}
-	waitFor(t, "both web servers up", 30*time.Second, func() bool { return equalInts(l.weightsOf(web), up) })
+	waitFor(t, "both web servers up", 60*time.Second, func() bool { return equalInts(l.weightsOf(web), up) })
 	tr := l.startTraffic()
 	before := sortedLines(l.saved())
 
@@ -457,11 +458,11 @@ func TestFaultDiskFull(t *testing.T) {
 	}
 	// The checks go on with nowhere to store their results.
 	l.ns(l.rs[0], "iptables -A INPUT -p tcp --dport 8080 -j REJECT --reject-with tcp-reset")
-	if took, ok := waitUntil(20*time.Second, func() bool { return l.weightsOf(web)["198.18.0.11:80"] == 0 }); !ok {
+	if took, ok := waitUntil(30*time.Second, func() bool { return l.weightsOf(web)["198.18.0.11:80"] == 0 }); !ok {
 		t.Errorf("rs1 failing its check on a full disk: not quiesced after %s: %v", took, l.weightsOf(web))
 	}
 	l.ns(l.rs[0], "iptables -D INPUT -p tcp --dport 8080 -j REJECT --reject-with tcp-reset")
-	if took, ok := waitUntil(20*time.Second, func() bool { return equalInts(l.weightsOf(web), up) }); !ok {
+	if took, ok := waitUntil(30*time.Second, func() bool { return equalInts(l.weightsOf(web), up) }); !ok {
 		t.Errorf("rs1 answering its check again on a full disk: not back after %s: %v", took, l.weightsOf(web))
 	}
 	select {
