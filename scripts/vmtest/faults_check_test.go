@@ -185,3 +185,70 @@ func TestFaultRealServersMisbehave(t *testing.T) {
 		fmt.Sprintf("the three quiesced (hang %s, slow %s, reset %s)", out["hang"].Round(10*time.Millisecond),
 			out["slow"].Round(10*time.Millisecond), out["reset"].Round(10*time.Millisecond)), max(out["hang"], out["slow"], out["reset"]))
 }
+
+// TestFaultClockJumps: the wall clock jumps an hour forward, then an hour
+// back, under HTTP checks (interval 1 s) and traffic. The checks keep their
+// pace (a sound real server gets about one a second: no storm after the jump
+// forward, no pause after the jump back), no real server changes weight, and
+// every request is answered: the daemon's timers run on the monotonic clock.
+func TestFaultClockJumps(t *testing.T) {
+	l := newLab(t, 2, false)
+	var ms []*misbehaver
+	for _, ns := range l.rs {
+		ms = append(ms, l.misbehave(ns))
+	}
+	l.daemon()
+	doc := fmt.Sprintf(`{"settings":{"network":"dr"},"services":[{"name":"web","protocol":"tcp","address":"%s","port":80,
+	"interface":"eth0","scheduler":"rr",
+	"check":{"type":"http","path":"/","port":%d,"interval":1,"timeout":0.9,"rise":2,"fall":3,"on_failure":"quiesce"},
+	"servers":[{"name":"rs1","address":"198.18.0.11","weight":10},{"name":"rs2","address":"198.18.0.12","weight":10}]}]}`, vip, checkPort)
+	l.apply(doc)
+	svc := vip + ":80"
+	all := map[string]int{"198.18.0.11:80": 10, "198.18.0.12:80": 10}
+	waitFor(t, "both servers up at full weight", 30*time.Second, func() bool { return equalInts(l.weightsOf(svc), all) })
+	stop := make(chan struct{})
+	results := l.stream(svc, 100*time.Millisecond, 600, stop)
+	restore := func() { run(t, "date", "-s", "-1 hour") }
+	var pace []string
+	changed := false
+	for _, jump := range []string{"+1 hour", "-1 hour"} {
+		before := ms[0].checks.Load()
+		start := time.Now()
+		run(t, "date", "-s", jump)
+		if jump == "+1 hour" {
+			t.Cleanup(func() {
+				if restore != nil {
+					restore()
+				}
+			})
+		} else {
+			restore = nil
+		}
+		for range 30 { // 6 s
+			time.Sleep(200 * time.Millisecond)
+			changed = changed || !equalInts(l.procWeights(), all)
+		}
+		got, elapsed := ms[0].checks.Load()-before, time.Since(start)
+		pace = append(pace, fmt.Sprintf("%s: %d checks in %s", jump, got, elapsed.Round(time.Millisecond)))
+		if lo, hi := int64(elapsed.Seconds())-2, int64(elapsed.Seconds())+2; got < lo || got > hi {
+			t.Errorf("clock %s: rs1 got %d checks in %s, want one a second (%d to %d)", jump, got, elapsed.Round(time.Millisecond), lo, hi)
+		}
+	}
+	if changed {
+		t.Errorf("a real server's weight changed while the clock jumped")
+	}
+	close(stop)
+	failed, total := 0, 0
+	for _, r := range results() {
+		total++
+		if r.err != nil {
+			failed++
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d requests failed", failed, total)
+	}
+	t.Logf("check pace: %s", strings.Join(pace, "; "))
+	faultRow(t, "wall clock +1 h, then -1 h (checks every 1 s)", fmt.Sprintf("%d/%d requests; weights; check pace (%s)", total-failed, total, strings.Join(pace, ", ")),
+		fmt.Sprintf("%d requests", failed), 0)
+}
