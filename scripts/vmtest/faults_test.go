@@ -61,17 +61,16 @@ func faultDocWith(check string) string {
 }
 
 // newFaultLab is a director with two DR and two NAT real servers (each
-// serving HTTP and the line echo), a viewer token for its metrics, and its
-// daemon (serve on 127.0.0.1:3636 of its namespace, with args) holding
-// faultDoc.
-func newFaultLab(t *testing.T, args ...string) (*lab, *director, string) {
+// serving HTTP and the line echo) and its daemon (serve on 127.0.0.1:3636 of
+// its namespace, with args) holding faultDoc.
+func newFaultLab(t *testing.T, args ...string) (*lab, *director) {
 	t.Helper()
 	return newFaultLabWith(t, nil, faultDoc(), args...)
 }
 
 // newFaultLabWith is newFaultLab with setup run on the lab before the
 // daemon starts, and doc as the desired state.
-func newFaultLabWith(t *testing.T, setup func(*lab), doc string, args ...string) (*lab, *director, string) {
+func newFaultLabWith(t *testing.T, setup func(*lab), doc string, args ...string) (*lab, *director) {
 	t.Helper()
 	l := newLab(t, 2, true)
 	if setup != nil {
@@ -80,7 +79,6 @@ func newFaultLabWith(t *testing.T, setup func(*lab), doc string, args ...string)
 	for _, ns := range append(slices.Clone(l.rs), l.nat...) {
 		l.serveEcho(ns, ns[len(l.id):])
 	}
-	tok := l.peerToken()
 	d := &director{l: l, addr: "127.0.0.1", args: args}
 	t.Cleanup(func() {
 		d.stop(syscall.SIGTERM)
@@ -90,7 +88,7 @@ func newFaultLabWith(t *testing.T, setup func(*lab), doc string, args ...string)
 	})
 	d.start()
 	l.apply(doc)
-	return l, d, tok
+	return l, d
 }
 
 // metric reads one unlabelled sample from the daemon's /metrics.
@@ -243,7 +241,8 @@ func waitUntil(limit time.Duration, ok func() bool) (time.Duration, bool) {
 // answers with a reset. The test says so when it happens.
 func TestFaultTableFlushed(t *testing.T) {
 	const interval = 3 * time.Second
-	l, d, tok := newFaultLab(t, "--interval", interval.String())
+	var tok string // a viewer's, for the metrics (hashing its password is slow under emulation: only here)
+	l, d := newFaultLabWith(t, func(l *lab) { tok = l.peerToken() }, faultDoc(), "--interval", interval.String())
 	want := sortedLines(l.saved())
 	tr := l.startTraffic()
 	time.Sleep(2 * time.Second)
@@ -342,7 +341,7 @@ func (l *lab) vipCount() int {
 // from the restart to the whole table, ipvsctl apply of the same table to a
 // fresh namespace's kernel beside it.
 func TestFaultDaemonKilledMidReconcile(t *testing.T) {
-	l, d, _ := newFaultLab(t)
+	l, d := newFaultLab(t)
 	const extra = 1000
 	want := 4*2 + 4 + extra*11 // the four live services (with their two servers) and the new ones
 	doc := bigDoc(t, extra)
@@ -426,7 +425,7 @@ func TestFaultDiskFull(t *testing.T) {
 	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
 	// Generous timings: what matters here is that checks go on, not how fast.
 	check := `"type":"http","path":"/","port":8080,"interval":2,"timeout":1.8,"rise":1,"fall":2,"on_failure":"quiesce"`
-	l, d, _ := newFaultLabWith(t, func(l *lab) { l.db = dir + "/ipvsctl.db" }, faultDocWith(check))
+	l, d := newFaultLabWith(t, func(l *lab) { l.db = dir + "/ipvsctl.db" }, faultDocWith(check))
 	web := vip + ":80"
 	up := map[string]int{"198.18.0.11:80": 1, "198.18.0.12:80": 1}
 	waitFor(t, "both web servers up", 60*time.Second, func() bool { return equalInts(l.weightsOf(web), up) })
@@ -497,7 +496,7 @@ func TestFaultDiskFull(t *testing.T) {
 // and VIP stay as they were, serving the traffic; with the good file back
 // the daemon starts and changes nothing.
 func TestFaultDatabaseDamaged(t *testing.T) {
-	l, d, _ := newFaultLab(t)
+	l, d := newFaultLab(t)
 	tr := l.startTraffic()
 	d.stop(syscall.SIGTERM)
 	before := sortedLines(l.saved())
