@@ -361,6 +361,12 @@ func netmaskString(family uint16, m uint32) string {
 	return netip.AddrFrom4([4]byte{byte(m >> 24), byte(m >> 16), byte(m >> 8), byte(m)}).String()
 }
 
+// ErrTransport marks an op whose request or answer the netlink socket lost
+// (ENOBUFS, EINTR, no answer in time): the kernel may or may not have made
+// the change, so the reconcile reads the kernel again rather than report it
+// or send it twice.
+var ErrTransport = errors.New("netlink transport failed, the change may or may not be made")
+
 // Kernel is the IPVS driver the reconcile works through. The netlink driver
 // implements it for the real kernel; tests use a fake that records ops.
 type Kernel interface {

@@ -2,6 +2,7 @@ package ipvsmgr
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -62,7 +63,14 @@ type Result struct {
 	Table *Table `json:"-"`
 
 	retry bool // ReconcileOn must read the kernel and reconcile again
+	// transport: an op's request or answer was lost (ErrTransport): what
+	// the kernel has must be read again.
+	transport bool
 }
+
+// transportRetries is how many times a reconcile reads the kernel again
+// after the netlink socket lost requests or answers.
+const transportRetries = 3
 
 // Reconciler makes the kernel match a desired state.
 type Reconciler struct {
@@ -242,7 +250,30 @@ func withRetiring(desired, actual *Table, prev []Retiring, now time.Time, timeou
 func (r *Reconciler) Reconcile(ctx context.Context, d *Desired) (*Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.reconcile(ctx, d, nil)
+	return r.reconcileFresh(ctx, d, nil)
+}
+
+// reconcileFresh reconciles against a read of the kernel, and again (a few
+// times) while the netlink socket loses requests or answers: the next read
+// says which of them the kernel made, so none is sent twice. prev's
+// changes, when given, come first in the result.
+func (r *Reconciler) reconcileFresh(ctx context.Context, d *Desired, prev *Result) (*Result, error) {
+	for attempt := 0; ; attempt++ {
+		res, err := r.reconcile(ctx, d, nil)
+		if err != nil {
+			return nil, err
+		}
+		if prev != nil {
+			res.Applied = append(prev.Applied, res.Applied...)
+			res.Changes = append(prev.Changes, res.Changes...)
+		}
+		if !res.transport || attempt == transportRetries || ctx.Err() != nil {
+			return res, nil
+		}
+		r.Log.Warn("netlink lost IPVS requests or answers; reading the kernel again", "attempt", attempt+1, "failed", len(res.Failures))
+		res.Failures, res.transport = nil, false
+		prev = res
+	}
 }
 
 // ReconcileOn is Reconcile against a table the caller knows the kernel has
@@ -267,13 +298,8 @@ func (r *Reconciler) ReconcileOn(ctx context.Context, d *Desired, known *Table, 
 	if err != nil || !res.retry {
 		return res, err
 	}
-	again, err := r.reconcile(ctx, d, nil)
-	if err != nil {
-		return nil, err
-	}
-	again.Applied = append(res.Applied, again.Applied...)
-	again.Changes = append(res.Changes, again.Changes...)
-	return again, nil
+	res.Failures = nil
+	return r.reconcileFresh(ctx, d, res)
 }
 
 // reconcileOnly is reconcile against known for the services in only: a
@@ -456,6 +482,7 @@ func (r *Reconciler) apply(ctx context.Context, d *Desired, ops []Op, res *Resul
 		}
 		change := op.String()
 		if errs[i] != nil {
+			res.transport = res.transport || errors.Is(errs[i], ErrTransport)
 			f := Failure{Service: name, Change: change, Err: errs[i].Error()}
 			if op.Service != nil {
 				f.Key = &op.Service.Key

@@ -31,7 +31,7 @@ export IPVSCTL_BIN=$out/ipvsctl ARPGUARD_TEST_BIN=$out/arpguard.test
 export IPVSCTL_STRICT_SKIPS=$strict
 cd $root/scripts/vmtest
 $out/vmtest.test -test.v -test.timeout 900s -test.run '^($first)\$'
-$out/vmtest.test -test.v -test.timeout 900s -test.run '$run' -test.skip '^(TestNoIPVSModuleIsAClearError|TestServeWithoutIPVSModule)\$'
+$out/vmtest.test -test.v -test.timeout 1500s -test.run '$run' -test.skip '^(TestNoIPVSModuleIsAClearError|TestServeWithoutIPVSModule)\$'
 GUEST
 chmod +x "$out/guest.sh"
-"$root/scripts/vm/run.sh" --timeout 1500 -- "$out/guest.sh"
+"$root/scripts/vm/run.sh" --timeout 2100 -- "$out/guest.sh"

@@ -36,9 +36,20 @@ type Actor struct {
 type WriteOptions struct {
 	NoApply bool  // only store; do not touch the kernel
 	NoWait  bool  // do not wait for draining real servers
-	Base    int64 // refuse unless the stored state is still at this revision (0: any)
+	Base    int64 // refuse unless the stored state is still at this revision (0: any, unless BaseEmpty)
+	// BaseEmpty refuses unless no revision is stored yet: If-Match "0", the
+	// ETag of a new director's empty store.
+	BaseEmpty bool
 	// Progress, if set, hears of the drains under way while the change waits for them.
 	Progress func([]ipvsmgr.Retiring) `json:"-"`
+}
+
+// stale refuses a write based on a revision that is not the current one.
+func (o WriteOptions) stale(current int64) error {
+	if (o.Base != 0 || o.BaseEmpty) && o.Base != current {
+		return &store.StaleError{Base: o.Base, Current: current}
+	}
+	return nil
 }
 
 // WriteResult is what a change did: the revision it made (or found equal) and
@@ -258,8 +269,8 @@ func (c *Core) replace(ctx context.Context, a Actor, label string, doc *ipvsmgr.
 			}
 			parsed = func() (*store.StoredState, error) { return store.ParseStored(cur) }
 		}
-		if o.Base != 0 && o.Base != base {
-			return nil, &store.StaleError{Base: o.Base, Current: base}
+		if err := o.stale(base); err != nil {
+			return nil, err
 		}
 		if base != 0 && bytes.Equal(cur, enc) {
 			res.Revision = base
@@ -333,8 +344,8 @@ func (c *Core) Write(ctx context.Context, a Actor, o WriteOptions, edits ...Edit
 	}
 	res = &WriteResult{}
 	res.Revision, res.Changed, err = c.store.Update(ctx, a.Name, a.Via, func(cur *ipvsmgr.State, base int64) (string, error) {
-		if o.Base != 0 && o.Base != base {
-			return "", &store.StaleError{Base: o.Base, Current: base}
+		if err := o.stale(base); err != nil {
+			return "", err
 		}
 		ed, err := change(cur)
 		if summary = ed.summary; err != nil {

@@ -73,8 +73,8 @@ func (c *Core) updateCurrent(ctx context.Context, a Actor, o WriteOptions, chang
 		if err != nil {
 			return nil, nil, nil, "", err
 		}
-		if o.Base != 0 && o.Base != cur.rev {
-			return nil, nil, nil, "", &store.StaleError{Base: o.Base, Current: cur.rev}
+		if err := o.stale(cur.rev); err != nil {
+			return nil, nil, nil, "", err
 		}
 		next := *cur.st
 		next.Services = slices.Clone(cur.st.Services)

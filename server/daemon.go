@@ -32,7 +32,8 @@ type Daemon struct {
 	// Check, if set, runs each health check instead of the real checkers (tests).
 	Check func(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result
 
-	health *daemonHealth
+	health   *daemonHealth
+	onRepair func(changes int)
 	// results is the digest of the stored real-server results the loop last
 	// saw (set once seen): another process's verify moves the core's count.
 	results struct {
@@ -170,6 +171,9 @@ func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision bool) {
 	}
 	if len(res.Changes) > 0 && !newRevision {
 		d.Log.Warn("kernel had drifted from the desired state; repaired", "revision", rev, "changes", len(res.Changes))
+		if d.onRepair != nil {
+			d.onRepair(len(res.Changes))
+		}
 	}
 	for _, dr := range res.Retiring {
 		d.Log.Info("draining", "service", dr.Service.String(), "server", dr.Dest.String(), "active", dr.ActiveConns)
@@ -206,6 +210,10 @@ func (d *Daemon) pollKernel(ctx context.Context, every time.Duration) {
 		}
 	}
 }
+
+// OnRepair calls f after a periodic reconcile repaired what another process
+// changed in the kernel (metrics), with the number of changes it made.
+func (d *Daemon) OnRepair(f func(changes int)) { d.onRepair = f }
 
 // OnReconcile calls f after every reconcile of the daemon's (metrics).
 func (d *Daemon) OnReconcile(f func(ReconcileReport)) { d.Core.shared.onReconcile = f }

@@ -64,6 +64,8 @@ func CodeOf(err error) Code {
 		return CodeStale
 	case errors.Is(err, store.ErrBusy):
 		return CodeBusy
+	case errors.Is(err, store.ErrDiskFull), errors.Is(err, store.ErrCorrupt):
+		return CodeUnavailable
 	case errors.Is(err, store.ErrNotFound):
 		return CodeNotFound
 	}

@@ -52,6 +52,9 @@ func runServe(env *cliEnv, args []string) int {
 		return env.fail("serve", err, false)
 	}
 	defer st.Close()
+	if err := st.Check(ctx); err != nil {
+		return env.fail("serve", err, false)
+	}
 	unlock, err := server.LockKernel(ctx, g.db+".lock")
 	if err != nil {
 		return env.fail("serve", err, false)
@@ -141,6 +144,7 @@ func newServeParts(ctx context.Context, cfg server.Config, st *store.Store, f *s
 	context.AfterFunc(ctx, p.core.EndLongPolls) // a peer's long poll must not hold up the shutdown
 	p.metrics = metrics.New(p.core)
 	p.daemon.OnReconcile(p.metrics.Reconciled)
+	p.daemon.OnRepair(p.metrics.Repaired)
 	p.daemon.OnHealthEvent(p.metrics.HealthEvent)
 	p.daemon.OnCheck(p.metrics.Checked)
 	p.opts = httpd.Options{Core: p.core, Auth: p.auth, Log: log, TrustedOrigins: splitList(f.trustedOrigs), Instrument: p.metrics.Instrument}

@@ -5,6 +5,7 @@ package fakekernel
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
@@ -12,12 +13,18 @@ import (
 
 // Kernel is a fake IPVS table.
 type Kernel struct {
-	mu      sync.Mutex
-	table   ipvsmgr.Table
-	log     []string
-	FailOn  func(op ipvsmgr.Op) error // injected failure for an op, or nil
-	ReadErr error                     // returned by Table when set
-	schedOK func(string) bool
+	mu     sync.Mutex
+	table  ipvsmgr.Table
+	log    []string
+	FailOn func(op ipvsmgr.Op) error // injected failure for an op, or nil
+	// BatchFault, if set, is asked once per Apply of n ops: an err makes
+	// the batch fail as a netlink socket does when it loses requests or
+	// answers (ENOBUFS, EINTR): the first applied ops are made, and every
+	// op from failedFrom on (failedFrom <= applied) reports err, wrapped
+	// in ipvsmgr.ErrTransport.
+	BatchFault func(n int) (applied, failedFrom int, err error)
+	ReadErr    error // returned by Table when set
+	schedOK    func(string) bool
 }
 
 // New returns an empty fake kernel that knows every scheduler.
@@ -76,6 +83,24 @@ func (k *Kernel) Apply(_ context.Context, ops []ipvsmgr.Op) []error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	errs := make([]error, len(ops))
+	if k.BatchFault != nil {
+		if applied, from, err := k.BatchFault(len(ops)); err != nil {
+			err = fmt.Errorf("%w: %w", ipvsmgr.ErrTransport, err)
+			for i := range ops {
+				if i < applied {
+					if aerr := k.apply(ops[i]); aerr == nil {
+						k.log = append(k.log, ops[i].String())
+					} else if i < from {
+						errs[i] = aerr
+					}
+				}
+				if i >= from {
+					errs[i] = err
+				}
+			}
+			return errs
+		}
+	}
 	for i, op := range ops {
 		if k.FailOn != nil {
 			if err := k.FailOn(op); err != nil {

@@ -20,6 +20,7 @@ func (c *conn) apply(ctx context.Context, ops []ipvsmgr.Op, deadline time.Durati
 			e.op(c.family, seq, chunk[i], i == len(chunk)-1)
 		}, nil, deadline)
 		if err != nil {
+			err = fmt.Errorf("%w: %w", ipvsmgr.ErrTransport, err)
 			for i := lo; i < len(ops); i++ {
 				errs[i] = err
 			}

@@ -194,6 +194,7 @@ type director struct {
 	logs *syncBuffer
 	done chan struct{}
 	all  []string // logs of earlier runs
+	args []string // more flags for serve
 }
 
 func (p *pair) director(l *lab, addr string) *director {
@@ -211,7 +212,7 @@ func (d *director) start() {
 	t := d.l.t
 	t.Helper()
 	bin := os.Getenv("IPVSCTL_BIN")
-	d.cmd = exec.Command("ip", "netns", "exec", d.l.dir, bin, "--db", d.l.db, "serve", "--listen", d.addr+":3636")
+	d.cmd = exec.Command("ip", append([]string{"netns", "exec", d.l.dir, bin, "--db", d.l.db, "serve", "--listen", d.addr + ":3636"}, d.args...)...)
 	d.logs = &syncBuffer{}
 	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -85,7 +85,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, o *s
 	if c.author != "" {
 		req.Header.Set("X-Ipvsctl-Author", c.author)
 	}
-	if o != nil && o.Base != 0 {
+	if o != nil && (o.Base != 0 || o.BaseEmpty) {
 		req.Header.Set("If-Match", strconv.Quote(strconv.FormatInt(o.Base, 10)))
 	}
 	resp, err := c.hc.Do(req)

@@ -102,11 +102,12 @@ func actor(r *http.Request) server.Actor {
 	return server.Actor{Name: p.User, Via: p.Via, Addr: p.ClientAddr, Role: p.Role}
 }
 
-// baseRevision is the revision an If-Match header names ("7" or "7").
+// baseRevision is the revision an If-Match header names ("7" or "7"; "0"
+// is the ETag of an empty store).
 func baseRevision(r *http.Request) (int64, bool) {
 	v := strings.Trim(strings.TrimPrefix(r.Header.Get("If-Match"), "W/"), `"`)
 	n, err := strconv.ParseInt(v, 10, 64)
-	return n, err == nil && n > 0
+	return n, err == nil && n >= 0
 }
 
 // writeOptions reads ?apply=false, ?wait=true and If-Match.
@@ -137,7 +138,7 @@ func writeOptions(w http.ResponseWriter, r *http.Request) (server.WriteOptions, 
 		if !ok {
 			return o, &server.Error{Code: server.CodeBadInput, Msg: "If-Match: " + strconv.Quote(h) + ` is not a revision ("7")`}
 		}
-		o.Base = base
+		o.Base, o.BaseEmpty = base, base == 0
 	}
 	return o, nil
 }

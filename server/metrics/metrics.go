@@ -30,6 +30,8 @@ type Metrics struct {
 	recErrors  prometheus.Counter
 	recFailed  prometheus.Counter
 	lastOK     prometheus.Gauge
+	repairs    prometheus.Counter
+	repaired   prometheus.Counter
 	draining   prometheus.Gauge
 	requests   *prometheus.CounterVec
 	requestDur *prometheus.HistogramVec
@@ -49,6 +51,10 @@ func New(core *server.Core) *Metrics {
 		Help: "Kernel changes a reconcile tried that the kernel refused."})
 	m.lastOK = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ipvsctl_last_successful_reconcile_timestamp_seconds",
 		Help: "When the last reconcile without a failure ended (Unix time)."})
+	m.repairs = prometheus.NewCounter(prometheus.CounterOpts{Name: "ipvsctl_kernel_drift_repairs_total",
+		Help: "Periodic reconciles that found the kernel changed by another process (ipvsadm -C, a module unloaded) and repaired it."})
+	m.repaired = prometheus.NewCounter(prometheus.CounterOpts{Name: "ipvsctl_kernel_drift_repaired_changes_total",
+		Help: "Kernel changes those repairs made."})
 	m.draining = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ipvsctl_drains_in_progress",
 		Help: "Removed real servers kept at weight 0 until their connections end."})
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ipvsctl_http_requests_total",
@@ -66,6 +72,8 @@ func New(core *server.Core) *Metrics {
 	f(m.recErrors)
 	f(m.recFailed)
 	f(m.lastOK)
+	f(m.repairs)
+	f(m.repaired)
 	f(m.draining)
 	f(m.requests)
 	f(m.requestDur)
@@ -91,6 +99,12 @@ func (m *Metrics) Reconciled(r server.ReconcileReport) {
 	default:
 		m.lastOK.Set(float64(r.At.Add(r.Duration).UnixNano()) / 1e9)
 	}
+}
+
+// Repaired records a repair of the kernel's drift (server.Daemon.OnRepair).
+func (m *Metrics) Repaired(changes int) {
+	m.repairs.Inc()
+	m.repaired.Add(float64(changes))
 }
 
 // Checked records one health check run (server.Daemon.OnCheck).

@@ -82,6 +82,7 @@ func Start(t testing.TB, with ...Option) *Rig {
 	}
 	m := metrics.New(g.Core)
 	d.OnReconcile(m.Reconciled)
+	d.OnRepair(m.Repaired)
 	d.OnHealthEvent(m.HealthEvent)
 	d.OnCheck(m.Checked)
 	opts := httpd.Options{Core: g.Core, Auth: g.Auth, Log: log, Metrics: m.Handler(), Instrument: m.Instrument}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -27,6 +28,12 @@ var (
 	ErrSchemaNewer = errors.New("database schema is newer than this ipvsctl")
 	// ErrBusy means another writer held the database longer than the busy timeout.
 	ErrBusy = errors.New("the state database stayed busy for 10 s (another ipvsctl is writing); try again")
+	// ErrDiskFull means SQLite could not write for want of space: nothing
+	// of the write was stored.
+	ErrDiskFull = errors.New("the state database's filesystem is full: nothing was stored; free space there and try again")
+	// ErrCorrupt means the database file is not a readable SQLite database
+	// (damaged, truncated, or another kind of file).
+	ErrCorrupt = errors.New("the state database is damaged")
 )
 
 // StaleError refuses a write based on a revision that is no longer current.
@@ -63,7 +70,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s := &Store{db: db, path: path}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
-		return nil, err
+		if !errors.Is(err, ErrCorrupt) {
+			err = busy(err)
+		}
+		return nil, corruptAdvice(path, err)
 	}
 	return s, nil
 }
@@ -142,13 +152,80 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	return v, err
 }
 
-// busy turns SQLite's lock errors into ErrBusy, a message a user can act on.
+// busy turns SQLite's lock, disk-full and corruption errors into ErrBusy,
+// ErrDiskFull and ErrCorrupt, messages a user can act on.
 func busy(err error) error {
 	var se sqlite3.Error
-	if errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked) {
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code {
+	case sqlite3.ErrBusy, sqlite3.ErrLocked:
 		return ErrBusy
+	case sqlite3.ErrFull:
+		return ErrDiskFull
+	case sqlite3.ErrIoErr, sqlite3.ErrCantOpen:
+		// A full filesystem met while writing the WAL or its index.
+		if se.SystemErrno == syscall.ENOSPC || se.SystemErrno == syscall.EDQUOT {
+			return ErrDiskFull
+		}
+	case sqlite3.ErrCorrupt, sqlite3.ErrNotADB:
+		return fmt.Errorf("%w (%w)", ErrCorrupt, err)
 	}
 	return err
+}
+
+// CorruptError is a damaged database and what to do about it.
+type CorruptError struct {
+	Path string
+	Err  error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("%s: %v: nothing was changed in the kernel, which keeps serving its current table; "+
+		"move the file aside and put back your last copy of it, or rebuild the desired state from the kernel's "+
+		"table: ipvsadm -Sn | ipvsctl import --format ipvsadm --no-apply -", e.Path, e.Err)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// corruptAdvice says what to do about a damaged database at path: the
+// kernel's table is left as it is, and is where the desired state can be
+// rebuilt from.
+func corruptAdvice(path string, err error) error {
+	var ce *CorruptError
+	if !errors.Is(err, ErrCorrupt) || errors.As(err, &ce) {
+		return err
+	}
+	return &CorruptError{Path: path, Err: err}
+}
+
+// Check reads the whole database (SQLite's quick_check): the daemon starts
+// only on one that is sound, rather than fail on the first damaged page a
+// request reaches.
+func (s *Store) Check(ctx context.Context) error {
+	rows, err := s.db.QueryContext(ctx, `PRAGMA quick_check`)
+	if err != nil {
+		return corruptAdvice(s.path, fmt.Errorf("check database: %w", busy(err)))
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return corruptAdvice(s.path, fmt.Errorf("check database: %w", busy(err)))
+		}
+		if p != "ok" && len(problems) < 3 {
+			problems = append(problems, p)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return corruptAdvice(s.path, fmt.Errorf("check database: %w", busy(err)))
+	}
+	if len(problems) > 0 {
+		return corruptAdvice(s.path, fmt.Errorf("check database: %w (%s)", ErrCorrupt, strings.Join(problems, "; ")))
+	}
+	return nil
 }
 
 // Revision is one change of the desired state.
@@ -174,7 +251,7 @@ func decodeState(doc string) (*ipvsmgr.State, error) {
 func (s *Store) Current(ctx context.Context) (*ipvsmgr.State, int64, error) {
 	id, doc, err := s.CurrentDocument(ctx)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, corruptAdvice(s.path, err)
 	}
 	if doc == nil {
 		return &ipvsmgr.State{Services: []ipvsmgr.Service{}}, 0, nil
