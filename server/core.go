@@ -63,7 +63,8 @@ type Core struct {
 	writeMu sync.Mutex // the daemon's writes, one at a time, on cur
 	cur     *current   // the daemon's copy of the current state
 
-	rsSSH RealServerSSH // how real servers are reached (realserver.go)
+	rsSSH    RealServerSSH // how real servers are reached (realserver.go)
+	identity string        // this director's certificate file (node.go)
 	// resultsGen counts the changes of the stored real-server results: this
 	// core's saves, and in the daemon another process's (noticeResults).
 	resultsGen atomic.Int64
@@ -80,12 +81,16 @@ type Config struct {
 	// RealServerSSH is how real servers are logged in to for push, verify
 	// and undo; without an identity those say RealServerSSH.Unavailable.
 	RealServerSSH RealServerSSH
+	// IdentityCert is the certificate this director's API shows (its
+	// fingerprint is what the peer pins); "" for the self-signed one
+	// beside the database.
+	IdentityCert string
 }
 
 // New returns a Core over a store.
 func New(cfg Config) *Core {
 	c := &Core{store: cfg.Store, open: cfg.OpenKernel, log: cfg.Log, lockPath: cfg.LockPath, now: time.Now, red: newRedState(),
-		rsSSH: cfg.RealServerSSH}
+		rsSSH: cfg.RealServerSSH, identity: cfg.IdentityCert}
 	if c.open == nil {
 		c.open = OpenHostKernel
 	}

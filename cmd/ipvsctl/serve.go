@@ -90,7 +90,7 @@ func runServe(env *cliEnv, args []string) int {
 	core := server.New(cfg)
 	d := server.NewDaemon(core, log)
 	d.Interval = f.interval
-	d.Hooks.Peer = func(url, token string) (server.Peer, error) { return client.New(url, token) }
+	d.Hooks.Peer = func(url, token, fp string) (server.Peer, error) { return client.NewPeer(url, token, fp) }
 	context.AfterFunc(ctx, core.EndLongPolls) // a peer's long poll must not hold up the shutdown
 	a := auth.New(st, auth.Config{TrustedProxies: proxies, Log: log})
 	m := metrics.New(core)

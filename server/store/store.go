@@ -452,3 +452,6 @@ func (s *Store) SaveLedger(ctx context.Context, l *ipvsmgr.Ledger) error {
 	}
 	return nil
 }
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
