@@ -76,16 +76,16 @@ func (c *Core) NodeName(ctx context.Context) string {
 // every change; after a split (both changed it) the newer change wins on
 // both, and the conflict is logged, audited and shown in status.
 type replicator struct {
-	c      *Core
-	log    *slog.Logger
-	peer   Peer
-	url    string
-	token  string
-	pin    string // the peer's certificate fingerprint
+	c     *Core
+	log   *slog.Logger
+	peer  Peer
+	url   string
+	token string
+	pin   string // the peer's certificate fingerprint
 	// allowExec: documents with new exec checks may be taken (node setting).
 	allowExec bool
 	cancel    context.CancelFunc
-	done   chan struct{}
+	done      chan struct{}
 
 	mu        sync.Mutex
 	st        ReplicationStatus

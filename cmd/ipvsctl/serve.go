@@ -25,26 +25,30 @@ type serveFlags struct {
 	interval                     time.Duration
 	listen, metricsListen        string
 	tlsCert, tlsKey              string
-	tlsSelfSigned                bool
+	tlsSelfSigned, plainHTTP     bool
 	trustedProxies, trustedOrigs string
 	ssh                          serveSSHFlags
 }
 
 func runServe(env *cliEnv, args []string) int {
-	fs, g := env.newFlagSet("serve", "[--listen :3636] [--tls-cert FILE --tls-key FILE | --tls-self-signed] [--interval 10s] [--ssh-identity FILE]",
+	fs, g := env.newFlagSet("serve", "[--listen :3636] [--tls-cert FILE --tls-key FILE | --tls-self-signed | --plain-http] [--interval 10s] [--ssh-identity FILE]",
 		"The daemon: restore (modules, sysctls, VIPs, services), then keep the kernel matching the stored\n"+
 			"desired state: at once after each change, and every --interval anyway, which repairs out-of-band\n"+
 			"changes and finishes drains. Serves the panel, the JSON API (/api/v1) and /metrics on --listen, and\n"+
 			"the same API to the local CLI on a socket beside the database. Stops on SIGTERM or SIGINT, letting\n"+
 			"requests in flight finish. Where the kernel has no IPVS it still serves and stores the desired state.\n"+
-			"With an SSH identity (--ssh-*, as realserver verify's flags) the panel and the API verify real servers.")
+			"With an SSH identity (--ssh-*, as realserver verify's flags) the panel and the API verify real servers.\n"+
+			"On any address but loopback it serves TLS: --tls-cert, else this director's own self-signed certificate\n"+
+			"(made on first start beside the database, its addresses in the SAN; node show prints its fingerprint);\n"+
+			"plain HTTP there only with --plain-http.")
 	var f serveFlags
 	fs.DurationVar(&f.interval, "interval", 10*time.Second, "full reconcile period")
 	fs.StringVar(&f.listen, "listen", ":3636", "address of the panel and API (\"\" for none)")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve /metrics without auth on its own address (node_exporter's way)")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "TLS key file (PEM)")
-	fs.BoolVar(&f.tlsSelfSigned, "tls-self-signed", false, "make a self-signed certificate on first start and keep it beside the database")
+	fs.BoolVar(&f.tlsSelfSigned, "tls-self-signed", false, "serve TLS with this director's self-signed certificate even on loopback (the default elsewhere)")
+	fs.BoolVar(&f.plainHTTP, "plain-http", false, "serve plain HTTP on a non-loopback --listen (passwords and tokens cross the network in clear)")
 	fs.StringVar(&f.trustedProxies, "trusted-proxy", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed")
 	fs.StringVar(&f.trustedOrigs, "trusted-origin", "", "comma-separated origins (https://name) allowed to post besides the panel's own")
 	f.ssh.register(fs, homeDir(env))
@@ -55,8 +59,8 @@ func runServe(env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "ipvsctl serve: takes no arguments; --interval must be at least 100ms")
 		return exitUsage
 	}
-	if (f.tlsCert == "") != (f.tlsKey == "") || (f.tlsSelfSigned && f.tlsCert != "") {
-		fmt.Fprintln(env.stderr, "ipvsctl serve: give --tls-cert with --tls-key, or --tls-self-signed")
+	if (f.tlsCert == "") != (f.tlsKey == "") || (f.tlsSelfSigned && f.tlsCert != "") || (f.plainHTTP && (f.tlsSelfSigned || f.tlsCert != "")) {
+		fmt.Fprintln(env.stderr, "ipvsctl serve: give --tls-cert with --tls-key, or --tls-self-signed, or --plain-http")
 		return exitUsage
 	}
 	var proxies []netip.Prefix
@@ -85,8 +89,22 @@ func runServe(env *cliEnv, args []string) int {
 		return env.fail("serve", err, false)
 	}
 	defer unlock()
+	// This director's identity, made on first start: what its peer pins.
+	idCert, idKey, err := httpd.SelfSigned(filepath.Dir(g.db))
+	if err != nil {
+		return env.fail("serve", fmt.Errorf("this director's certificate: %w", err), false)
+	}
+	if f.tlsSelfSigned {
+		f.tlsCert, f.tlsKey = idCert, idKey
+	}
+	if f.tlsKey != "" {
+		if err := httpd.RestrictKey(f.tlsKey); err != nil {
+			log.Warn("the TLS key is readable by others than its owner", "key", f.tlsKey, "err", err)
+		}
+	}
 	cfg := env.coreConfig(st, g.db)
 	cfg.RealServerSSH = rsSSH
+	cfg.IdentityCert = orDefault(f.tlsCert, idCert)
 	core := server.New(cfg)
 	d := server.NewDaemon(core, log)
 	d.Interval = f.interval
@@ -117,15 +135,16 @@ func runServe(env *cliEnv, args []string) int {
 		if err != nil {
 			return env.fail("serve", err, false)
 		}
-		if f.tlsSelfSigned {
-			if f.tlsCert, f.tlsKey, err = httpd.SelfSigned(filepath.Dir(g.db)); err != nil {
-				return env.fail("serve", fmt.Errorf("self-signed certificate: %w", err), false)
-			}
+		if f.tlsCert == "" && !f.plainHTTP && !isLoopback(ln.Addr()) {
+			f.tlsCert, f.tlsKey = idCert, idKey
+		}
+		if f.tlsCert != "" {
+			h = httpd.HSTS(h)
 		}
 		srv.Add(ln, h, log)
 		tlsOn = append(tlsOn, f.tlsCert != "")
 		if f.tlsCert == "" && !isLoopback(ln.Addr()) {
-			log.Warn("serving the panel and API over plain HTTP on a non-loopback address: passwords and tokens cross the network in clear; use --tls-cert/--tls-key or --tls-self-signed", "listen", ln.Addr().String())
+			log.Warn("serving the panel and API over plain HTTP on a non-loopback address (--plain-http): passwords and tokens cross the network in clear", "listen", ln.Addr().String())
 		}
 		log.Info("panel and API listening", "addr", ln.Addr().String(), "tls", f.tlsCert != "")
 	}
