@@ -28,17 +28,15 @@ func NewPanel(core *server.Core, a *auth.Auth, started time.Time, o Options) (*p
 			_, err := a.LoginHTTP(w, r, user, password)
 			return loginError(err)
 		},
-		Logout:  func(w http.ResponseWriter, r *http.Request) { _ = a.Logout(w, r) },
-		NoUsers: func(ctx context.Context) bool { first, err := a.NeedsFirstUser(ctx); return err == nil && first },
+		Logout:         func(w http.ResponseWriter, r *http.Request) { _ = a.Logout(w, r) },
+		TrustedOrigins: o.TrustedOrigins,
+		NoUsers:        func(ctx context.Context) bool { first, err := a.NeedsFirstUser(ctx); return err == nil && first },
 		ChangePassword: func(ctx context.Context, user, old, new string) error {
-			u, err := core.Store().UserByName(ctx, user)
-			if err != nil {
-				return err
+			by, ok := auth.FromContext(ctx)
+			if !ok || by.User != user {
+				return errors.New("log in to change your password")
 			}
-			if ok, err := auth.VerifyPassword(u.PasswordHash, old); err != nil || !ok {
-				return errors.New("the current password is not right")
-			}
-			return a.SetPassword(ctx, &auth.Principal{User: user, Role: auth.Viewer, Via: "panel"}, user, new)
+			return loginError(a.ChangePassword(ctx, by, old, new))
 		},
 		Accounts:   &accounts{a: a, st: core.Store()},
 		ClientAddr: a.ClientAddr,
@@ -56,8 +54,10 @@ func loginError(err error) error {
 		return nil
 	case errors.Is(err, auth.ErrBadCredentials):
 		return &panel.LoginError{Msg: "Wrong user name or password."}
+	case errors.Is(err, auth.ErrWrongPassword):
+		return &panel.LoginError{Msg: "The current password is not right."}
 	case errors.As(err, &rl):
-		return &panel.LoginError{Msg: rl.Error()}
+		return &panel.LoginError{Msg: rl.Error(), RetryAfter: rl.Seconds()}
 	case errors.As(err, &inv):
 		return &panel.LoginError{Msg: inv.Error()}
 	}

@@ -82,7 +82,13 @@ func New(d Deps) (*Panel, error) {
 func (p *Panel) Routes() http.Handler {
 	mux := http.NewServeMux()
 	p.routes(mux)
-	return securityHeaders(http.NewCrossOriginProtection().Handler(mux))
+	cop := http.NewCrossOriginProtection()
+	for _, o := range p.d.TrustedOrigins {
+		if err := cop.AddTrustedOrigin(o); err != nil {
+			p.log.Error("panel: trusted origin refused", "origin", o, "err", err)
+		}
+	}
+	return securityHeaders(cop.Handler(mux))
 }
 
 // securityHeaders: no inline scripts, no framing, no sniffing.
