@@ -50,11 +50,21 @@ func newLoginGuard(failures int, window time.Duration, loggedInFrom func(ctx con
 func pairKey(user, addr string) string { return nameKey(user) + " " + addrKey(addr) }
 
 // admit says how long this attempt must wait (0: check the password now).
-// An admitted attempt from an unknown address takes the user's next slot.
+// An admitted attempt counts against its pair at once (a success forgets
+// it), so that attempts checked side by side cannot pass the limit; one
+// from an unknown address takes the user's next slot while slowed down.
 func (g *loginGuard) admit(ctx context.Context, user, addr string, now time.Time) time.Duration {
 	if wait := max(g.pair.blocked(pairKey(user, addr), now), g.addr.blocked(addrKey(addr), now)); wait > 0 {
 		return wait
 	}
+	if wait := g.slowdown(ctx, user, addr, now); wait > 0 {
+		return wait
+	}
+	g.pair.fail(pairKey(user, addr), now)
+	return 0
+}
+
+func (g *loginGuard) slowdown(ctx context.Context, user, addr string, now time.Time) time.Duration {
 	g.mu.Lock()
 	s := g.users[user]
 	slowed := s != nil && len(s.recent(now, g.window)) >= g.slowAfter
@@ -84,9 +94,8 @@ func (s *slowdown) recent(now time.Time, window time.Duration) []time.Time {
 	return kept
 }
 
-// failed counts a wrong password.
+// failed counts a wrong password (its pair counted it when admitted).
 func (g *loginGuard) failed(user, addr string, now time.Time) {
-	g.pair.fail(pairKey(user, addr), now)
 	g.addr.fail(addrKey(addr), now)
 	g.mu.Lock()
 	defer g.mu.Unlock()
