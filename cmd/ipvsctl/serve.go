@@ -26,6 +26,7 @@ type serveFlags struct {
 	listen, metricsListen        string
 	tlsCert, tlsKey              string
 	tlsSelfSigned, plainHTTP     bool
+	retainDays, retainMB         int
 	trustedProxies, trustedOrigs string
 	ssh                          serveSSHFlags
 }
@@ -49,6 +50,8 @@ func runServe(env *cliEnv, args []string) int {
 	fs.StringVar(&f.tlsKey, "tls-key", "", "TLS key file (PEM)")
 	fs.BoolVar(&f.tlsSelfSigned, "tls-self-signed", false, "serve TLS with this director's self-signed certificate even on loopback (the default elsewhere)")
 	fs.BoolVar(&f.plainHTTP, "plain-http", false, "serve plain HTTP on a non-loopback --listen (passwords and tokens cross the network in clear)")
+	fs.IntVar(&f.retainDays, "retain-days", 90, "keep audit rows and health transitions this many days (0: no age limit)")
+	fs.IntVar(&f.retainMB, "retain-mb", 1024, "and while the database uses more than this many MB, drop the oldest first (0: no size limit)")
 	fs.StringVar(&f.trustedProxies, "trusted-proxy", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed")
 	fs.StringVar(&f.trustedOrigs, "trusted-origin", "", "comma-separated origins (https://name) allowed to post besides the panel's own")
 	f.ssh.register(fs, homeDir(env))
@@ -57,6 +60,10 @@ func runServe(env *cliEnv, args []string) int {
 	}
 	if fs.NArg() > 0 || f.interval < 100*time.Millisecond {
 		fmt.Fprintln(env.stderr, "ipvsctl serve: takes no arguments; --interval must be at least 100ms")
+		return exitUsage
+	}
+	if f.retainDays < 0 || f.retainMB < 0 {
+		fmt.Fprintf(env.stderr, "ipvsctl serve: retain-days %d, retain-mb %d: want 0 or more\n", f.retainDays, f.retainMB)
 		return exitUsage
 	}
 	if (f.tlsCert == "") != (f.tlsKey == "") || (f.tlsSelfSigned && f.tlsCert != "") || (f.plainHTTP && (f.tlsSelfSigned || f.tlsCert != "")) {
@@ -174,6 +181,8 @@ func runServe(env *cliEnv, args []string) int {
 	daemonDone := make(chan error, 1)
 	go func() { daemonDone <- d.Run(daemonCtx) }()
 	go pnl.RunSampler(daemonCtx)
+	go core.RunRetention(daemonCtx, store.Retention{MaxAge: time.Duration(f.retainDays) * 24 * time.Hour,
+		MaxBytes: int64(f.retainMB) << 20}, time.Hour)
 	err = srv.Run(ctx, f.tlsCert, f.tlsKey, tlsOn)
 	stopDaemon()
 	if derr := <-daemonDone; err == nil {

@@ -15,14 +15,6 @@ type loginData struct {
 	Error   string
 }
 
-// safeNext is a local path to go to after logging in.
-func safeNext(s string) string {
-	if strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "//") && !strings.HasPrefix(s, "/\\") && !strings.HasPrefix(s, "/login") {
-		return s
-	}
-	return "/"
-}
-
 func (p *Panel) loginShow(w http.ResponseWriter, r *http.Request) {
 	if _, _, ok := p.d.Who(r); ok {
 		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
