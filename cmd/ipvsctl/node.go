@@ -5,10 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/httpd"
 )
 
 const nodeUsage = "usage: ipvsctl node set [--priority N] [--role auto|master|backup] [--peer-url URL --peer-token T --peer-fingerprint FP] [--allow-replicated-exec] [--address IP]\n" +
@@ -96,7 +98,9 @@ func nodeSet(env *cliEnv, args []string) int {
 func nodeShow(env *cliEnv, args []string) int {
 	fs, g := env.newFlagSet("node show", "[--json]",
 		"Show this director's node settings and, when the daemon runs with settings.redundancy, its role,\n"+
-			"the master, the last advert, the sync daemon, replication and the latest transitions.")
+			"the master, the last advert, the sync daemon, replication and the latest transitions. It prints this\n"+
+			"director's certificate fingerprint (making the certificate if serve has not yet) for the peer's\n"+
+			"node set --peer-fingerprint.")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if st, ok := env.parseFlags(fs, args); !ok {
 		return st
@@ -106,6 +110,12 @@ func nodeShow(env *cliEnv, args []string) int {
 		return exitUsage
 	}
 	ctx := context.Background()
+	if g.server == "" {
+		// The fingerprint can be given to the peer before the first serve.
+		if _, _, err := httpd.SelfSigned(filepath.Dir(g.db)); err != nil {
+			return env.fail("node show", fmt.Errorf("this director's certificate: %w", err), false)
+		}
+	}
 	b, err := env.backend(ctx, g)
 	if err != nil {
 		return env.fail("node show", err, false)

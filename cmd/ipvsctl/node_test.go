@@ -8,6 +8,7 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
 	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/trust"
 )
 
 func TestNodeSetShow(t *testing.T) {
@@ -25,8 +26,12 @@ func TestNodeSetShow(t *testing.T) {
 	if !strings.Contains(r.stdout, "priority:    100") || !strings.Contains(r.stdout, "role:        auto") {
 		t.Fatalf("defaults:\n%s", r.stdout)
 	}
-	if !strings.Contains(r.stdout, "fingerprint: none yet") || !strings.Contains(r.stdout, "replicated exec checks: refused") {
+	if !strings.Contains(r.stdout, "fingerprint: sha256:") || !strings.Contains(r.stdout, "replicated exec checks: refused") {
 		t.Fatalf("defaults:\n%s", r.stdout)
+	}
+	own, err := trust.CertFingerprint(filepath.Join(filepath.Dir(db), trust.CertFile))
+	if err != nil || !strings.Contains(r.stdout, "fingerprint: "+own+"\n") {
+		t.Fatalf("node show does not print this director's own fingerprint %s (%v):\n%s", own, err, r.stdout)
 	}
 	// An https:// peer needs its certificate's fingerprint; openssl's form is read.
 	step(2, "node", "set", "--peer-url", "https://198.18.0.2:3636/", "--peer-token", "s3cret")
