@@ -207,6 +207,8 @@ func replicationLine(r *server.ReplicationStatus) string {
 		s += ", unreachable: " + r.Error
 	case r.InSync:
 		s += ", in sync"
+	case r.Error != "":
+		s += ", not in sync: " + r.Error
 	default:
 		s += ", not in sync"
 	}
