@@ -3,8 +3,8 @@
 package vmtest
 
 import (
-	"encoding/json"
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
