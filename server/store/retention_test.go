@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,8 +33,18 @@ func TestPruneByAgeAndSize(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	u, err := s.CreateUser(ctx, "vera", "viewer", "x", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, end := range []time.Time{now.Add(-time.Minute), now.Add(time.Hour)} {
+		if err := s.CreateSession(ctx, &Session{IDHash: fmt.Sprint(i), UserID: u.ID, CreatedAt: now.Add(-2 * time.Hour),
+			LastSeenAt: now.Add(-2 * time.Hour), IdleExpiresAt: end, ExpiresAt: end}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	p, err := s.Prune(ctx, Retention{MaxAge: 90 * 24 * time.Hour}, now)
-	if err != nil || p.Audit != 100 || p.Transitions != 100 {
+	if err != nil || p.Audit != 100 || p.Transitions != 100 || p.Sessions != 1 {
 		t.Fatalf("by age: %+v, %v", p, err)
 	}
 	used, _ := s.usedBytes(ctx)
