@@ -3,6 +3,7 @@ package httpd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -166,6 +167,9 @@ func (x *accounts) Audit(ctx context.Context, f panel.AuditFilter) ([]panel.Audi
 	for _, e := range es {
 		pe := panel.AuditEntry{At: e.At, User: e.Actor, Addr: e.ClientAddr, Via: e.Via, Action: e.Action,
 			Detail: strings.TrimSpace(e.Target + " " + e.Detail), OK: e.Outcome == store.OutcomeSuccess}
+		if e.Repeats > 1 && e.LastAt != nil {
+			pe.Detail += fmt.Sprintf(" (x%d, the last at %s)", e.Repeats, e.LastAt.Local().Format(time.DateTime))
+		}
 		if e.Revision != nil {
 			pe.Revision = *e.Revision
 		}
