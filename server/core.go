@@ -81,7 +81,8 @@ type Core struct {
 	writeMu sync.Mutex // the daemon's writes, one at a time, on cur
 	cur     *current   // the daemon's copy of the current state
 
-	rsSSH RealServerSSH // how real servers are reached (realserver.go)
+	rsSSH    RealServerSSH // how real servers are reached (realserver.go)
+	identity string        // this director's certificate file (node.go)
 	// resultsGen counts the changes of the stored real-server results: this
 	// core's saves, and in the daemon another process's (noticeResults).
 	resultsGen atomic.Int64
@@ -103,12 +104,16 @@ type Config struct {
 	Auth *auth.Auth
 	// TuneHost is where Tuning reads /proc and /sys; nil means the host's root.
 	TuneHost tune.Host
+	// IdentityCert is the certificate this director's API shows (its
+	// fingerprint is what the peer pins); "" for the self-signed one
+	// beside the database.
+	IdentityCert string
 }
 
 // New returns a Core over a store.
 func New(cfg Config) *Core {
 	c := &Core{store: cfg.Store, open: cfg.OpenKernel, log: cfg.Log, lockPath: cfg.LockPath, now: time.Now, red: newRedState(),
-		rsSSH: cfg.RealServerSSH, tuneHost: cfg.TuneHost}
+		rsSSH: cfg.RealServerSSH, tuneHost: cfg.TuneHost, identity: cfg.IdentityCert}
 	if c.open == nil {
 		c.open = OpenHostKernel
 	}

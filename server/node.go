@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"net/url"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/server/store"
+	"github.com/ipvsctl/ipvsctl/server/trust"
 )
 
 // NodeSettings are this director's own part in a redundant pair, kept
@@ -29,6 +30,15 @@ type NodeSettings struct {
 	// ("": found from its interfaces).
 	Address   string     `json:"address"`
 	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+	// PeerFingerprint is the SHA-256 fingerprint the peer's certificate
+	// must have (an https:// peer is believed on it alone).
+	PeerFingerprint string `json:"peer_fingerprint"`
+	// AllowReplicatedExec lets replication bring exec checks (programs run
+	// as root) onto this director; off, such a document is refused.
+	AllowReplicatedExec bool `json:"allow_replicated_exec"`
+	// Fingerprint is this director's own certificate's, to give the peer
+	// ("" while it has none: serve makes it on its first start with TLS).
+	Fingerprint string `json:"fingerprint"`
 }
 
 // NodePatch changes the node settings that are set.
@@ -38,6 +48,9 @@ type NodePatch struct {
 	PeerURL   *string `json:"peer_url,omitempty"`
 	PeerToken *string `json:"peer_token,omitempty"`
 	Address   *string `json:"address,omitempty"`
+	// PeerFingerprint: see NodeSettings.
+	PeerFingerprint     *string `json:"peer_fingerprint,omitempty"`
+	AllowReplicatedExec *bool   `json:"allow_replicated_exec,omitempty"`
 }
 
 // NodeView is the node settings with what the director's redundancy is
@@ -48,7 +61,8 @@ type NodeView struct {
 }
 
 func nodeSettings(n store.Node) NodeSettings {
-	s := NodeSettings{Priority: n.Priority, Role: n.Role, PeerURL: n.PeerURL, PeerTokenSet: n.PeerToken != "", Address: n.Address}
+	s := NodeSettings{Priority: n.Priority, Role: n.Role, PeerURL: n.PeerURL, PeerTokenSet: n.PeerToken != "", Address: n.Address,
+		PeerFingerprint: n.PeerFingerprint, AllowReplicatedExec: n.AllowReplicatedExec}
 	if !n.UpdatedAt.IsZero() {
 		at := n.UpdatedAt
 		s.UpdatedAt = &at
@@ -62,7 +76,27 @@ func (c *Core) NodeSettings(ctx context.Context) (*NodeView, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &NodeView{NodeSettings: nodeSettings(n), Redundancy: c.redundancyStatus()}, nil
+	return c.nodeView(n), nil
+}
+
+func (c *Core) nodeView(n store.Node) *NodeView {
+	v := &NodeView{NodeSettings: nodeSettings(n), Redundancy: c.redundancyStatus()}
+	v.Fingerprint = c.Fingerprint()
+	return v
+}
+
+// Fingerprint is this director's own certificate's fingerprint ("" while
+// it has none).
+func (c *Core) Fingerprint() string {
+	path := c.identity
+	if path == "" && c.store.Path() != "" {
+		path, _ = trust.IdentityPaths(filepath.Dir(c.store.Path()))
+	}
+	fp, err := trust.CertFingerprint(path)
+	if err != nil {
+		return ""
+	}
+	return fp
 }
 
 // SetNode changes this director's node settings; a running daemon takes
@@ -102,13 +136,30 @@ func (c *Core) SetNode(ctx context.Context, a Actor, p NodePatch) (view *NodeVie
 	}
 	if p.PeerURL != nil {
 		if v := *p.PeerURL; v != "" {
-			u, err := url.Parse(v)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return nil, errorf(CodeBadInput, "peer_url: %q is not an http:// or https:// URL", v)
+			if err := trust.CheckPeerURL(v); err != nil {
+				return nil, errorf(CodeBadInput, "peer_url: %s", err.Error())
 			}
 		}
 		n.PeerURL = strings.TrimRight(*p.PeerURL, "/")
 		detail = append(detail, "peer_url "+orDefault(n.PeerURL, `""`))
+	}
+	if p.PeerFingerprint != nil {
+		n.PeerFingerprint = ""
+		if v := *p.PeerFingerprint; v != "" {
+			fp, err := trust.ParseFingerprint(v)
+			if err != nil {
+				return nil, errorf(CodeBadInput, "peer_fingerprint: %s", err.Error())
+			}
+			n.PeerFingerprint = fp
+		}
+		detail = append(detail, "peer_fingerprint "+orDefault(n.PeerFingerprint, `""`))
+	}
+	if strings.HasPrefix(n.PeerURL, "https://") && n.PeerFingerprint == "" {
+		return nil, errorf(CodeBadInput, "peer_fingerprint: the https:// peer %s needs its certificate's fingerprint (ipvsctl node show on the peer prints it): no system root is trusted", n.PeerURL)
+	}
+	if p.AllowReplicatedExec != nil {
+		n.AllowReplicatedExec = *p.AllowReplicatedExec
+		detail = append(detail, fmt.Sprintf("allow_replicated_exec %v", n.AllowReplicatedExec))
 	}
 	if p.PeerToken != nil {
 		n.PeerToken = *p.PeerToken
@@ -128,5 +179,5 @@ func (c *Core) SetNode(ctx context.Context, a Actor, p NodePatch) (view *NodeVie
 		return nil, err
 	}
 	c.red.nodeChanged()
-	return &NodeView{NodeSettings: nodeSettings(n), Redundancy: c.redundancyStatus()}, nil
+	return c.nodeView(n), nil
 }

@@ -276,7 +276,7 @@ func (d *director) start(h *hub, log *slog.Logger) {
 		LinkUp:      func(string) (bool, error) { return d.link.Load(), nil },
 		LocalAddrs:  func() ([]netip.Addr, error) { return []netip.Addr{netip.MustParseAddr(d.addr)}, nil },
 		SyncDaemons: func(*server.KernelConn) ipvsmgr.SyncDaemons { return d.sd },
-		Peer:        func(url, token string) (server.Peer, error) { return client.New(url, token) },
+		Peer:        func(url, token, fp string) (server.Peer, error) { return client.NewPeer(url, token, fp) },
 		Tick:        20 * time.Millisecond,
 	}
 	ctx, cancel := context.WithCancel(context.Background())

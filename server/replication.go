@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/server/store"
+	"github.com/ipvsctl/ipvsctl/server/trust"
 )
 
 // PeerState is the other director's current revision as its API serves it
@@ -75,13 +76,16 @@ func (c *Core) NodeName(ctx context.Context) string {
 // every change; after a split (both changed it) the newer change wins on
 // both, and the conflict is logged, audited and shown in status.
 type replicator struct {
-	c      *Core
-	log    *slog.Logger
-	peer   Peer
-	url    string
-	token  string
-	cancel context.CancelFunc
-	done   chan struct{}
+	c     *Core
+	log   *slog.Logger
+	peer  Peer
+	url   string
+	token string
+	pin   string // the peer's certificate fingerprint
+	// allowExec: documents with new exec checks may be taken (node setting).
+	allowExec bool
+	cancel    context.CancelFunc
+	done      chan struct{}
 
 	mu        sync.Mutex
 	st        ReplicationStatus
@@ -96,7 +100,8 @@ func (r *redRunner) followPeer(ctx context.Context) {
 	cur := r.rep
 	r.mu.Unlock()
 	want := r.node.PeerURL
-	if cur != nil && cur.url == want && cur.token == r.node.PeerToken {
+	if cur != nil && cur.url == want && cur.token == r.node.PeerToken && cur.pin == r.node.PeerFingerprint &&
+		cur.allowExec == r.node.AllowReplicatedExec {
 		return
 	}
 	r.stopReplication()
@@ -107,13 +112,14 @@ func (r *redRunner) followPeer(ctx context.Context) {
 		r.log.Warn("node peer_url is set but this daemon cannot reach peers; no replication", "peer", want)
 		return
 	}
-	p, err := r.h.Peer(want, r.node.PeerToken)
+	p, err := r.h.Peer(want, r.node.PeerToken, r.node.PeerFingerprint)
 	if err != nil {
 		r.log.Error("replication peer", "peer", want, "err", err)
 		return
 	}
 	rctx, cancel := context.WithCancel(ctx)
-	rep := &replicator{c: r.c, log: r.log.With("peer", want), peer: p, url: want, token: r.node.PeerToken, cancel: cancel, done: make(chan struct{})}
+	rep := &replicator{c: r.c, log: r.log.With("peer", want), peer: p, url: want, token: r.node.PeerToken,
+		pin: r.node.PeerFingerprint, allowExec: r.node.AllowReplicatedExec, cancel: cancel, done: make(chan struct{})}
 	rep.st = ReplicationStatus{Peer: want, Conflicts: []Conflict{}}
 	if h, at, err := r.c.store.SyncedHash(ctx); err == nil && h != "" {
 		rep.syncedAt = at
@@ -151,11 +157,12 @@ func (p *replicator) run(ctx context.Context) {
 		}
 		if err != nil {
 			p.mu.Lock()
-			if p.st.Error != err.Error() {
-				p.log.Warn("replication: peer unreachable", "err", err)
-			}
+			changed := p.st.Error != err.Error()
 			p.st.Connected, p.st.InSync, p.st.Error = false, false, err.Error()
 			p.mu.Unlock()
+			if changed {
+				p.unreachable(ctx, err)
+			}
 			select {
 			case <-ctx.Done():
 				return
@@ -176,6 +183,27 @@ func (p *replicator) run(ctx context.Context) {
 		after = ps.Revision
 	}
 }
+
+// unreachable logs a failed poll, and audits a peer refused for its
+// identity (its certificate, or plain HTTP where TLS was asked): such a
+// peer was never sent the token.
+func (p *replicator) unreachable(ctx context.Context, err error) {
+	if !trust.IsRefusal(err) {
+		p.log.Warn("replication: peer unreachable", "err", err)
+		return
+	}
+	p.log.Error("replication: peer refused, its identity is not the one pinned; it was sent no token", "err", err)
+	e := store.AuditEntry{Actor: "replication", Via: "api", ClientAddr: hostOf(p.url), Action: "replication peer refused",
+		Target: p.url, Outcome: store.OutcomeFailure, Detail: err.Error()}
+	if _, werr := p.c.store.WriteAudit(context.WithoutCancel(ctx), e); werr != nil {
+		p.log.Error("audit record lost", "action", e.Action, "err", werr)
+	}
+}
+
+// MaxClockSkew is how far ahead of this director's clock a peer's revision
+// time is believed: past it, the peer's change does not win a conflict on
+// its time (a peer cannot make itself always newer).
+const MaxClockSkew = time.Minute
 
 func replicated(author string) bool { return strings.HasPrefix(author, ReplicatedAuthor) }
 
@@ -225,11 +253,29 @@ func (p *replicator) consider(ctx context.Context, ps *PeerState) error {
 		adopt = peerChanged && (!mineDiverged || newer(&ps.Head, mine))
 	}
 	peerName := orDefault(ps.Node, hostOf(p.url))
+	future := ps.At.After(now.Add(MaxClockSkew))
+	if mineDiverged && peerChanged && future {
+		adopt = false
+	}
+	var refusal string
+	if adopt && !p.allowExec {
+		refusal = newPrograms(mine.Document, ps.Document)
+	}
 	var conflict *Conflict
-	if mineDiverged && peerChanged {
+	switch {
+	case refusal != "":
+		adopt = false
+		c := Conflict{At: now, Winner: "this director", Kept: describe("local", mine),
+			Lost: describe("peer "+peerName+"'s", &ps.Head) + ": refused, " + refusal +
+				" (exec checks run programs as root; allow them here with ipvsctl node set --allow-replicated-exec)"}
+		conflict = &c
+	case mineDiverged && peerChanged:
 		c := Conflict{At: now, Winner: "this director", Kept: describe("local", mine), Lost: describe("peer "+peerName+"'s", &ps.Head)}
 		if adopt {
 			c.Winner, c.Kept, c.Lost = "peer "+peerName, describe("peer "+peerName+"'s", &ps.Head), describe("local", mine)
+		} else if future {
+			c.Lost += fmt.Sprintf(" (its time is %s ahead of this director's clock, past the %s skew believed)",
+				ps.At.Sub(now).Round(time.Second), MaxClockSkew)
 		}
 		conflict = &c
 	}
@@ -237,6 +283,9 @@ func (p *replicator) consider(ctx context.Context, ps *PeerState) error {
 		p.setInSync(false, now)
 		if conflict != nil {
 			p.report(ctx, *conflict, ps.Hash+mine.Hash, peerName)
+		}
+		if refusal != "" {
+			return fmt.Errorf("refused the peer's revision %d: %s", ps.Revision, refusal)
 		}
 		return nil
 	}
@@ -310,7 +359,7 @@ func (p *replicator) report(ctx context.Context, c Conflict, key, peerName strin
 			p.conflicts = slices.Clone(p.conflicts[len(p.conflicts)-20:])
 		}
 	}()
-	p.log.Warn("replication conflict: both directors changed the desired state (a split); the newer change wins",
+	p.log.Warn("replication conflict: the peer's desired state and this director's differ; one is kept",
 		"winner", c.Winner, "kept", c.Kept, "lost", c.Lost)
 	e := store.AuditEntry{Actor: ReplicatedAuthor + peerName, Via: "api", ClientAddr: hostOf(p.url), Action: "replication conflict",
 		Target: peerName, Outcome: store.OutcomeSuccess,

@@ -61,8 +61,16 @@ func runAudit(env *cliEnv, args []string) int {
 			rev = strconv.FormatInt(*e.Revision, 10)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.At.Local().Format(time.DateTime), e.Actor, e.Via,
-			orDefault(e.ClientAddr, "local"), e.Action, orDefault(e.Target, "-"), rev, e.Outcome, e.Detail)
+			orDefault(e.ClientAddr, "local"), e.Action, orDefault(e.Target, "-"), rev, e.Outcome, e.Detail+repeats(e))
 	}
 	tw.Flush()
 	return exitOK
+}
+
+// repeats says how many attempts an aggregated row stands for.
+func repeats(e store.AuditEntry) string {
+	if e.Repeats <= 1 || e.LastAt == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (x%d, the last at %s)", e.Repeats, e.LastAt.Local().Format(time.DateTime))
 }

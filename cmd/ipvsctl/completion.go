@@ -171,7 +171,7 @@ func completeWords(words []string, getenv func(string) string) (string, []string
 	}) {
 		db = ""
 	}
-	globals := []string{"--db", "--server", "--token", "--help"}
+	globals := []string{"--db", "--server", "--token", "--ca-cert", "--help"}
 	if i == len(done) {
 		if i > 0 && (done[i-1] == "--db" || done[i-1] == "-db") {
 			return "files", nil

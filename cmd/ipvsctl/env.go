@@ -55,6 +55,7 @@ func (e *cliEnv) logger(level slog.Level) *slog.Logger {
 // globalFlags are the flags every verb takes.
 type globalFlags struct {
 	db, server, token string
+	caCert            string // PEM file the remote daemon's certificate must chain to (--ca-cert)
 }
 
 // newFlagSet returns a flag set for one verb that prints its usage on --help and
@@ -70,6 +71,7 @@ func (e *cliEnv) newFlagSet(name, args, summary string) (*flag.FlagSet, *globalF
 	fs.StringVar(&g.db, "db", def, "path of the state database (env IPVSCTL_DB)")
 	fs.StringVar(&g.server, "server", e.getenv("IPVSCTL_SERVER"), "URL of a remote ipvsctl daemon to send the verb to (env IPVSCTL_SERVER)")
 	fs.StringVar(&g.token, "token", e.getenv("IPVSCTL_TOKEN"), "API token for --server (env IPVSCTL_TOKEN)")
+	fs.StringVar(&g.caCert, "ca-cert", e.getenv("IPVSCTL_CA_CERT"), "PEM certificate(s) an https --server must show or chain to, instead of the system's roots: the daemon's self-signed certificate, or its CA (env IPVSCTL_CA_CERT)")
 	example := e.cmd.example(name)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: ipvsctl %s %s\n\n%s\n", name, args, summary)
@@ -173,7 +175,7 @@ func moveGlobalFlags(args []string) []string {
 // takesValue reports whether a global flag given as its own argument takes the next one.
 func takesValue(arg string) bool {
 	switch arg {
-	case "--db", "-db", "--server", "-server", "--token", "-token":
+	case "--db", "-db", "--server", "-server", "--token", "-token", "--ca-cert", "-ca-cert":
 		return true
 	}
 	return false

@@ -71,6 +71,9 @@ the state database (default /var/lib/ipvsctl/ipvsctl.db)
 .TP
 .B IPVSCTL_SERVER\fR, \fBIPVSCTL_TOKEN
 a remote daemon's URL and an API token, as \fB\-\-server\fR and \fB\-\-token\fR
+.TP
+.B IPVSCTL_CA_CERT
+the PEM certificate an https remote daemon must show or chain to, as \fB\-\-ca\-cert\fR
 .SH FILES
 .TP
 .I /var/lib/ipvsctl/ipvsctl.db

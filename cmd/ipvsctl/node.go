@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/httpd"
 )
 
-const nodeUsage = "usage: ipvsctl node set [--priority N] [--role auto|master|backup] [--peer-url URL --peer-token T] [--address IP]\n" +
+const nodeUsage = "usage: ipvsctl node set [--priority N] [--role auto|master|backup] [--peer-url URL --peer-token T --peer-fingerprint FP] [--allow-replicated-exec] [--address IP]\n" +
 	"       ipvsctl node show [--json]\n" +
 	"\nThis director's own part in a redundant pair, kept outside the replicated revisions: its VRRP\n" +
 	"priority, a forced role, the peer it replicates the desired state from, and its own address.\n" +
@@ -40,7 +42,7 @@ func runNode(env *cliEnv, args []string) int {
 }
 
 func nodeSet(env *cliEnv, args []string) int {
-	fs, g := env.newFlagSet("node set", "[--priority N] [--role auto|master|backup] [--peer-url URL --peer-token T] [--address IP]",
+	fs, g := env.newFlagSet("node set", "[--priority N] [--role auto|master|backup] [--peer-url URL --peer-token T --peer-fingerprint FP] [--allow-replicated-exec] [--address IP]",
 		"Change this director's node settings; only the flags given change. A running daemon takes them up\n"+
 			"at once: a new priority goes into the running VRRP instance (its next advert; no restart), a new\n"+
 			"role restarts it (a master resigns first).")
@@ -49,6 +51,8 @@ func nodeSet(env *cliEnv, args []string) int {
 	peerURL := fs.String("peer-url", "", "the other director's API (https://198.18.0.2:3636), which the desired state is replicated from (\"\" for none)")
 	peerToken := fs.String("peer-token", "", "an API token (viewer at least) of the other director")
 	address := fs.String("address", "", "this director's own address among settings.redundancy.peers (\"\": found from its interfaces)")
+	peerFP := fs.String("peer-fingerprint", "", "the SHA-256 fingerprint of the peer's certificate (its node show prints it); the only thing an https:// peer is trusted on")
+	allowExec := fs.Bool("allow-replicated-exec", false, "take exec checks (programs run as root here) from the peer's replicated state (default off: refused)")
 	if st, ok := env.parseFlags(fs, args); !ok {
 		return st
 	}
@@ -69,10 +73,14 @@ func nodeSet(env *cliEnv, args []string) int {
 			p.PeerToken = peerToken
 		case "address":
 			p.Address = address
+		case "peer-fingerprint":
+			p.PeerFingerprint = peerFP
+		case "allow-replicated-exec":
+			p.AllowReplicatedExec = allowExec
 		}
 	})
 	if p == (server.NodePatch{}) {
-		fmt.Fprintln(env.stderr, "ipvsctl node set: give at least one of --priority, --role, --peer-url, --peer-token, --address")
+		fmt.Fprintln(env.stderr, "ipvsctl node set: give at least one of --priority, --role, --peer-url, --peer-token, --peer-fingerprint, --allow-replicated-exec, --address")
 		return exitUsage
 	}
 	ctx := context.Background()
@@ -92,7 +100,9 @@ func nodeSet(env *cliEnv, args []string) int {
 func nodeShow(env *cliEnv, args []string) int {
 	fs, g := env.newFlagSet("node show", "[--json]",
 		"Show this director's node settings and, when the daemon runs with settings.redundancy, its role,\n"+
-			"the master, the last advert, the sync daemon, replication and the latest transitions.")
+			"the master, the last advert, the sync daemon, replication and the latest transitions. It prints this\n"+
+			"director's certificate fingerprint (making the certificate if serve has not yet) for the peer's\n"+
+			"node set --peer-fingerprint.")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if st, ok := env.parseFlags(fs, args); !ok {
 		return st
@@ -102,6 +112,12 @@ func nodeShow(env *cliEnv, args []string) int {
 		return exitUsage
 	}
 	ctx := context.Background()
+	if g.server == "" {
+		// The fingerprint can be given to the peer before the first serve.
+		if _, _, err := httpd.SelfSigned(filepath.Dir(g.db)); err != nil {
+			return env.fail("node show", fmt.Errorf("this director's certificate: %w", err), false)
+		}
+	}
 	b, err := env.backend(ctx, g)
 	if err != nil {
 		return env.fail("node show", err, false)
@@ -126,6 +142,11 @@ func printNode(w io.Writer, v *server.NodeView) {
 		peer += map[bool]string{true: " (token set)", false: " (no token)"}[v.PeerTokenSet]
 	}
 	fmt.Fprintf(w, "peer:        %s\n", peer)
+	if v.PeerURL != "" || v.PeerFingerprint != "" {
+		fmt.Fprintf(w, "peer pin:    %s\n", orDefault(v.PeerFingerprint, "none (an http:// peer on loopback only)"))
+	}
+	fmt.Fprintf(w, "replicated exec checks: %s\n", map[bool]string{true: "allowed", false: "refused"}[v.AllowReplicatedExec])
+	fmt.Fprintf(w, "fingerprint: %s\n", orDefault(v.Fingerprint, "none yet (serve makes this director's certificate on its first start with TLS)"))
 	fmt.Fprintf(w, "address:     %s\n", orDefault(v.Address, "from the interfaces"))
 	r := v.Redundancy
 	if r == nil {
@@ -214,6 +235,8 @@ func replicationLine(r *server.ReplicationStatus) string {
 		s += ", unreachable: " + r.Error
 	case r.InSync:
 		s += ", in sync"
+	case r.Error != "":
+		s += ", not in sync: " + r.Error
 	default:
 		s += ", not in sync"
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
 	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/trust"
 )
 
 func TestNodeSetShow(t *testing.T) {
@@ -25,21 +26,34 @@ func TestNodeSetShow(t *testing.T) {
 	if !strings.Contains(r.stdout, "priority:    100") || !strings.Contains(r.stdout, "role:        auto") {
 		t.Fatalf("defaults:\n%s", r.stdout)
 	}
-	step(0, "node", "set", "--priority", "150", "--peer-url", "https://198.18.0.2:3636/", "--peer-token", "s3cret", "--address", "198.18.0.3")
+	if !strings.Contains(r.stdout, "fingerprint: sha256:") || !strings.Contains(r.stdout, "replicated exec checks: refused") {
+		t.Fatalf("defaults:\n%s", r.stdout)
+	}
+	own, err := trust.CertFingerprint(filepath.Join(filepath.Dir(db), trust.CertFile))
+	if err != nil || !strings.Contains(r.stdout, "fingerprint: "+own+"\n") {
+		t.Fatalf("node show does not print this director's own fingerprint %s (%v):\n%s", own, err, r.stdout)
+	}
+	// An https:// peer needs its certificate's fingerprint; openssl's form is read.
+	step(2, "node", "set", "--peer-url", "https://198.18.0.2:3636/", "--peer-token", "s3cret")
+	fp := "SHA256 Fingerprint=" + strings.TrimSuffix(strings.Repeat("AB:", 32), ":")
+	step(0, "node", "set", "--priority", "150", "--peer-url", "https://198.18.0.2:3636/", "--peer-token", "s3cret",
+		"--peer-fingerprint", fp, "--address", "198.18.0.3")
 	step(0, "node", "set", "--role", "backup")
 	r = step(0, "node", "show", "--json")
 	var v server.NodeView
 	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
 		t.Fatal(err)
 	}
-	if v.Priority != 150 || v.Role != "backup" || v.PeerURL != "https://198.18.0.2:3636" || !v.PeerTokenSet || v.Address != "198.18.0.3" {
+	if v.Priority != 150 || v.Role != "backup" || v.PeerURL != "https://198.18.0.2:3636" || !v.PeerTokenSet || v.Address != "198.18.0.3" ||
+		v.PeerFingerprint != "sha256:"+strings.Repeat("ab", 32) || v.AllowReplicatedExec {
 		t.Errorf("node show --json: %+v", v)
 	}
 	if strings.Contains(r.stdout, "s3cret") {
 		t.Error("the peer token is shown")
 	}
 	// Bad values are refused with the field and the value, exit 2.
-	for _, bad := range [][]string{{"--priority", "0"}, {"--role", "primary"}, {"--peer-url", "198.18.0.2"}, {"--address", "eth0"}} {
+	for _, bad := range [][]string{{"--priority", "0"}, {"--role", "primary"}, {"--peer-url", "198.18.0.2"}, {"--address", "eth0"},
+		{"--peer-url", "http://198.18.0.2:3636"}, {"--peer-fingerprint", "sha256:zz"}} {
 		r = step(2, append([]string{"node", "set"}, bad...)...)
 		if !strings.Contains(r.stderr, strings.TrimPrefix(strings.ReplaceAll(bad[0], "-", "_")[2:], "")) {
 			t.Errorf("node set %v: %s", bad, r.stderr)

@@ -81,7 +81,9 @@ func (d *verbDoc) flagNames() []string {
 	return append(append(local, global...), "--help")
 }
 
-func isGlobalFlag(name string) bool { return name == "db" || name == "server" || name == "token" }
+func isGlobalFlag(name string) bool {
+	return name == "db" || name == "server" || name == "token" || name == "ca-cert"
+}
 
 // takesValue reports whether flag name (without dashes) of this verb takes a value.
 func (d *verbDoc) takesValue(name string) bool {

@@ -176,7 +176,7 @@ func runRealserverSSH(env *cliEnv, verb string, args []string) int {
 				return env.fail(name, fmt.Errorf("--%s: with --server the daemon logs in to real servers with its own SSH settings (ipvsctl serve --ssh-*)", f), true)
 			}
 		}
-		c, err := client.New(g.server, g.token)
+		c, err := client.NewRemote(g.server, g.token, g.caCert)
 		if err != nil {
 			return env.fail(name, err, true)
 		}

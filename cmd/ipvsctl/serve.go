@@ -26,7 +26,8 @@ type serveFlags struct {
 	interval                     time.Duration
 	listen, metricsListen        string
 	tlsCert, tlsKey              string
-	tlsSelfSigned                bool
+	tlsSelfSigned, plainHTTP     bool
+	retainDays, retainMB         int
 	trustedProxies, trustedOrigs string
 	ssh                          serveSSHFlags
 	proxies                      []netip.Prefix // trustedProxies, parsed
@@ -60,13 +61,27 @@ func runServe(env *cliEnv, args []string) int {
 		return env.fail("serve", err, false)
 	}
 	defer unlock()
+	// This director's identity, made on first start: what its peer pins.
+	idCert, idKey, err := httpd.SelfSigned(filepath.Dir(g.db))
+	if err != nil {
+		return env.fail("serve", fmt.Errorf("this director's certificate: %w", err), false)
+	}
+	if f.tlsSelfSigned {
+		f.tlsCert, f.tlsKey = idCert, idKey
+	}
+	if f.tlsKey != "" {
+		if err := httpd.RestrictKey(f.tlsKey); err != nil {
+			log.Warn("the TLS key is readable by others than its owner", "key", f.tlsKey, "err", err)
+		}
+	}
 	cfg := env.coreConfig(st, g.db)
 	cfg.RealServerSSH = rsSSH
+	cfg.IdentityCert = orDefault(f.tlsCert, idCert)
 	p, err := newServeParts(ctx, cfg, st, f, log)
 	if err != nil {
 		return env.fail("serve", err, false)
 	}
-	srv, tlsOn, usage, err := p.listen(f, g.db, log)
+	srv, tlsOn, usage, err := p.listen(f, g.db, idCert, idKey, log)
 	if err != nil {
 		return env.fail("serve", err, usage)
 	}
@@ -84,20 +99,26 @@ func runServe(env *cliEnv, args []string) int {
 // parseServeFlags reads serve's flags; ok is false when the verb must stop
 // with code (a usage error, or --help).
 func parseServeFlags(env *cliEnv, args []string) (f *serveFlags, g *globalFlags, code int, ok bool) {
-	fs, g := env.newFlagSet("serve", "[--listen :3636] [--tls-cert FILE --tls-key FILE | --tls-self-signed] [--interval 10s] [--ssh-identity FILE]",
+	fs, g := env.newFlagSet("serve", "[--listen :3636] [--tls-cert FILE --tls-key FILE | --tls-self-signed | --plain-http] [--interval 10s] [--ssh-identity FILE]",
 		"The daemon: restore (modules, sysctls, VIPs, services), then keep the kernel matching the stored\n"+
 			"desired state: at once after each change, and every --interval anyway, which repairs out-of-band\n"+
 			"changes and finishes drains. Serves the panel, the JSON API (/api/v1) and /metrics on --listen, and\n"+
 			"the same API to the local CLI on a socket beside the database. Stops on SIGTERM or SIGINT, letting\n"+
 			"requests in flight finish. Where the kernel has no IPVS it still serves and stores the desired state.\n"+
-			"With an SSH identity (--ssh-*, as realserver verify's flags) the panel and the API verify real servers.")
+			"With an SSH identity (--ssh-*, as realserver verify's flags) the panel and the API verify real servers.\n"+
+			"On any address but loopback it serves TLS: --tls-cert, else this director's own self-signed certificate\n"+
+			"(made on first start beside the database, its addresses in the SAN; node show prints its fingerprint);\n"+
+			"plain HTTP there only with --plain-http.")
 	f = &serveFlags{fs: fs}
 	fs.DurationVar(&f.interval, "interval", 10*time.Second, "full reconcile period")
 	fs.StringVar(&f.listen, "listen", ":3636", "address of the panel and API (\"\" for none)")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve /metrics without auth on its own address (node_exporter's way)")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "TLS key file (PEM)")
-	fs.BoolVar(&f.tlsSelfSigned, "tls-self-signed", false, "make a self-signed certificate on first start and keep it beside the database")
+	fs.BoolVar(&f.tlsSelfSigned, "tls-self-signed", false, "serve TLS with this director's self-signed certificate even on loopback (the default elsewhere)")
+	fs.BoolVar(&f.plainHTTP, "plain-http", false, "serve plain HTTP on a non-loopback --listen (passwords and tokens cross the network in clear)")
+	fs.IntVar(&f.retainDays, "retain-days", 90, "keep audit rows and health transitions this many days (0: no age limit)")
+	fs.IntVar(&f.retainMB, "retain-mb", 1024, "and while the database uses more than this many MB, drop the oldest first (0: no size limit)")
 	fs.StringVar(&f.trustedProxies, "trusted-proxy", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed")
 	fs.StringVar(&f.trustedOrigs, "trusted-origin", "", "comma-separated origins (https://name) allowed to post besides the panel's own")
 	f.ssh.register(fs, homeDir(env))
@@ -108,8 +129,12 @@ func parseServeFlags(env *cliEnv, args []string) (f *serveFlags, g *globalFlags,
 		fmt.Fprintln(env.stderr, "ipvsctl serve: takes no arguments; --interval must be at least 100ms")
 		return nil, nil, exitUsage, false
 	}
-	if (f.tlsCert == "") != (f.tlsKey == "") || (f.tlsSelfSigned && f.tlsCert != "") {
-		fmt.Fprintln(env.stderr, "ipvsctl serve: give --tls-cert with --tls-key, or --tls-self-signed")
+	if f.retainDays < 0 || f.retainMB < 0 {
+		fmt.Fprintf(env.stderr, "ipvsctl serve: retain-days %d, retain-mb %d: want 0 or more\n", f.retainDays, f.retainMB)
+		return nil, nil, exitUsage, false
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") || (f.tlsSelfSigned && f.tlsCert != "") || (f.plainHTTP && (f.tlsSelfSigned || f.tlsCert != "")) {
+		fmt.Fprintln(env.stderr, "ipvsctl serve: give --tls-cert with --tls-key, or --tls-self-signed, or --plain-http")
 		return nil, nil, exitUsage, false
 	}
 	for _, s := range splitList(f.trustedProxies) {
@@ -140,7 +165,7 @@ func newServeParts(ctx context.Context, cfg server.Config, st *store.Store, f *s
 	p.core = server.New(cfg)
 	p.daemon = server.NewDaemon(p.core, log)
 	p.daemon.Interval = f.interval
-	p.daemon.Hooks.Peer = func(url, token string) (server.Peer, error) { return client.New(url, token) }
+	p.daemon.Hooks.Peer = func(url, token, fp string) (server.Peer, error) { return client.NewPeer(url, token, fp) }
 	context.AfterFunc(ctx, p.core.EndLongPolls) // a peer's long poll must not hold up the shutdown
 	p.metrics = metrics.New(p.core)
 	p.daemon.OnReconcile(p.metrics.Reconciled)
@@ -164,7 +189,7 @@ func newServeParts(ctx context.Context, cfg server.Config, st *store.Store, f *s
 // not), the local CLI's socket beside the database, and --metrics-listen.
 // tlsOn says, per listener, whether it serves TLS; usage, whether an error
 // is the flags'.
-func (p *serveParts) listen(f *serveFlags, db string, log *slog.Logger) (srv *httpd.Server, tlsOn []bool, usage bool, err error) {
+func (p *serveParts) listen(f *serveFlags, db, idCert, idKey string, log *slog.Logger) (srv *httpd.Server, tlsOn []bool, usage bool, err error) {
 	srv = &httpd.Server{}
 	if f.listen != "" {
 		h, err := httpd.Handler(p.opts)
@@ -175,15 +200,16 @@ func (p *serveParts) listen(f *serveFlags, db string, log *slog.Logger) (srv *ht
 		if err != nil {
 			return nil, nil, false, err
 		}
-		if f.tlsSelfSigned {
-			if f.tlsCert, f.tlsKey, err = httpd.SelfSigned(filepath.Dir(db)); err != nil {
-				return nil, nil, false, fmt.Errorf("self-signed certificate: %w", err)
-			}
+		if f.tlsCert == "" && !f.plainHTTP && !isLoopback(ln.Addr()) {
+			f.tlsCert, f.tlsKey = idCert, idKey
+		}
+		if f.tlsCert != "" {
+			h = httpd.HSTS(h)
 		}
 		srv.Add(ln, h, log)
 		tlsOn = append(tlsOn, f.tlsCert != "")
 		if f.tlsCert == "" && !isLoopback(ln.Addr()) {
-			log.Warn("serving the panel and API over plain HTTP on a non-loopback address: passwords and tokens cross the network in clear; use --tls-cert/--tls-key or --tls-self-signed", "listen", ln.Addr().String())
+			log.Warn("serving the panel and API over plain HTTP on a non-loopback address (--plain-http): passwords and tokens cross the network in clear", "listen", ln.Addr().String())
 		}
 		log.Info("panel and API listening", "addr", ln.Addr().String(), "tls", f.tlsCert != "")
 	}
@@ -214,6 +240,8 @@ func (p *serveParts) run(ctx context.Context, srv *httpd.Server, f *serveFlags, 
 	daemonDone := make(chan error, 1)
 	go func() { daemonDone <- p.daemon.Run(daemonCtx) }()
 	go p.panel.RunSampler(daemonCtx)
+	go p.core.RunRetention(daemonCtx, store.Retention{MaxAge: time.Duration(f.retainDays) * 24 * time.Hour,
+		MaxBytes: int64(f.retainMB) << 20}, time.Hour)
 	err := srv.Run(ctx, f.tlsCert, f.tlsKey, tlsOn)
 	stopDaemon()
 	if derr := <-daemonDone; err == nil {

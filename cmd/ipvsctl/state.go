@@ -99,7 +99,7 @@ func (e *cliEnv) openDocument(path string) (*os.File, error) {
 // the local daemon's socket. ok is false when the verb runs in this process.
 func (e *cliEnv) remote(g *globalFlags) (server.Director, bool, error) {
 	if g.server != "" {
-		c, err := client.New(g.server, g.token)
+		c, err := client.NewRemote(g.server, g.token, g.caCert)
 		return c, err == nil, err
 	}
 	if sock := socketPath(g.db); client.Reachable(sock) {

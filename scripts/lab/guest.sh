@@ -98,8 +98,9 @@ in_ns director "$bin" apply -f "$here/state.json" | sed 's/^/lab: director: /'
 printf '%s\n' "$password" | in_ns director "$bin" user add admin --role admin --password-stdin | sed 's/^/lab: director: /'
 token=$(in_ns director "$bin" token create --user admin --name lab 2>/dev/null)
 
-say "director: ipvsctl serve --listen :3636"
-in_ns director "$bin" serve --listen :3636 --interval 5s 2>&1 &
+# Plain HTTP: the lab's only way in is the VM's port forwarded to the host's loopback (see scripts/lab.sh).
+say "director: ipvsctl serve --listen :3636 --plain-http"
+in_ns director "$bin" serve --listen :3636 --plain-http --interval 5s 2>&1 &
 serve=$!
 for try in $(seq 120); do
 	in_ns director "$bin" --server http://127.0.0.1:3636 --token "$token" status >/dev/null 2>&1 && break

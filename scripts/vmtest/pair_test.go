@@ -4,6 +4,7 @@ package vmtest
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -182,8 +183,25 @@ func (l *lab) peerToken() string {
 func (p *pair) nodes(prioA, prioB int) {
 	p.t.Helper()
 	tokA, tokB := p.a.peerToken(), p.b.peerToken()
-	p.a.cmdOut("node", "set", "--priority", strconv.Itoa(prioA), "--address", addrA, "--peer-url", "http://"+addrB+":3636", "--peer-token", tokB)
-	p.b.cmdOut("node", "set", "--priority", strconv.Itoa(prioB), "--address", addrB, "--peer-url", "http://"+addrA+":3636", "--peer-token", tokA)
+	// Each pins the other's certificate (serve listens with TLS off loopback).
+	fpA, fpB := p.a.fingerprint(), p.b.fingerprint()
+	p.a.cmdOut("node", "set", "--priority", strconv.Itoa(prioA), "--address", addrA, "--peer-url", "https://"+addrB+":3636",
+		"--peer-token", tokB, "--peer-fingerprint", fpB)
+	p.b.cmdOut("node", "set", "--priority", strconv.Itoa(prioB), "--address", addrB, "--peer-url", "https://"+addrA+":3636",
+		"--peer-token", tokA, "--peer-fingerprint", fpA)
+}
+
+// fingerprint is the director's own certificate's, as node show prints it
+// for the peer's operator.
+func (l *lab) fingerprint() string {
+	l.t.Helper()
+	var v struct {
+		Fingerprint string `json:"fingerprint"`
+	}
+	if err := json.Unmarshal([]byte(l.cmdOut("node", "show", "--json")), &v); err != nil || !strings.HasPrefix(v.Fingerprint, "sha256:") {
+		l.t.Fatalf("node show --json: fingerprint %q, %v", v.Fingerprint, err)
+	}
+	return v.Fingerprint
 }
 
 // director is one `ipvsctl serve` of the pair, which the tests kill and restart.

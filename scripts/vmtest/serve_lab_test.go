@@ -96,12 +96,14 @@ func (l *lab) adminToken() string {
 }
 
 // serve starts `ipvsctl serve` in the director's namespace and waits until
-// it answers on its local socket.
+// it answers on its local socket. It serves plain HTTP (--plain-http) on
+// the namespace's address: the tests speak to it from the lab's client
+// namespace, inside a VM without a network.
 func (l *lab) serve(env []string, args ...string) *daemon {
 	l.t.Helper()
 	bin := os.Getenv("IPVSCTL_BIN")
 	d := &daemon{t: l.t, l: l, out: &syncBuffer{}, done: make(chan error, 1)}
-	d.cmd = exec.Command("ip", append([]string{"netns", "exec", l.dir, bin, "--db", l.db, "serve"}, args...)...)
+	d.cmd = exec.Command("ip", append([]string{"netns", "exec", l.dir, bin, "--db", l.db, "serve", "--plain-http"}, args...)...)
 	d.cmd.Env = append(os.Environ(), env...)
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
 	if err := d.cmd.Start(); err != nil {

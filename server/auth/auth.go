@@ -41,7 +41,7 @@ type Config struct {
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For (and
 	// X-Forwarded-Proto) is believed; any other peer is the client itself.
 	TrustedProxies []netip.Prefix
-	LoginFailures  int           // failures per client address, and per user name, within LoginWindow; 5
+	LoginFailures  int           // failures per user and client address within LoginWindow; 5 (see loginGuard)
 	LoginWindow    time.Duration // 5 min; a lockout lasts as long, doubling on each repeat, up to 1 h
 	// IsAPI says whether a request wants JSON errors (401, 403) rather than
 	// a redirect to the login page: by default, paths under /api/ and
@@ -60,7 +60,7 @@ type Config struct {
 type Auth struct {
 	st     *store.Store
 	cfg    Config
-	limit  *limiter
+	guard  *loginGuard
 	hashes chan struct{}
 	// verify is VerifyPassword; tests count its calls.
 	verify    func(encoded, password string) (bool, error)
@@ -104,13 +104,17 @@ func New(st *store.Store, cfg Config) *Auth {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Auth{
+	a := &Auth{
 		st:     st,
 		cfg:    cfg,
-		limit:  newLimiter(cfg.LoginFailures, cfg.LoginWindow, time.Hour),
 		hashes: make(chan struct{}, cfg.MaxConcurrentHashes),
 		verify: VerifyPassword,
 	}
+	a.guard = newLoginGuard(cfg.LoginFailures, cfg.LoginWindow, func(ctx context.Context, user, addr string) bool {
+		ok, err := st.LoggedInFrom(ctx, user, addr)
+		return err == nil && ok
+	})
+	return a
 }
 
 func defaultIsAPI(r *http.Request) bool {

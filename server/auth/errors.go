@@ -10,6 +10,8 @@ var (
 	// ErrBadCredentials is every failed login, whatever the reason, so that
 	// the answer does not tell whether the user exists.
 	ErrBadCredentials = errors.New("wrong user name or password")
+	// ErrWrongPassword refuses a password change whose current password is wrong.
+	ErrWrongPassword = errors.New("the current password is not right")
 	// ErrUnauthenticated means a request carried no valid session or token.
 	ErrUnauthenticated = errors.New("log in first (a session cookie, or an API token in Authorization: Bearer ...)")
 )
@@ -24,8 +26,8 @@ type InvalidError struct {
 
 func (e *InvalidError) Error() string { return e.Field + ": " + e.Message }
 
-// RateLimitError refuses a login after too many failures from one client
-// address or for one user name; no password is checked while it lasts.
+// RateLimitError refuses a login or password change after too many
+// failures (loginGuard); no password is checked while it lasts.
 type RateLimitError struct {
 	RetryAfter time.Duration
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -330,6 +331,11 @@ func TestTokens(t *testing.T) {
 	}
 }
 
+// The login limits protect users instead of locking them out: failures
+// count per (user, address), so five from one address leave the user free
+// to log in from another; an address spraying names is locked; failures for
+// one user from many addresses slow that user down only from addresses it
+// never logged in from; refusals are 429 with Retry-After.
 func TestLoginRateLimit(t *testing.T) {
 	f := newFixture(t, Config{LoginFailures: 5, LoginWindow: 5 * time.Minute})
 	f.addUser(t, "alice", Admin)
@@ -338,71 +344,104 @@ func TestLoginRateLimit(t *testing.T) {
 	try := func(name, password, remote string) *httptest.ResponseRecorder {
 		return do(h, req{method: "POST", path: "/api/v1/login", body: loginBody(name, password), remote: remote})
 	}
-	// Per address: five failures from one address, for several names, lock the address out.
+	// Five failures for alice from one address lock that address for alice.
 	for i := range 5 {
-		if w := try(fmt.Sprintf("guess%d", i), "wrong password", "203.0.113.7:4000"); w.Code != 401 {
+		if w := try("alice", "wrong password", "203.0.113.7:4000"); w.Code != 401 {
 			t.Fatalf("failure %d: %d %s", i, w.Code, w.Body)
 		}
 	}
 	w := try("alice", pw+" alice", "203.0.113.7:4001")
 	if w.Code != 429 || w.Header().Get("Retry-After") != "300" || !strings.Contains(errorBody(t, w), "too many failed logins: try again in 5m0s") {
-		t.Fatalf("locked address, right password: %d %q %s", w.Code, w.Header().Get("Retry-After"), w.Body)
+		t.Fatalf("locked pair, right password: %d %q %s", w.Code, w.Header().Get("Retry-After"), w.Body)
 	}
-	// Another address is not locked; the lock ends after its time.
+	// Alice logs in from another address; bob from the same one.
 	if w := try("alice", pw+" alice", "198.18.0.9:1"); w.Code != 200 {
-		t.Fatalf("other address: %d %s", w.Code, w.Body)
+		t.Fatalf("alice from another address: %d %s", w.Code, w.Body)
+	}
+	if w := try("bob", pw+" bob", "203.0.113.7:4002"); w.Code != 200 {
+		t.Fatalf("bob from the address locked for alice: %d %s", w.Code, w.Body)
 	}
 	f.clock.Add(5 * time.Minute)
-	if w := try("bob", pw+" bob", "203.0.113.7:4002"); w.Code != 200 {
+	if w := try("alice", pw+" alice", "203.0.113.7:4003"); w.Code != 200 {
 		t.Fatalf("after the lockout: %d %s", w.Code, w.Body)
 	}
-	// Per name: five failures for bob from five addresses lock bob, not alice.
-	for i := range 5 {
-		try("bob", "wrong password", fmt.Sprintf("198.18.1.%d:1", i))
+
+	// An address spraying 20 names is locked, for every name.
+	for i := range 20 {
+		try(fmt.Sprintf("guess%d", i), "wrong password", "203.0.113.8:1")
 	}
-	if w := try("bob", pw+" bob", "198.18.2.1:1"); w.Code != 429 {
-		t.Fatalf("locked name from a new address: %d %s", w.Code, w.Body)
+	if w := try("bob", pw+" bob", "203.0.113.8:2"); w.Code != 429 {
+		t.Fatalf("spraying address: %d %s", w.Code, w.Body)
 	}
-	if w := try("alice", pw+" alice", "198.18.2.1:1"); w.Code != 200 {
-		t.Fatalf("other name: %d", w.Code)
+
+	// A third party fails for alice from 12 addresses: alice is slowed down
+	// from new addresses (429, a few seconds), never from hers.
+	f.clock.Add(time.Hour)
+	for i := range 12 {
+		if w := try("alice", "wrong password", fmt.Sprintf("198.18.1.%d:1", i)); w.Code != 401 && w.Code != 429 {
+			t.Fatalf("attacker %d: %d", i, w.Code)
+		}
 	}
-	// A repeat lockout lasts twice as long.
-	f.clock.Add(5 * time.Minute)
-	for i := range 5 {
-		try("bob", "wrong password", fmt.Sprintf("198.18.3.%d:1", i))
+	f.clock.Add(30 * time.Second)
+	if w := try("alice", "wrong password", "198.18.2.1:1"); w.Code != 401 {
+		t.Fatalf("a new address, its slot: %d %s", w.Code, w.Body)
 	}
-	if w := try("bob", pw+" bob", "198.18.4.1:1"); w.Code != 429 || w.Header().Get("Retry-After") != "600" {
-		t.Fatalf("second lockout: %d %s", w.Code, w.Header().Get("Retry-After"))
+	w = try("alice", pw+" alice", "198.18.2.2:1")
+	if ra, _ := strconv.Atoi(w.Header().Get("Retry-After")); w.Code != 429 || ra < 1 || ra > 30 {
+		t.Fatalf("a new address while slowed: %d, Retry-After %q", w.Code, w.Header().Get("Retry-After"))
+	}
+	for _, addr := range []string{"198.18.0.9:7", "203.0.113.7:9"} {
+		if w := try("alice", pw+" alice", addr); w.Code != 200 {
+			t.Fatalf("alice from her own address %s while slowed: %d %s", addr, w.Code, w.Body)
+		}
 	}
 	// IPv6 clients are counted by /64.
 	for i := range 5 {
-		try("x", "wrong password", fmt.Sprintf("[2001:db8:1:2::%x]:1", i+1))
+		try("bob", "wrong password", fmt.Sprintf("[2001:db8:1:2::%x]:1", i+1))
 	}
-	if w := try("alice", pw+" alice", "[2001:db8:1:2::ffff]:1"); w.Code != 429 {
+	if w := try("bob", pw+" bob", "[2001:db8:1:2::ffff]:1"); w.Code != 429 {
 		t.Fatalf("same /64: %d", w.Code)
 	}
-	// Every attempt is audited, with its reason.
+	// A repeat lockout of a pair lasts twice as long.
+	f.clock.Add(5 * time.Minute)
+	for range 5 {
+		try("bob", "wrong password", "[2001:db8:1:2::1]:1")
+	}
+	if w := try("bob", pw+" bob", "[2001:db8:1:2::1]:1"); w.Code != 429 || w.Header().Get("Retry-After") != "600" {
+		t.Fatalf("second lockout: %d %s", w.Code, w.Header().Get("Retry-After"))
+	}
+	// Every attempt is audited, refusals counted into one row per user,
+	// address and window.
 	es := audits(t, f.st, "login")
-	var ok, refused, wrong, unknown int
+	total := 0
 	for _, e := range es {
-		switch {
-		case e.Outcome == "success":
-			ok++
-		case strings.HasPrefix(e.Detail, "refused: too many failed logins"):
-			refused++
-		case e.Detail == "wrong password":
-			wrong++
-		case e.Detail == "unknown user":
-			unknown++
-		default:
-			t.Errorf("audit entry: %+v", e)
-		}
 		if e.ClientAddr == "" || e.Via != "panel" {
 			t.Errorf("audit entry without address or via: %+v", e)
 		}
+		total += max(e.Repeats, 1)
 	}
-	if ok != 3 || refused != 4 || wrong != 10 || unknown != 10 || len(es) != 27 {
-		t.Fatalf("audit: %d ok, %d refused, %d wrong, %d unknown of %d", ok, refused, wrong, unknown, len(es))
+	if total != 58 || len(es) > 30 {
+		t.Fatalf("audit: %d attempts in %d rows", total, len(es))
+	}
+}
+
+// 300 refused logins (wrong password, then rate-limited) add a bounded
+// number of audit rows.
+func TestRefusedLoginsAggregateInTheAudit(t *testing.T) {
+	f := newFixture(t, Config{})
+	f.addUser(t, "admin", Admin)
+	ctx := context.Background()
+	for i := range 300 {
+		f.a.Login(ctx, "admin", "wrong password", "203.0.113.9")
+		f.a.Login(ctx, fmt.Sprintf("nobody%d", i), "wrong password", "203.0.113.10")
+	}
+	es := audits(t, f.st, "login")
+	repeats := 0
+	for _, e := range es {
+		repeats += e.Repeats
+	}
+	if len(es) > 4 || repeats != 600 {
+		t.Fatalf("600 refused logins: %d audit rows, %d attempts counted: %+v", len(es), repeats, es)
 	}
 }
 
@@ -598,20 +637,23 @@ func TestLoginWithInvalidNames(t *testing.T) {
 	f.addUser(t, "alice", Admin)
 	ctx := context.Background()
 	long := strings.Repeat("x", 5000)
-	for i := range 5 {
+	for i := range 10 {
 		f.a.Login(ctx, fmt.Sprintf("%s%d", long, i), "wrong password", fmt.Sprintf("198.18.0.%d", i))
 	}
-	if _, err := f.a.Login(ctx, "evil\nname", "wrong password", "198.18.0.9"); !errors.As(err, new(*RateLimitError)) {
-		t.Fatalf("sixth invalid name: %v", err)
+	// Past 10 failures, the shared key is slowed down from a new address.
+	f.a.Login(ctx, "evil\nname", "wrong password", "198.18.0.10")
+	if _, err := f.a.Login(ctx, "evil\nname", "wrong password", "198.18.0.11"); !errors.As(err, new(*RateLimitError)) {
+		t.Fatalf("twelfth invalid name: %v", err)
 	}
 	if _, err := f.a.Login(ctx, "alice", pw+" alice", "198.18.0.9"); err != nil {
 		t.Fatalf("alice after invalid names: %v", err)
 	}
-	if n := len(f.a.limit.keys); n > 7 {
+	if n := len(f.a.guard.pair.keys) + len(f.a.guard.addr.keys) + len(f.a.guard.users); n > 26 {
 		t.Fatalf("%d rate-limit keys", n)
 	}
 	es := audits(t, f.st, "login")
-	if es[1].Actor != `"evil\nname"` || !strings.HasSuffix(es[2].Actor, "... (5001 characters)") {
-		t.Fatalf("audit actors: %q, %q", es[1].Actor, es[2].Actor)
+	// Names no user has are audited as one unknown user per address.
+	if es[1].Actor != "(unknown user)" || es[1].ClientAddr != "198.18.0.11" || es[1].Detail != "refused: too many failed attempts" {
+		t.Fatalf("audit: %+v", es[1])
 	}
 }

@@ -36,66 +36,116 @@ func hashSecret(s string) string {
 }
 
 // Login checks name and password and starts a session, with a new random
-// id. Failures are rate-limited per client address and per user name
-// (*RateLimitError, with no password checked); every attempt is audited.
+// id. Failures are rate-limited (loginGuard: per user and client address,
+// per address, and a per-user slowdown that spares the addresses the user
+// logs in from) with *RateLimitError, no password checked; every attempt is
+// audited, refused ones one row per user, address and AuditRepeatWindow.
 // A wrong name and a wrong password both give ErrBadCredentials, after the
 // same work: an unknown user's password is checked against a dummy hash.
 func (a *Auth) Login(ctx context.Context, name, password, clientAddr string) (*Session, error) {
 	now := a.now()
 	by := &Principal{User: name, Via: ViaPanel, ClientAddr: clientAddr}
-	limitKey := nameKey(name)
-	if CheckName("name", name) != nil {
-		// No user has such a name: one key holds them all, so that a flood
-		// of long names takes no memory.
-		by.User, limitKey = quoteShort(name), nameKey("(invalid name)")
-	}
-	audit := func(err error, detail string) {
-		_ = a.Audit(ctx, by, "login", "", nil, err, detail)
-	}
-	// The limits are read once this attempt holds a hashing slot, so that
-	// attempts sent all at once are counted before the next one is let in.
-	select {
-	case a.hashes <- struct{}{}:
-		defer func() { <-a.hashes }()
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	if wait := max(a.limit.blocked(addrKey(clientAddr), now), a.limit.blocked(limitKey, now)); wait > 0 {
-		err := &RateLimitError{RetryAfter: wait}
-		audit(err, "refused: "+err.Error())
-		return nil, err
-	}
-	u, ok, reason, err := a.checkPassword(ctx, name, password)
+	u, err := a.verifyAttempt(ctx, by, "login", name, password, now)
 	if err != nil {
-		audit(err, "")
 		return nil, err
 	}
-	if !ok {
-		a.limit.fail(addrKey(clientAddr), now)
-		a.limit.fail(limitKey, now)
-		audit(ErrBadCredentials, reason)
-		return nil, ErrBadCredentials
-	}
-	a.limit.reset(limitKey)
+	audit := func(err error) { _ = a.Audit(ctx, by, "login", "", nil, err, "") }
 	role, err := ParseRole(u.Role)
 	if err != nil {
-		audit(err, "")
+		audit(err)
 		return nil, err
 	}
 	id, err := randomString(32)
 	if err != nil {
-		audit(err, "")
+		audit(err)
 		return nil, err
 	}
 	s := &Session{ID: id, User: u.Name, Role: role, IdleExpiresAt: now.Add(a.cfg.IdleTimeout), ExpiresAt: now.Add(a.cfg.AbsoluteTimeout)}
 	s.IdleExpiresAt = minTime(s.IdleExpiresAt, s.ExpiresAt)
 	if err := a.st.CreateSession(ctx, &store.Session{IDHash: hashSecret(id), UserID: u.ID, CreatedAt: now, LastSeenAt: now,
 		IdleExpiresAt: s.IdleExpiresAt, ExpiresAt: s.ExpiresAt, ClientAddr: clientAddr}); err != nil {
-		audit(err, "")
+		audit(err)
 		return nil, err
 	}
-	audit(nil, "")
+	audit(nil)
 	return s, nil
+}
+
+// AuditRepeatWindow is how long refused attempts of one user from one
+// address add to one audit row.
+const AuditRepeatWindow = 15 * time.Minute
+
+// verifyAttempt checks name's password for action (login, password
+// change) under the login limits, holding a hashing slot: the limits are
+// read once the attempt holds one, so that attempts sent all at once are
+// counted before the next is let in, and at most MaxConcurrentHashes
+// argon2id computations (Params.Memory each) run however many arrive.
+// Failures are audited (aggregated); success is the caller's to audit.
+func (a *Auth) verifyAttempt(ctx context.Context, by *Principal, action, name, password string, now time.Time) (*store.User, error) {
+	limitName := name
+	if CheckName("name", name) != nil {
+		// No user has such a name: one key holds them all, so that a flood
+		// of long names takes no memory.
+		by.User, limitName = quoteShort(name), "(invalid name)"
+	}
+	select {
+	case a.hashes <- struct{}{}:
+		defer func() { <-a.hashes }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if wait := a.guard.admit(ctx, limitName, by.ClientAddr, now); wait > 0 {
+		who := *by
+		if _, err := a.st.UserByName(ctx, name); errors.Is(err, store.ErrNotFound) {
+			who.User = "(unknown user)"
+		}
+		a.auditRepeat(ctx, &who, action, "refused: too many failed attempts")
+		return nil, &RateLimitError{RetryAfter: wait}
+	}
+	u, ok, reason, err := a.checkPassword(ctx, name, password)
+	if err != nil {
+		_ = a.Audit(ctx, by, action, "", nil, err, "")
+		return nil, err
+	}
+	if !ok {
+		a.guard.failed(limitName, by.ClientAddr, now)
+		who := *by
+		if reason == "unknown user" {
+			// One row for all the names no user has, from one address.
+			who.User = "(unknown user)"
+		}
+		a.auditRepeat(ctx, &who, action, reason)
+		return nil, ErrBadCredentials
+	}
+	a.guard.succeeded(limitName, by.ClientAddr)
+	return u, nil
+}
+
+// auditRepeat records a refused attempt, counted into the row of the same
+// actor, address and action within AuditRepeatWindow.
+func (a *Auth) auditRepeat(ctx context.Context, p *Principal, action, detail string) {
+	e := store.AuditEntry{At: a.now(), Actor: p.User, Via: p.Via, ClientAddr: p.ClientAddr, Action: action,
+		Outcome: store.OutcomeFailure, Detail: detail}
+	if _, err := a.st.WriteAuditRepeat(ctx, e, AuditRepeatWindow); err != nil {
+		a.cfg.Log.Error("audit record lost", "action", action, "actor", p.User, "err", err)
+	}
+}
+
+// ChangePassword is a user changing their own password: the old one is
+// checked as a login checks it (the same hashing slots, limits and audit),
+// then the new one must meet the policy; the user's sessions end.
+func (a *Auth) ChangePassword(ctx context.Context, by *Principal, old, password string) error {
+	now := a.now()
+	p := *by
+	if _, err := a.verifyAttempt(ctx, &p, "password change", by.User, old, now); err != nil {
+		if errors.Is(err, ErrBadCredentials) {
+			return ErrWrongPassword
+		}
+		return err
+	}
+	err := a.setPassword(ctx, by.User, password)
+	_ = a.Audit(ctx, &p, "password change", by.User, nil, err, "")
+	return err
 }
 
 // checkPassword verifies name's password, the caller holding a hashing

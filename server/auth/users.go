@@ -33,6 +33,10 @@ func (a *Auth) SetPassword(ctx context.Context, by *Principal, name, password st
 	if err := CheckName("name", name); err != nil {
 		return err
 	}
+	return a.setPassword(ctx, name, password)
+}
+
+func (a *Auth) setPassword(ctx context.Context, name, password string) error {
 	if err := CheckPassword(password); err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ import (
 // api holds the JSON handlers; each calls the core and nothing else.
 type api struct {
 	core     *server.Core
+	polls    pollLimit               // long polls per user (longpoll.go)
 	rendered server.Rendered[[]byte] // the status document, one encoding per change of what the daemon knows
 }
 

@@ -26,6 +26,12 @@ func (a *api) waitState(w http.ResponseWriter, r *http.Request) error {
 	if err != nil || after < 0 {
 		return &server.Error{Code: server.CodeBadInput, Msg: "after: " + strconv.Quote(v) + " is not a revision number"}
 	}
+	release, ok := a.polls.take(r)
+	if !ok {
+		tooManyPolls(w)
+		return nil
+	}
+	defer release()
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(server.LongPollWait + 30*time.Second))
 	h, err := a.core.WaitHead(r.Context(), after, server.LongPollWait)
 	if err != nil {

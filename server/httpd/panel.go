@@ -3,6 +3,7 @@ package httpd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -28,13 +29,15 @@ func NewPanel(core *server.Core, a *auth.Auth, started time.Time, o Options) (*p
 			_, err := a.LoginHTTP(w, r, user, password)
 			return loginError(err)
 		},
-		Logout:  func(w http.ResponseWriter, r *http.Request) { _ = a.Logout(w, r) },
-		NoUsers: func(ctx context.Context) bool { first, err := a.NeedsFirstUser(ctx); return err == nil && first },
+		Logout:         func(w http.ResponseWriter, r *http.Request) { _ = a.Logout(w, r) },
+		TrustedOrigins: o.TrustedOrigins,
+		NoUsers:        func(ctx context.Context) bool { first, err := a.NeedsFirstUser(ctx); return err == nil && first },
 		ChangePassword: func(ctx context.Context, user, old, new string) error {
-			if ok, err := core.VerifyPassword(ctx, user, old); err != nil || !ok {
-				return errors.New("the current password is not right")
+			by, ok := auth.FromContext(ctx)
+			if !ok || by.User != user {
+				return errors.New("log in to change your password")
 			}
-			return a.SetPassword(ctx, &auth.Principal{User: user, Role: auth.Viewer, Via: "panel"}, user, new)
+			return loginError(a.ChangePassword(ctx, by, old, new))
 		},
 		Accounts:   &accounts{a: a, core: core},
 		ClientAddr: a.ClientAddr,
@@ -52,8 +55,10 @@ func loginError(err error) error {
 		return nil
 	case errors.Is(err, auth.ErrBadCredentials):
 		return &panel.LoginError{Msg: "Wrong user name or password."}
+	case errors.Is(err, auth.ErrWrongPassword):
+		return &panel.LoginError{Msg: "The current password is not right."}
 	case errors.As(err, &rl):
-		return &panel.LoginError{Msg: rl.Error()}
+		return &panel.LoginError{Msg: rl.Error(), RetryAfter: rl.Seconds()}
 	case errors.As(err, &inv):
 		return &panel.LoginError{Msg: inv.Error()}
 	}
@@ -148,6 +153,9 @@ func (x *accounts) Audit(ctx context.Context, f panel.AuditFilter) ([]panel.Audi
 	for _, e := range es {
 		pe := panel.AuditEntry{At: e.At, User: e.Actor, Addr: e.ClientAddr, Via: e.Via, Action: e.Action,
 			Detail: strings.TrimSpace(e.Target + " " + e.Detail), OK: e.Outcome == store.OutcomeSuccess}
+		if e.Repeats > 1 && e.LastAt != nil {
+			pe.Detail += fmt.Sprintf(" (x%d, the last at %s)", e.Repeats, e.LastAt.Local().Format(time.DateTime))
+		}
 		if e.Revision != nil {
 			pe.Revision = *e.Revision
 		}

@@ -15,14 +15,6 @@ type loginData struct {
 	Error   string
 }
 
-// safeNext is a local path to go to after logging in.
-func safeNext(s string) string {
-	if strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "//") && !strings.HasPrefix(s, "/\\") && !strings.HasPrefix(s, "/login") {
-		return s
-	}
-	return "/"
-}
-
 func (p *Panel) loginShow(w http.ResponseWriter, r *http.Request) {
 	if _, _, ok := p.d.Who(r); ok {
 		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
@@ -42,17 +34,26 @@ func (p *Panel) loginSubmit(w http.ResponseWriter, r *http.Request) {
 	user, pass := strings.TrimSpace(r.PostFormValue("user")), r.PostFormValue("password")
 	next := safeNext(r.PostFormValue("next"))
 	if err := p.d.Login(w, r, user, pass); err != nil {
-		msg := "Login failed."
+		msg, status := "Login failed.", http.StatusUnauthorized
 		var le *LoginError
 		if errors.As(err, &le) {
-			msg = le.Msg
+			msg, status = le.Msg, limitedStatus(w, le, status)
 		} else {
 			p.log.Error("panel login", "user", user, "err", err)
 		}
-		p.showLogin(w, r, http.StatusUnauthorized, &loginData{Next: next, User: user, Error: msg})
+		p.showLogin(w, r, status, &loginData{Next: next, User: user, Error: msg})
 		return
 	}
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// limitedStatus is 429 with Retry-After for a rate-limited attempt, else def.
+func limitedStatus(w http.ResponseWriter, le *LoginError, def int) int {
+	if le.RetryAfter <= 0 {
+		return def
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(le.RetryAfter))
+	return http.StatusTooManyRequests
 }
 
 func (p *Panel) logout(w http.ResponseWriter, r *http.Request) {
@@ -91,7 +92,12 @@ func (p *Panel) accountPassword(w http.ResponseWriter, r *http.Request, u who) {
 	}
 	if err := p.d.ChangePassword(r.Context(), u.User, old, nw); err != nil {
 		f.Top = append(f.Top, err.Error())
-		p.showAccount(w, r, u, http.StatusUnprocessableEntity, f)
+		status := http.StatusUnprocessableEntity
+		var le *LoginError
+		if errors.As(err, &le) {
+			status = limitedStatus(w, le, status)
+		}
+		p.showAccount(w, r, u, status, f)
 		return
 	}
 	redirect(w, r, "/account", "Your password was changed.")

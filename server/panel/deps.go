@@ -44,6 +44,9 @@ type Deps struct {
 	// (bad password, rate limited); any other error is logged and shown as
 	// "login failed".
 	Login func(w http.ResponseWriter, r *http.Request, user, password string) error
+	// TrustedOrigins may post besides the panel's own origin (serve
+	// --trusted-origin: a reverse proxy's public name).
+	TrustedOrigins []string
 	// Logout ends the request's session.
 	Logout func(w http.ResponseWriter, r *http.Request)
 	// NoUsers reports that no user exists yet: the login page then says how
@@ -63,8 +66,12 @@ type Deps struct {
 	PageSize int
 }
 
-// LoginError is a refused login whose message the login page shows.
-type LoginError struct{ Msg string }
+// LoginError is a refused login (or password change) whose message the
+// page shows; RetryAfter > 0 (seconds) makes it 429 with Retry-After.
+type LoginError struct {
+	Msg        string
+	RetryAfter int
+}
 
 func (e *LoginError) Error() string { return e.Msg }
 

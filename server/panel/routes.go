@@ -22,8 +22,14 @@ type Route struct {
 // beside the API's (package httpd); Routes serves them alone.
 func (p *Panel) RouteTable() []Route {
 	var out []Route
+	cop := http.NewCrossOriginProtection()
+	for _, o := range p.d.TrustedOrigins {
+		if err := cop.AddTrustedOrigin(o); err != nil {
+			p.log.Error("panel: trusted origin refused", "origin", o, "err", err)
+		}
+	}
 	wrap := func(h http.Handler) http.Handler {
-		return securityHeaders(http.NewCrossOriginProtection().Handler(unescapePath(h)))
+		return securityHeaders(cop.Handler(unescapePath(h)))
 	}
 	p.routes(func(pattern string, h http.HandlerFunc) {
 		method, path, _ := strings.Cut(pattern, " ")

@@ -297,8 +297,7 @@ func enableWord(on bool) string {
 
 // backTo is the local page a form asked to return to ("back"), or def.
 func backTo(r *http.Request, def string) string {
-	b := r.PostFormValue("back")
-	if strings.HasPrefix(b, "/") && !strings.HasPrefix(b, "//") && !strings.HasPrefix(b, "/\\") {
+	if b := LocalPath(r.PostFormValue("back")); b != "" {
 		return b
 	}
 	return def

@@ -29,6 +29,10 @@ type AuditEntry struct {
 	Revision   *int64    `json:"revision"`
 	Outcome    string    `json:"outcome"`
 	Detail     string    `json:"detail"`
+	// Repeats is how many attempts this row stands for (refused logins are
+	// aggregated), LastAt when the latest was; 1 and nil for most rows.
+	Repeats int        `json:"repeats,omitempty"`
+	LastAt  *time.Time `json:"last_at,omitempty"`
 }
 
 // AuditFilter narrows an audit listing; zero fields do not filter. Limit 0
@@ -76,7 +80,7 @@ func (s *Store) Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, error) 
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
-	q := `SELECT id, at, actor, via, client_addr, action, target, revision, outcome, detail FROM audit`
+	q := `SELECT id, at, actor, via, client_addr, action, target, revision, outcome, detail, repeats, last_at FROM audit`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -88,12 +92,17 @@ func (s *Store) Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, error) 
 	out := []AuditEntry{}
 	for rows.Next() {
 		var e AuditEntry
-		var at string
+		var at, last string
 		var rev sql.NullInt64
-		if err := rows.Scan(&e.ID, &at, &e.Actor, &e.Via, &e.ClientAddr, &e.Action, &e.Target, &rev, &e.Outcome, &e.Detail); err != nil {
+		if err := rows.Scan(&e.ID, &at, &e.Actor, &e.Via, &e.ClientAddr, &e.Action, &e.Target, &rev, &e.Outcome, &e.Detail,
+			&e.Repeats, &last); err != nil {
 			return nil, fmt.Errorf("list audit records: %w", err)
 		}
 		e.At = parseTime(at)
+		if last != "" {
+			t := parseTime(last)
+			e.LastAt = &t
+		}
 		if rev.Valid {
 			e.Revision = &rev.Int64
 		}

@@ -18,6 +18,10 @@ type Node struct {
 	PeerToken string    // presented to the peer; never shown
 	Address   string    // this director's address among the peers ("" = from its interfaces)
 	UpdatedAt time.Time // zero while never set
+	// PeerFingerprint is the SHA-256 fingerprint the peer's certificate must have.
+	PeerFingerprint string
+	// AllowReplicatedExec lets replication bring exec checks onto this director.
+	AllowReplicatedExec bool
 }
 
 // DefaultNode is a director's settings before any node set.
@@ -27,8 +31,9 @@ func DefaultNode() Node { return Node{Priority: 100, Role: "auto"} }
 func (s *Store) Node(ctx context.Context) (Node, error) {
 	n := DefaultNode()
 	var at string
-	err := s.db.QueryRowContext(ctx, `SELECT priority, role, peer_url, peer_token, address, updated_at FROM node WHERE id = 1`).
-		Scan(&n.Priority, &n.Role, &n.PeerURL, &n.PeerToken, &n.Address, &at)
+	err := s.db.QueryRowContext(ctx, `SELECT priority, role, peer_url, peer_token, address, updated_at, peer_fingerprint, allow_replicated_exec
+		FROM node WHERE id = 1`).
+		Scan(&n.Priority, &n.Role, &n.PeerURL, &n.PeerToken, &n.Address, &at, &n.PeerFingerprint, &n.AllowReplicatedExec)
 	if errors.Is(err, sql.ErrNoRows) {
 		return n, nil
 	}
@@ -44,11 +49,13 @@ func (s *Store) SaveNode(ctx context.Context, n Node) error {
 	if n.UpdatedAt.IsZero() {
 		n.UpdatedAt = time.Now()
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO node (id, priority, role, peer_url, peer_token, address, updated_at)
-		VALUES (1, ?, ?, ?, ?, ?, ?)
+	_, err := s.db.ExecContext(ctx, `INSERT INTO node (id, priority, role, peer_url, peer_token, address, updated_at,
+			peer_fingerprint, allow_replicated_exec)
+		VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET priority = excluded.priority, role = excluded.role, peer_url = excluded.peer_url,
-			peer_token = excluded.peer_token, address = excluded.address, updated_at = excluded.updated_at`,
-		n.Priority, n.Role, n.PeerURL, n.PeerToken, n.Address, dbTime(n.UpdatedAt))
+			peer_token = excluded.peer_token, address = excluded.address, updated_at = excluded.updated_at,
+			peer_fingerprint = excluded.peer_fingerprint, allow_replicated_exec = excluded.allow_replicated_exec`,
+		n.Priority, n.Role, n.PeerURL, n.PeerToken, n.Address, dbTime(n.UpdatedAt), n.PeerFingerprint, n.AllowReplicatedExec)
 	if err != nil {
 		return fmt.Errorf("save node settings: %w", busy(err))
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
@@ -19,7 +20,8 @@ func TestNodeSettingsAcrossReopen(t *testing.T) {
 	if err != nil || n.Priority != 100 || n.Role != "auto" || !n.UpdatedAt.IsZero() {
 		t.Fatalf("defaults: %+v, %v", n, err)
 	}
-	want := Node{Priority: 150, Role: "backup", PeerURL: "https://198.18.0.2:3636", PeerToken: "secret", Address: "198.18.0.3"}
+	want := Node{Priority: 150, Role: "backup", PeerURL: "https://198.18.0.2:3636", PeerToken: "secret", Address: "198.18.0.3",
+		PeerFingerprint: "sha256:" + strings.Repeat("ab", 32), AllowReplicatedExec: true}
 	if err := s.SaveNode(ctx, want); err != nil {
 		t.Fatal(err)
 	}

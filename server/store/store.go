@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,6 +63,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	f.Close()
+	// A database made by something else, or before, may be readable by all:
+	// it holds password hashes, the peer token and the audit record.
+	if err := restrict(path); err != nil {
+		return nil, err
+	}
 	dsn := "file:" + path + "?_busy_timeout=10000&_journal_mode=WAL&_foreign_keys=on&_txlock=immediate&_synchronous=NORMAL&_stmt_cache_size=64"
 	db, err := sql.Open("sqlite3", dsn)
 	if err != nil {
@@ -74,6 +80,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 			err = busy(err)
 		}
 		return nil, corruptAdvice(path, err)
+	}
+	for _, side := range []string{path + "-wal", path + "-shm"} {
+		if err := restrict(side); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			db.Close()
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -545,3 +557,20 @@ func (s *Store) SaveLedger(ctx context.Context, l *ipvsmgr.Ledger) error {
 	}
 	return nil
 }
+
+// restrict makes a database file its owner's only (0600).
+func restrict(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Perm() != 0o600 {
+		if err := os.Chmod(path, 0o600); err != nil {
+			return fmt.Errorf("restrict %s to its owner: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }

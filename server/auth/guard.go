@@ -1,0 +1,140 @@
+package auth
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// loginGuard decides whether a password may be checked now. Failures are
+// counted three ways, so that no third party can lock a user out:
+//   - per (user, client address): LoginFailures within LoginWindow lock that
+//     pair, for LoginWindow, doubling on each repeat up to an hour;
+//   - per client address, whatever the user: 4x as many lock the address
+//     (a sprayer of many names);
+//   - per user, from every address: past 2x LoginFailures the user is slowed
+//     down (one attempt per 1 s, 2 s, ... up to 30 s) from addresses it never
+//     logged in from; an address the user did log in from is never slowed,
+//     so failures elsewhere do not keep the real user out.
+type loginGuard struct {
+	pair, addr *limiter
+	slowAfter  int
+	window     time.Duration
+
+	mu    sync.Mutex
+	users map[string]*slowdown
+	known map[string]map[string]bool // user -> address keys it logged in from
+	// loggedInFrom looks further back than this process (the audit).
+	loggedInFrom func(ctx context.Context, user, addr string) bool
+}
+
+type slowdown struct {
+	fails []time.Time
+	next  time.Time
+}
+
+const (
+	maxSlowdown   = 30 * time.Second
+	maxKnownAddrs = 16
+)
+
+func newLoginGuard(failures int, window time.Duration, loggedInFrom func(ctx context.Context, user, addr string) bool) *loginGuard {
+	return &loginGuard{
+		pair:      newLimiter(failures, window, time.Hour),
+		addr:      newLimiter(4*failures, window, time.Hour),
+		slowAfter: 2 * failures, window: window,
+		users: map[string]*slowdown{}, known: map[string]map[string]bool{}, loggedInFrom: loggedInFrom,
+	}
+}
+
+func pairKey(user, addr string) string { return nameKey(user) + " " + addrKey(addr) }
+
+// admit says how long this attempt must wait (0: check the password now).
+// An admitted attempt counts against its pair at once (a success forgets
+// it), so that attempts checked side by side cannot pass the limit; one
+// from an unknown address takes the user's next slot while slowed down.
+func (g *loginGuard) admit(ctx context.Context, user, addr string, now time.Time) time.Duration {
+	if wait := max(g.pair.blocked(pairKey(user, addr), now), g.addr.blocked(addrKey(addr), now)); wait > 0 {
+		return wait
+	}
+	if wait := g.slowdown(ctx, user, addr, now); wait > 0 {
+		return wait
+	}
+	g.pair.fail(pairKey(user, addr), now)
+	return 0
+}
+
+func (g *loginGuard) slowdown(ctx context.Context, user, addr string, now time.Time) time.Duration {
+	g.mu.Lock()
+	s := g.users[user]
+	slowed := s != nil && len(s.recent(now, g.window)) >= g.slowAfter
+	known := g.known[user][addrKey(addr)]
+	g.mu.Unlock()
+	if !slowed || known || (g.loggedInFrom != nil && g.loggedInFrom(ctx, user, addr)) {
+		return 0
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if now.Before(s.next) {
+		return s.next.Sub(now)
+	}
+	over := len(s.fails) - g.slowAfter
+	s.next = now.Add(min(time.Second<<min(over, 5), maxSlowdown))
+	return 0
+}
+
+func (s *slowdown) recent(now time.Time, window time.Duration) []time.Time {
+	kept := s.fails[:0]
+	for _, t := range s.fails {
+		if now.Sub(t) < window {
+			kept = append(kept, t)
+		}
+	}
+	s.fails = kept
+	return kept
+}
+
+// failed counts a wrong password (its pair counted it when admitted).
+func (g *loginGuard) failed(user, addr string, now time.Time) {
+	g.addr.fail(addrKey(addr), now)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.users[user]
+	if s == nil {
+		if len(g.users) >= maxKeys {
+			for k, v := range g.users {
+				if len(v.recent(now, g.window)) == 0 {
+					delete(g.users, k)
+				}
+			}
+		}
+		s = &slowdown{}
+		g.users[user] = s
+	}
+	s.recent(now, g.window)
+	if len(s.fails) < 4*g.slowAfter { // enough to know the user is under attack
+		s.fails = append(s.fails, now)
+	} else {
+		s.fails = append(s.fails[1:], now)
+	}
+}
+
+// succeeded forgets the pair's failures and remembers the address as the
+// user's.
+func (g *loginGuard) succeeded(user, addr string) {
+	g.pair.reset(pairKey(user, addr))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	k := g.known[user]
+	if k == nil {
+		if len(g.known) >= maxKeys {
+			clear(g.known)
+		}
+		k = map[string]bool{}
+		g.known[user] = k
+	}
+	if len(k) >= maxKnownAddrs {
+		clear(k)
+	}
+	k[addrKey(addr)] = true
+}

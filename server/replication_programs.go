@@ -1,0 +1,58 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+)
+
+// newPrograms says which field of the peer's document would run a program
+// this director's document does not already run there ("" for none): an
+// exec check's command, on a service or a server. Replication takes such a
+// document only where the node setting allow_replicated_exec is on, so that
+// whoever answers at the peer's address cannot run commands as root here.
+func newPrograms(mine, peer []byte) string {
+	ps, err := ipvsmgr.DecodeState(bytes.NewReader(peer))
+	if err != nil {
+		return "" // Apply refuses it with the field that is wrong
+	}
+	have := map[string]string{}
+	if len(mine) > 0 {
+		if ms, err := ipvsmgr.DecodeState(bytes.NewReader(mine)); err == nil {
+			for _, p := range programsOf(ms) {
+				have[p[0]] = p[1]
+			}
+		}
+	}
+	for _, p := range programsOf(ps) {
+		if cmd, ok := have[p[0]]; !ok || cmd != p[1] {
+			return fmt.Sprintf("%s %s is an exec check this director does not run", p[0], p[1])
+		}
+	}
+	return ""
+}
+
+// programsOf lists a document's exec checks: [where, command] pairs, where
+// names the service and server (by name or address) rather than an index,
+// so that a reordering is no new program.
+func programsOf(st *ipvsmgr.State) [][2]string {
+	var out [][2]string
+	add := func(where string, c *ipvsmgr.Check) {
+		if c == nil || (c.Type != "exec" && len(c.Command) == 0) {
+			return
+		}
+		out = append(out, [2]string{where, fmt.Sprintf("%q", []string(c.Command))})
+	}
+	for _, svc := range st.Services {
+		sv := "services[" + orDefault(svc.Name, svc.Address) + "]"
+		add(sv+".check", svc.Check)
+		for _, srv := range svc.Servers {
+			add(sv+".servers["+orDefault(srv.Name, srv.Address)+"].check", srv.Check)
+		}
+	}
+	slices.SortFunc(out, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+	return out
+}

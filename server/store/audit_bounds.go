@@ -1,0 +1,139 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// WriteAuditRepeat records e as one more of the same within window: the
+// latest row of the same actor, client address, action, outcome and detail
+// newer than window counts it (repeats + 1, last_at), else e is a new row.
+// It returns the row's id.
+func (s *Store) WriteAuditRepeat(ctx context.Context, e AuditEntry, window time.Duration) (int64, error) {
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("write audit record %s: %w", e.Action, busy(err))
+	}
+	defer tx.Rollback()
+	var id int64
+	err = tx.QueryRowContext(ctx, `SELECT id FROM audit WHERE actor = ? AND client_addr = ? AND action = ? AND outcome = ?
+		AND detail = ? AND at >= ? ORDER BY id DESC LIMIT 1`, e.Actor, e.ClientAddr, e.Action, e.Outcome, e.Detail,
+		dbTime(e.At.Add(-window))).Scan(&id)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		res, err := tx.ExecContext(ctx, `INSERT INTO audit (at, actor, via, client_addr, action, target, revision, outcome, detail)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, dbTime(e.At), e.Actor, e.Via, e.ClientAddr, e.Action, e.Target, e.Revision, e.Outcome, e.Detail)
+		if err != nil {
+			return 0, fmt.Errorf("write audit record %s: %w", e.Action, busy(err))
+		}
+		if id, err = res.LastInsertId(); err != nil {
+			return 0, err
+		}
+	case err != nil:
+		return 0, fmt.Errorf("write audit record %s: %w", e.Action, busy(err))
+	default:
+		if _, err := tx.ExecContext(ctx, `UPDATE audit SET repeats = repeats + 1, last_at = ? WHERE id = ?`,
+			dbTime(e.At), id); err != nil {
+			return 0, fmt.Errorf("write audit record %s: %w", e.Action, busy(err))
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("write audit record %s: %w", e.Action, busy(err))
+	}
+	return id, nil
+}
+
+// LoggedInFrom says whether user ever logged in from addr (the audit).
+func (s *Store) LoggedInFrom(ctx context.Context, user, addr string) (bool, error) {
+	var one int
+	err := s.db.QueryRowContext(ctx, `SELECT 1 FROM audit WHERE actor = ? AND action = 'login' AND outcome = ? AND client_addr = ?
+		LIMIT 1`, user, OutcomeSuccess, addr).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("logins of %q: %w", user, busy(err))
+	}
+	return true, nil
+}
+
+// Retention bounds the records that grow without a change being made: the
+// audit and the health transitions are kept MaxAge, and while the database
+// holds more than MaxBytes the oldest go first.
+type Retention struct {
+	MaxAge   time.Duration
+	MaxBytes int64
+}
+
+// DefaultRetention is 90 days or 1 GB, whichever comes first.
+func DefaultRetention() Retention { return Retention{MaxAge: 90 * 24 * time.Hour, MaxBytes: 1 << 30} }
+
+// Pruned says what a Prune removed.
+type Pruned struct {
+	Audit, Transitions, Sessions int64
+}
+
+// Prune applies r at now: rows older than MaxAge, then the oldest tenth
+// of each table at a time while the database uses more than MaxBytes, and
+// the sessions that have ended.
+func (s *Store) Prune(ctx context.Context, r Retention, now time.Time) (Pruned, error) {
+	var p Pruned
+	var err error
+	if p.Sessions, err = s.DeleteExpiredSessions(ctx, now); err != nil {
+		return p, err
+	}
+	if r.MaxAge > 0 {
+		cut := dbTime(now.Add(-r.MaxAge))
+		if p.Audit, err = s.exec(ctx, `DELETE FROM audit WHERE at < ?`, cut); err != nil {
+			return p, err
+		}
+		if p.Transitions, err = s.exec(ctx, `DELETE FROM health_transitions WHERE at < ?`, cut); err != nil {
+			return p, err
+		}
+	}
+	for r.MaxBytes > 0 {
+		used, err := s.usedBytes(ctx)
+		if err != nil || used <= r.MaxBytes {
+			return p, err
+		}
+		a, err := s.exec(ctx, `DELETE FROM audit WHERE id IN (SELECT id FROM audit ORDER BY id LIMIT max(1, (SELECT count(*) FROM audit) / 10))`)
+		if err != nil {
+			return p, err
+		}
+		t, err := s.exec(ctx, `DELETE FROM health_transitions WHERE id IN (SELECT id FROM health_transitions ORDER BY id
+			LIMIT max(1, (SELECT count(*) FROM health_transitions) / 10))`)
+		if err != nil {
+			return p, err
+		}
+		p.Audit, p.Transitions = p.Audit+a, p.Transitions+t
+		if a+t == 0 {
+			return p, nil // what is left is not ours to drop
+		}
+	}
+	return p, nil
+}
+
+func (s *Store) exec(ctx context.Context, q string, args ...any) (int64, error) {
+	res, err := s.db.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, fmt.Errorf("prune records: %w", busy(err))
+	}
+	return res.RowsAffected()
+}
+
+// usedBytes is the database's pages in use (freed pages are reused, so a
+// prune makes room without a VACUUM).
+func (s *Store) usedBytes(ctx context.Context) (int64, error) {
+	var pages, free, size int64
+	if err := s.db.QueryRowContext(ctx, `SELECT page_count, freelist_count, page_size FROM pragma_page_count(), pragma_freelist_count(), pragma_page_size()`).
+		Scan(&pages, &free, &size); err != nil {
+		return 0, fmt.Errorf("database size: %w", busy(err))
+	}
+	return (pages - free) * size, nil
+}
