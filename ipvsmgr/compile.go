@@ -259,7 +259,13 @@ func (v *validator) service(field string, svc *Service, defaultFwd string) (*Vir
 			v.addf(field+".address", "missing: a service needs an address (or a fwmark)")
 			ok = false
 		}
-		if svc.Port < 1 || svc.Port > 65535 {
+		switch {
+		case svc.Port == 0 && svc.Persistence > 0:
+			// All ports: IPVS takes port 0 only for a persistent service.
+		case svc.Port == 0:
+			v.addf(field+".port", "0 (all ports) is only valid for a persistent service: set persistence, or a port 1..65535")
+			ok = false
+		case svc.Port < 1 || svc.Port > 65535:
 			v.addf(field+".port", "%d is out of range 1..65535", svc.Port)
 			ok = false
 		}
@@ -424,7 +430,10 @@ func (v *validator) servers(field string, svc *Service, vs *VirtualService, fwd 
 		if d.Key.Port == 0 {
 			d.Key.Port = vs.Key.Port
 		}
-		if (rfwd == "dr" || rfwd == "tun") && d.Key.Port != vs.Key.Port {
+		// A fwmark service's DR/TUN packets keep their own port, whatever
+		// the server's (ipvsadm keeps and prints it); a port-0 service's
+		// likewise.
+		if (rfwd == "dr" || rfwd == "tun") && d.Key.Port != vs.Key.Port && vs.Key.FWMark == 0 && vs.Key.Port != 0 {
 			v.addf(f("port"), "%d differs from the service port %d: %s forwarding cannot change the port (only nat can)", rs.Port, vs.Key.Port, rfwd)
 		}
 		w := rs.EffectiveWeight()

@@ -56,7 +56,7 @@ func TestValidationNamesFieldAndValue(t *testing.T) {
 		name, doc, field, msg string
 	}{
 		{"bad address", `{"services":[{"address":"198.18.0.300","port":80,"servers":[]}]}`, "services[0].address", `"198.18.0.300" is not an IP address`},
-		{"port 0", `{"services":[{"address":"198.18.0.1","port":0,"servers":[]}]}`, "services[0].port", "0 is out of range 1..65535"},
+		{"port 0", `{"services":[{"address":"198.18.0.1","port":0,"servers":[]}]}`, "services[0].port", "0 (all ports) is only valid for a persistent service"},
 		{"port too big", `{"services":[{"address":"198.18.0.1","port":65536,"servers":[]}]}`, "services[0].port", "65536 is out of range"},
 		{"unknown scheduler", svc(`,"scheduler":"fastest"`), "services[0].scheduler", `"fastest" is not a scheduler`},
 		{"flag for wrong scheduler", svc(`,"scheduler":"rr","scheduler_flags":["fallback"]`), "services[0].scheduler_flags[0]", "scheduler rr takes no flags"},
@@ -156,5 +156,20 @@ func TestNamesAreBounded(t *testing.T) {
 	ok := &State{Services: []Service{{Name: strings.Repeat("é", 64), Address: "198.18.0.1", Port: 80, Servers: []Server{}}}}
 	if _, err := Compile(ok); err != nil {
 		t.Errorf("64 printable characters refused: %v", err)
+	}
+}
+
+func TestCompileAllPortsAndFWMarkPorts(t *testing.T) {
+	d, err := compileDoc(t, `{"services":[
+	 {"address":"198.18.0.1","port":0,"persistence":300,"forwarding":"dr","servers":[{"address":"198.18.0.2"}]},
+	 {"fwmark":3,"forwarding":"dr","servers":[{"address":"198.18.0.3","port":80},{"address":"198.18.0.4","port":443,"forwarding":"tun"}]}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Table.Services) != 2 || d.Table.Services[0].Key.Port != 0 || d.Table.Services[0].Dests[0].Key.Port != 0 {
+		t.Fatalf("port-0 service: %+v", d.Table.Services)
+	}
+	if p := d.Table.Services[1].Dests[1].Key.Port; p != 443 {
+		t.Errorf("fwmark TUN server port = %d, want 443 kept (as ipvsadm keeps it)", p)
 	}
 }

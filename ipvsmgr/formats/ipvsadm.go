@@ -31,6 +31,7 @@ var ipvsadmAliases = map[string]string{
 }
 
 type ipvsadmParser struct {
+	im    *importer
 	st    *ipvsmgr.State
 	lines lineIndex
 	line  int
@@ -42,8 +43,8 @@ func (p *ipvsadmParser) errf(format string, args ...any) error {
 	return &ParseError{Format: FormatIpvsadm, Line: p.line, Msg: fmt.Sprintf(format, args...)}
 }
 
-func parseIpvsadm(data []byte) (*ipvsmgr.State, lineIndex, error) {
-	p := &ipvsadmParser{st: &ipvsmgr.State{Services: []ipvsmgr.Service{}}, lines: lineIndex{}, byKey: map[string]int{}}
+func parseIpvsadm(data []byte, im *importer) (*ipvsmgr.State, lineIndex, error) {
+	p := &ipvsadmParser{im: im, st: &ipvsmgr.State{Services: []ipvsmgr.Service{}}, lines: lineIndex{}, byKey: map[string]int{}}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), maxDocument)
 	for sc.Scan() {
@@ -188,19 +189,20 @@ func (p *ipvsadmParser) takeSpec(args []string, i int, spec *svcSpec) (next int,
 		return i + 2, true, nil
 	}
 	spec.proto = map[string]string{"-t": "tcp", "-u": "udp", "--sctp-service": "sctp"}[opt]
-	a, port, hasPort, err := p.addrPort(v)
+	a, port, hasPort, err := p.addrPort(v, spec.proto)
 	if err != nil {
 		return 0, false, err
 	}
-	if !hasPort || port == 0 {
-		return 0, false, p.errf("%s %s: a virtual service needs a port 1..65535", args[i], v)
+	if !hasPort {
+		return 0, false, p.errf("%s %s: a virtual service needs a port (0 for all ports, with -p)", args[i], v)
 	}
 	spec.addr, spec.port = a, port
 	return i + 2, true, nil
 }
 
-// addrPort parses ADDR[:PORT] / [ADDR6]:PORT as ipvsadm -n writes them.
-func (p *ipvsadmParser) addrPort(s string) (netip.Addr, int, bool, error) {
+// addrPort parses ADDR[:PORT] / [ADDR6]:PORT as ipvsadm writes them, the
+// port a number or (ipvsadm -S without -n) a service name.
+func (p *ipvsadmParser) addrPort(s, proto string) (netip.Addr, int, bool, error) {
 	host, port, hasPort := s, "", false
 	switch {
 	case strings.HasPrefix(s, "["):
@@ -230,7 +232,10 @@ func (p *ipvsadmParser) addrPort(s string) (netip.Addr, int, bool, error) {
 	}
 	n, err := strconv.Atoi(port)
 	if err != nil {
-		return netip.Addr{}, 0, false, p.errf("port %q is not a number: service names are not resolved, save the table with `ipvsadm -S -n`", port)
+		var ok bool
+		if n, ok = p.im.servicePort(port, proto); !ok {
+			return netip.Addr{}, 0, false, p.errf("port %q is neither a number nor a service name of /etc/services", port)
+		}
 	}
 	if n < 0 || n > 65535 {
 		return netip.Addr{}, 0, false, p.errf("port %d is out of range 0..65535", n)
@@ -339,6 +344,10 @@ func (p *ipvsadmParser) addService(args []string) error {
 	if spec.v6 && spec.mark == 0 {
 		return p.errf("-6 is for fwmark services (-f); an address says its own family")
 	}
+	if spec.mark == 0 && spec.port == 0 && svc.Persistence == 0 {
+		return p.errf("Zero port specified for non-persistent service (as ipvsadm refuses it)")
+	}
+	p.im.declare(1, 0)
 	key := spec.key()
 	if prev, dup := p.byKey[key]; dup {
 		return p.errf("virtual service %s is already defined on line %d", key, p.lines.lineOf(fmt.Sprintf("services[%d]", prev)))
@@ -393,7 +402,7 @@ func (p *ipvsadmParser) addServer(args []string) error {
 			if err != nil {
 				return err
 			}
-			a, port, _, err := p.addrPort(v)
+			a, port, _, err := p.addrPort(v, spec.proto)
 			if err != nil {
 				return err
 			}
@@ -451,6 +460,12 @@ func (p *ipvsadmParser) addServer(args []string) error {
 		return p.errf("real server for %s, which no -A line before it defines", spec.key())
 	}
 	svc := &p.st.Services[idx]
+	p.im.declare(0, 1)
+	if svc.FWMark == 0 && fwd != "nat" && rsPort != svc.Port {
+		// ipvsadm sets a DR/TUN server's port to the service's (silently).
+		p.im.warnf(p.line, "real server %s: %s forwarding keeps the service's port %d, not %d (ipvsadm resets it)", rsAddr, fwd, svc.Port, rsPort)
+		rsPort = svc.Port
+	}
 	rs.Address, rs.Port, rs.Forwarding, rs.Weight = rsAddr.String(), rsPort, fwd, intPtr(weight)
 	scope := spec.key() + " -r " + netip.AddrPortFrom(rsAddr, uint16(rsPort)).String()
 	for _, k := range imported {

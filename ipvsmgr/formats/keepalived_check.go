@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
-	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -39,6 +39,34 @@ var kaCheckers = map[string]struct {
 	"DNS_CHECK":  {"dns", 3},
 	"UDP_CHECK":  {"send_expect", 1},
 }
+
+// kaCheckerKeywords are what keepalived knows inside each checker block
+// (check_api.c's common keywords and each check_*.c's own).
+var kaCheckerKeywords = func() map[string]map[string]bool {
+	common := "connect_ip connect_port bindto bind_port bind_if connect_timeout fwmark retry delay_before_retry " +
+		"warmup delay_loop alpha log_all_failures "
+	http := common + "nb_get_retry virtualhost http_protocol enable_sni sni_name fast_recovery tls_compliant url"
+	return map[string]map[string]bool{
+		"TCP_CHECK":  words(common),
+		"HTTP_GET":   words(http),
+		"SSL_GET":    words(http),
+		"MISC_CHECK": words(common + "misc_path misc_timeout misc_dynamic user"),
+		"DNS_CHECK":  words(common + "type name"),
+		"UDP_CHECK":  words(common + "payload require_reply min_reply_length max_reply_length"),
+	}
+}()
+
+// kaURLKeywords are what keepalived knows in an url block.
+var kaURLKeywords = words("path digest status_code virtualhost regex regex_no_match regex_options regex_min_offset " +
+	"regex_max_offset regex_stack tls_compliant")
+
+// kaOtherCheckers are keepalived's checkers with no ipvsctl check yet: kept
+// whole.
+var kaOtherCheckers = words("SMTP_CHECK PING_CHECK FILE_CHECK BFD_CHECK")
+
+// kaDropped is a checker keepalived ignores with a warning (an HTTP_GET
+// with no url, a MISC_CHECK with no script): neither mapped nor kept.
+var kaDropped = &kaCheck{}
 
 // kaCheckSettings are the checker settings keepalived lets a virtual_server
 // and a real_server set for the checkers under them.
@@ -90,6 +118,25 @@ func (k *kaImporter) checker(scope string, n *kaNode, inherited kaCheckSettings)
 	urls := 0
 	for _, ch := range n.children {
 		kw := ch.word(0)
+		if !kaCheckerKeywords[n.word(0)][kw] || ch.block != (kw == "url") {
+			if kw == "nb_get_retry" && !ch.block {
+				// keepalived 1.x files write it in every checker; keepalived
+				// 2 knows it only in HTTP_GET and SSL_GET.
+				k.warnf(ch.line, "Unknown keyword 'nb_get_retry' in %s - ignored, as keepalived ignores it (retry is the keyword)", n.word(0))
+				continue
+			}
+			if err := k.unknownKeyword(scope, ch); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if kw == "nb_get_retry" {
+			k.warnf(ch.line, "nb_get_retry is deprecated - please use 'retry'")
+		}
+		if kw == "alpha" {
+			s.alpha = true
+			continue
+		}
 		if s.setting(ch) {
 			continue
 		}
@@ -114,7 +161,11 @@ func (k *kaImporter) checker(scope string, n *kaNode, inherited kaCheckSettings)
 			}
 			c.Address = a.Unmap().String()
 			lines["address"] = ch.line
-		case kw == "url" && ch.block && (kind.typ == "http" || kind.typ == "https"):
+		case kw == "url":
+			if !slices.ContainsFunc(ch.children, func(u *kaNode) bool { return u.word(0) == "path" }) {
+				k.warnf(ch.line, "HTTP/SSL_GET checker url has no path - ignoring")
+				continue
+			}
 			urls++
 			if urls > 1 {
 				// One path per check: the first url is checked.
@@ -125,7 +176,7 @@ func (k *kaImporter) checker(scope string, n *kaNode, inherited kaCheckSettings)
 				return nil, err
 			}
 		case kw == "misc_path" && kind.typ == "exec":
-			words, err := ipvsmgr.SplitCommand(ch.rest(k.data))
+			words, err := ipvsmgr.SplitCommand(ch.rest())
 			if err == nil && len(words) == 1 && strings.ContainsAny(words[0], " \t") {
 				// keepalived's "quoted command line": split what was quoted.
 				words, err = ipvsmgr.SplitCommand(words[0])
@@ -177,6 +228,10 @@ func (k *kaImporter) checker(scope string, n *kaNode, inherited kaCheckSettings)
 	}
 	switch kind.typ {
 	case "http", "https":
+		if urls == 0 {
+			k.warnf(n.line, "HTTP/SSL_GET checker has no urls specified - ignoring")
+			return kaDropped, nil
+		}
 		if n := s.virtualhost; n != nil {
 			v, err := k.arg(n)
 			if err != nil {
@@ -187,7 +242,8 @@ func (k *kaImporter) checker(scope string, n *kaNode, inherited kaCheckSettings)
 		}
 	case "exec":
 		if c.Command == nil {
-			return nil, k.errf(n.line, "MISC_CHECK without misc_path")
+			k.warnf(n.line, "No script path has been specified for MISC_CHECKER - skipping")
+			return kaDropped, nil
 		}
 	case "dns":
 		if c.Name == "" {
@@ -213,6 +269,12 @@ func (k *kaImporter) checker(scope string, n *kaNode, inherited kaCheckSettings)
 func (k *kaImporter) url(scope string, n *kaNode, c *ipvsmgr.Check, lines map[string]int) error {
 	scope += " url"
 	for _, ch := range n.children {
+		if !kaURLKeywords[ch.word(0)] || ch.block {
+			if err := k.unknownKeyword(scope, ch); err != nil {
+				return err
+			}
+			continue
+		}
 		switch ch.word(0) {
 		case "path":
 			v, err := k.arg(ch)
@@ -340,92 +402,3 @@ func (k *kaImporter) timing(c *ipvsmgr.Check, defaultRetry int, s kaCheckSetting
 	return nil
 }
 
-// placeChecks puts the real servers' checks on the service when they are
-// all the same, and leaves each on its server otherwise.
-func (k *kaImporter) placeChecks(svc *ipvsmgr.Service, field string, checks []*kaCheck) {
-	shared := len(checks) > 0
-	for _, c := range checks {
-		if c == nil || !reflect.DeepEqual(c.check, checks[0].check) {
-			shared = false
-			break
-		}
-	}
-	setLines := func(prefix string, lines map[string]int) {
-		for leaf, line := range lines {
-			f := prefix
-			if leaf != "" {
-				f += "." + leaf
-			}
-			k.lines[f] = line
-		}
-	}
-	if shared {
-		svc.Check = checks[0].check
-		setLines(field+".check", checks[0].lines)
-		return
-	}
-	for j, c := range checks {
-		if c != nil {
-			svc.Servers[j].Check = c.check
-			setLines(fmt.Sprintf("%s.servers[%d].check", field, j), c.lines)
-		}
-	}
-}
-
-// sorryServer maps `sorry_server ADDRESS PORT`. A DR or TUN sorry server
-// gets the service's port whatever is written, so a port that differs is
-// only kept.
-func (k *kaImporter) sorryServer(svc *ipvsmgr.Service, field, scope string, n *kaNode) error {
-	if len(n.words) != 3 {
-		return k.errf(n.line, "want `sorry_server ADDRESS PORT`")
-	}
-	a, err := netip.ParseAddr(n.word(1))
-	if err != nil {
-		return k.errf(n.line, "sorry server %q is not an IP address", n.word(1))
-	}
-	port, err := strconv.Atoi(n.word(2))
-	if err != nil {
-		return k.errf(n.line, "sorry server port %q is not a number", n.word(2))
-	}
-	svc.SorryServer = &ipvsmgr.SorryServer{Address: a.Unmap().String(), Port: port}
-	k.lines[field+".sorry_server"] = n.line
-	k.lines[field+".sorry_server.address"] = n.line
-	k.lines[field+".sorry_server.port"] = n.line
-	if svc.Forwarding != "nat" && port != svc.Port {
-		svc.SorryServer.Port = 0
-		k.st.Imported = append(k.st.Imported, ipvsmgr.ImportedKey{Source: FormatKeepalived, Line: n.line, Scope: scope + " sorry_server", Key: "port", Value: n.word(2)})
-	}
-	return nil
-}
-
-// quorum maps keepalived's quorum, a sum of the live servers' weights, onto
-// a number of servers when every server has the same weight; otherwise it
-// is kept.
-func (k *kaImporter) quorum(svc *ipvsmgr.Service, field, scope string, n *kaNode) error {
-	v, err := k.arg(n)
-	if err != nil {
-		return err
-	}
-	q, err := strconv.Atoi(v)
-	if err != nil || q < 0 {
-		return k.errf(n.line, "quorum %q: want a number", v)
-	}
-	w := 0
-	for i := range svc.Servers {
-		sw := svc.Servers[i].EffectiveWeight()
-		if i > 0 && sw != w || sw <= 0 {
-			k.keep(scope, n)
-			return nil
-		}
-		w = sw
-	}
-	if w == 0 {
-		k.keep(scope, n)
-		return nil
-	}
-	if count := (q + w - 1) / w; count > 1 {
-		svc.Quorum = count
-		k.lines[field+".quorum"] = n.line
-	}
-	return nil
-}

@@ -26,8 +26,6 @@ func TestKeepalivedCheckerMapped(t *testing.T) {
         status_code 200
         digest 9b3a0c85a887a256d6939da88aabd8cd
       }
-      SMTP_CHECK {
-      }
     }
     SMTP_CHECK {
     }
@@ -45,8 +43,7 @@ func TestKeepalivedCheckerMapped(t *testing.T) {
 	scope := "virtual_server 198.18.0.1 80 real_server 198.18.0.11 80"
 	wantKept := []ipvsmgr.ImportedKey{
 		{Source: "keepalived", Line: 9, Scope: scope + " HTTP_GET url", Key: "digest", Value: "9b3a0c85a887a256d6939da88aabd8cd"},
-		{Source: "keepalived", Line: 11, Scope: scope + " HTTP_GET", Key: "SMTP_CHECK", Value: "SMTP_CHECK {\n}"},
-		{Source: "keepalived", Line: 14, Scope: scope, Key: "SMTP_CHECK", Value: "SMTP_CHECK {\n}"},
+		{Source: "keepalived", Line: 12, Scope: scope, Key: "SMTP_CHECK", Value: "SMTP_CHECK {\n}"},
 	}
 	if d := cmp.Diff(wantKept, st.Imported); d != "" {
 		t.Errorf("imported (-want +got):\n%s", d)
@@ -105,7 +102,8 @@ func TestKeepalivedCheckSettingsInherited(t *testing.T) {
 
 func TestKeepalivedQuorumIsAWeightSum(t *testing.T) {
 	conf := func(w2 int) string {
-		return fmt.Sprintf("virtual_server 198.18.0.1 80 {\n  quorum 5\n  real_server 198.18.1.1 80 {\n weight 2\n }\n  real_server 198.18.1.2 80 {\n weight %d\n }\n}\n", w2)
+		return fmt.Sprintf("virtual_server 198.18.0.1 80 {\n  protocol TCP\n  quorum 5\n  real_server 198.18.1.1 80 {\n weight 2\n }\n"+
+			"  real_server 198.18.1.3 80 {\n weight 2\n }\n  real_server 198.18.1.2 80 {\n weight %d\n }\n}\n", w2)
 	}
 	st, err := Import(FormatKeepalived, strings.NewReader(conf(2)))
 	if err != nil {
@@ -141,23 +139,28 @@ func TestImportKeepalivedErrors(t *testing.T) {
 		{"bad address", "virtual_server www.example.com 80 {\n}\n", 1, "not an IP address"},
 		{"bad port", "virtual_server 198.18.0.1 http {\n}\n", 1, `port "http"`},
 		{"bad kind", "virtual_server 198.18.0.1 80 {\n  lb_kind FAST\n}\n", 2, "want DR, NAT or TUN"},
-		{"bad protocol", "virtual_server 198.18.0.1 80 {\n  protocol ICMP\n}\n", 2, "want TCP, UDP or SCTP"},
-		{"bad scheduler", "virtual_server 198.18.0.1 80 {\n  lb_algo fastest\n}\n", 2, `"fastest" is not a scheduler`},
+		{"bad scheduler", "virtual_server 198.18.0.1 80 {\n  lb_algo fastest\n  real_server 198.18.0.2 80 {\n  }\n}\n", 2, `"fastest" is not a scheduler`},
 		{"bad weight", "virtual_server 198.18.0.1 80 {\n  real_server 198.18.0.2 80 {\n    weight heavy\n  }\n}\n", 3, `weight "heavy"`},
 		{"weight range", "virtual_server 198.18.0.1 80 {\n  real_server 198.18.0.2 80 {\n    weight 70000\n  }\n}\n", 3, "70000 is out of range"},
 		{"bad real server", "virtual_server 198.18.0.1 80 {\n  real_server rs1 80 {\n  }\n}\n", 2, "not an IP address"},
-		{"dr port change", "virtual_server 198.18.0.1 80 {\n  lb_kind DR\n  real_server 198.18.0.2 8080 {\n  }\n}\n", 3, "dr forwarding cannot change the port"},
 		{"flag", "virtual_server 198.18.0.1 80 {\n  lb_algo sh\n  lvs_flags sh-magic\n}\n", 3, `"sh-magic" is not a scheduler flag`},
 		{"no block", "virtual_server 198.18.0.1 80\n", 1, "without a { ... } block"},
 		{"too deep", strings.Repeat("a {\n", 40), 33, "nested deeper"},
 		{"two values", "virtual_server 198.18.0.1 80 {\n  lb_algo rr wrr\n}\n", 2, "takes one value"},
 		{"connect_port", "virtual_server 198.18.0.1 80 {\n  real_server 198.18.0.2 80 {\n    TCP_CHECK {\n      connect_port http\n    }\n  }\n}\n", 4, `connect_port "http"`},
 		{"port range", "virtual_server 198.18.0.1 80 {\n  real_server 198.18.0.2 80 {\n    TCP_CHECK {\n      connect_port 70000\n    }\n  }\n}\n", 4, "70000 is out of range"},
-		{"no misc_path", "virtual_server 198.18.0.1 80 {\n  real_server 198.18.0.2 80 {\n    MISC_CHECK {\n    }\n  }\n}\n", 3, "without misc_path"},
-		{"status code", "virtual_server 198.18.0.1 80 {\n  real_server 198.18.0.2 80 {\n    HTTP_GET {\n      url {\n        status_code 200-700\n      }\n    }\n  }\n}\n", 5, "within 100-599"},
+		{"status code", "virtual_server 198.18.0.1 80 {\n  real_server 198.18.0.2 80 {\n    HTTP_GET {\n      url {\n        status_code 200-700\n        path /\n      }\n    }\n  }\n}\n", 5, "within 100-599"},
 		{"delay_loop", "virtual_server 198.18.0.1 80 {\n  delay_loop soon\n  real_server 198.18.0.2 80 {\n    TCP_CHECK {\n    }\n  }\n}\n", 2, `delay_loop "soon"`},
 		{"interval range", "virtual_server 198.18.0.1 80 {\n  delay_loop 0.01\n  real_server 198.18.0.2 80 {\n    TCP_CHECK {\n    }\n  }\n}\n", 2, "out of range 0.1"},
 		{"retry", "virtual_server 198.18.0.1 80 {\n  real_server 198.18.0.2 80 {\n    retry -1\n    TCP_CHECK {\n    }\n  }\n}\n", 3, `retry "-1"`},
-		{"sorry server", "virtual_server 198.18.0.1 80 {\n  sorry_server backup 80\n}\n", 2, `sorry server "backup"`},
+		{"sorry server", "virtual_server 198.18.0.1 80 {\n  sorry_server backup 80\n  real_server 198.18.0.2 80 {\n  }\n}\n", 2, `sorry server "backup"`},
+		{"typo in real_server", "virtual_server 198.18.0.1 80 {\n  real_server 198.18.0.2 80 {\n    weigth 1\n  }\n}\n", 3, `unknown keyword "weigth" in virtual_server 198.18.0.1 80 real_server 198.18.0.2 80`},
+		{"typo checker", "virtual_server 198.18.0.1 80 {\n  real_server 198.18.0.2 80 {\n    SMTP_CHEKC {\n    }\n  }\n}\n", 3, `unknown keyword "SMTP_CHEKC"`},
+		{"checker in checker", "virtual_server 198.18.0.1 80 {\n  real_server 198.18.0.2 80 {\n    HTTP_GET {\n      SMTP_CHECK {\n      }\n    }\n  }\n}\n", 4, `unknown keyword "SMTP_CHECK" in`},
+		{"top-level typo", "virtual_sever 198.18.0.1 80 {\n}\n", 1, `unknown keyword "virtual_sever"`},
+		{"non-breaking space", "virtual_server 198.18.0.1 80 {\n\u00a0\u00a0lb_kind DR\n  real_server 198.18.0.2 80 {\n  }\n}\n", 2, "U+00A0, which keepalived does not read as a blank"},
+		{"unknown group", "virtual_server group G {\n  real_server 198.18.0.2 80 {\n  }\n}\n", 1, `no virtual_server_group of that name`},
+		{"group range", "virtual_server_group G {\n  198.18.0.9-3 80\n}\n", 2, "not greater than"},
+		{"include from a reader", "include /etc/keepalived/*.conf\n", 1, "included files are read only where they are"},
 	})
 }

@@ -56,6 +56,7 @@ func (b *lvsBlock) scope(parent *lvsBlock) string {
 }
 
 type lvsParser struct {
+	im    *importer
 	st    *ipvsmgr.State
 	lines lineIndex
 	line  int
@@ -79,8 +80,8 @@ func (p *lvsParser) keep(scope, key, value string) {
 	p.st.Imported = append(p.st.Imported, ipvsmgr.ImportedKey{Source: FormatLVSCF, Line: p.line, Scope: scope, Key: key, Value: value})
 }
 
-func parseLVSCF(data []byte) (*ipvsmgr.State, lineIndex, error) {
-	p := &lvsParser{st: &ipvsmgr.State{Services: []ipvsmgr.Service{}}, lines: lineIndex{}}
+func parseLVSCF(data []byte, im *importer) (*ipvsmgr.State, lineIndex, error) {
+	p := &lvsParser{im: im, st: &ipvsmgr.State{Services: []ipvsmgr.Service{}}, lines: lineIndex{}}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), maxDocument)
 	for sc.Scan() {
@@ -175,10 +176,12 @@ func (p *lvsParser) open(b *lvsBlock) error {
 	b.line = p.line
 	switch b.kind {
 	case "virtual":
+		p.im.declare(1, 0)
 		b.svc = len(p.st.Services)
 		p.st.Services = append(p.st.Services, ipvsmgr.Service{Name: b.name, Servers: []ipvsmgr.Server{}})
 		p.lines[fmt.Sprintf("services[%d]", b.svc)] = p.line
 	case "server":
+		p.im.declare(0, 1)
 		b.svc = parent.svc
 		svc := &p.st.Services[b.svc]
 		b.rs = len(svc.Servers)
