@@ -401,4 +401,3 @@ func (k *kaImporter) timing(c *ipvsmgr.Check, defaultRetry int, s kaCheckSetting
 	}
 	return nil
 }
-

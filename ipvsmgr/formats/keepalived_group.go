@@ -145,4 +145,3 @@ func kaRange(s string) (netip.Addr, netip.Addr, error) {
 	last, _ = netip.AddrFromSlice(b)
 	return first, last, nil
 }
-
