@@ -95,6 +95,9 @@ func (r *kaRS) label() string {
 // service makes v into the service of target t and adds it, unless it has
 // no real servers (keepalived ignores it then, with a warning).
 func (k *kaImporter) service(v *kaVS, t kaTarget) error {
+	if len(k.st.Services) >= maxGroupMembers {
+		return k.errf(t.line, "more than %d virtual services (groups expanded)", maxGroupMembers)
+	}
 	k.declare(1, len(v.servers))
 	idx := len(k.st.Services)
 	field := fmt.Sprintf("services[%d]", idx)

@@ -21,6 +21,11 @@ var kaVSKeywords = words("ip_family retry delay_before_retry warmup connect_time
 	"snmp_name alpha omega quorum_up quorum_down quorum hysteresis weight sorry_server sorry_server_inhibit " +
 	"sorry_server_lvs_method real_server lvs_flags")
 
+// kaLegacyVSKeywords are keepalived 1.x keywords of a virtual_server that
+// keepalived 2 no longer knows ("Unknown keyword") and runs without; real
+// files still carry them: ignored, with a warning.
+var kaLegacyVSKeywords = words("nat_mask lvs_id")
+
 // kaRSKeywords, likewise in a real_server, besides its checker blocks.
 var kaRSKeywords = words("weight lvs_method uthreshold lthreshold inhibit_on_failure notify_up notify_down alpha " +
 	"retry delay_before_retry warmup connect_timeout delay_loop smtp_alert virtualhost snmp_name")
@@ -156,6 +161,11 @@ func kaPort(s string) (int, error) {
 // are read after all of them, since they inherit the checker settings).
 func (k *kaImporter) vsStatement(v *kaVS, c *kaNode) error {
 	kw := c.word(0)
+	if kaLegacyVSKeywords[kw] && !c.block {
+		k.warnf(c.line, "%s: a keepalived 1.x keyword keepalived 2 does not know - ignored, as keepalived ignores it", kw)
+		k.keep(v.scope, c)
+		return nil
+	}
 	if !kaVSKeywords[kw] || (c.block && kw != "real_server") {
 		return k.unknownKeyword(v.scope, c)
 	}
