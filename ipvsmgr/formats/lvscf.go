@@ -253,8 +253,19 @@ func (p *lvsParser) applyServiceKey(svc *ipvsmgr.Service, b *lvsBlock, k *ipvsmg
 	switch k.Key {
 	case "port":
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 65535 {
-			return p.errf("port %q: want a number 1..65535", v)
+		if err != nil {
+			// nanny and lvsd resolve a name with getservbyname.
+			proto := "tcp"
+			if b.protocol != nil {
+				proto = strings.ToLower(unquote(b.protocol.Value))
+			}
+			var ok bool
+			if n, ok = p.im.servicePort(v, proto); !ok {
+				return p.errf("port %q: neither a number nor a service name of /etc/services", v)
+			}
+		}
+		if n < 0 || n > 65535 || n == 0 && svc.Persistence == 0 {
+			return p.errf("port %q: want a number 1..65535 (0, all ports, only with persistent)", v)
 		}
 		svc.Port = n
 		p.lines[fmt.Sprintf("services[%d].port", b.svc)] = k.Line
@@ -310,10 +321,13 @@ func (p *lvsParser) virtualKey(b *lvsBlock, key, value string) error {
 		field("address")
 		if len(words) == 2 {
 			// ipvsctl adds the VIP to the device itself; the alias label
-			// was how ifconfig did it.
-			dev, _, _ := strings.Cut(words[1], ":")
+			// was how ifconfig did it, kept for the way back.
+			dev, alias, hasAlias := strings.Cut(words[1], ":")
 			svc.Interface = dev
 			field("interface")
+			if hasAlias {
+				p.keep(b.scope(nil), lvsAliasKey, alias)
+			}
 		}
 		b.hasAddress = true
 	case "active":
@@ -496,8 +510,7 @@ func exportLVSCF(st *ipvsmgr.State, w io.Writer) error {
 		}
 		bw.WriteString("}\n")
 	}
-	aliases := map[string]int{}
-	aliasOf := map[string]string{}
+	vipAliases := newLVSAliases(st, scoped)
 	vsNames := blockNames(len(st.Services), func(i int) string { return st.Services[i].Name }, "vs")
 	for i := range st.Services {
 		svc := &st.Services[i]
@@ -505,16 +518,7 @@ func exportLVSCF(st *ipvsmgr.State, w io.Writer) error {
 		scope := "virtual " + name
 		fmt.Fprintf(bw, "%s {\n", scope)
 		writeKV(bw, "    ", "active", activeValue(svc.IsEnabled()))
-		addr := svc.Address
-		if svc.Interface != "" {
-			k := svc.Interface + " " + svc.Address
-			if aliasOf[k] == "" {
-				aliases[svc.Interface]++
-				aliasOf[k] = fmt.Sprintf("%s:%d", svc.Interface, aliases[svc.Interface])
-			}
-			addr += " " + aliasOf[k]
-		}
-		writeKV(bw, "    ", "address", addr)
+		writeKV(bw, "    ", "address", vipAliases.address(svc, scoped[scope]))
 		if svc.FWMark > 0 {
 			writeKV(bw, "    ", "fwmark", strconv.FormatUint(uint64(svc.FWMark), 10))
 		} else {
@@ -538,7 +542,9 @@ func exportLVSCF(st *ipvsmgr.State, w io.Writer) error {
 		}
 		writeLVSCheck(bw, svc, scoped[scope])
 		for _, k := range scoped[scope] {
-			writeKV(bw, "    ", k.Key, k.Value)
+			if k.Key != lvsAliasKey && k.Key != lvsReentryKey {
+				writeKV(bw, "    ", k.Key, k.Value)
+			}
 		}
 		rsNames := blockNames(len(svc.Servers), func(j int) string { return svc.Servers[j].Name }, "rs")
 		for j := range svc.Servers {

@@ -159,6 +159,11 @@ func (p *lvsParser) nannyCheck(svc *ipvsmgr.Service, b *lvsBlock) error {
 		}
 		c.Rise = max(1, int(math.Ceil(float64(v)/nannyInterval)))
 		set("reentry", "rise")
+		if float64(c.Rise)*nannyInterval != float64(v) {
+			// The exact time, which rise intervals cannot say, for the
+			// way back.
+			p.st.Imported = append(p.st.Imported, ipvsmgr.ImportedKey{Source: FormatLVSCF, Line: k.Line, Scope: b.scope(nil), Key: lvsReentryKey, Value: strconv.Itoa(v)})
+		}
 	}
 	if k := h["quiesce_server"]; k != nil {
 		p.line = k.Line
@@ -264,7 +269,13 @@ func writeLVSCheck(bw *bufio.Writer, svc *ipvsmgr.Service, imported []ipvsmgr.Im
 		written = true
 	}
 	if c.Rise != 0 {
-		writeKV(bw, "    ", "reentry", strconv.Itoa(int(math.Round(float64(c.Rise)*nannyInterval))))
+		reentry := strconv.Itoa(int(math.Round(float64(c.Rise) * nannyInterval)))
+		for _, k := range imported {
+			if v, err := strconv.Atoi(k.Value); k.Key == lvsReentryKey && err == nil && max(1, int(math.Ceil(float64(v)/nannyInterval))) == c.Rise {
+				reentry = k.Value // as imported: the same rise
+			}
+		}
+		writeKV(bw, "    ", "reentry", reentry)
 		written = true
 	}
 	if c.OnFailure != "" || !written {
@@ -291,4 +302,51 @@ func joinCommand(argv []string) string {
 		words[i] = b.String()
 	}
 	return strings.Join(words, " ")
+}
+
+// Imported keys that only carry lvs.cf details back to an lvs.cf export.
+const (
+	lvsAliasKey   = "address alias" // the ifconfig alias of the VIP's device (eth0:1)
+	lvsReentryKey = "reentry seconds"
+)
+
+// lvsAliases numbers the VIPs' device aliases on export: each VIP keeps the
+// alias it was imported with, the others take numbers no VIP of that device
+// holds.
+type lvsAliases struct {
+	of   map[string]string // "dev vip" -> "dev:n"
+	used map[string]bool   // "dev:n"
+}
+
+func newLVSAliases(st *ipvsmgr.State, scoped map[string][]ipvsmgr.ImportedKey) *lvsAliases {
+	a := &lvsAliases{of: map[string]string{}, used: map[string]bool{}}
+	names := blockNames(len(st.Services), func(i int) string { return st.Services[i].Name }, "vs")
+	for i := range st.Services {
+		svc := &st.Services[i]
+		for _, k := range scoped["virtual "+names[i]] {
+			key := svc.Interface + " " + svc.Address
+			if k.Key == lvsAliasKey && svc.Interface != "" && a.of[key] == "" {
+				a.of[key] = svc.Interface + ":" + k.Value
+				a.used[a.of[key]] = true
+			}
+		}
+	}
+	return a
+}
+
+// address is the virtual's address line: the VIP and its device alias.
+func (a *lvsAliases) address(svc *ipvsmgr.Service, _ []ipvsmgr.ImportedKey) string {
+	if svc.Interface == "" {
+		return svc.Address
+	}
+	key := svc.Interface + " " + svc.Address
+	if a.of[key] == "" {
+		for n := 1; ; n++ {
+			if alias := fmt.Sprintf("%s:%d", svc.Interface, n); !a.used[alias] {
+				a.of[key], a.used[alias] = alias, true
+				break
+			}
+		}
+	}
+	return svc.Address + " " + a.of[key]
 }
