@@ -185,7 +185,7 @@ func ImportWith(format string, r io.Reader, o Options) (*ipvsmgr.State, *Report,
 	im := &importer{format: format, opts: o, rep: &Report{Warnings: []Note{}, Ignored: []Note{}}, files: []string{""}}
 	st, lines, err := parse(data, im)
 	if err == nil {
-		err = checkState(format, st, lines)
+		err = checkState(format, st, lines, im.lineRef)
 	}
 	if err == nil {
 		err = im.checkCounts(st)
@@ -293,7 +293,7 @@ func (li lineIndex) lineOf(field string) int {
 
 // checkState validates an imported state and reports every problem at the
 // line of the entry it is about.
-func checkState(format string, st *ipvsmgr.State, lines lineIndex) error {
+func checkState(format string, st *ipvsmgr.State, lines lineIndex, ref func(int) (string, int)) error {
 	_, err := ipvsmgr.Compile(st)
 	if err == nil {
 		return nil
@@ -306,7 +306,11 @@ func checkState(format string, st *ipvsmgr.State, lines lineIndex) error {
 	var msg strings.Builder
 	msg.WriteString(first.Error())
 	for _, p := range ve.Problems[1:] {
-		fmt.Fprintf(&msg, "; line %d: %s", lines.lineOf(p.Field), p.Error())
+		if f, l := ref(lines.lineOf(p.Field)); f != "" {
+			fmt.Fprintf(&msg, "; %s line %d: %s", f, l, p.Error())
+		} else {
+			fmt.Fprintf(&msg, "; line %d: %s", l, p.Error())
+		}
 	}
 	return &ParseError{Format: format, Line: lines.lineOf(first.Field), Msg: msg.String()}
 }

@@ -85,6 +85,10 @@ type kaLexer struct {
 	data []byte
 	pos  int
 	line int
+	// midLine is set after a token on the current line; rawRest when the
+	// line's first word is an include, whose rest keepalived reads before
+	// it splits braces off ("include conf.d/{a,b}.conf" is a glob).
+	midLine, rawRest bool
 }
 
 func (lx *kaLexer) errf(line int, format string, args ...any) error {
@@ -92,6 +96,26 @@ func (lx *kaLexer) errf(line int, format string, args ...any) error {
 }
 
 func (lx *kaLexer) next() (kaToken, error) {
+	t, err := lx.token()
+	lx.midLine = t.kind != '\n'
+	return t, err
+}
+
+func (lx *kaLexer) token() (kaToken, error) {
+	if lx.rawRest {
+		lx.rawRest = false
+		for lx.pos < len(lx.data) && (lx.data[lx.pos] == ' ' || lx.data[lx.pos] == '\t') {
+			lx.pos++
+		}
+		start := lx.pos
+		for lx.pos < len(lx.data) && lx.data[lx.pos] != '\n' && lx.data[lx.pos] != '#' && lx.data[lx.pos] != '!' {
+			lx.pos++
+		}
+		end := start + len(bytes.TrimRight(lx.data[start:lx.pos], " \t\r\f\v"))
+		if end > start {
+			return kaToken{kind: 'w', text: string(lx.data[start:end]), line: lx.line, start: start, end: end}, nil
+		}
+	}
 	for lx.pos < len(lx.data) {
 		c := lx.data[lx.pos]
 		switch {
@@ -121,7 +145,9 @@ func (lx *kaLexer) next() (kaToken, error) {
 			for lx.pos < len(lx.data) && !strings.ContainsRune(" \t\r\f\v\n{}\"", rune(lx.data[lx.pos])) {
 				lx.pos++
 			}
-			return kaToken{kind: 'w', text: string(lx.data[start:lx.pos]), line: lx.line, start: start, end: lx.pos}, nil
+			word := string(lx.data[start:lx.pos])
+			lx.rawRest = !lx.midLine && isInclude(word) && lx.pos < len(lx.data) && (lx.data[lx.pos] == ' ' || lx.data[lx.pos] == '\t')
+			return kaToken{kind: 'w', text: word, line: lx.line, start: start, end: lx.pos}, nil
 		}
 	}
 	return kaToken{line: lx.line}, nil

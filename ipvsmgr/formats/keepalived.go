@@ -76,6 +76,12 @@ func parseKeepalived(data []byte, im *importer) (*ipvsmgr.State, lineIndex, erro
 		}
 	}
 	for _, n := range nodes {
+		if n.word(0) == "global_defs" && n.block {
+			if err := k.globalDefs(n, nodes); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
 		if err := k.topLevel(n); err != nil {
 			return nil, nil, err
 		}
