@@ -59,7 +59,10 @@ type Check struct {
 	// them; never run through a shell), %h and %p replaced by the target's
 	// address and port. Exit 0 passes. With DynamicWeight, an exit status of
 	// 2..255 passes and sets the weight to status-2 (keepalived's
-	// misc_dynamic).
+	// misc_dynamic). With Expect (Piranha's send_program with expect), the
+	// program must also print it: its output less the last character (the
+	// newline) equal to Expect, or matching it as a regular expression with
+	// UseRegex ("*": any output).
 	Command       Argv  `json:"command,omitempty"`
 	DynamicWeight *bool `json:"dynamic_weight,omitempty"`
 }

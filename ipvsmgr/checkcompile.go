@@ -307,8 +307,8 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 		v.addf(field+".sni", "%q is not a server name", c.SNI)
 	}
 	only("send", c.Send != "", "send_expect")
-	only("expect", c.Expect != "", "send_expect")
-	only("use_regex", c.UseRegex != nil, "send_expect")
+	only("expect", c.Expect != "", "send_expect", "exec")
+	only("use_regex", c.UseRegex != nil, "send_expect", "exec")
 	if c.UseRegex != nil && *c.UseRegex && c.Expect != "" {
 		if _, err := regexp.Compile(c.Expect); err != nil {
 			v.addf(field+".expect", "%q is not a regular expression: %v", c.Expect, err)
@@ -427,6 +427,11 @@ func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *Server
 		}
 		spec.Command = substituteArgs(c.Command, spec.Target)
 		spec.DynamicWeight = c.DynamicWeight != nil && *c.DynamicWeight
+		spec.UseRegex = c.UseRegex != nil && *c.UseRegex
+		spec.Expect = c.Expect
+		if !spec.UseRegex {
+			spec.Expect = DecodeEscapes(c.Expect)
+		}
 	}
 	sc.OnFailure = cmp.Or(c.OnFailure, DefaultOnFailure)
 	if c.SlowStart != nil {

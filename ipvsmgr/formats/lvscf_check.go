@@ -19,9 +19,8 @@ import (
 // otherwise it connects. timeout is how long it waits, reentry how long a
 // server must answer before it is back, quiesce_server whether a dead
 // server gets weight 0 rather than leaving the table. These map onto the
-// virtual's check; what does not (send_program with an expect: nanny
-// compares the program's output, an exec check its exit status) stays in
-// imported.
+// virtual's check (send_program with an expect an exec check comparing the
+// program's output); what does not stays in imported.
 
 // nannyInterval is the check interval a reentry time is counted in:
 // ipvsctl's default, since lvs.cf has none of its own.
@@ -73,12 +72,6 @@ func (p *lvsParser) nannyCheck(svc *ipvsmgr.Service, b *lvsBlock) error {
 			}
 		}
 	}
-	if h["send_program"] != nil && h["expect"] != nil {
-		// nanny compares the program's output with expect; an exec check
-		// knows only its exit status. Nothing is mapped rather than a part.
-		keep("send_program", "expect", "use_regex", "send", "timeout", "reentry", "quiesce_server")
-		return nil
-	}
 	c := &ipvsmgr.Check{}
 	if svc.FWMark > 0 {
 		// A fwmark service has no port: nanny checks the virtual's port.
@@ -112,6 +105,12 @@ func (p *lvsParser) nannyCheck(svc *ipvsmgr.Service, b *lvsBlock) error {
 		}
 		c.Type, c.Command = "exec", words
 		set("send_program", "command")
+		if k := h["expect"]; k != nil {
+			// nanny compares the program's output (less its last
+			// character) with expect, as strcmp does: no regex.
+			c.Expect = unquote(k.Value)
+			set("expect", "expect")
+		}
 		keep("use_regex", "send")
 	case h["send"] != nil || h["expect"] != nil:
 		c.Type = "send_expect"
@@ -232,6 +231,9 @@ func lvsCheckProblems(svc *ipvsmgr.Service, f string, bad func(string, ...any)) 
 	if c.Type == "send_expect" && c.Send == "" && c.Expect == "" {
 		bad("%s: a send_expect check needs send or expect in lvs.cf", cf)
 	}
+	if c.Type == "exec" && c.UseRegex != nil && *c.UseRegex {
+		bad("%s.use_regex: nanny compares send_program's output exactly", cf)
+	}
 	if c.Type != "exec" && len(c.Command) > 0 {
 		bad("%s.command: only for exec checks", cf)
 	}
@@ -262,6 +264,9 @@ func writeLVSCheck(bw *bufio.Writer, svc *ipvsmgr.Service, imported []ipvsmgr.Im
 		written = true
 	case "exec":
 		writeKV(bw, "    ", "send_program", `"`+joinCommand(c.Command)+`"`)
+		if c.Expect != "" {
+			writeKV(bw, "    ", "expect", `"`+c.Expect+`"`)
+		}
 		written = true
 	}
 	if c.Timeout != 0 {

@@ -97,7 +97,7 @@ func (c *Checker) Run(ctx context.Context, spec *ipvsmgr.CheckSpec) Result {
 	case "dns":
 		r = checkDNS(ctx, spec)
 	case "exec":
-		r = checkExec(ctx, spec)
+		r = c.checkExec(ctx, spec)
 	case "agent":
 		r = checkAgent(ctx, spec)
 	case "none", "":
