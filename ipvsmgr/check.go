@@ -17,6 +17,13 @@ type Check struct {
 	// Interval and Timeout are seconds (fractions allowed, down to 0.1).
 	Interval float64 `json:"interval,omitempty"`
 	Timeout  float64 `json:"timeout,omitempty"`
+	// FastInterval is the interval while a server is changing state: after
+	// a failure while it is still in, after a pass while it is still out
+	// (HAProxy's fastinter; keepalived's delay_before_retry). DownInterval
+	// is the interval while it is out (HAProxy's downinter). Seconds, 0:
+	// Interval.
+	FastInterval float64 `json:"fast_interval,omitempty"`
+	DownInterval float64 `json:"down_interval,omitempty"`
 	// Rise consecutive passes bring a server back, Fall consecutive failures
 	// take it out.
 	Rise int `json:"rise,omitempty"`
@@ -183,6 +190,12 @@ func mergeChecks(svc, srv *Check) Check {
 	}
 	if srv.Timeout != 0 {
 		out.Timeout = srv.Timeout
+	}
+	if srv.FastInterval != 0 {
+		out.FastInterval = srv.FastInterval
+	}
+	if srv.DownInterval != 0 {
+		out.DownInterval = srv.DownInterval
 	}
 	if srv.Rise != 0 {
 		out.Rise = srv.Rise

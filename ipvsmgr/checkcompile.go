@@ -22,8 +22,12 @@ type CheckSpec struct {
 	Target   netip.AddrPort // address and port the check talks to
 	Interval time.Duration
 	Timeout  time.Duration
-	Rise     int
-	Fall     int
+	// FastInterval while the state is changing, DownInterval while down;
+	// 0: Interval.
+	FastInterval time.Duration `json:",omitempty"`
+	DownInterval time.Duration `json:",omitempty"`
+	Rise         int
+	Fall         int
 
 	Method       string
 	Path         string
@@ -251,6 +255,8 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 		}
 	}
 	seconds("interval", c.Interval, 86400)
+	seconds("fast_interval", c.FastInterval, 86400)
+	seconds("down_interval", c.DownInterval, 86400)
 	seconds("timeout", c.Timeout, 3600)
 	if c.Rise != 0 {
 		v.rangeCheck(field+".rise", c.Rise, 1, 1000)
@@ -363,6 +369,8 @@ func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *Server
 	spec := &sc.Spec
 	spec.Type = c.Type
 	spec.Interval = seconds(c.Interval, DefaultCheckInterval)
+	spec.FastInterval = seconds(c.FastInterval, 0)
+	spec.DownInterval = seconds(c.DownInterval, 0)
 	spec.Timeout = seconds(c.Timeout, DefaultCheckTimeout)
 	spec.Rise, spec.Fall = cmp.Or(c.Rise, DefaultCheckRise), cmp.Or(c.Fall, DefaultCheckFall)
 	addr := key.Addr

@@ -683,6 +683,8 @@ func appendCheck(b []byte, c *Check) []byte {
 	o.str("type", c.Type)
 	flt("interval", c.Interval)
 	flt("timeout", c.Timeout)
+	flt("fast_interval", c.FastInterval)
+	flt("down_interval", c.DownInterval)
 	o.num("rise", int64(c.Rise))
 	o.num("fall", int64(c.Fall))
 	o.str("address", c.Address)

@@ -16,10 +16,10 @@ import (
 // from ipvsctl's defaults the check says keepalived's explicitly: a server
 // is back at its first pass (rise 1), goes out after retry+1 failures, is
 // checked every delay_loop (60 s unless set) with a 5 s connect timeout, and
-// starts healthy unless the virtual_server says alpha. Its retries come
-// delay_before_retry apart, ipvsctl's an interval apart: delay_before_retry
-// is kept in imported, as is what a check cannot say (an HTTP digest, a
-// second url, SMTP_CHECK...).
+// starts healthy unless the virtual_server says alpha; its retries after a
+// failure come delay_before_retry apart (the check's fast_interval). What a
+// check cannot say (an HTTP digest, a second url, SMTP_CHECK...) is kept in
+// imported.
 
 const (
 	kaDefaultDelayLoop      = 60.0 // seconds
@@ -72,6 +72,7 @@ var kaDropped = &kaCheck{}
 // and a real_server set for the checkers under them.
 type kaCheckSettings struct {
 	delayLoop, connectTimeout, retry *kaNode
+	delayBeforeRetry                 *kaNode
 	inhibit, virtualhost             *kaNode
 	alpha                            bool
 }
@@ -86,6 +87,8 @@ func (s *kaCheckSettings) setting(c *kaNode) bool {
 		s.connectTimeout = c
 	case "retry", "nb_get_retry":
 		s.retry = c
+	case "delay_before_retry":
+		s.delayBeforeRetry = c
 	case "inhibit_on_failure":
 		s.inhibit = c
 	case "virtualhost":
@@ -376,6 +379,16 @@ func (k *kaImporter) timing(c *ipvsmgr.Check, defaultRetry int, s kaCheckSetting
 	}
 	if c.Timeout, lines["timeout"], err = seconds(timeout, defTimeout); err != nil {
 		return err
+	}
+	if s.delayBeforeRetry != nil {
+		// The retries after a failure: ipvsctl's fast interval.
+		if c.FastInterval, lines["fast_interval"], err = seconds(s.delayBeforeRetry, 0); err != nil {
+			return err
+		}
+		if c.FastInterval == c.Interval {
+			c.FastInterval = 0
+			delete(lines, "fast_interval")
+		}
 	}
 	retry := defaultRetry
 	lines["fall"] = line
