@@ -279,63 +279,8 @@ func (p *ipvsadmParser) addService(args []string) error {
 			haveSpec, i = true, next
 			continue
 		}
-		switch opt := canonicalOpt(args[i]); opt {
-		case "-6":
-			spec.v6 = true
-			i++
-		case "-s":
-			v, err := p.value(args, i)
-			if err != nil {
-				return err
-			}
-			svc.Scheduler = v
-			i += 2
-		case "-p":
-			svc.Persistence = defaultPersistence
-			i++
-			if i < len(args) && !strings.HasPrefix(args[i], "-") {
-				n, err := strconv.Atoi(args[i])
-				if err != nil || n < 1 {
-					return p.errf("-p %q: a persistence timeout is a number of seconds", args[i])
-				}
-				svc.Persistence = n
-				i++
-			}
-		case "-M":
-			v, err := p.value(args, i)
-			if err != nil {
-				return err
-			}
-			svc.PersistenceNetmask = v
-			i += 2
-		case "-b":
-			v, err := p.value(args, i)
-			if err != nil {
-				return err
-			}
-			for f := range strings.SplitSeq(v, ",") {
-				switch f {
-				case "sh-fallback", "mh-fallback", "flag-1":
-					svc.SchedulerFlags = append(svc.SchedulerFlags, "fallback")
-				case "sh-port", "mh-port", "flag-2":
-					svc.SchedulerFlags = append(svc.SchedulerFlags, "port")
-				default:
-					return p.errf("-b %q: %q is not a scheduler flag (want sh-fallback, sh-port, mh-fallback or mh-port)", v, f)
-				}
-			}
-			i += 2
-		case "-o":
-			svc.OnePacket = true
-			i++
-		case "--pe":
-			v, err := p.value(args, i)
-			if err != nil {
-				return err
-			}
-			imported = append(imported, ipvsmgr.ImportedKey{Source: FormatIpvsadm, Line: p.line, Key: "--pe", Value: v})
-			i += 2
-		default:
-			return p.errf("%q is not an option of -A (want -t/-u/--sctp-service/-f, -s, -p, -M, -b, -o, -6)", args[i])
+		if i, err = p.serviceOption(args, i, &svc, &spec, &imported); err != nil {
+			return err
 		}
 	}
 	if !haveSpec {
@@ -372,109 +317,173 @@ func (p *ipvsadmParser) addService(args []string) error {
 	return nil
 }
 
+// serviceOption takes the option of an -A line at args[i] into svc (or
+// spec, or imported) and returns the index of the next one.
+func (p *ipvsadmParser) serviceOption(args []string, i int, svc *ipvsmgr.Service, spec *svcSpec, imported *[]ipvsmgr.ImportedKey) (int, error) {
+	switch opt := canonicalOpt(args[i]); opt {
+	case "-6":
+		spec.v6 = true
+		i++
+	case "-s":
+		v, err := p.value(args, i)
+		if err != nil {
+			return 0, err
+		}
+		svc.Scheduler = v
+		i += 2
+	case "-p":
+		svc.Persistence = defaultPersistence
+		i++
+		if i < len(args) && !strings.HasPrefix(args[i], "-") {
+			n, err := strconv.Atoi(args[i])
+			if err != nil || n < 1 {
+				return 0, p.errf("-p %q: a persistence timeout is a number of seconds", args[i])
+			}
+			svc.Persistence = n
+			i++
+		}
+	case "-M":
+		v, err := p.value(args, i)
+		if err != nil {
+			return 0, err
+		}
+		svc.PersistenceNetmask = v
+		i += 2
+	case "-b":
+		v, err := p.value(args, i)
+		if err != nil {
+			return 0, err
+		}
+		for f := range strings.SplitSeq(v, ",") {
+			switch f {
+			case "sh-fallback", "mh-fallback", "flag-1":
+				svc.SchedulerFlags = append(svc.SchedulerFlags, "fallback")
+			case "sh-port", "mh-port", "flag-2":
+				svc.SchedulerFlags = append(svc.SchedulerFlags, "port")
+			default:
+				return 0, p.errf("-b %q: %q is not a scheduler flag (want sh-fallback, sh-port, mh-fallback or mh-port)", v, f)
+			}
+		}
+		i += 2
+	case "-o":
+		svc.OnePacket = true
+		i++
+	case "--pe":
+		v, err := p.value(args, i)
+		if err != nil {
+			return 0, err
+		}
+		*imported = append(*imported, ipvsmgr.ImportedKey{Source: FormatIpvsadm, Line: p.line, Key: "--pe", Value: v})
+		i += 2
+	default:
+		return 0, p.errf("%q is not an option of -A (want -t/-u/--sctp-service/-f, -s, -p, -M, -b, -o, -6)", args[i])
+	}
+	return i, nil
+}
+
+// rsLine is an -a line as it is read.
+type rsLine struct {
+	spec     svcSpec
+	haveSpec bool
+	rs       ipvsmgr.Server
+	addr     netip.Addr
+	port     int
+	haveRS   bool
+	fwd      string
+	weight   int
+	imported []ipvsmgr.ImportedKey
+}
+
 func (p *ipvsadmParser) addServer(args []string) error {
-	var spec svcSpec
-	var haveSpec, haveRS bool
-	var rs ipvsmgr.Server
-	var rsAddr netip.Addr
-	var rsPort int
-	fwd := "dr"
-	weight := 1
-	var imported []ipvsmgr.ImportedKey
+	l := rsLine{fwd: "dr", weight: 1}
 	for i := 0; i < len(args); {
-		next, ok, err := p.takeSpec(args, i, &spec)
+		next, ok, err := p.takeSpec(args, i, &l.spec)
 		if err != nil {
 			return err
 		}
 		if ok {
-			if haveSpec {
+			if l.haveSpec {
 				return p.errf("more than one virtual service on one -a line")
 			}
-			haveSpec, i = true, next
+			l.haveSpec, i = true, next
 			continue
 		}
-		switch opt := canonicalOpt(args[i]); opt {
-		case "-6":
-			spec.v6 = true
-			i++
-		case "-r":
-			v, err := p.value(args, i)
-			if err != nil {
-				return err
-			}
-			a, port, _, err := p.addrPort(v, spec.proto)
-			if err != nil {
-				return err
-			}
-			rsAddr, rsPort, haveRS = a, port, true
-			i += 2
-		case "-g":
-			fwd, i = "dr", i+1
-		case "-m":
-			fwd, i = "nat", i+1
-		case "-i":
-			fwd, i = "tun", i+1
-		case "-w":
-			n, err := p.number(args, i, 0, 65535)
-			if err != nil {
-				return err
-			}
-			weight, i = n, i+2
-		case "-x":
-			n, err := p.number(args, i, 0, 1<<31-1)
-			if err != nil {
-				return err
-			}
-			rs.UpperThreshold, i = n, i+2
-		case "-y":
-			n, err := p.number(args, i, 0, 1<<31-1)
-			if err != nil {
-				return err
-			}
-			rs.LowerThreshold, i = n, i+2
-		case "--tun-type", "--tun-port":
-			v, err := p.value(args, i)
-			if err != nil {
-				return err
-			}
-			// ipip is what IPVS does without the option.
-			if !(opt == "--tun-type" && v == "ipip") {
-				imported = append(imported, ipvsmgr.ImportedKey{Source: FormatIpvsadm, Line: p.line, Key: opt, Value: v})
-			}
-			i += 2
-		case "--tun-nocsum", "--tun-csum", "--tun-remcsum":
-			imported = append(imported, ipvsmgr.ImportedKey{Source: FormatIpvsadm, Line: p.line, Key: opt})
-			i++
-		default:
-			return p.errf("%q is not an option of -a (want a virtual service, -r, -g/-m/-i, -w, -x, -y)", args[i])
+		if i, err = p.serverOption(args, i, &l); err != nil {
+			return err
 		}
 	}
-	if !haveSpec {
+	if !l.haveSpec {
 		return p.errf("-a without a virtual service (-t, -u, --sctp-service or -f)")
 	}
-	if !haveRS {
+	if !l.haveRS {
 		return p.errf("-a without a real server (-r ADDRESS:PORT)")
 	}
-	idx, ok := p.byKey[spec.key()]
+	idx, ok := p.byKey[l.spec.key()]
 	if !ok {
-		return p.errf("real server for %s, which no -A line before it defines", spec.key())
+		return p.errf("real server for %s, which no -A line before it defines", l.spec.key())
 	}
 	svc := &p.st.Services[idx]
 	p.im.declare(0, 1)
-	if svc.FWMark == 0 && fwd != "nat" && rsPort != svc.Port {
+	if svc.FWMark == 0 && l.fwd != "nat" && l.port != svc.Port {
 		// ipvsadm sets a DR/TUN server's port to the service's (silently).
-		p.im.warnf(p.line, "real server %s: %s forwarding keeps the service's port %d, not %d (ipvsadm resets it)", rsAddr, fwd, svc.Port, rsPort)
-		rsPort = svc.Port
+		p.im.warnf(p.line, "real server %s: %s forwarding keeps the service's port %d, not %d (ipvsadm resets it)", l.addr, l.fwd, svc.Port, l.port)
+		l.port = svc.Port
 	}
-	rs.Address, rs.Port, rs.Forwarding, rs.Weight = rsAddr.String(), rsPort, fwd, intPtr(weight)
-	scope := spec.key() + " -r " + netip.AddrPortFrom(rsAddr, uint16(rsPort)).String()
-	for _, k := range imported {
+	rs := l.rs
+	rs.Address, rs.Port, rs.Forwarding, rs.Weight = l.addr.String(), l.port, l.fwd, intPtr(l.weight)
+	scope := l.spec.key() + " -r " + netip.AddrPortFrom(l.addr, uint16(l.port)).String()
+	for _, k := range l.imported {
 		k.Scope = scope
 		p.st.Imported = append(p.st.Imported, k)
 	}
 	p.lines[fmt.Sprintf("services[%d].servers[%d]", idx, len(svc.Servers))] = p.line
 	svc.Servers = append(svc.Servers, rs)
 	return nil
+}
+
+// serverOption takes the option of an -a line at args[i] into l and
+// returns the index of the next one.
+func (p *ipvsadmParser) serverOption(args []string, i int, l *rsLine) (int, error) {
+	switch opt := canonicalOpt(args[i]); opt {
+	case "-6":
+		l.spec.v6 = true
+		return i + 1, nil
+	case "-r":
+		v, err := p.value(args, i)
+		if err != nil {
+			return 0, err
+		}
+		if l.addr, l.port, _, err = p.addrPort(v, l.spec.proto); err != nil {
+			return 0, err
+		}
+		l.haveRS = true
+		return i + 2, nil
+	case "-g", "-m", "-i":
+		l.fwd = map[string]string{"-g": "dr", "-m": "nat", "-i": "tun"}[opt]
+		return i + 1, nil
+	case "-w", "-x", "-y":
+		hi := map[string]int{"-w": 65535, "-x": 1<<31 - 1, "-y": 1<<31 - 1}[opt]
+		n, err := p.number(args, i, 0, hi)
+		if err != nil {
+			return 0, err
+		}
+		*map[string]*int{"-w": &l.weight, "-x": &l.rs.UpperThreshold, "-y": &l.rs.LowerThreshold}[opt] = n
+		return i + 2, nil
+	case "--tun-type", "--tun-port":
+		v, err := p.value(args, i)
+		if err != nil {
+			return 0, err
+		}
+		// ipip is what IPVS does without the option.
+		if !(opt == "--tun-type" && v == "ipip") {
+			l.imported = append(l.imported, ipvsmgr.ImportedKey{Source: FormatIpvsadm, Line: p.line, Key: opt, Value: v})
+		}
+		return i + 2, nil
+	case "--tun-nocsum", "--tun-csum", "--tun-remcsum":
+		l.imported = append(l.imported, ipvsmgr.ImportedKey{Source: FormatIpvsadm, Line: p.line, Key: opt})
+		return i + 1, nil
+	}
+	return 0, p.errf("%q is not an option of -a (want a virtual service, -r, -g/-m/-i, -w, -x, -y)", args[i])
 }
 
 func (p *ipvsadmParser) setTimeouts(args []string) error {

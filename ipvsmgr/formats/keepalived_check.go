@@ -106,142 +106,161 @@ type kaCheck struct {
 	lines map[string]int
 }
 
+// kaChecker is a checker block being read.
+type kaChecker struct {
+	k           *kaImporter
+	n           *kaNode
+	typ         string // the check type
+	scope       string
+	c           *ipvsmgr.Check
+	lines       map[string]int
+	s           kaCheckSettings // inherited, then the block's own
+	miscTimeout *kaNode
+	urls        int
+	unmappable  bool // what it says a check cannot carry: kept whole
+}
+
 // checker maps one checker block; nil when it cannot be mapped (the caller
-// keeps it whole).
+// keeps it whole), kaDropped when keepalived ignores it.
 func (k *kaImporter) checker(scope string, n *kaNode, inherited kaCheckSettings) (*kaCheck, error) {
 	kind, ok := kaCheckers[n.word(0)]
 	if !ok {
 		return nil, nil
 	}
-	s := inherited
-	c := &ipvsmgr.Check{Type: kind.typ}
-	lines := map[string]int{"": n.line, "type": n.line}
-	scope += " " + n.header()
-	var misc struct{ timeout *kaNode }
-	urls := 0
+	r := &kaChecker{k: k, n: n, typ: kind.typ, scope: scope + " " + n.header(), s: inherited,
+		c: &ipvsmgr.Check{Type: kind.typ}, lines: map[string]int{"": n.line, "type": n.line}}
 	for _, ch := range n.children {
-		kw := ch.word(0)
-		if !kaCheckerKeywords[n.word(0)][kw] || ch.block != (kw == "url") {
-			if kw == "nb_get_retry" && !ch.block {
-				// keepalived 1.x files write it in every checker; keepalived
-				// 2 knows it only in HTTP_GET and SSL_GET.
-				k.warnf(ch.line, "Unknown keyword 'nb_get_retry' in %s - ignored, as keepalived ignores it (retry is the keyword)", n.word(0))
-				continue
-			}
-			if err := k.unknownKeyword(scope, ch); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if kw == "nb_get_retry" {
-			k.warnf(ch.line, "nb_get_retry is deprecated - please use 'retry'")
-		}
-		if kw == "alpha" {
-			s.alpha = true
-			continue
-		}
-		if s.setting(ch) {
-			continue
-		}
-		switch {
-		case kw == "connect_port":
-			v, err := k.arg(ch)
-			if err != nil {
-				return nil, err
-			}
-			if c.Port, err = strconv.Atoi(v); err != nil {
-				return nil, k.errf(ch.line, "connect_port %q is not a number", v)
-			}
-			lines["port"] = ch.line
-		case kw == "connect_ip":
-			v, err := k.arg(ch)
-			if err != nil {
-				return nil, err
-			}
-			a, err := netip.ParseAddr(v)
-			if err != nil {
-				return nil, k.errf(ch.line, "connect_ip %q is not an IP address", v)
-			}
-			c.Address = a.Unmap().String()
-			lines["address"] = ch.line
-		case kw == "url":
-			if !slices.ContainsFunc(ch.children, func(u *kaNode) bool { return u.word(0) == "path" }) {
-				k.warnf(ch.line, "HTTP/SSL_GET checker url has no path - ignoring")
-				continue
-			}
-			urls++
-			if urls > 1 {
-				// One path per check: the first url is checked.
-				k.keep(scope, ch)
-				continue
-			}
-			if err := k.url(scope, ch, c, lines); err != nil {
-				return nil, err
-			}
-		case kw == "misc_path" && kind.typ == "exec":
-			words, err := ipvsmgr.SplitCommand(ch.rest())
-			if err == nil && len(words) == 1 && strings.ContainsAny(words[0], " \t") {
-				// keepalived's "quoted command line": split what was quoted.
-				words, err = ipvsmgr.SplitCommand(words[0])
-			}
-			if err != nil || len(words) == 0 {
-				return nil, k.errf(ch.line, "misc_path: want a program and its arguments")
-			}
-			c.Command = words
-			lines["command"] = ch.line
-		case kw == "misc_timeout" && kind.typ == "exec":
-			misc.timeout = ch
-		case kw == "misc_dynamic" && kind.typ == "exec":
-			c.DynamicWeight = boolPtr(true)
-			lines["dynamic_weight"] = ch.line
-		case kw == "name" && kind.typ == "dns":
-			v, err := k.arg(ch)
-			if err != nil {
-				return nil, err
-			}
-			c.Name = v
-			lines["name"] = ch.line
-		case kw == "type" && kind.typ == "dns":
-			v, err := k.arg(ch)
-			if err != nil {
-				return nil, err
-			}
-			c.QType = strings.ToUpper(v)
-			lines["qtype"] = ch.line
-		case (kw == "payload" || kw == "require_reply") && kind.typ == "send_expect":
-			v, err := k.arg(ch)
-			if err != nil {
-				return nil, err
-			}
-			text, ok := kaPayloadText(v)
-			if !ok {
-				return nil, nil // bytes a send/expect string cannot carry
-			}
-			if kw == "payload" {
-				c.Send = text
-				lines["send"] = ch.line
-			} else {
-				c.Expect = text
-				lines["expect"] = ch.line
-			}
-		default:
-			// delay_before_retry, bindto, bind_port, warmup, user, enable_sni...
-			k.keep(scope, ch)
+		if err := r.statement(ch); err != nil {
+			return nil, err
 		}
 	}
-	switch kind.typ {
+	if r.unmappable {
+		return nil, nil
+	}
+	return r.finish(kind.retry)
+}
+
+// statement takes one statement of the block: a keyword keepalived does not
+// know there is refused, a known one mapped or kept.
+func (r *kaChecker) statement(ch *kaNode) error {
+	k, kw := r.k, ch.word(0)
+	if !kaCheckerKeywords[r.n.word(0)][kw] || ch.block != (kw == "url") {
+		if kw == "nb_get_retry" && !ch.block {
+			// keepalived 1.x files write it in every checker; keepalived 2
+			// knows it only in HTTP_GET and SSL_GET.
+			k.warnf(ch.line, "Unknown keyword 'nb_get_retry' in %s - ignored, as keepalived ignores it (retry is the keyword)", r.n.word(0))
+			return nil
+		}
+		return k.unknownKeyword(r.scope, ch)
+	}
+	if kw == "nb_get_retry" {
+		k.warnf(ch.line, "nb_get_retry is deprecated - please use 'retry'")
+	}
+	if kw == "alpha" {
+		r.s.alpha = true
+		return nil
+	}
+	if r.s.setting(ch) {
+		return nil
+	}
+	c, lines := r.c, r.lines
+	arg := func(set func(string) error, leaf string) error {
+		v, err := k.arg(ch)
+		if err == nil {
+			err = set(v)
+		}
+		if err == nil {
+			lines[leaf] = ch.line
+		}
+		return err
+	}
+	switch {
+	case kw == "connect_port":
+		return arg(func(v string) (err error) {
+			if c.Port, err = strconv.Atoi(v); err != nil {
+				return k.errf(ch.line, "connect_port %q is not a number", v)
+			}
+			return nil
+		}, "port")
+	case kw == "connect_ip":
+		return arg(func(v string) error {
+			a, err := netip.ParseAddr(v)
+			if err != nil {
+				return k.errf(ch.line, "connect_ip %q is not an IP address", v)
+			}
+			c.Address = a.Unmap().String()
+			return nil
+		}, "address")
+	case kw == "url":
+		return r.url(ch)
+	case kw == "misc_path" && r.typ == "exec":
+		words, err := ipvsmgr.SplitCommand(ch.rest())
+		if err == nil && len(words) == 1 && strings.ContainsAny(words[0], " \t") {
+			// keepalived's "quoted command line": split what was quoted.
+			words, err = ipvsmgr.SplitCommand(words[0])
+		}
+		if err != nil || len(words) == 0 {
+			return k.errf(ch.line, "misc_path: want a program and its arguments")
+		}
+		c.Command = words
+		lines["command"] = ch.line
+	case kw == "misc_timeout" && r.typ == "exec":
+		r.miscTimeout = ch
+	case kw == "misc_dynamic" && r.typ == "exec":
+		c.DynamicWeight = boolPtr(true)
+		lines["dynamic_weight"] = ch.line
+	case kw == "name" && r.typ == "dns":
+		return arg(func(v string) error { c.Name = v; return nil }, "name")
+	case kw == "type" && r.typ == "dns":
+		return arg(func(v string) error { c.QType = strings.ToUpper(v); return nil }, "qtype")
+	case (kw == "payload" || kw == "require_reply") && r.typ == "send_expect":
+		leaf := map[string]string{"payload": "send", "require_reply": "expect"}[kw]
+		return arg(func(v string) error {
+			text, ok := kaPayloadText(v)
+			if !ok {
+				r.unmappable = true // bytes a send/expect string cannot carry
+			}
+			*map[string]*string{"send": &c.Send, "expect": &c.Expect}[leaf] = text
+			return nil
+		}, leaf)
+	default:
+		// bindto, bind_port, warmup, user, enable_sni...
+		k.keep(r.scope, ch)
+	}
+	return nil
+}
+
+// url takes a url block: the first with a path is the check's.
+func (r *kaChecker) url(ch *kaNode) error {
+	if !slices.ContainsFunc(ch.children, func(u *kaNode) bool { return u.word(0) == "path" }) {
+		r.k.warnf(ch.line, "HTTP/SSL_GET checker url has no path - ignoring")
+		return nil
+	}
+	if r.urls++; r.urls > 1 {
+		// One path per check: the first url is checked.
+		r.k.keep(r.scope, ch)
+		return nil
+	}
+	return r.k.url(r.scope, ch, r.c, r.lines)
+}
+
+// finish settles what the block as a whole says: a checker keepalived
+// ignores (no url, no script) is dropped; then the timing.
+func (r *kaChecker) finish(defaultRetry int) (*kaCheck, error) {
+	k, c, n := r.k, r.c, r.n
+	switch r.typ {
 	case "http", "https":
-		if urls == 0 {
+		if r.urls == 0 {
 			k.warnf(n.line, "HTTP/SSL_GET checker has no urls specified - ignoring")
 			return kaDropped, nil
 		}
-		if n := s.virtualhost; n != nil {
-			v, err := k.arg(n)
+		if vh := r.s.virtualhost; vh != nil {
+			v, err := k.arg(vh)
 			if err != nil {
 				return nil, err
 			}
 			c.Host = v
-			lines["host"] = n.line
+			r.lines["host"] = vh.line
 		}
 	case "exec":
 		if c.Command == nil {
@@ -259,12 +278,12 @@ func (k *kaImporter) checker(scope string, n *kaNode, inherited kaCheckSettings)
 			return nil, nil
 		}
 		c.Protocol = "udp"
-		lines["protocol"] = n.line
+		r.lines["protocol"] = n.line
 	}
-	if err := k.timing(c, kind.retry, s, misc.timeout, n.line, lines); err != nil {
+	if err := k.timing(c, defaultRetry, r.s, r.miscTimeout, n.line, r.lines); err != nil {
 		return nil, err
 	}
-	return &kaCheck{check: c, lines: lines}, nil
+	return &kaCheck{check: c, lines: r.lines}, nil
 }
 
 // url maps an HTTP_GET's or SSL_GET's url block: its path, status codes and

@@ -3,6 +3,7 @@ package formats
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"net/netip"
@@ -465,7 +466,25 @@ func exportLVSCF(st *ipvsmgr.State, w io.Writer) error {
 		return err
 	}
 	bw := bufio.NewWriter(w)
-	globals := scoped[""]
+	writeLVSGlobals(bw, st, network, scoped[""], red, weak)
+	for _, scope := range failovers {
+		fmt.Fprintf(bw, "%s {\n", scope)
+		for _, k := range scoped[scope] {
+			writeKV(bw, "    ", k.Key, k.Value)
+		}
+		bw.WriteString("}\n")
+	}
+	vipAliases := newLVSAliases(st, scoped)
+	vsNames := blockNames(len(st.Services), func(i int) string { return st.Services[i].Name }, "vs")
+	for i := range st.Services {
+		writeLVSVirtual(bw, &st.Services[i], "virtual "+vsNames[i], scoped, vipAliases)
+	}
+	return bw.Flush()
+}
+
+// writeLVSGlobals writes the global keys in Piranha's order: the
+// redundancy's, the network and timeouts, then the imported ones.
+func writeLVSGlobals(bw *bufio.Writer, st *ipvsmgr.State, network string, globals []ipvsmgr.ImportedKey, red map[string]string, weak []string) {
 	imported := func(key string) bool {
 		return slices.ContainsFunc(globals, func(k ipvsmgr.ImportedKey) bool { return k.Key == key })
 	}
@@ -483,7 +502,7 @@ func exportLVSCF(st *ipvsmgr.State, w io.Writer) error {
 				fmt.Fprintf(bw, "%s = %d\n", key, n)
 			}
 		case "service":
-			if !slices.ContainsFunc(globals, func(k ipvsmgr.ImportedKey) bool { return k.Key == "service" }) {
+			if !imported("service") {
 				bw.WriteString("service = lvs\n")
 			}
 			fallthrough
@@ -503,68 +522,49 @@ func exportLVSCF(st *ipvsmgr.State, w io.Writer) error {
 			writeKV(bw, "", k.Key, k.Value)
 		}
 	}
-	for _, scope := range failovers {
-		fmt.Fprintf(bw, "%s {\n", scope)
-		for _, k := range scoped[scope] {
+}
+
+// writeLVSVirtual writes one virtual block with its server blocks and the
+// keys imported in their scopes.
+func writeLVSVirtual(bw *bufio.Writer, svc *ipvsmgr.Service, scope string, scoped map[string][]ipvsmgr.ImportedKey, vipAliases *lvsAliases) {
+	fmt.Fprintf(bw, "%s {\n", scope)
+	writeKV(bw, "    ", "active", activeValue(svc.IsEnabled()))
+	writeKV(bw, "    ", "address", vipAliases.address(svc, scoped[scope]))
+	if svc.FWMark > 0 {
+		writeKV(bw, "    ", "fwmark", strconv.FormatUint(uint64(svc.FWMark), 10))
+	} else {
+		writeKV(bw, "    ", "port", strconv.Itoa(svc.Port))
+		writeKV(bw, "    ", "protocol", cmp.Or(svc.Protocol, "tcp"))
+	}
+	writeKV(bw, "    ", "scheduler", cmp.Or(svc.Scheduler, "wlc"))
+	if svc.Persistence > 0 {
+		writeKV(bw, "    ", "persistent", strconv.Itoa(svc.Persistence))
+		if svc.PersistenceNetmask != "" {
+			writeKV(bw, "    ", "pmask", svc.PersistenceNetmask)
+		}
+	}
+	writeLVSCheck(bw, svc, scoped[scope])
+	for _, k := range scoped[scope] {
+		if k.Key != lvsAliasKey && k.Key != lvsReentryKey {
 			writeKV(bw, "    ", k.Key, k.Value)
 		}
-		bw.WriteString("}\n")
 	}
-	vipAliases := newLVSAliases(st, scoped)
-	vsNames := blockNames(len(st.Services), func(i int) string { return st.Services[i].Name }, "vs")
-	for i := range st.Services {
-		svc := &st.Services[i]
-		name := vsNames[i]
-		scope := "virtual " + name
-		fmt.Fprintf(bw, "%s {\n", scope)
-		writeKV(bw, "    ", "active", activeValue(svc.IsEnabled()))
-		writeKV(bw, "    ", "address", vipAliases.address(svc, scoped[scope]))
-		if svc.FWMark > 0 {
-			writeKV(bw, "    ", "fwmark", strconv.FormatUint(uint64(svc.FWMark), 10))
-		} else {
-			writeKV(bw, "    ", "port", strconv.Itoa(svc.Port))
-			proto := svc.Protocol
-			if proto == "" {
-				proto = "tcp"
-			}
-			writeKV(bw, "    ", "protocol", proto)
+	rsNames := blockNames(len(svc.Servers), func(j int) string { return svc.Servers[j].Name }, "rs")
+	for j := range svc.Servers {
+		rs := &svc.Servers[j]
+		fmt.Fprintf(bw, "    server %s {\n", rsNames[j])
+		writeKV(bw, "        ", "address", rs.Address)
+		writeKV(bw, "        ", "active", activeValue(rs.IsEnabled()))
+		if rs.Port != 0 {
+			writeKV(bw, "        ", "port", strconv.Itoa(rs.Port))
 		}
-		sched := svc.Scheduler
-		if sched == "" {
-			sched = "wlc"
+		writeKV(bw, "        ", "weight", strconv.Itoa(rs.EffectiveWeight()))
+		for _, k := range scoped[scope+" server "+rsNames[j]] {
+			writeKV(bw, "        ", k.Key, k.Value)
 		}
-		writeKV(bw, "    ", "scheduler", sched)
-		if svc.Persistence > 0 {
-			writeKV(bw, "    ", "persistent", strconv.Itoa(svc.Persistence))
-			if svc.PersistenceNetmask != "" {
-				writeKV(bw, "    ", "pmask", svc.PersistenceNetmask)
-			}
-		}
-		writeLVSCheck(bw, svc, scoped[scope])
-		for _, k := range scoped[scope] {
-			if k.Key != lvsAliasKey && k.Key != lvsReentryKey {
-				writeKV(bw, "    ", k.Key, k.Value)
-			}
-		}
-		rsNames := blockNames(len(svc.Servers), func(j int) string { return svc.Servers[j].Name }, "rs")
-		for j := range svc.Servers {
-			rs := &svc.Servers[j]
-			rsName := rsNames[j]
-			fmt.Fprintf(bw, "    server %s {\n", rsName)
-			writeKV(bw, "        ", "address", rs.Address)
-			writeKV(bw, "        ", "active", activeValue(rs.IsEnabled()))
-			if rs.Port != 0 {
-				writeKV(bw, "        ", "port", strconv.Itoa(rs.Port))
-			}
-			writeKV(bw, "        ", "weight", strconv.Itoa(rs.EffectiveWeight()))
-			for _, k := range scoped[scope+" server "+rsName] {
-				writeKV(bw, "        ", k.Key, k.Value)
-			}
-			bw.WriteString("    }\n")
-		}
-		bw.WriteString("}\n")
+		bw.WriteString("    }\n")
 	}
-	return bw.Flush()
+	bw.WriteString("}\n")
 }
 
 // blockNames names every block: its own name, or PREFIX and a number that
