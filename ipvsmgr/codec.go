@@ -492,6 +492,15 @@ func (d *fastDecoder) server(s *Server) {
 		case "check":
 			d.once(seen, 9)
 			d.strict(&s.Check)
+		case "tunnel":
+			d.once(seen, 10)
+			s.Tunnel = d.str()
+		case "tunnel_port":
+			d.once(seen, 11)
+			s.TunnelPort = d.int()
+		case "tunnel_checksum":
+			d.once(seen, 12)
+			s.TunnelChecksum = d.str()
 		default:
 			d.fail()
 		}
@@ -641,6 +650,15 @@ func appendServer(b []byte, s *Server) []byte {
 	}
 	if s.Forwarding != "" {
 		b = appendString(append(b, `,"forwarding":`...), s.Forwarding)
+	}
+	if s.Tunnel != "" {
+		b = appendString(append(b, `,"tunnel":`...), s.Tunnel)
+	}
+	if s.TunnelPort != 0 {
+		b = strconv.AppendInt(append(b, `,"tunnel_port":`...), int64(s.TunnelPort), 10)
+	}
+	if s.TunnelChecksum != "" {
+		b = appendString(append(b, `,"tunnel_checksum":`...), s.TunnelChecksum)
 	}
 	if s.UpperThreshold != 0 {
 		b = strconv.AppendInt(append(b, `,"upper_threshold":`...), int64(s.UpperThreshold), 10)

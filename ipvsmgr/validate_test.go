@@ -173,3 +173,34 @@ func TestCompileAllPortsAndFWMarkPorts(t *testing.T) {
 		t.Errorf("fwmark TUN server port = %d, want 443 kept (as ipvsadm keeps it)", p)
 	}
 }
+
+func TestCompileTunnels(t *testing.T) {
+	d, err := compileDoc(t, `{"services":[{"address":"198.18.0.1","port":443,"forwarding":"tun","servers":[
+	 {"address":"198.18.0.2","tunnel":"gue","tunnel_port":6080,"tunnel_checksum":"remcsum"},
+	 {"address":"198.18.0.3","tunnel":"gre","tunnel_checksum":"csum"},
+	 {"address":"198.18.0.4"}]}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := d.Table.Services[0].Dests
+	if ds[0].TunType != TunGUE || ds[0].TunPort != 6080 || ds[0].TunFlags != TunFlagRemCsum ||
+		ds[1].TunType != TunGRE || ds[1].TunFlags != TunFlagCsum || ds[2].TunType != TunIPIP {
+		t.Fatalf("tunnels: %+v %+v %+v", ds[0], ds[1], ds[2])
+	}
+	if got := destArgs(ds[0]); !strings.HasSuffix(got, "-i -w 1 --tun-type gue --tun-port 6080 --tun-remcsum") {
+		t.Errorf("ipvsadm line %q", got)
+	}
+	for doc, want := range map[string]string{
+		`{"address":"198.18.0.2","tunnel":"gue"}`:                                   "a gue tunnel needs its UDP port",
+		`{"address":"198.18.0.2","tunnel":"gre","tunnel_port":1}`:                   "only a gue tunnel has a port",
+		`{"address":"198.18.0.2","tunnel":"vxlan"}`:                                 `"vxlan" is not a tunnel type`,
+		`{"address":"198.18.0.2","tunnel":"gre","tunnel_checksum":"remcsum"}`:       "remcsum is for gue tunnels only",
+		`{"address":"198.18.0.2","tunnel_checksum":"csum"}`:                         "ipip has no checksum option",
+		`{"address":"198.18.0.2","forwarding":"dr","tunnel":"gue","tunnel_port":1}`: "a tunnel is for tun forwarding",
+	} {
+		_, err := compileDoc(t, `{"services":[{"address":"198.18.0.1","port":443,"forwarding":"tun","servers":[`+doc+`]}]}`)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", doc, err, want)
+		}
+	}
+}

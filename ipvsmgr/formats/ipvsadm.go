@@ -469,18 +469,28 @@ func (p *ipvsadmParser) serverOption(args []string, i int, l *rsLine) (int, erro
 		}
 		*map[string]*int{"-w": &l.weight, "-x": &l.rs.UpperThreshold, "-y": &l.rs.LowerThreshold}[opt] = n
 		return i + 2, nil
-	case "--tun-type", "--tun-port":
+	case "--tun-type":
 		v, err := p.value(args, i)
 		if err != nil {
 			return 0, err
 		}
-		// ipip is what IPVS does without the option.
-		if !(opt == "--tun-type" && v == "ipip") {
-			l.imported = append(l.imported, ipvsmgr.ImportedKey{Source: FormatIpvsadm, Line: p.line, Key: opt, Value: v})
+		l.rs.Tunnel = v
+		if v == "ipip" {
+			l.rs.Tunnel = "" // what IPVS does without the option
 		}
 		return i + 2, nil
+	case "--tun-port":
+		n, err := p.number(args, i, 1, 65535)
+		if err != nil {
+			return 0, err
+		}
+		l.rs.TunnelPort = n
+		return i + 2, nil
 	case "--tun-nocsum", "--tun-csum", "--tun-remcsum":
-		l.imported = append(l.imported, ipvsmgr.ImportedKey{Source: FormatIpvsadm, Line: p.line, Key: opt})
+		l.rs.TunnelChecksum = strings.TrimPrefix(opt, "--tun-")
+		if l.rs.TunnelChecksum == "nocsum" {
+			l.rs.TunnelChecksum = "" // the default
+		}
 		return i + 1, nil
 	}
 	return 0, p.errf("%q is not an option of -a (want a virtual service, -r, -g/-m/-i, -w, -x, -y)", args[i])
@@ -560,23 +570,8 @@ func exportIpvsadm(st *ipvsmgr.State, w io.Writer) error {
 		bw.WriteString("\n")
 		for _, rs := range vs.Dests {
 			fmt.Fprintf(bw, "-a %s -r %s %s -w %d", key, rs.Key, forwardOpt(rs.Forward), rs.Weight)
-			rsImported := imported[key+" -r "+rs.Key.String()]
 			if rs.Forward == ipvsmgr.ForwardTUN {
-				tunType := "ipip"
-				for _, k := range rsImported {
-					if k.Key == "--tun-type" {
-						tunType = k.Value
-					}
-				}
-				fmt.Fprintf(bw, " --tun-type %s", tunType)
-				for _, k := range rsImported {
-					switch k.Key {
-					case "--tun-port":
-						fmt.Fprintf(bw, " --tun-port %s", k.Value)
-					case "--tun-nocsum", "--tun-csum", "--tun-remcsum":
-						bw.WriteString(" " + k.Key)
-					}
-				}
+				bw.WriteString(tunnelOpts(rs))
 			}
 			// ipvsadm -S leaves thresholds out; ipvsadm -R takes them.
 			if rs.UpperThreshold != 0 {
@@ -589,6 +584,25 @@ func exportIpvsadm(st *ipvsmgr.State, w io.Writer) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// tunnelOpts are a TUN server's options as ipvsadm -S prints them.
+func tunnelOpts(d *ipvsmgr.Destination) string {
+	s := " --tun-type " + [...]string{"ipip", "gue", "gre"}[min(d.TunType, 2)]
+	if d.TunType == ipvsmgr.TunGUE {
+		s += " --tun-port " + strconv.Itoa(int(d.TunPort))
+	}
+	if d.TunType != ipvsmgr.TunIPIP {
+		switch {
+		case d.TunFlags&ipvsmgr.TunFlagRemCsum != 0:
+			s += " --tun-remcsum"
+		case d.TunFlags&ipvsmgr.TunFlagCsum != 0:
+			s += " --tun-csum"
+		default:
+			s += " --tun-nocsum"
+		}
+	}
+	return s
 }
 
 func forwardOpt(f ipvsmgr.Forwarding) string {

@@ -103,13 +103,13 @@ func TestIpvsadmKeepsWhatTheModelLacks(t *testing.T) {
 	}
 	want := []ipvsmgr.ImportedKey{
 		{Source: "ipvsadm", Line: 1, Scope: "-u 198.18.0.5:5060", Key: "--pe", Value: "sip"},
-		{Source: "ipvsadm", Line: 2, Scope: "-u 198.18.0.5:5060 -r 198.18.2.11:5060", Key: "--tun-type", Value: "gue"},
-		{Source: "ipvsadm", Line: 2, Scope: "-u 198.18.0.5:5060 -r 198.18.2.11:5060", Key: "--tun-port", Value: "6080"},
-		{Source: "ipvsadm", Line: 2, Scope: "-u 198.18.0.5:5060 -r 198.18.2.11:5060", Key: "--tun-nocsum"},
 		{Source: "ipvsadm", Line: 3, Scope: "-f 7 -6", Key: "-6"},
 	}
 	if d := cmp.Diff(want, st.Imported); d != "" {
 		t.Error(d)
+	}
+	if rs := st.Services[0].Servers[0]; rs.Tunnel != "gue" || rs.TunnelPort != 6080 || rs.TunnelChecksum != "" {
+		t.Errorf("the gue tunnel is the server's: %+v", rs)
 	}
 	var out bytes.Buffer
 	if err := Export(FormatIpvsadm, st, &out); err != nil {

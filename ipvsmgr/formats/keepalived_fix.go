@@ -152,6 +152,12 @@ func (k *kaImporter) server(svc *ipvsmgr.Service, v *kaVS, r *kaRS, label string
 	if !r.weight {
 		rs.Weight = intPtr(v.weight)
 	}
+	if rs.Forwarding == "" && svc.Forwarding == "tun" {
+		rs.Tunnel, rs.TunnelPort, rs.TunnelChecksum = v.tunnel.typ, v.tunnel.port, v.tunnel.checksum
+		if v.tunnel != (kaTunnel{}) {
+			lines[field+".tunnel"] = v.fields["forwarding"]
+		}
+	}
 	lines[field] = r.n.line
 	for f, l := range r.fields {
 		lines[field+"."+f] = l

@@ -327,3 +327,33 @@ func TestKeepalivedGroupRanges(t *testing.T) {
 		}
 	}
 }
+
+func TestKeepalivedTunnelTypes(t *testing.T) {
+	st, err := Import(FormatKeepalived, strings.NewReader(`virtual_server 198.18.0.1 443 {
+  protocol TCP
+  lvs_method TUN type gue port 6080 csum
+  real_server 198.18.1.1 443 {
+  }
+  real_server 198.18.1.2 443 {
+    lvs_method TUN type gre
+  }
+  real_server 198.18.1.3 443 {
+    lvs_method TUN
+  }
+}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, rs := range st.Services[0].Servers {
+		got = append(got, fmt.Sprintf("%s/%d/%s", rs.Tunnel, rs.TunnelPort, rs.TunnelChecksum))
+	}
+	if d := cmp.Diff([]string{"gue/6080/csum", "gre/0/", "/0/"}, got); d != "" {
+		t.Errorf("tunnels (-want +got):\n%s", d)
+	}
+	checkErrors(t, FormatKeepalived, []errorCase{
+		{"tunnel word", "virtual_server 198.18.0.1 443 {\n  lvs_method TUN type gue port x\n  real_server 198.18.1.1 443 {\n  }\n}\n", 2, `port "x" is not a number`},
+		{"DR with words", "virtual_server 198.18.0.1 443 {\n  lvs_method DR type gue\n  real_server 198.18.1.1 443 {\n  }\n}\n", 2, "takes one value"},
+	})
+}

@@ -59,6 +59,7 @@ type kaVS struct {
 	hyst    *kaNode
 	servers []*kaRS
 	checks  kaCheckSettings
+	tunnel  kaTunnel // of lvs_method TUN, for the servers that inherit it
 }
 
 // kaRS is a real_server block as read.
@@ -180,11 +181,11 @@ func (k *kaImporter) vsStatement(v *kaVS, c *kaNode) error {
 		v.svc.Scheduler = val
 		set("scheduler")
 	case "lb_kind", "lvs_method":
-		fwd, err := k.forwarding(c)
+		fwd, tun, err := k.forwarding(c)
 		if err != nil {
 			return err
 		}
-		v.svc.Forwarding = fwd
+		v.svc.Forwarding, v.tunnel = fwd, tun
 		set("forwarding")
 	case "persistence_timeout":
 		v.svc.Persistence = defaultPersistence
@@ -239,16 +240,56 @@ func (k *kaImporter) vsStatement(v *kaVS, c *kaNode) error {
 	return nil
 }
 
-func (k *kaImporter) forwarding(c *kaNode) (string, error) {
-	v, err := k.arg(c)
-	if err != nil {
-		return "", err
+// kaTunnel is what `lvs_method TUN type ...` says.
+type kaTunnel struct {
+	typ, checksum string
+	port          int
+}
+
+// forwarding reads `lvs_method DR|NAT|TUN [type ipip|gue port N|gre
+// [nocsum|csum|remcsum]]` as svr_forwarding_handler does.
+func (k *kaImporter) forwarding(c *kaNode) (string, kaTunnel, error) {
+	var tun kaTunnel
+	if len(c.words) < 2 {
+		return "", tun, k.errf(c.line, "%s: want DR, NAT or TUN", c.word(0))
 	}
+	v := c.word(1)
 	fwd, ok := kaForwarding[strings.ToUpper(v)]
 	if !ok {
-		return "", k.errf(c.line, "%s %q: want DR, NAT or TUN", c.word(0), v)
+		return "", tun, k.errf(c.line, "%s %q: want DR, NAT or TUN", c.word(0), v)
 	}
-	return fwd, nil
+	if len(c.words) > 2 && fwd != "tun" {
+		return "", tun, k.errf(c.line, "%s takes one value, got %d", c.word(0), len(c.words)-1)
+	}
+	for i := 2; i < len(c.words); i++ {
+		switch w := c.word(i); w {
+		case "type":
+			if i++; i >= len(c.words) {
+				return "", tun, k.errf(c.line, "lvs_method TUN type: want ipip, gue or gre")
+			}
+			tun.typ = c.word(i)
+		case "port":
+			if i++; i >= len(c.words) {
+				return "", tun, k.errf(c.line, "lvs_method TUN port: want a UDP port")
+			}
+			p, err := strconv.Atoi(c.word(i))
+			if err != nil {
+				return "", tun, k.errf(c.line, "lvs_method TUN port %q is not a number", c.word(i))
+			}
+			tun.port = p
+		case "nocsum", "csum", "remcsum":
+			tun.checksum = w
+		default:
+			return "", tun, k.errf(c.line, "lvs_method TUN: %q is not type, port, nocsum, csum or remcsum", w)
+		}
+	}
+	if tun.typ == "ipip" {
+		tun.typ = ""
+	}
+	if tun.checksum == "nocsum" {
+		tun.checksum = ""
+	}
+	return fwd, tun, nil
 }
 
 func (k *kaImporter) schedFlags(v *kaVS, c *kaNode) error {
@@ -356,12 +397,14 @@ func (k *kaImporter) rsStatement(r *kaRS, c *kaNode, checks *kaCheckSettings, ch
 	case "lthreshold":
 		return num("lower_threshold", &r.rs.LowerThreshold)
 	case "lvs_method":
-		fwd, err := k.forwarding(c)
+		fwd, tun, err := k.forwarding(c)
 		if err != nil {
 			return err
 		}
 		r.rs.Forwarding = fwd
+		r.rs.Tunnel, r.rs.TunnelPort, r.rs.TunnelChecksum = tun.typ, tun.port, tun.checksum
 		r.fields["forwarding"] = c.line
+		r.fields["tunnel"] = c.line
 	case "alpha":
 		checks.alpha = true
 	default:
