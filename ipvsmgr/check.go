@@ -12,7 +12,7 @@ import (
 // overrides the service's. A zero or absent field is "not set": the server
 // inherits it, and a field nobody sets takes its default (CheckDefaults).
 type Check struct {
-	// Type is tcp, http, https, send_expect, dns, exec, agent or none.
+	// Type is tcp, http, https, send_expect, dns, exec, agent, smtp or none.
 	Type string `json:"type,omitempty"`
 	// Interval and Timeout are seconds (fractions allowed, down to 0.1).
 	Interval float64 `json:"interval,omitempty"`
@@ -57,7 +57,8 @@ type Check struct {
 	Protocol string `json:"protocol,omitempty"`
 
 	// dns: query Name of QType (default A); pass on an answer, or, with RCode,
-	// on that response code.
+	// on that response code. smtp (keepalived's SMTP_CHECK): a 220 greeting,
+	// then 250 to HELO Name (default localhost).
 	Name  string `json:"name,omitempty"`
 	QType string `json:"qtype,omitempty"`
 	RCode string `json:"rcode,omitempty"`
@@ -76,7 +77,7 @@ type Check struct {
 
 // CheckTypes lists the check types.
 func CheckTypes() []string {
-	return []string{"tcp", "http", "https", "send_expect", "dns", "exec", "agent", "none"}
+	return []string{"tcp", "http", "https", "send_expect", "dns", "exec", "agent", "smtp", "none"}
 }
 
 // Check defaults, for what neither a service's nor a server's check sets.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // CheckSpec is one real server's effective check: its service's check with
@@ -324,8 +325,12 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 	if c.Protocol != "" && c.Protocol != "tcp" && c.Protocol != "udp" {
 		v.addf(field+".protocol", "%q is not a check protocol (want tcp or udp)", c.Protocol)
 	}
-	only("name", c.Name != "", "dns")
-	if c.Name != "" && !validDNSName(c.Name) {
+	only("name", c.Name != "", "dns", "smtp")
+	switch {
+	case c.Name == "":
+	case typ == "smtp" && (strings.ContainsAny(c.Name, " \t\r\n") || !utf8.ValidString(c.Name)):
+		v.addf(field+".name", "%q: a HELO name is one word", c.Name)
+	case typ != "smtp" && !validDNSName(c.Name):
 		v.addf(field+".name", "%q is not a domain name", c.Name)
 	}
 	only("qtype", c.QType != "", "dns")
@@ -428,6 +433,8 @@ func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *Server
 			v.addf(where+".name", "missing: a dns check needs the name to query")
 			ok = false
 		}
+	case "smtp":
+		spec.Name = cmp.Or(c.Name, "localhost")
 	case "exec":
 		if len(c.Command) == 0 {
 			v.addf(where+".command", "missing: an exec check needs a command")

@@ -38,6 +38,7 @@ var kaCheckers = map[string]struct {
 	"MISC_CHECK": {"exec", 0},
 	"DNS_CHECK":  {"dns", 3},
 	"UDP_CHECK":  {"send_expect", 1},
+	"SMTP_CHECK": {"smtp", 1},
 }
 
 // kaCheckerKeywords are what keepalived knows inside each checker block
@@ -53,6 +54,7 @@ var kaCheckerKeywords = func() map[string]map[string]bool {
 		"MISC_CHECK": words(common + "misc_path misc_timeout misc_dynamic user"),
 		"DNS_CHECK":  words(common + "type name"),
 		"UDP_CHECK":  words(common + "payload require_reply min_reply_length max_reply_length"),
+		"SMTP_CHECK": words(common + "helo_name host"),
 	}
 }()
 
@@ -62,7 +64,7 @@ var kaURLKeywords = words("path digest status_code virtualhost regex regex_no_ma
 
 // kaOtherCheckers are keepalived's checkers with no ipvsctl check yet: kept
 // whole.
-var kaOtherCheckers = words("SMTP_CHECK PING_CHECK FILE_CHECK BFD_CHECK")
+var kaOtherCheckers = words("PING_CHECK FILE_CHECK BFD_CHECK")
 
 // kaDropped is a checker keepalived ignores with a warning (an HTTP_GET
 // with no url, a MISC_CHECK with no script): neither mapped nor kept.
@@ -144,7 +146,7 @@ func (k *kaImporter) checker(scope string, n *kaNode, inherited kaCheckSettings)
 // know there is refused, a known one mapped or kept.
 func (r *kaChecker) statement(ch *kaNode) error {
 	k, kw := r.k, ch.word(0)
-	if !kaCheckerKeywords[r.n.word(0)][kw] || ch.block != (kw == "url") {
+	if !kaCheckerKeywords[r.n.word(0)][kw] || ch.block != (kw == "url" || kw == "host") {
 		if kw == "nb_get_retry" && !ch.block {
 			// keepalived 1.x files write it in every checker; keepalived 2
 			// knows it only in HTTP_GET and SSL_GET.
@@ -209,6 +211,12 @@ func (r *kaChecker) statement(ch *kaNode) error {
 	case kw == "misc_dynamic" && r.typ == "exec":
 		c.DynamicWeight = boolPtr(true)
 		lines["dynamic_weight"] = ch.line
+	case kw == "helo_name" && r.typ == "smtp":
+		return arg(func(v string) error { c.Name = v; return nil }, "name")
+	case kw == "host":
+		// The deprecated host blocks: each is a checker of its own in
+		// keepalived, which one check cannot say.
+		r.unmappable = true
 	case kw == "name" && r.typ == "dns":
 		return arg(func(v string) error { c.Name = v; return nil }, "name")
 	case kw == "type" && r.typ == "dns":
@@ -270,6 +278,10 @@ func (r *kaChecker) finish(defaultRetry int) (*kaCheck, error) {
 	case "dns":
 		if c.Name == "" {
 			c.Name = "." // keepalived's default query
+		}
+	case "smtp":
+		if c.Name == "" {
+			c.Name = "smtpchecker.keepalived.org" // SMTP_DEFAULT_HELO
 		}
 	case "send_expect":
 		if c.Send == "" {

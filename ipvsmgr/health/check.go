@@ -100,6 +100,8 @@ func (c *Checker) Run(ctx context.Context, spec *ipvsmgr.CheckSpec) Result {
 		r = c.checkExec(ctx, spec)
 	case "agent":
 		r = checkAgent(ctx, spec)
+	case "smtp":
+		r = checkSMTP(ctx, spec)
 	case "none", "":
 		r = pass("no check")
 	default:

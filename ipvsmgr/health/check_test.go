@@ -523,3 +523,46 @@ func TestExecExpect(t *testing.T) {
 		t.Errorf("flood: %+v", r)
 	}
 }
+
+// TestSMTP: keepalived's SMTP_CHECK against a real listener: a 220
+// greeting (multi-line too), HELO answered 250, then QUIT.
+func TestSMTP(t *testing.T) {
+	serve := func(greeting, heloReply string) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer c.Close()
+					c.SetDeadline(time.Now().Add(5 * time.Second))
+					c.Write([]byte(greeting))
+					r := bufio.NewReader(c)
+					if line, err := r.ReadString('\n'); err != nil || line != "HELO checker.example\r\n" {
+						c.Write([]byte("500 what\r\n"))
+						return
+					}
+					c.Write([]byte(heloReply))
+					r.ReadString('\n') // QUIT
+				}()
+			}
+		}()
+		return ln.Addr().String()
+	}
+	c := &Checker{}
+	run := func(addr string) Result {
+		s := specFor("smtp", addr)
+		s.Name, s.Timeout = "checker.example", time.Second
+		return c.Run(context.Background(), s)
+	}
+	expect(t, "good", run(serve("220 mx ESMTP\r\n", "250 mx hello\r\n")), Pass, "250 mx hello")
+	expect(t, "multi-line greeting", run(serve("220-mx ESMTP\r\n220 ready\r\n", "250 ok\r\n")), Pass, "250 ok")
+	expect(t, "busy", run(serve("421 too busy\r\n", "")), Fail, "greeting 421")
+	expect(t, "helo refused", run(serve("220 mx\r\n", "550 go away\r\n")), Fail, "HELO answered 550")
+}

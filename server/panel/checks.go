@@ -49,7 +49,7 @@ const probing = "tcp http https send_expect dns exec agent"
 var checkTypeLabels = map[string]string{
 	"tcp": "tcp — connect", "http": "http — a request", "https": "https — a request over TLS",
 	"send_expect": "send_expect — send, expect a reply", "dns": "dns — a query", "exec": "exec — run a command",
-	"agent": "agent — HAProxy's agent-check", "none": "none — in, unchecked",
+	"agent": "agent — HAProxy's agent-check", "smtp": "smtp — greeting and HELO", "none": "none — in, unchecked",
 }
 
 // checkRows are the check form's rows: a service's (with its sorry server
@@ -130,7 +130,7 @@ func checkRows(serverForm bool, inherit, current string) []checkRow {
 		{Name: "check_protocol", Label: "Check protocol", For: "send_expect dns", Options: choice("default (send_expect tcp, dns udp)", "tcp", "udp"),
 			field: func(h *health) any { return &h.Check.Protocol }},
 
-		{Name: "check_name", Label: "Query name", For: "dns", Hint: "the name a dns check asks for",
+		{Name: "check_name", Label: "Query name", For: "dns smtp", Hint: "the name a dns check asks for; smtp: the HELO name (default localhost)",
 			field: func(h *health) any { return &h.Check.Name }},
 		{Name: "check_qtype", Label: "Query type", For: "dns", Options: choice("A (default)", ipvsmgr.DNSQueryTypes()...),
 			field: func(h *health) any { return &h.Check.QType }},
