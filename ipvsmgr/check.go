@@ -12,11 +12,18 @@ import (
 // overrides the service's. A zero or absent field is "not set": the server
 // inherits it, and a field nobody sets takes its default (CheckDefaults).
 type Check struct {
-	// Type is tcp, http, https, send_expect, dns, exec, agent or none.
+	// Type is tcp, http, https, send_expect, dns, exec, agent, smtp or none.
 	Type string `json:"type,omitempty"`
 	// Interval and Timeout are seconds (fractions allowed, down to 0.1).
 	Interval float64 `json:"interval,omitempty"`
 	Timeout  float64 `json:"timeout,omitempty"`
+	// FastInterval is the interval while a server is changing state: after
+	// a failure while it is still in, after a pass while it is still out
+	// (HAProxy's fastinter; keepalived's delay_before_retry). DownInterval
+	// is the interval while it is out (HAProxy's downinter). Seconds, 0:
+	// Interval.
+	FastInterval float64 `json:"fast_interval,omitempty"`
+	DownInterval float64 `json:"down_interval,omitempty"`
 	// Rise consecutive passes bring a server back, Fall consecutive failures
 	// take it out.
 	Rise int `json:"rise,omitempty"`
@@ -50,7 +57,8 @@ type Check struct {
 	Protocol string `json:"protocol,omitempty"`
 
 	// dns: query Name of QType (default A); pass on an answer, or, with RCode,
-	// on that response code.
+	// on that response code. smtp (keepalived's SMTP_CHECK): a 220 greeting,
+	// then 250 to HELO Name (default localhost).
 	Name  string `json:"name,omitempty"`
 	QType string `json:"qtype,omitempty"`
 	RCode string `json:"rcode,omitempty"`
@@ -59,14 +67,17 @@ type Check struct {
 	// them; never run through a shell), %h and %p replaced by the target's
 	// address and port. Exit 0 passes. With DynamicWeight, an exit status of
 	// 2..255 passes and sets the weight to status-2 (keepalived's
-	// misc_dynamic).
+	// misc_dynamic). With Expect (Piranha's send_program with expect), the
+	// program must also print it: its output less the last character (the
+	// newline) equal to Expect, or matching it as a regular expression with
+	// UseRegex ("*": any output).
 	Command       Argv  `json:"command,omitempty"`
 	DynamicWeight *bool `json:"dynamic_weight,omitempty"`
 }
 
 // CheckTypes lists the check types.
 func CheckTypes() []string {
-	return []string{"tcp", "http", "https", "send_expect", "dns", "exec", "agent", "none"}
+	return []string{"tcp", "http", "https", "send_expect", "dns", "exec", "agent", "smtp", "none"}
 }
 
 // Check defaults, for what neither a service's nor a server's check sets.
@@ -180,6 +191,12 @@ func mergeChecks(svc, srv *Check) Check {
 	}
 	if srv.Timeout != 0 {
 		out.Timeout = srv.Timeout
+	}
+	if srv.FastInterval != 0 {
+		out.FastInterval = srv.FastInterval
+	}
+	if srv.DownInterval != 0 {
+		out.DownInterval = srv.DownInterval
 	}
 	if srv.Rise != 0 {
 		out.Rise = srv.Rise

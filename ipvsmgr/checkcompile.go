@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // CheckSpec is one real server's effective check: its service's check with
@@ -22,8 +23,12 @@ type CheckSpec struct {
 	Target   netip.AddrPort // address and port the check talks to
 	Interval time.Duration
 	Timeout  time.Duration
-	Rise     int
-	Fall     int
+	// FastInterval while the state is changing, DownInterval while down;
+	// 0: Interval.
+	FastInterval time.Duration `json:",omitempty"`
+	DownInterval time.Duration `json:",omitempty"`
+	Rise         int
+	Fall         int
 
 	Method       string
 	Path         string
@@ -253,6 +258,8 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 		}
 	}
 	seconds("interval", c.Interval, 86400)
+	seconds("fast_interval", c.FastInterval, 86400)
+	seconds("down_interval", c.DownInterval, 86400)
 	seconds("timeout", c.Timeout, 3600)
 	if c.Rise != 0 {
 		v.rangeCheck(field+".rise", c.Rise, 1, 1000)
@@ -309,8 +316,8 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 		v.addf(field+".sni", "%q is not a server name", c.SNI)
 	}
 	only("send", c.Send != "", "send_expect")
-	only("expect", c.Expect != "", "send_expect")
-	only("use_regex", c.UseRegex != nil, "send_expect")
+	only("expect", c.Expect != "", "send_expect", "exec")
+	only("use_regex", c.UseRegex != nil, "send_expect", "exec")
 	if c.UseRegex != nil && *c.UseRegex && c.Expect != "" {
 		if _, err := regexp.Compile(c.Expect); err != nil {
 			v.addf(field+".expect", "%q is not a regular expression: %v", c.Expect, err)
@@ -320,8 +327,12 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 	if c.Protocol != "" && c.Protocol != "tcp" && c.Protocol != "udp" {
 		v.addf(field+".protocol", "%q is not a check protocol (want tcp or udp)", c.Protocol)
 	}
-	only("name", c.Name != "", "dns")
-	if c.Name != "" && !validDNSName(c.Name) {
+	only("name", c.Name != "", "dns", "smtp")
+	switch {
+	case c.Name == "":
+	case typ == "smtp" && (strings.ContainsAny(c.Name, " \t\r\n") || !utf8.ValidString(c.Name)):
+		v.addf(field+".name", "%q: a HELO name is one word", c.Name)
+	case typ != "smtp" && !validDNSName(c.Name):
 		v.addf(field+".name", "%q is not a domain name", c.Name)
 	}
 	only("qtype", c.QType != "", "dns")
@@ -365,6 +376,8 @@ func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *Server
 	spec := &sc.Spec
 	spec.Type = c.Type
 	spec.Interval = seconds(c.Interval, DefaultCheckInterval)
+	spec.FastInterval = seconds(c.FastInterval, 0)
+	spec.DownInterval = seconds(c.DownInterval, 0)
 	spec.Timeout = seconds(c.Timeout, DefaultCheckTimeout)
 	spec.Rise, spec.Fall = cmp.Or(c.Rise, DefaultCheckRise), cmp.Or(c.Fall, DefaultCheckFall)
 	addr := key.Addr
@@ -422,6 +435,8 @@ func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *Server
 			v.addf(where+".name", "missing: a dns check needs the name to query")
 			ok = false
 		}
+	case "smtp":
+		spec.Name = cmp.Or(c.Name, "localhost")
 	case "exec":
 		if len(c.Command) == 0 {
 			v.addf(where+".command", "missing: an exec check needs a command")
@@ -429,6 +444,11 @@ func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *Server
 		}
 		spec.Command = substituteArgs(c.Command, spec.Target)
 		spec.DynamicWeight = c.DynamicWeight != nil && *c.DynamicWeight
+		spec.UseRegex = c.UseRegex != nil && *c.UseRegex
+		spec.Expect = c.Expect
+		if !spec.UseRegex {
+			spec.Expect = DecodeEscapes(c.Expect)
+		}
 	}
 	sc.OnFailure = cmp.Or(c.OnFailure, DefaultOnFailure)
 	if c.SlowStart != nil {

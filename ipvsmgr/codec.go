@@ -511,6 +511,15 @@ func (d *fastDecoder) server(s *Server) {
 		case "drained":
 			d.once(seen, 10)
 			s.Drained = d.bool()
+		case "tunnel":
+			d.once(seen, 11)
+			s.Tunnel = d.str()
+		case "tunnel_port":
+			d.once(seen, 12)
+			s.TunnelPort = d.int()
+		case "tunnel_checksum":
+			d.once(seen, 13)
+			s.TunnelChecksum = d.str()
 		default:
 			d.fail()
 		}
@@ -661,6 +670,15 @@ func appendServer(b []byte, s *Server) []byte {
 	if s.Forwarding != "" {
 		b = appendString(append(b, `,"forwarding":`...), s.Forwarding)
 	}
+	if s.Tunnel != "" {
+		b = appendString(append(b, `,"tunnel":`...), s.Tunnel)
+	}
+	if s.TunnelPort != 0 {
+		b = strconv.AppendInt(append(b, `,"tunnel_port":`...), int64(s.TunnelPort), 10)
+	}
+	if s.TunnelChecksum != "" {
+		b = appendString(append(b, `,"tunnel_checksum":`...), s.TunnelChecksum)
+	}
 	if s.UpperThreshold != 0 {
 		b = strconv.AppendInt(append(b, `,"upper_threshold":`...), int64(s.UpperThreshold), 10)
 	}
@@ -705,6 +723,8 @@ func appendCheck(b []byte, c *Check) []byte {
 	o.str("type", c.Type)
 	flt("interval", c.Interval)
 	flt("timeout", c.Timeout)
+	flt("fast_interval", c.FastInterval)
+	flt("down_interval", c.DownInterval)
 	o.num("rise", int64(c.Rise))
 	o.num("fall", int64(c.Fall))
 	o.str("address", c.Address)

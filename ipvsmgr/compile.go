@@ -259,7 +259,13 @@ func (v *validator) service(field string, svc *Service, defaultFwd string) (*Vir
 			v.addf(field+".address", "missing: a service needs an address (or a fwmark)")
 			ok = false
 		}
-		if svc.Port < 1 || svc.Port > 65535 {
+		switch {
+		case svc.Port == 0 && svc.Persistence > 0:
+			// All ports: IPVS takes port 0 only for a persistent service.
+		case svc.Port == 0:
+			v.addf(field+".port", "0 (all ports) is only valid for a persistent service: set persistence, or a port 1..65535")
+			ok = false
+		case svc.Port < 1 || svc.Port > 65535:
 			v.addf(field+".port", "%d is out of range 1..65535", svc.Port)
 			ok = false
 		}
@@ -424,9 +430,13 @@ func (v *validator) servers(field string, svc *Service, vs *VirtualService, fwd 
 		if d.Key.Port == 0 {
 			d.Key.Port = vs.Key.Port
 		}
-		if (rfwd == "dr" || rfwd == "tun") && d.Key.Port != vs.Key.Port {
+		// A fwmark service's DR/TUN packets keep their own port, whatever
+		// the server's (ipvsadm keeps and prints it); a port-0 service's
+		// likewise.
+		if (rfwd == "dr" || rfwd == "tun") && d.Key.Port != vs.Key.Port && vs.Key.FWMark == 0 && vs.Key.Port != 0 {
 			v.addf(f("port"), "%d differs from the service port %d: %s forwarding cannot change the port (only nat can)", rs.Port, vs.Key.Port, rfwd)
 		}
+		v.tunnel(f, rs, rfwd, d)
 		w := rs.EffectiveWeight()
 		if w < 0 || w > maxWeight {
 			v.rangeCheck(f("weight"), w, 0, maxWeight)
@@ -456,6 +466,50 @@ func (v *validator) servers(field string, svc *Service, vs *VirtualService, fwd 
 		if rs.IsEnabled() {
 			vs.Dests = append(vs.Dests, d)
 		}
+	}
+}
+
+// tunnel validates a server's tunnel fields onto its destination: only for
+// tun forwarding; gue needs its port, remcsum is gue's only.
+func (v *validator) tunnel(f func(string) string, rs *Server, fwd string, d *Destination) {
+	if rs.Tunnel == "" && rs.TunnelPort == 0 && rs.TunnelChecksum == "" {
+		return
+	}
+	if fwd != "tun" {
+		v.addf(f("tunnel"), "%q: a tunnel is for tun forwarding, not %s", rs.Tunnel, fwd)
+		return
+	}
+	switch rs.Tunnel {
+	case "", "ipip":
+		d.TunType = TunIPIP
+	case "gue":
+		d.TunType = TunGUE
+	case "gre":
+		d.TunType = TunGRE
+	default:
+		v.addf(f("tunnel"), "%q is not a tunnel type (want ipip, gue or gre)", rs.Tunnel)
+	}
+	switch {
+	case d.TunType == TunGUE && (rs.TunnelPort < 1 || rs.TunnelPort > 65535):
+		v.addf(f("tunnel_port"), "%d: a gue tunnel needs its UDP port 1..65535", rs.TunnelPort)
+	case d.TunType != TunGUE && rs.TunnelPort != 0:
+		v.addf(f("tunnel_port"), "%d: only a gue tunnel has a port", rs.TunnelPort)
+	}
+	d.TunPort = uint16(max(min(rs.TunnelPort, 65535), 0))
+	switch rs.TunnelChecksum {
+	case "", "nocsum":
+	case "csum":
+		d.TunFlags = TunFlagCsum
+	case "remcsum":
+		d.TunFlags = TunFlagRemCsum
+	default:
+		v.addf(f("tunnel_checksum"), "%q is not a tunnel checksum (want nocsum, csum or remcsum)", rs.TunnelChecksum)
+	}
+	if d.TunFlags != 0 && d.TunType == TunIPIP {
+		v.addf(f("tunnel_checksum"), "%q: ipip has no checksum option (gue and gre have)", rs.TunnelChecksum)
+	}
+	if d.TunFlags == TunFlagRemCsum && d.TunType != TunGUE {
+		v.addf(f("tunnel_checksum"), "remcsum is for gue tunnels only")
 	}
 }
 

@@ -116,7 +116,8 @@ func sameServiceAttrs(a, b *VirtualService) bool {
 
 func sameDestAttrs(a, b *Destination) bool {
 	return a.Forward == b.Forward && a.Weight == b.Weight &&
-		a.UpperThreshold == b.UpperThreshold && a.LowerThreshold == b.LowerThreshold
+		a.UpperThreshold == b.UpperThreshold && a.LowerThreshold == b.LowerThreshold &&
+		(a.Forward != ForwardTUN || a.TunType == b.TunType && a.TunPort == b.TunPort && a.TunFlags == b.TunFlags)
 }
 
 func sortedServices(in []*VirtualService) []*VirtualService {

@@ -232,10 +232,23 @@ type Destination struct {
 	Weight         uint32
 	UpperThreshold uint32
 	LowerThreshold uint32
-	ActiveConns    uint32
-	InactiveConns  uint32
-	Stats          Stats
+	// Tunnel encapsulation of a TUN destination (IPVS_DEST_ATTR_TUN_*).
+	TunType       uint8
+	TunPort       uint16
+	TunFlags      uint16
+	ActiveConns   uint32
+	InactiveConns uint32
+	Stats         Stats
 }
+
+// Tunnel types and flags of a TUN destination, as the kernel numbers them.
+const (
+	TunIPIP        uint8  = 0
+	TunGUE         uint8  = 1
+	TunGRE         uint8  = 2
+	TunFlagCsum    uint16 = 1 << 0
+	TunFlagRemCsum uint16 = 1 << 1
+)
 
 // Timeouts are the global IPVS connection timeouts in seconds.
 type Timeouts struct {
@@ -328,6 +341,18 @@ func destArgs(d *Destination) string {
 	}
 	if d.LowerThreshold != 0 {
 		s += " -y " + strconv.FormatUint(uint64(d.LowerThreshold), 10)
+	}
+	if d.Forward == ForwardTUN && (d.TunType != TunIPIP || d.TunFlags != 0) {
+		s += " --tun-type " + [...]string{"ipip", "gue", "gre"}[min(d.TunType, 2)]
+		if d.TunType == TunGUE {
+			s += " --tun-port " + strconv.FormatUint(uint64(d.TunPort), 10)
+		}
+		switch {
+		case d.TunFlags&TunFlagRemCsum != 0:
+			s += " --tun-remcsum"
+		case d.TunFlags&TunFlagCsum != 0:
+			s += " --tun-csum"
+		}
 	}
 	return s
 }

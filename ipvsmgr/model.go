@@ -214,11 +214,17 @@ type Match struct {
 
 // Server is a real server of a virtual service.
 type Server struct {
-	Name           string `json:"name,omitempty"`
-	Address        string `json:"address"`
-	Port           int    `json:"port,omitempty"`
-	Weight         *int   `json:"weight,omitempty"`
-	Forwarding     string `json:"forwarding,omitempty"`
+	Name       string `json:"name,omitempty"`
+	Address    string `json:"address"`
+	Port       int    `json:"port,omitempty"`
+	Weight     *int   `json:"weight,omitempty"`
+	Forwarding string `json:"forwarding,omitempty"`
+	// Tunnel is a tun server's encapsulation: ipip (the default), gue
+	// (UDP to TunnelPort) or gre; TunnelChecksum nocsum (default), csum,
+	// or remcsum (gue only). Kernel 5.2 and later.
+	Tunnel         string `json:"tunnel,omitempty"`
+	TunnelPort     int    `json:"tunnel_port,omitempty"`
+	TunnelChecksum string `json:"tunnel_checksum,omitempty"`
 	UpperThreshold int    `json:"upper_threshold,omitempty"`
 	LowerThreshold int    `json:"lower_threshold,omitempty"`
 	Enabled        *bool  `json:"enabled,omitempty"`

@@ -56,7 +56,7 @@ func TestValidationNamesFieldAndValue(t *testing.T) {
 		name, doc, field, msg string
 	}{
 		{"bad address", `{"services":[{"address":"198.18.0.300","port":80,"servers":[]}]}`, "services[0].address", `"198.18.0.300" is not an IP address`},
-		{"port 0", `{"services":[{"address":"198.18.0.1","port":0,"servers":[]}]}`, "services[0].port", "0 is out of range 1..65535"},
+		{"port 0", `{"services":[{"address":"198.18.0.1","port":0,"servers":[]}]}`, "services[0].port", "0 (all ports) is only valid for a persistent service"},
 		{"port too big", `{"services":[{"address":"198.18.0.1","port":65536,"servers":[]}]}`, "services[0].port", "65536 is out of range"},
 		{"unknown scheduler", svc(`,"scheduler":"fastest"`), "services[0].scheduler", `"fastest" is not a scheduler`},
 		{"flag for wrong scheduler", svc(`,"scheduler":"rr","scheduler_flags":["fallback"]`), "services[0].scheduler_flags[0]", "scheduler rr takes no flags"},
@@ -156,5 +156,51 @@ func TestNamesAreBounded(t *testing.T) {
 	ok := &State{Services: []Service{{Name: strings.Repeat("é", 64), Address: "198.18.0.1", Port: 80, Servers: []Server{}}}}
 	if _, err := Compile(ok); err != nil {
 		t.Errorf("64 printable characters refused: %v", err)
+	}
+}
+
+func TestCompileAllPortsAndFWMarkPorts(t *testing.T) {
+	d, err := compileDoc(t, `{"services":[
+	 {"address":"198.18.0.1","port":0,"persistence":300,"forwarding":"dr","servers":[{"address":"198.18.0.2"}]},
+	 {"fwmark":3,"forwarding":"dr","servers":[{"address":"198.18.0.3","port":80},{"address":"198.18.0.4","port":443,"forwarding":"tun"}]}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Table.Services) != 2 || d.Table.Services[0].Key.Port != 0 || d.Table.Services[0].Dests[0].Key.Port != 0 {
+		t.Fatalf("port-0 service: %+v", d.Table.Services)
+	}
+	if p := d.Table.Services[1].Dests[1].Key.Port; p != 443 {
+		t.Errorf("fwmark TUN server port = %d, want 443 kept (as ipvsadm keeps it)", p)
+	}
+}
+
+func TestCompileTunnels(t *testing.T) {
+	d, err := compileDoc(t, `{"services":[{"address":"198.18.0.1","port":443,"forwarding":"tun","servers":[
+	 {"address":"198.18.0.2","tunnel":"gue","tunnel_port":6080,"tunnel_checksum":"remcsum"},
+	 {"address":"198.18.0.3","tunnel":"gre","tunnel_checksum":"csum"},
+	 {"address":"198.18.0.4"}]}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := d.Table.Services[0].Dests
+	if ds[0].TunType != TunGUE || ds[0].TunPort != 6080 || ds[0].TunFlags != TunFlagRemCsum ||
+		ds[1].TunType != TunGRE || ds[1].TunFlags != TunFlagCsum || ds[2].TunType != TunIPIP {
+		t.Fatalf("tunnels: %+v %+v %+v", ds[0], ds[1], ds[2])
+	}
+	if got := destArgs(ds[0]); !strings.HasSuffix(got, "-i -w 1 --tun-type gue --tun-port 6080 --tun-remcsum") {
+		t.Errorf("ipvsadm line %q", got)
+	}
+	for doc, want := range map[string]string{
+		`{"address":"198.18.0.2","tunnel":"gue"}`:                                   "a gue tunnel needs its UDP port",
+		`{"address":"198.18.0.2","tunnel":"gre","tunnel_port":1}`:                   "only a gue tunnel has a port",
+		`{"address":"198.18.0.2","tunnel":"vxlan"}`:                                 `"vxlan" is not a tunnel type`,
+		`{"address":"198.18.0.2","tunnel":"gre","tunnel_checksum":"remcsum"}`:       "remcsum is for gue tunnels only",
+		`{"address":"198.18.0.2","tunnel_checksum":"csum"}`:                         "ipip has no checksum option",
+		`{"address":"198.18.0.2","forwarding":"dr","tunnel":"gue","tunnel_port":1}`: "a tunnel is for tun forwarding",
+	} {
+		_, err := compileDoc(t, `{"services":[{"address":"198.18.0.1","port":443,"forwarding":"tun","servers":[`+doc+`]}]}`)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", doc, err, want)
+		}
 	}
 }

@@ -82,9 +82,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	watch := d.Core.store.Watch()
 	defer watch.Close()
 	for {
+		opened := false // the kernel has just been opened: a restore, whatever the revision
 		if !sk.isOpen() && time.Since(lastTry) >= orDuration(d.Retry, 5*time.Second) {
 			lastTry = time.Now()
 			d.openKernel(ctx)
+			opened = sk.isOpen()
 		}
 		// Another process's commit moves the database's data_version: only
 		// then can the revision have moved (this core's own writes tell
@@ -93,13 +95,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 		if changed {
 			d.noticeResults(ctx)
 		}
-		if changed || lastRev < 0 || time.Since(lastRun) >= interval {
+		if changed || opened || lastRev < 0 || time.Since(lastRun) >= interval {
 			rev, err := d.Core.store.CurrentRevision(ctx)
 			switch {
 			case err != nil && ctx.Err() == nil:
 				d.Log.Error("read desired state revision", "err", err)
-			case err == nil && (rev != lastRev || time.Since(lastRun) >= interval):
-				d.reconcile(ctx, rev, rev != lastRev)
+			case err == nil && (rev != lastRev || opened || time.Since(lastRun) >= interval):
+				d.reconcile(ctx, rev, rev != lastRev, opened)
 				lastRev, lastRun = rev, time.Now()
 			}
 		}
@@ -135,12 +137,14 @@ func (d *Daemon) openKernel(ctx context.Context) {
 }
 
 // reconcile loads revision rev's state if it is newer than what the core
-// knows, and makes the kernel match the newest state.
-func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision bool) {
+// knows, and makes the kernel match the newest state. After the kernel has
+// just been opened (restore) it always does: a write made while the daemon
+// was starting could not reconcile its own revision.
+func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision, restore bool) {
 	sk := d.Core.shared
 	sk.mu.Lock()
 	stale := rev > sk.rev || sk.desired == nil
-	ours := newRevision && rev <= sk.reconciling
+	ours := newRevision && rev <= sk.reconciling && !restore
 	sk.mu.Unlock()
 	if ours {
 		return // a write through the core made it and reconciles it itself
@@ -169,7 +173,7 @@ func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision bool) {
 		}
 		return
 	}
-	if len(res.Changes) > 0 && !newRevision {
+	if len(res.Changes) > 0 && !newRevision && !restore {
 		d.Log.Warn("kernel had drifted from the desired state; repaired", "revision", rev, "changes", len(res.Changes))
 		if d.onRepair != nil {
 			d.onRepair(len(res.Changes))

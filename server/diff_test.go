@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/netip"
 	"path/filepath"
@@ -27,7 +26,7 @@ func TestDiffInTheDaemonReadsTheSnapshot(t *testing.T) {
 	}
 	defer st.Close()
 	k, host := fakekernel.New(), fakekernel.NewHost()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(slog.DiscardHandler)
 	core := New(Config{Store: st, Log: log, OpenKernel: func() (*KernelConn, error) {
 		return &KernelConn{Kernel: k, Host: host, Close: func() {}}, nil
 	}})
@@ -35,10 +34,24 @@ func TestDiffInTheDaemonReadsTheSnapshot(t *testing.T) {
 	d.Interval, d.Poll, d.Snapshot = time.Hour, time.Hour, time.Hour
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	a := Actor{Name: "t", Via: "test"}
+	a := Actor{Name: "t", Via: "cli"}
 	doc := `{"services":[{"name":"web","address":"198.18.0.100","port":80,"interface":"eth0","servers":[{"address":"198.18.0.11"}]}]}`
 	if _, err := core.Apply(ctx, a, strings.NewReader(doc), "t", WriteOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	// The daemon opens the kernel and restores in its own goroutine: until
+	// then a diff answers that it is starting, and its restore reads the
+	// table. Wait until it has and is quiet (its timers are an hour away).
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		before := core.KernelReads()
+		time.Sleep(100 * time.Millisecond)
+		res, err := core.Diff(ctx, nil)
+		if err == nil && len(res.Changes) == 0 && core.KernelReads() == before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon never settled: %v %+v", err, res)
+		}
 	}
 	reads := core.KernelReads()
 	for range 50 {
@@ -69,3 +82,47 @@ func vip100() ipvsmgr.VIP {
 }
 
 func hostQuery100() ipvsmgr.HostQuery { return ipvsmgr.HostQuery{VIPs: []ipvsmgr.VIP{vip100()}} }
+
+// A write made while the daemon cannot open the kernel yet (ip_vs loading,
+// the daemon starting) reaches the kernel when it opens: the open is a
+// restore, not a reconcile the write is thought to have made itself.
+func TestWriteBeforeTheKernelOpensIsRestored(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	k, host := fakekernel.New(), fakekernel.NewHost()
+	openable := make(chan struct{})
+	log := slog.New(slog.DiscardHandler)
+	core := New(Config{Store: st, Log: log, OpenKernel: func() (*KernelConn, error) {
+		select {
+		case <-openable:
+			return &KernelConn{Kernel: k, Host: host, Close: func() {}}, nil
+		default:
+			return nil, ipvsmgr.ErrIPVSUnavailable
+		}
+	}})
+	d := NewDaemon(core, log)
+	d.Interval, d.Snapshot, d.Retry, d.Poll = time.Hour, time.Hour, 10*time.Millisecond, 10*time.Millisecond
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	doc := `{"services":[{"name":"web","address":"198.18.0.100","port":80,"servers":[{"address":"198.18.0.11"}]}]}`
+	if _, err := core.Apply(ctx, Actor{Name: "t", Via: "cli"}, strings.NewReader(doc), "t", WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // the daemon tries, and fails, to open the kernel
+	close(openable)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if strings.Contains(strings.Join(k.Ops(), "\n"), "-a -t 198.18.0.100:80 -r 198.18.0.11:80") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the write made before the kernel opened never reached it; the kernel was told:\n%s", strings.Join(k.Ops(), "\n"))
+		}
+	}
+	cancel()
+	<-done
+}

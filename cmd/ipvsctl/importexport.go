@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/formats"
 )
 
@@ -38,11 +41,16 @@ func runExport(env *cliEnv, args []string) int {
 
 func runImport(env *cliEnv, args []string) int {
 	importable, _ := formats.Formats()
-	fs, g := env.newFlagSet("import", "--format "+strings.Join(importable, "|")+" FILE [--no-apply] [--no-wait] [--json]",
+	fs, g := env.newFlagSet("import", "--format "+strings.Join(importable, "|")+" FILE [--dry-run] [--allow-empty] [--ignore-unknown] [--no-apply] [--no-wait] [--json]",
 		"Replace the desired state with FILE (- for stdin) read in another tool's format, store it as a new\n"+
-			"revision, then reconcile the kernel. Malformed input is an error naming the line; nothing stored changes.\n"+
-			"Settings with no equivalent in ipvsctl are kept in the state's \"imported\" list and reported.")
+			"revision, then reconcile the kernel. It says what it read (virtual services, real servers, settings kept),\n"+
+			"with a line for each fix the format's own tool would make with a warning. Malformed input, and a keyword\n"+
+			"the tool does not know, is an error naming the line; nothing stored changes. Settings with no equivalent\n"+
+			"in ipvsctl are kept in the state's \"imported\" list and reported. keepalived's include is read here.")
 	format := fs.String("format", "", "input format: "+strings.Join(importable, ", "))
+	dryRun := fs.Bool("dry-run", false, "print what the import would change in the stored state, and change nothing")
+	allowEmpty := fs.Bool("allow-empty", false, "let an import with no virtual services replace a state that has some")
+	ignoreUnknown := fs.Bool("ignore-unknown", false, "go on past keywords the format's tool does not know (each is listed)")
 	var o writeOpts
 	o.register(fs)
 	pos, st, ok := env.parseInterspersed(fs, args)
@@ -53,13 +61,10 @@ func runImport(env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "ipvsctl import: want --format FORMAT and exactly one FILE")
 		return exitUsage
 	}
-	f := os.Stdin
-	if pos[0] != "-" {
-		var err error
-		if f, err = os.Open(pos[0]); err != nil {
-			return env.fail("import", fmt.Errorf("open %s: %w", pos[0], err), false)
-		}
-		defer f.Close()
+	doc, rep, err := env.readImport(*format, pos[0], o, formats.Options{IgnoreUnknown: *ignoreUnknown})
+	if err != nil {
+		var open *os.PathError // the file itself could not be read
+		return env.fail("import", err, !errors.As(err, &open))
 	}
 	ctx := context.Background()
 	b, err := env.backend(ctx, g)
@@ -67,19 +72,82 @@ func runImport(env *cliEnv, args []string) int {
 		return env.fail("import", err, false)
 	}
 	defer b.close()
-	var in io.Reader = f
-	if !o.asJSON && env.isTerminal() {
-		in = env.servicesRead(f, *format)
-	}
-	res, err := b.Import(ctx, b.actor, *format, pos[0], in, env.options(o))
-	env.clearLine()
+	cur, rev, err := b.State(ctx)
 	if err != nil {
 		return env.fail("import", err, false)
 	}
-	for _, k := range res.Imported {
+	if err := formats.CheckReplace(cur, doc, *allowEmpty); err != nil {
+		return env.fail("import", err, true)
+	}
+	if *dryRun {
+		return env.printImportPlan(cur, doc, rep, o.asJSON)
+	}
+	var body bytes.Buffer
+	if err := doc.Encode(&body); err != nil {
+		return env.fail("import", err, false)
+	}
+	o.base = rev // nothing may change between the check above and the write
+	res, err := b.Apply(ctx, b.actor, &body, fmt.Sprintf("import --format %s %s", *format, pos[0]), env.options(o))
+	if err != nil {
+		return env.fail("import", err, false)
+	}
+	return env.report(res, o)
+}
+
+// readImport reads and parses FILE (- for stdin) and prints what was read:
+// the kept settings, the warnings and the summary line.
+func (env *cliEnv) readImport(format, name string, o writeOpts, opts formats.Options) (*ipvsmgr.State, *formats.Report, error) {
+	f := os.Stdin
+	if name != "-" {
+		var err error
+		if f, err = os.Open(name); err != nil {
+			return nil, nil, fmt.Errorf("open %s: %w", name, err)
+		}
+		defer f.Close()
+		opts.Path = name
+	}
+	opts.ReadFile, opts.Glob = os.ReadFile, filepath.Glob
+	var in io.Reader = f
+	if !o.asJSON && env.isTerminal() {
+		in = env.servicesRead(f, format)
+	}
+	doc, rep, err := formats.ImportWith(format, in, opts)
+	env.clearLine()
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, k := range doc.Imported {
 		fmt.Fprintf(env.stderr, "kept, no equivalent yet: %s line %d: %s %s = %q\n", k.Source, k.Line, k.Scope, k.Key, k.Value)
 	}
-	return env.report(res.WriteResult, o)
+	for _, n := range rep.Warnings {
+		fmt.Fprintf(env.stderr, "warning: %s %s\n", format, n)
+	}
+	for _, n := range rep.Ignored {
+		fmt.Fprintf(env.stderr, "ignored (--ignore-unknown): %s %s\n", format, n)
+	}
+	fmt.Fprintf(env.stderr, "read %s: %s\n", name, rep.Summary())
+	return doc, rep, nil
+}
+
+// printImportPlan is --dry-run's output: what the import would change.
+func (env *cliEnv) printImportPlan(cur, doc *ipvsmgr.State, rep *formats.Report, asJSON bool) int {
+	changes := ipvsmgr.Changes(cur, doc)
+	if asJSON {
+		env.printJSON("", struct {
+			Report  *formats.Report `json:"report"`
+			Changes []string        `json:"changes"`
+		}{rep, append([]string{}, changes...)})
+		return exitOK
+	}
+	if len(changes) == 0 {
+		fmt.Fprintln(env.stdout, "dry run: the stored state would not change")
+		return exitOK
+	}
+	fmt.Fprintf(env.stdout, "dry run: the import would make %d changes:\n", len(changes))
+	for _, c := range changes {
+		fmt.Fprintf(env.stdout, "  %s\n", c)
+	}
+	return exitOK
 }
 
 // serviceMarks is how each format starts a virtual service, for counting

@@ -35,11 +35,15 @@ const maxDocument = 64 << 20
 // problem is on, and what is wrong.
 type ParseError struct {
 	Format string
+	File   string // an included file; "" the document itself
 	Line   int
 	Msg    string
 }
 
 func (e *ParseError) Error() string {
+	if e.File != "" {
+		return e.Format + " " + e.File + " line " + strconv.Itoa(e.Line) + ": " + e.Msg
+	}
 	return e.Format + " line " + strconv.Itoa(e.Line) + ": " + e.Msg
 }
 
@@ -49,11 +53,119 @@ func Formats() (importable, exportable []string) {
 		[]string{FormatJSON, FormatIpvsadm, FormatLVSCF}
 }
 
+// Options change how an import reads its input.
+type Options struct {
+	// IgnoreUnknown goes on past keywords the format's own tool does not
+	// know (each is listed in Report.Ignored); by default one is an error.
+	IgnoreUnknown bool
+	// Path is where the document was read from: keepalived resolves a
+	// relative include from the directory of the file that holds it.
+	Path string
+	// ReadFile and Glob read included files (keepalived's include); nil
+	// refuses an include by its line, since the files are not at hand.
+	ReadFile func(name string) ([]byte, error)
+	Glob     func(pattern string) ([]string, error)
+	// ServicesFile reads the service names of ports (nil: /etc/services).
+	ServicesFile func() ([]byte, error)
+}
+
+// Note is one line of an import's report: a fix the format's tool makes
+// with a warning (ipvsctl makes the same one), or an unknown keyword passed
+// over under Options.IgnoreUnknown.
+type Note struct {
+	File string `json:"file,omitempty"` // an included file; "" the document itself
+	Line int    `json:"line"`
+	Msg  string `json:"message"`
+}
+
+func (n Note) String() string {
+	if n.File != "" {
+		return fmt.Sprintf("%s line %d: %s", n.File, n.Line, n.Msg)
+	}
+	return fmt.Sprintf("line %d: %s", n.Line, n.Msg)
+}
+
+// Report is what an import read: the virtual services and real servers it
+// stores, how many entries it kept in State.Imported, and its notes.
+type Report struct {
+	Services int    `json:"services"`
+	Servers  int    `json:"servers"`
+	Kept     int    `json:"kept"`
+	Warnings []Note `json:"warnings"`
+	Ignored  []Note `json:"ignored"`
+	// declared counts the services and servers the source declares, less
+	// those dropped with a warning, as the importer met them.
+	declaredServices, declaredServers int
+}
+
+// Summary is the report's one line: "N virtual services, M real servers, K kept".
+func (r *Report) Summary() string {
+	return fmt.Sprintf("%d virtual services, %d real servers, %d kept", r.Services, r.Servers, r.Kept)
+}
+
+// importer is what every format's parser shares: the options and the report
+// it adds to.
+type importer struct {
+	format string
+	opts   Options
+	rep    *Report
+	// files maps an included file's line base (line >> fileShift) to its
+	// name; see lineRef.
+	files []string
+	// services maps "tcp/http" to 80, read on first use.
+	services map[string]int
+}
+
+// Lines of included files are numbered from their file's base upwards
+// (base = index << fileShift), so that one int names a file and a line.
+const fileShift = 24
+
+func (im *importer) lineRef(line int) (string, int) {
+	i := line >> fileShift
+	if i <= 0 || i >= len(im.files) {
+		return "", line
+	}
+	return im.files[i], line & (1<<fileShift - 1)
+}
+
+// warnf notes a fix the format's tool makes with a warning.
+func (im *importer) warnf(line int, format string, args ...any) {
+	f, l := im.lineRef(line)
+	im.rep.Warnings = append(im.rep.Warnings, Note{File: f, Line: l, Msg: fmt.Sprintf(format, args...)})
+}
+
+// unknown is a keyword the format's tool does not know: an error, or with
+// IgnoreUnknown a note.
+func (im *importer) unknown(line int, format string, args ...any) error {
+	if !im.opts.IgnoreUnknown {
+		return &ParseError{Format: im.format, Line: line, Msg: fmt.Sprintf(format, args...) + " (--ignore-unknown passes over it)"}
+	}
+	f, l := im.lineRef(line)
+	im.rep.Ignored = append(im.rep.Ignored, Note{File: f, Line: l, Msg: fmt.Sprintf(format, args...)})
+	return nil
+}
+
+// declare counts what the source declares; dropped ones are subtracted by
+// the warning that drops them.
+func (im *importer) declare(services, servers int) {
+	im.rep.declaredServices += services
+	im.rep.declaredServers += servers
+}
+
 // Import reads a document in format (json | ipvsadm | lvs.cf | keepalived) into a State. Malformed input is a
 // *ParseError naming the line (1-based) and what is wrong; the returned State is nil then. Keys with no
 // equivalent in the model are kept in State.Imported (Source, Line, Scope, Key, Value), never dropped.
 func Import(format string, r io.Reader) (*ipvsmgr.State, error) {
-	var parse func([]byte) (*ipvsmgr.State, lineIndex, error)
+	st, _, err := ImportWith(format, r, Options{})
+	return st, err
+}
+
+// ImportWith is Import with options, and the report of what was read. A
+// result with fewer virtual services or real servers than the source
+// declares (less those its tool drops with a warning) is an error: nothing
+// is lost silently.
+func ImportWith(format string, r io.Reader, o Options) (*ipvsmgr.State, *Report, error) {
+	var parse func([]byte, *importer) (*ipvsmgr.State, lineIndex, error)
 	switch format {
 	case FormatJSON:
 		parse = parseJSON
@@ -64,8 +176,41 @@ func Import(format string, r io.Reader) (*ipvsmgr.State, error) {
 	case FormatKeepalived:
 		parse = parseKeepalived
 	default:
-		return nil, fmt.Errorf("import: unknown format %q (want json, ipvsadm, lvs.cf or keepalived)", format)
+		return nil, nil, fmt.Errorf("import: unknown format %q (want json, ipvsadm, lvs.cf or keepalived)", format)
 	}
+	data, err := readDocument(format, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	im := &importer{format: format, opts: o, rep: &Report{Warnings: []Note{}, Ignored: []Note{}}, files: []string{""}}
+	st, lines, err := parse(data, im)
+	if err == nil {
+		err = checkState(format, st, lines, im.lineRef)
+	}
+	if err == nil {
+		err = im.checkCounts(st)
+	}
+	if err != nil {
+		var pe *ParseError
+		if errors.As(err, &pe) {
+			pe.File, pe.Line = im.lineRef(pe.Line)
+		}
+		return nil, nil, err
+	}
+	for i := range st.Imported {
+		if f, l := im.lineRef(st.Imported[i].Line); f != "" {
+			st.Imported[i].Line = l
+			st.Imported[i].Scope = strings.TrimSpace("in " + f + " " + st.Imported[i].Scope)
+		}
+	}
+	im.rep.Services, im.rep.Kept = len(st.Services), len(st.Imported)
+	for _, svc := range st.Services {
+		im.rep.Servers += len(svc.Servers)
+	}
+	return st, im.rep, nil
+}
+
+func readDocument(format string, r io.Reader) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxDocument+1))
 	if err != nil {
 		return nil, fmt.Errorf("import %s: read document: %w", format, err)
@@ -75,15 +220,31 @@ func Import(format string, r io.Reader) (*ipvsmgr.State, error) {
 	}
 	// The state is JSON, which has no room for invalid UTF-8 (an old
 	// Latin-1 comment); encoding/json would replace it anyway, later.
-	data = bytes.ToValidUTF8(data, []byte("\uFFFD"))
-	st, lines, err := parse(data)
-	if err != nil {
-		return nil, err
+	return bytes.ToValidUTF8(data, []byte("\uFFFD")), nil
+}
+
+// checkCounts refuses a state that holds fewer services or servers than
+// the source declared.
+func (im *importer) checkCounts(st *ipvsmgr.State) error {
+	servers := 0
+	for _, svc := range st.Services {
+		servers += len(svc.Servers)
 	}
-	if err := checkState(format, st, lines); err != nil {
-		return nil, err
+	if len(st.Services) < im.rep.declaredServices || servers < im.rep.declaredServers {
+		return fmt.Errorf("import %s: the result has %d virtual services and %d real servers, the source declares %d and %d: refusing to lose any",
+			im.format, len(st.Services), servers, im.rep.declaredServices, im.rep.declaredServers)
 	}
-	return st, nil
+	return nil
+}
+
+// CheckReplace refuses to replace a state that has virtual services with
+// one that has none, unless allowEmpty: an empty import is more often a
+// file ipvsctl could not read than a wish to stop every service.
+func CheckReplace(current, next *ipvsmgr.State, allowEmpty bool) error {
+	if allowEmpty || current == nil || len(current.Services) == 0 || len(next.Services) > 0 {
+		return nil
+	}
+	return fmt.Errorf("the import has no virtual services and would remove all %d stored ones (--allow-empty to do that)", len(current.Services))
 }
 
 // Export writes st in format (json | ipvsadm | lvs.cf).
@@ -132,7 +293,7 @@ func (li lineIndex) lineOf(field string) int {
 
 // checkState validates an imported state and reports every problem at the
 // line of the entry it is about.
-func checkState(format string, st *ipvsmgr.State, lines lineIndex) error {
+func checkState(format string, st *ipvsmgr.State, lines lineIndex, ref func(int) (string, int)) error {
 	_, err := ipvsmgr.Compile(st)
 	if err == nil {
 		return nil
@@ -145,7 +306,11 @@ func checkState(format string, st *ipvsmgr.State, lines lineIndex) error {
 	var msg strings.Builder
 	msg.WriteString(first.Error())
 	for _, p := range ve.Problems[1:] {
-		fmt.Fprintf(&msg, "; line %d: %s", lines.lineOf(p.Field), p.Error())
+		if f, l := ref(lines.lineOf(p.Field)); f != "" {
+			fmt.Fprintf(&msg, "; %s line %d: %s", f, l, p.Error())
+		} else {
+			fmt.Fprintf(&msg, "; line %d: %s", l, p.Error())
+		}
 	}
 	return &ParseError{Format: format, Line: lines.lineOf(first.Field), Msg: msg.String()}
 }

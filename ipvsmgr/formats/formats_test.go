@@ -24,10 +24,11 @@ func importFile(t *testing.T, format, path string) *ipvsmgr.State {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := Import(format, bytes.NewReader(data))
+	st, rep, err := ImportWith(format, bytes.NewReader(data), rootedOptions(path))
 	if err != nil {
 		t.Fatalf("import %s: %v", path, err)
 	}
+	checkGolden(t, path+".report", reportText(rep))
 	if _, err := ipvsmgr.Compile(st); err != nil {
 		t.Fatalf("import %s: the state does not compile: %v", path, err)
 	}
@@ -59,6 +60,63 @@ func importFile(t *testing.T, format, path string) *ipvsmgr.State {
 	return st
 }
 
+// rootedOptions reads included files as from a machine whose root is the
+// sample's directory's root/ (so that /etc/keepalived/conf.d/*.conf is
+// testdata/keepalived/root/etc/keepalived/conf.d/*.conf), the same on every
+// machine.
+func rootedOptions(path string) Options {
+	root, _ := filepath.Abs(filepath.Join(filepath.Dir(path), "root"))
+	local := func(name string) string {
+		if filepath.IsAbs(name) {
+			return filepath.Join(root, name)
+		}
+		return name
+	}
+	return Options{
+		Path:     path,
+		ReadFile: func(name string) ([]byte, error) { return os.ReadFile(local(name)) },
+		Glob: func(pattern string) ([]string, error) {
+			m, err := filepath.Glob(local(pattern))
+			for i := range m {
+				if filepath.IsAbs(pattern) {
+					m[i] = strings.TrimPrefix(m[i], root)
+				}
+			}
+			return m, err
+		},
+	}
+}
+
+// reportText is a report as its golden file holds it: the summary, then a
+// line per warning and per ignored keyword.
+func reportText(rep *Report) string {
+	var b strings.Builder
+	b.WriteString(rep.Summary() + "\n")
+	for _, w := range rep.Warnings {
+		b.WriteString("warning: " + w.String() + "\n")
+	}
+	for _, w := range rep.Ignored {
+		b.WriteString("ignored: " + w.String() + "\n")
+	}
+	return b.String()
+}
+
+func checkGolden(t *testing.T, golden, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if d := cmp.Diff(string(want), got); d != "" {
+		t.Errorf("%s differs (-want +got):\n%s", golden, d)
+	}
+}
+
 func samples(t *testing.T, dir string) []string {
 	t.Helper()
 	all, err := filepath.Glob(filepath.Join("testdata", dir, "*"))
@@ -67,7 +125,8 @@ func samples(t *testing.T, dir string) []string {
 	}
 	var out []string
 	for _, p := range all {
-		if strings.HasSuffix(p, ".golden.json") || strings.HasSuffix(p, ".md") || strings.HasSuffix(p, ".out") {
+		if strings.HasSuffix(p, ".golden.json") || strings.HasSuffix(p, ".md") || strings.HasSuffix(p, ".out") ||
+			strings.HasSuffix(p, ".report") || strings.HasSuffix(p, ".error") || filepath.Base(p) == "root" {
 			continue
 		}
 		out = append(out, p)

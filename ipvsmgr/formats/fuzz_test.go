@@ -20,8 +20,11 @@ import (
 func seed(f *testing.F, dir string, extra ...string) {
 	f.Helper()
 	paths, _ := filepath.Glob(filepath.Join("testdata", dir, "*"))
+	corpus, _ := filepath.Glob(filepath.Join("testdata", "corpus", dir, "*"))
+	paths = append(paths, corpus...)
 	for _, p := range paths {
-		if strings.HasSuffix(p, ".golden.json") || strings.HasSuffix(p, ".md") {
+		if strings.HasSuffix(p, ".golden.json") || strings.HasSuffix(p, ".md") || strings.HasSuffix(p, ".report") ||
+			strings.HasSuffix(p, ".error") || filepath.Base(p) == "root" {
 			continue
 		}
 		data, err := os.ReadFile(p)

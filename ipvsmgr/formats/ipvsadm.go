@@ -31,6 +31,7 @@ var ipvsadmAliases = map[string]string{
 }
 
 type ipvsadmParser struct {
+	im    *importer
 	st    *ipvsmgr.State
 	lines lineIndex
 	line  int
@@ -42,8 +43,8 @@ func (p *ipvsadmParser) errf(format string, args ...any) error {
 	return &ParseError{Format: FormatIpvsadm, Line: p.line, Msg: fmt.Sprintf(format, args...)}
 }
 
-func parseIpvsadm(data []byte) (*ipvsmgr.State, lineIndex, error) {
-	p := &ipvsadmParser{st: &ipvsmgr.State{Services: []ipvsmgr.Service{}}, lines: lineIndex{}, byKey: map[string]int{}}
+func parseIpvsadm(data []byte, im *importer) (*ipvsmgr.State, lineIndex, error) {
+	p := &ipvsadmParser{im: im, st: &ipvsmgr.State{Services: []ipvsmgr.Service{}}, lines: lineIndex{}, byKey: map[string]int{}}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), maxDocument)
 	for sc.Scan() {
@@ -188,19 +189,20 @@ func (p *ipvsadmParser) takeSpec(args []string, i int, spec *svcSpec) (next int,
 		return i + 2, true, nil
 	}
 	spec.proto = map[string]string{"-t": "tcp", "-u": "udp", "--sctp-service": "sctp"}[opt]
-	a, port, hasPort, err := p.addrPort(v)
+	a, port, hasPort, err := p.addrPort(v, spec.proto)
 	if err != nil {
 		return 0, false, err
 	}
-	if !hasPort || port == 0 {
-		return 0, false, p.errf("%s %s: a virtual service needs a port 1..65535", args[i], v)
+	if !hasPort {
+		return 0, false, p.errf("%s %s: a virtual service needs a port (0 for all ports, with -p)", args[i], v)
 	}
 	spec.addr, spec.port = a, port
 	return i + 2, true, nil
 }
 
-// addrPort parses ADDR[:PORT] / [ADDR6]:PORT as ipvsadm -n writes them.
-func (p *ipvsadmParser) addrPort(s string) (netip.Addr, int, bool, error) {
+// addrPort parses ADDR[:PORT] / [ADDR6]:PORT as ipvsadm writes them, the
+// port a number or (ipvsadm -S without -n) a service name.
+func (p *ipvsadmParser) addrPort(s, proto string) (netip.Addr, int, bool, error) {
 	host, port, hasPort := s, "", false
 	switch {
 	case strings.HasPrefix(s, "["):
@@ -230,7 +232,10 @@ func (p *ipvsadmParser) addrPort(s string) (netip.Addr, int, bool, error) {
 	}
 	n, err := strconv.Atoi(port)
 	if err != nil {
-		return netip.Addr{}, 0, false, p.errf("port %q is not a number: service names are not resolved, save the table with `ipvsadm -S -n`", port)
+		var ok bool
+		if n, ok = p.im.servicePort(port, proto); !ok {
+			return netip.Addr{}, 0, false, p.errf("port %q is neither a number nor a service name of /etc/services", port)
+		}
 	}
 	if n < 0 || n > 65535 {
 		return netip.Addr{}, 0, false, p.errf("port %d is out of range 0..65535", n)
@@ -274,63 +279,8 @@ func (p *ipvsadmParser) addService(args []string) error {
 			haveSpec, i = true, next
 			continue
 		}
-		switch opt := canonicalOpt(args[i]); opt {
-		case "-6":
-			spec.v6 = true
-			i++
-		case "-s":
-			v, err := p.value(args, i)
-			if err != nil {
-				return err
-			}
-			svc.Scheduler = v
-			i += 2
-		case "-p":
-			svc.Persistence = defaultPersistence
-			i++
-			if i < len(args) && !strings.HasPrefix(args[i], "-") {
-				n, err := strconv.Atoi(args[i])
-				if err != nil || n < 1 {
-					return p.errf("-p %q: a persistence timeout is a number of seconds", args[i])
-				}
-				svc.Persistence = n
-				i++
-			}
-		case "-M":
-			v, err := p.value(args, i)
-			if err != nil {
-				return err
-			}
-			svc.PersistenceNetmask = v
-			i += 2
-		case "-b":
-			v, err := p.value(args, i)
-			if err != nil {
-				return err
-			}
-			for f := range strings.SplitSeq(v, ",") {
-				switch f {
-				case "sh-fallback", "mh-fallback", "flag-1":
-					svc.SchedulerFlags = append(svc.SchedulerFlags, "fallback")
-				case "sh-port", "mh-port", "flag-2":
-					svc.SchedulerFlags = append(svc.SchedulerFlags, "port")
-				default:
-					return p.errf("-b %q: %q is not a scheduler flag (want sh-fallback, sh-port, mh-fallback or mh-port)", v, f)
-				}
-			}
-			i += 2
-		case "-o":
-			svc.OnePacket = true
-			i++
-		case "--pe":
-			v, err := p.value(args, i)
-			if err != nil {
-				return err
-			}
-			imported = append(imported, ipvsmgr.ImportedKey{Source: FormatIpvsadm, Line: p.line, Key: "--pe", Value: v})
-			i += 2
-		default:
-			return p.errf("%q is not an option of -A (want -t/-u/--sctp-service/-f, -s, -p, -M, -b, -o, -6)", args[i])
+		if i, err = p.serviceOption(args, i, &svc, &spec, &imported); err != nil {
+			return err
 		}
 	}
 	if !haveSpec {
@@ -339,6 +289,10 @@ func (p *ipvsadmParser) addService(args []string) error {
 	if spec.v6 && spec.mark == 0 {
 		return p.errf("-6 is for fwmark services (-f); an address says its own family")
 	}
+	if spec.mark == 0 && spec.port == 0 && svc.Persistence == 0 {
+		return p.errf("Zero port specified for non-persistent service (as ipvsadm refuses it)")
+	}
+	p.im.declare(1, 0)
 	key := spec.key()
 	if prev, dup := p.byKey[key]; dup {
 		return p.errf("virtual service %s is already defined on line %d", key, p.lines.lineOf(fmt.Sprintf("services[%d]", prev)))
@@ -363,103 +317,183 @@ func (p *ipvsadmParser) addService(args []string) error {
 	return nil
 }
 
+// serviceOption takes the option of an -A line at args[i] into svc (or
+// spec, or imported) and returns the index of the next one.
+func (p *ipvsadmParser) serviceOption(args []string, i int, svc *ipvsmgr.Service, spec *svcSpec, imported *[]ipvsmgr.ImportedKey) (int, error) {
+	switch opt := canonicalOpt(args[i]); opt {
+	case "-6":
+		spec.v6 = true
+		i++
+	case "-s":
+		v, err := p.value(args, i)
+		if err != nil {
+			return 0, err
+		}
+		svc.Scheduler = v
+		i += 2
+	case "-p":
+		svc.Persistence = defaultPersistence
+		i++
+		if i < len(args) && !strings.HasPrefix(args[i], "-") {
+			n, err := strconv.Atoi(args[i])
+			if err != nil || n < 1 {
+				return 0, p.errf("-p %q: a persistence timeout is a number of seconds", args[i])
+			}
+			svc.Persistence = n
+			i++
+		}
+	case "-M":
+		v, err := p.value(args, i)
+		if err != nil {
+			return 0, err
+		}
+		svc.PersistenceNetmask = v
+		i += 2
+	case "-b":
+		v, err := p.value(args, i)
+		if err != nil {
+			return 0, err
+		}
+		for f := range strings.SplitSeq(v, ",") {
+			switch f {
+			case "sh-fallback", "mh-fallback", "flag-1":
+				svc.SchedulerFlags = append(svc.SchedulerFlags, "fallback")
+			case "sh-port", "mh-port", "flag-2":
+				svc.SchedulerFlags = append(svc.SchedulerFlags, "port")
+			default:
+				return 0, p.errf("-b %q: %q is not a scheduler flag (want sh-fallback, sh-port, mh-fallback or mh-port)", v, f)
+			}
+		}
+		i += 2
+	case "-o":
+		svc.OnePacket = true
+		i++
+	case "--pe":
+		v, err := p.value(args, i)
+		if err != nil {
+			return 0, err
+		}
+		*imported = append(*imported, ipvsmgr.ImportedKey{Source: FormatIpvsadm, Line: p.line, Key: "--pe", Value: v})
+		i += 2
+	default:
+		return 0, p.errf("%q is not an option of -A (want -t/-u/--sctp-service/-f, -s, -p, -M, -b, -o, -6)", args[i])
+	}
+	return i, nil
+}
+
+// rsLine is an -a line as it is read.
+type rsLine struct {
+	spec     svcSpec
+	haveSpec bool
+	rs       ipvsmgr.Server
+	addr     netip.Addr
+	port     int
+	haveRS   bool
+	fwd      string
+	weight   int
+	imported []ipvsmgr.ImportedKey
+}
+
 func (p *ipvsadmParser) addServer(args []string) error {
-	var spec svcSpec
-	var haveSpec, haveRS bool
-	var rs ipvsmgr.Server
-	var rsAddr netip.Addr
-	var rsPort int
-	fwd := "dr"
-	weight := 1
-	var imported []ipvsmgr.ImportedKey
+	l := rsLine{fwd: "dr", weight: 1}
 	for i := 0; i < len(args); {
-		next, ok, err := p.takeSpec(args, i, &spec)
+		next, ok, err := p.takeSpec(args, i, &l.spec)
 		if err != nil {
 			return err
 		}
 		if ok {
-			if haveSpec {
+			if l.haveSpec {
 				return p.errf("more than one virtual service on one -a line")
 			}
-			haveSpec, i = true, next
+			l.haveSpec, i = true, next
 			continue
 		}
-		switch opt := canonicalOpt(args[i]); opt {
-		case "-6":
-			spec.v6 = true
-			i++
-		case "-r":
-			v, err := p.value(args, i)
-			if err != nil {
-				return err
-			}
-			a, port, _, err := p.addrPort(v)
-			if err != nil {
-				return err
-			}
-			rsAddr, rsPort, haveRS = a, port, true
-			i += 2
-		case "-g":
-			fwd, i = "dr", i+1
-		case "-m":
-			fwd, i = "nat", i+1
-		case "-i":
-			fwd, i = "tun", i+1
-		case "-w":
-			n, err := p.number(args, i, 0, 65535)
-			if err != nil {
-				return err
-			}
-			weight, i = n, i+2
-		case "-x":
-			n, err := p.number(args, i, 0, 1<<31-1)
-			if err != nil {
-				return err
-			}
-			rs.UpperThreshold, i = n, i+2
-		case "-y":
-			n, err := p.number(args, i, 0, 1<<31-1)
-			if err != nil {
-				return err
-			}
-			rs.LowerThreshold, i = n, i+2
-		case "--tun-type", "--tun-port":
-			v, err := p.value(args, i)
-			if err != nil {
-				return err
-			}
-			// ipip is what IPVS does without the option.
-			if !(opt == "--tun-type" && v == "ipip") {
-				imported = append(imported, ipvsmgr.ImportedKey{Source: FormatIpvsadm, Line: p.line, Key: opt, Value: v})
-			}
-			i += 2
-		case "--tun-nocsum", "--tun-csum", "--tun-remcsum":
-			imported = append(imported, ipvsmgr.ImportedKey{Source: FormatIpvsadm, Line: p.line, Key: opt})
-			i++
-		default:
-			return p.errf("%q is not an option of -a (want a virtual service, -r, -g/-m/-i, -w, -x, -y)", args[i])
+		if i, err = p.serverOption(args, i, &l); err != nil {
+			return err
 		}
 	}
-	if !haveSpec {
+	if !l.haveSpec {
 		return p.errf("-a without a virtual service (-t, -u, --sctp-service or -f)")
 	}
-	if !haveRS {
+	if !l.haveRS {
 		return p.errf("-a without a real server (-r ADDRESS:PORT)")
 	}
-	idx, ok := p.byKey[spec.key()]
+	idx, ok := p.byKey[l.spec.key()]
 	if !ok {
-		return p.errf("real server for %s, which no -A line before it defines", spec.key())
+		return p.errf("real server for %s, which no -A line before it defines", l.spec.key())
 	}
 	svc := &p.st.Services[idx]
-	rs.Address, rs.Port, rs.Forwarding, rs.Weight = rsAddr.String(), rsPort, fwd, intPtr(weight)
-	scope := spec.key() + " -r " + netip.AddrPortFrom(rsAddr, uint16(rsPort)).String()
-	for _, k := range imported {
+	p.im.declare(0, 1)
+	if svc.FWMark == 0 && l.fwd != "nat" && l.port != svc.Port {
+		// ipvsadm sets a DR/TUN server's port to the service's (silently).
+		p.im.warnf(p.line, "real server %s: %s forwarding keeps the service's port %d, not %d (ipvsadm resets it)", l.addr, l.fwd, svc.Port, l.port)
+		l.port = svc.Port
+	}
+	rs := l.rs
+	rs.Address, rs.Port, rs.Forwarding, rs.Weight = l.addr.String(), l.port, l.fwd, intPtr(l.weight)
+	scope := l.spec.key() + " -r " + netip.AddrPortFrom(l.addr, uint16(l.port)).String()
+	for _, k := range l.imported {
 		k.Scope = scope
 		p.st.Imported = append(p.st.Imported, k)
 	}
 	p.lines[fmt.Sprintf("services[%d].servers[%d]", idx, len(svc.Servers))] = p.line
 	svc.Servers = append(svc.Servers, rs)
 	return nil
+}
+
+// serverOption takes the option of an -a line at args[i] into l and
+// returns the index of the next one.
+func (p *ipvsadmParser) serverOption(args []string, i int, l *rsLine) (int, error) {
+	switch opt := canonicalOpt(args[i]); opt {
+	case "-6":
+		l.spec.v6 = true
+		return i + 1, nil
+	case "-r":
+		v, err := p.value(args, i)
+		if err != nil {
+			return 0, err
+		}
+		if l.addr, l.port, _, err = p.addrPort(v, l.spec.proto); err != nil {
+			return 0, err
+		}
+		l.haveRS = true
+		return i + 2, nil
+	case "-g", "-m", "-i":
+		l.fwd = map[string]string{"-g": "dr", "-m": "nat", "-i": "tun"}[opt]
+		return i + 1, nil
+	case "-w", "-x", "-y":
+		hi := map[string]int{"-w": 65535, "-x": 1<<31 - 1, "-y": 1<<31 - 1}[opt]
+		n, err := p.number(args, i, 0, hi)
+		if err != nil {
+			return 0, err
+		}
+		*map[string]*int{"-w": &l.weight, "-x": &l.rs.UpperThreshold, "-y": &l.rs.LowerThreshold}[opt] = n
+		return i + 2, nil
+	case "--tun-type":
+		v, err := p.value(args, i)
+		if err != nil {
+			return 0, err
+		}
+		l.rs.Tunnel = v
+		if v == "ipip" {
+			l.rs.Tunnel = "" // what IPVS does without the option
+		}
+		return i + 2, nil
+	case "--tun-port":
+		n, err := p.number(args, i, 1, 65535)
+		if err != nil {
+			return 0, err
+		}
+		l.rs.TunnelPort = n
+		return i + 2, nil
+	case "--tun-nocsum", "--tun-csum", "--tun-remcsum":
+		l.rs.TunnelChecksum = strings.TrimPrefix(opt, "--tun-")
+		if l.rs.TunnelChecksum == "nocsum" {
+			l.rs.TunnelChecksum = "" // the default
+		}
+		return i + 1, nil
+	}
+	return 0, p.errf("%q is not an option of -a (want a virtual service, -r, -g/-m/-i, -w, -x, -y)", args[i])
 }
 
 func (p *ipvsadmParser) setTimeouts(args []string) error {
@@ -536,23 +570,8 @@ func exportIpvsadm(st *ipvsmgr.State, w io.Writer) error {
 		bw.WriteString("\n")
 		for _, rs := range vs.Dests {
 			fmt.Fprintf(bw, "-a %s -r %s %s -w %d", key, rs.Key, forwardOpt(rs.Forward), rs.Weight)
-			rsImported := imported[key+" -r "+rs.Key.String()]
 			if rs.Forward == ipvsmgr.ForwardTUN {
-				tunType := "ipip"
-				for _, k := range rsImported {
-					if k.Key == "--tun-type" {
-						tunType = k.Value
-					}
-				}
-				fmt.Fprintf(bw, " --tun-type %s", tunType)
-				for _, k := range rsImported {
-					switch k.Key {
-					case "--tun-port":
-						fmt.Fprintf(bw, " --tun-port %s", k.Value)
-					case "--tun-nocsum", "--tun-csum", "--tun-remcsum":
-						bw.WriteString(" " + k.Key)
-					}
-				}
+				bw.WriteString(tunnelOpts(rs))
 			}
 			// ipvsadm -S leaves thresholds out; ipvsadm -R takes them.
 			if rs.UpperThreshold != 0 {
@@ -565,6 +584,25 @@ func exportIpvsadm(st *ipvsmgr.State, w io.Writer) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// tunnelOpts are a TUN server's options as ipvsadm -S prints them.
+func tunnelOpts(d *ipvsmgr.Destination) string {
+	s := " --tun-type " + [...]string{"ipip", "gue", "gre"}[min(d.TunType, 2)]
+	if d.TunType == ipvsmgr.TunGUE {
+		s += " --tun-port " + strconv.Itoa(int(d.TunPort))
+	}
+	if d.TunType != ipvsmgr.TunIPIP {
+		switch {
+		case d.TunFlags&ipvsmgr.TunFlagRemCsum != 0:
+			s += " --tun-remcsum"
+		case d.TunFlags&ipvsmgr.TunFlagCsum != 0:
+			s += " --tun-csum"
+		default:
+			s += " --tun-nocsum"
+		}
+	}
+	return s
 }
 
 func forwardOpt(f ipvsmgr.Forwarding) string {

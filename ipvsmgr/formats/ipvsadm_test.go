@@ -12,9 +12,6 @@ import (
 
 func TestImportIpvsadmSamples(t *testing.T) {
 	for _, p := range samples(t, "ipvsadm") {
-		if strings.HasSuffix(p, "names.s") {
-			continue // saved without -n: an error, see TestImportIpvsadmErrors
-		}
 		t.Run(p, func(t *testing.T) { importFile(t, FormatIpvsadm, p) })
 	}
 }
@@ -106,13 +103,13 @@ func TestIpvsadmKeepsWhatTheModelLacks(t *testing.T) {
 	}
 	want := []ipvsmgr.ImportedKey{
 		{Source: "ipvsadm", Line: 1, Scope: "-u 198.18.0.5:5060", Key: "--pe", Value: "sip"},
-		{Source: "ipvsadm", Line: 2, Scope: "-u 198.18.0.5:5060 -r 198.18.2.11:5060", Key: "--tun-type", Value: "gue"},
-		{Source: "ipvsadm", Line: 2, Scope: "-u 198.18.0.5:5060 -r 198.18.2.11:5060", Key: "--tun-port", Value: "6080"},
-		{Source: "ipvsadm", Line: 2, Scope: "-u 198.18.0.5:5060 -r 198.18.2.11:5060", Key: "--tun-nocsum"},
 		{Source: "ipvsadm", Line: 3, Scope: "-f 7 -6", Key: "-6"},
 	}
 	if d := cmp.Diff(want, st.Imported); d != "" {
 		t.Error(d)
+	}
+	if rs := st.Services[0].Servers[0]; rs.Tunnel != "gue" || rs.TunnelPort != 6080 || rs.TunnelChecksum != "" {
+		t.Errorf("the gue tunnel is the server's: %+v", rs)
 	}
 	var out bytes.Buffer
 	if err := Export(FormatIpvsadm, st, &out); err != nil {
@@ -123,13 +120,73 @@ func TestIpvsadmKeepsWhatTheModelLacks(t *testing.T) {
 	}
 }
 
-func TestImportIpvsadmErrors(t *testing.T) {
+// TestIpvsadmServiceNames: `ipvsadm -S` without -n writes service names;
+// they resolve as ipvsadm resolves them (the services file, then the
+// fallback table on a machine without one), to the table -S -n printed.
+func TestIpvsadmServiceNames(t *testing.T) {
+	numeric, err := os.ReadFile("testdata/ipvsadm/full.sn")
+	if err != nil {
+		t.Fatal(err)
+	}
 	names, err := os.ReadFile("testdata/ipvsadm/names.s")
 	if err != nil {
 		t.Fatal(err)
 	}
+	want, err := Import(FormatIpvsadm, bytes.NewReader(numeric))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noFile := func() ([]byte, error) { return nil, os.ErrNotExist }
+	ownFile := func() ([]byte, error) { return []byte("# a comment\nhttp 8080/tcp www\nhttp 80/udp\n"), nil }
+	for name, o := range map[string]Options{"system": {}, "no services file": {ServicesFile: noFile}} {
+		got, _, err := ImportWith(FormatIpvsadm, bytes.NewReader(names), o)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("%s: names.s differs from full.sn (-numeric +names):\n%s", name, d)
+		}
+	}
+	got, _, err := ImportWith(FormatIpvsadm, strings.NewReader("-A -t 198.18.0.1:http -s rr\n-a -t 198.18.0.1:http -r 198.18.0.2:http -m\n"), Options{ServicesFile: ownFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := got.Services[0].Port; p != 8080 {
+		t.Errorf("the services file says tcp/http is 8080; got %d", p)
+	}
+}
+
+// TestIpvsadmAsIpvsadmDoes: a port-0 persistent service, a fwmark DR/TUN
+// server's port kept, a DR server's port reset to the service's.
+func TestIpvsadmAsIpvsadmDoes(t *testing.T) {
+	in := "-A -t 198.18.0.1:0 -s rr -p 300\n-a -t 198.18.0.1:0 -r 198.18.0.2:0 -g -w 1\n" +
+		"-A -f 7 -s wlc\n-a -f 7 -r 198.18.0.3:80 -g -w 1\n-a -f 7 -r 198.18.0.4:443 -i -w 1\n" +
+		"-A -t 198.18.0.1:80 -s rr\n-a -t 198.18.0.1:80 -r 198.18.0.5:8080 -g -w 1\n"
+	st, rep, err := ImportWith(FormatIpvsadm, strings.NewReader(in), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := st.Services[0]; s.Port != 0 || s.Persistence != 300 {
+		t.Errorf("port-0 service: %+v", s)
+	}
+	if p := st.Services[1].Servers[1].Port; p != 443 {
+		t.Errorf("fwmark TUN server port %d, want 443 kept", p)
+	}
+	if p := st.Services[2].Servers[0].Port; p != 80 {
+		t.Errorf("DR server port %d, want the service's 80", p)
+	}
+	if len(rep.Warnings) != 1 || rep.Warnings[0].Line != 7 || !strings.Contains(rep.Warnings[0].Msg, "not 8080") {
+		t.Errorf("warnings: %+v", rep.Warnings)
+	}
+	if rep.Summary() != "3 virtual services, 4 real servers, 0 kept" {
+		t.Errorf("summary %q", rep.Summary())
+	}
+}
+
+func TestImportIpvsadmErrors(t *testing.T) {
 	checkErrors(t, FormatIpvsadm, []errorCase{
-		{"saved without -n", string(names), 1, "ipvsadm -S -n"},
+		{"unknown service name", "-A -t 198.18.0.1:no-such-service -s rr\n", 1, "neither a number nor a service name"},
+		{"port 0 not persistent", "-A -t 198.18.0.1:0 -s rr\n", 1, "Zero port specified for non-persistent service"},
 		{"host name", "-A -t 198.18.0.1:80 -s rr\n-a -t 198.18.0.1:80 -r web1.example.com:80 -g -w 1\n", 2, "ipvsadm -S -n"},
 		{"unknown command", "-A -t 198.18.0.1:80 -s rr\n\n-E -t 198.18.0.1:80 -s wlc\n", 3, `"-E" is not a command`},
 		{"server before service", "-a -t 198.18.0.1:80 -r 198.18.0.2:80 -g -w 1\n", 1, "no -A line before it defines"},

@@ -12,7 +12,7 @@ import (
 )
 
 // parseJSON reads the desired-state document of DESIGN.md.
-func parseJSON(data []byte) (*ipvsmgr.State, lineIndex, error) {
+func parseJSON(data []byte, im *importer) (*ipvsmgr.State, lineIndex, error) {
 	st, err := ipvsmgr.DecodeState(bytes.NewReader(data))
 	if err != nil {
 		var ve *ipvsmgr.ValidationError

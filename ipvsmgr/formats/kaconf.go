@@ -28,6 +28,7 @@ type kaNode struct {
 	// start is the offset of the header's line, end the end of its last
 	// word or closing brace: the node's text, for keeping it verbatim.
 	start, end int
+	src        []byte // the file the node is in
 }
 
 func (n *kaNode) word(i int) string {
@@ -46,16 +47,16 @@ func (n *kaNode) header() string {
 }
 
 // rest is what follows the keyword, as written (quotes included).
-func (n *kaNode) rest(data []byte) string {
+func (n *kaNode) rest() string {
 	if len(n.words) < 2 {
 		return ""
 	}
-	return string(data[n.words[1].start:n.words[len(n.words)-1].end])
+	return string(n.src[n.words[1].start:n.words[len(n.words)-1].end])
 }
 
 // text is the node as written, its indentation removed.
-func (n *kaNode) text(data []byte) string {
-	return dedent(string(data[n.start:n.end]))
+func (n *kaNode) text() string {
+	return dedent(string(n.src[n.start:n.end]))
 }
 
 func dedent(s string) string {
@@ -84,6 +85,10 @@ type kaLexer struct {
 	data []byte
 	pos  int
 	line int
+	// midLine is set after a token on the current line; rawRest when the
+	// line's first word is an include, whose rest keepalived reads before
+	// it splits braces off ("include conf.d/{a,b}.conf" is a glob).
+	midLine, rawRest bool
 }
 
 func (lx *kaLexer) errf(line int, format string, args ...any) error {
@@ -91,6 +96,26 @@ func (lx *kaLexer) errf(line int, format string, args ...any) error {
 }
 
 func (lx *kaLexer) next() (kaToken, error) {
+	t, err := lx.token()
+	lx.midLine = t.kind != '\n'
+	return t, err
+}
+
+func (lx *kaLexer) token() (kaToken, error) {
+	if lx.rawRest {
+		lx.rawRest = false
+		for lx.pos < len(lx.data) && (lx.data[lx.pos] == ' ' || lx.data[lx.pos] == '\t') {
+			lx.pos++
+		}
+		start := lx.pos
+		for lx.pos < len(lx.data) && lx.data[lx.pos] != '\n' && lx.data[lx.pos] != '#' && lx.data[lx.pos] != '!' {
+			lx.pos++
+		}
+		end := start + len(bytes.TrimRight(lx.data[start:lx.pos], " \t\r\f\v"))
+		if end > start {
+			return kaToken{kind: 'w', text: string(lx.data[start:end]), line: lx.line, start: start, end: end}, nil
+		}
+	}
 	for lx.pos < len(lx.data) {
 		c := lx.data[lx.pos]
 		switch {
@@ -120,7 +145,9 @@ func (lx *kaLexer) next() (kaToken, error) {
 			for lx.pos < len(lx.data) && !strings.ContainsRune(" \t\r\f\v\n{}\"", rune(lx.data[lx.pos])) {
 				lx.pos++
 			}
-			return kaToken{kind: 'w', text: string(lx.data[start:lx.pos]), line: lx.line, start: start, end: lx.pos}, nil
+			word := string(lx.data[start:lx.pos])
+			lx.rawRest = !lx.midLine && isInclude(word) && lx.pos < len(lx.data) && (lx.data[lx.pos] == ' ' || lx.data[lx.pos] == '\t')
+			return kaToken{kind: 'w', text: word, line: lx.line, start: start, end: lx.pos}, nil
 		}
 	}
 	return kaToken{line: lx.line}, nil
@@ -142,9 +169,10 @@ func (p *kaParser) next() (kaToken, error) {
 
 func (p *kaParser) unread(t kaToken) { p.peeked = append(p.peeked, t) }
 
-// parseKeepalivedTree reads the whole file into its top-level nodes.
-func parseKeepalivedTree(data []byte) ([]*kaNode, error) {
-	p := &kaParser{lx: &kaLexer{data: data, line: 1}}
+// parseKeepalivedTree reads the whole file into its top-level nodes, its
+// lines numbered from base+1.
+func parseKeepalivedTree(data []byte, base int) ([]*kaNode, error) {
+	p := &kaParser{lx: &kaLexer{data: data, line: base + 1}}
 	return p.block(nil, 0)
 }
 
@@ -181,7 +209,7 @@ func (p *kaParser) block(parent *kaNode, depth int) ([]*kaNode, error) {
 		case '{':
 			return nil, p.lx.errf(t.line, "{ opens a block with no keyword before it")
 		}
-		n := &kaNode{line: t.line, start: lineStart(p.lx.data, t.start)}
+		n := &kaNode{line: t.line, start: lineStart(p.lx.data, t.start), src: p.lx.data}
 		for t.kind == 'w' {
 			n.words = append(n.words, t)
 			if t, err = p.next(); err != nil {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
-	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,10 +16,10 @@ import (
 // from ipvsctl's defaults the check says keepalived's explicitly: a server
 // is back at its first pass (rise 1), goes out after retry+1 failures, is
 // checked every delay_loop (60 s unless set) with a 5 s connect timeout, and
-// starts healthy unless the virtual_server says alpha. Its retries come
-// delay_before_retry apart, ipvsctl's an interval apart: delay_before_retry
-// is kept in imported, as is what a check cannot say (an HTTP digest, a
-// second url, SMTP_CHECK...).
+// starts healthy unless the virtual_server says alpha; its retries after a
+// failure come delay_before_retry apart (the check's fast_interval). What a
+// check cannot say (an HTTP digest, a second url, SMTP_CHECK...) is kept in
+// imported.
 
 const (
 	kaDefaultDelayLoop      = 60.0 // seconds
@@ -38,12 +38,43 @@ var kaCheckers = map[string]struct {
 	"MISC_CHECK": {"exec", 0},
 	"DNS_CHECK":  {"dns", 3},
 	"UDP_CHECK":  {"send_expect", 1},
+	"SMTP_CHECK": {"smtp", 1},
 }
+
+// kaCheckerKeywords are what keepalived knows inside each checker block
+// (check_api.c's common keywords and each check_*.c's own).
+var kaCheckerKeywords = func() map[string]map[string]bool {
+	common := "connect_ip connect_port bindto bind_port bind_if connect_timeout fwmark retry delay_before_retry " +
+		"warmup delay_loop alpha log_all_failures "
+	http := common + "nb_get_retry virtualhost http_protocol enable_sni sni_name fast_recovery tls_compliant url"
+	return map[string]map[string]bool{
+		"TCP_CHECK":  words(common),
+		"HTTP_GET":   words(http),
+		"SSL_GET":    words(http),
+		"MISC_CHECK": words(common + "misc_path misc_timeout misc_dynamic user"),
+		"DNS_CHECK":  words(common + "type name"),
+		"UDP_CHECK":  words(common + "payload require_reply min_reply_length max_reply_length"),
+		"SMTP_CHECK": words(common + "helo_name host"),
+	}
+}()
+
+// kaURLKeywords are what keepalived knows in an url block.
+var kaURLKeywords = words("path digest status_code virtualhost regex regex_no_match regex_options regex_min_offset " +
+	"regex_max_offset regex_stack tls_compliant")
+
+// kaOtherCheckers are keepalived's checkers with no ipvsctl check yet: kept
+// whole.
+var kaOtherCheckers = words("PING_CHECK FILE_CHECK BFD_CHECK")
+
+// kaDropped is a checker keepalived ignores with a warning (an HTTP_GET
+// with no url, a MISC_CHECK with no script): neither mapped nor kept.
+var kaDropped = &kaCheck{}
 
 // kaCheckSettings are the checker settings keepalived lets a virtual_server
 // and a real_server set for the checkers under them.
 type kaCheckSettings struct {
 	delayLoop, connectTimeout, retry *kaNode
+	delayBeforeRetry                 *kaNode
 	inhibit, virtualhost             *kaNode
 	alpha                            bool
 }
@@ -58,6 +89,8 @@ func (s *kaCheckSettings) setting(c *kaNode) bool {
 		s.connectTimeout = c
 	case "retry", "nb_get_retry":
 		s.retry = c
+	case "delay_before_retry":
+		s.delayBeforeRetry = c
 	case "inhibit_on_failure":
 		s.inhibit = c
 	case "virtualhost":
@@ -75,123 +108,180 @@ type kaCheck struct {
 	lines map[string]int
 }
 
+// kaChecker is a checker block being read.
+type kaChecker struct {
+	k           *kaImporter
+	n           *kaNode
+	typ         string // the check type
+	scope       string
+	c           *ipvsmgr.Check
+	lines       map[string]int
+	s           kaCheckSettings // inherited, then the block's own
+	miscTimeout *kaNode
+	urls        int
+	unmappable  bool // what it says a check cannot carry: kept whole
+}
+
 // checker maps one checker block; nil when it cannot be mapped (the caller
-// keeps it whole).
+// keeps it whole), kaDropped when keepalived ignores it.
 func (k *kaImporter) checker(scope string, n *kaNode, inherited kaCheckSettings) (*kaCheck, error) {
 	kind, ok := kaCheckers[n.word(0)]
 	if !ok {
 		return nil, nil
 	}
-	s := inherited
-	c := &ipvsmgr.Check{Type: kind.typ}
-	lines := map[string]int{"": n.line, "type": n.line}
-	scope += " " + n.header()
-	var misc struct{ timeout *kaNode }
-	urls := 0
+	r := &kaChecker{k: k, n: n, typ: kind.typ, scope: scope + " " + n.header(), s: inherited,
+		c: &ipvsmgr.Check{Type: kind.typ}, lines: map[string]int{"": n.line, "type": n.line}}
 	for _, ch := range n.children {
-		kw := ch.word(0)
-		if s.setting(ch) {
-			continue
-		}
-		switch {
-		case kw == "connect_port":
-			v, err := k.arg(ch)
-			if err != nil {
-				return nil, err
-			}
-			if c.Port, err = strconv.Atoi(v); err != nil {
-				return nil, k.errf(ch.line, "connect_port %q is not a number", v)
-			}
-			lines["port"] = ch.line
-		case kw == "connect_ip":
-			v, err := k.arg(ch)
-			if err != nil {
-				return nil, err
-			}
-			a, err := netip.ParseAddr(v)
-			if err != nil {
-				return nil, k.errf(ch.line, "connect_ip %q is not an IP address", v)
-			}
-			c.Address = a.Unmap().String()
-			lines["address"] = ch.line
-		case kw == "url" && ch.block && (kind.typ == "http" || kind.typ == "https"):
-			urls++
-			if urls > 1 {
-				// One path per check: the first url is checked.
-				k.keep(scope, ch)
-				continue
-			}
-			if err := k.url(scope, ch, c, lines); err != nil {
-				return nil, err
-			}
-		case kw == "misc_path" && kind.typ == "exec":
-			words, err := ipvsmgr.SplitCommand(ch.rest(k.data))
-			if err == nil && len(words) == 1 && strings.ContainsAny(words[0], " \t") {
-				// keepalived's "quoted command line": split what was quoted.
-				words, err = ipvsmgr.SplitCommand(words[0])
-			}
-			if err != nil || len(words) == 0 {
-				return nil, k.errf(ch.line, "misc_path: want a program and its arguments")
-			}
-			c.Command = words
-			lines["command"] = ch.line
-		case kw == "misc_timeout" && kind.typ == "exec":
-			misc.timeout = ch
-		case kw == "misc_dynamic" && kind.typ == "exec":
-			c.DynamicWeight = boolPtr(true)
-			lines["dynamic_weight"] = ch.line
-		case kw == "name" && kind.typ == "dns":
-			v, err := k.arg(ch)
-			if err != nil {
-				return nil, err
-			}
-			c.Name = v
-			lines["name"] = ch.line
-		case kw == "type" && kind.typ == "dns":
-			v, err := k.arg(ch)
-			if err != nil {
-				return nil, err
-			}
-			c.QType = strings.ToUpper(v)
-			lines["qtype"] = ch.line
-		case (kw == "payload" || kw == "require_reply") && kind.typ == "send_expect":
-			v, err := k.arg(ch)
-			if err != nil {
-				return nil, err
-			}
-			text, ok := kaPayloadText(v)
-			if !ok {
-				return nil, nil // bytes a send/expect string cannot carry
-			}
-			if kw == "payload" {
-				c.Send = text
-				lines["send"] = ch.line
-			} else {
-				c.Expect = text
-				lines["expect"] = ch.line
-			}
-		default:
-			// delay_before_retry, bindto, bind_port, warmup, user, enable_sni...
-			k.keep(scope, ch)
+		if err := r.statement(ch); err != nil {
+			return nil, err
 		}
 	}
-	switch kind.typ {
+	if r.unmappable {
+		return nil, nil
+	}
+	return r.finish(kind.retry)
+}
+
+// statement takes one statement of the block: a keyword keepalived does not
+// know there is refused, a known one mapped or kept.
+func (r *kaChecker) statement(ch *kaNode) error {
+	k, kw := r.k, ch.word(0)
+	if !kaCheckerKeywords[r.n.word(0)][kw] || ch.block != (kw == "url" || kw == "host") {
+		if kw == "nb_get_retry" && !ch.block {
+			// keepalived 1.x files write it in every checker; keepalived 2
+			// knows it only in HTTP_GET and SSL_GET.
+			k.warnf(ch.line, "Unknown keyword 'nb_get_retry' in %s - ignored, as keepalived ignores it (retry is the keyword)", r.n.word(0))
+			return nil
+		}
+		return k.unknownKeyword(r.scope, ch)
+	}
+	if kw == "nb_get_retry" {
+		k.warnf(ch.line, "nb_get_retry is deprecated - please use 'retry'")
+	}
+	if kw == "alpha" {
+		r.s.alpha = true
+		return nil
+	}
+	if r.s.setting(ch) {
+		return nil
+	}
+	c, lines := r.c, r.lines
+	arg := func(set func(string) error, leaf string) error {
+		v, err := k.arg(ch)
+		if err == nil {
+			err = set(v)
+		}
+		if err == nil {
+			lines[leaf] = ch.line
+		}
+		return err
+	}
+	switch {
+	case kw == "connect_port":
+		return arg(func(v string) (err error) {
+			if c.Port, err = strconv.Atoi(v); err != nil {
+				return k.errf(ch.line, "connect_port %q is not a number", v)
+			}
+			return nil
+		}, "port")
+	case kw == "connect_ip":
+		return arg(func(v string) error {
+			a, err := netip.ParseAddr(v)
+			if err != nil {
+				return k.errf(ch.line, "connect_ip %q is not an IP address", v)
+			}
+			c.Address = a.Unmap().String()
+			return nil
+		}, "address")
+	case kw == "url":
+		return r.url(ch)
+	case kw == "misc_path" && r.typ == "exec":
+		words, err := ipvsmgr.SplitCommand(ch.rest())
+		if err == nil && len(words) == 1 && strings.ContainsAny(words[0], " \t") {
+			// keepalived's "quoted command line": split what was quoted.
+			words, err = ipvsmgr.SplitCommand(words[0])
+		}
+		if err != nil || len(words) == 0 {
+			return k.errf(ch.line, "misc_path: want a program and its arguments")
+		}
+		c.Command = words
+		lines["command"] = ch.line
+	case kw == "misc_timeout" && r.typ == "exec":
+		r.miscTimeout = ch
+	case kw == "misc_dynamic" && r.typ == "exec":
+		c.DynamicWeight = boolPtr(true)
+		lines["dynamic_weight"] = ch.line
+	case kw == "helo_name" && r.typ == "smtp":
+		return arg(func(v string) error { c.Name = v; return nil }, "name")
+	case kw == "host":
+		// The deprecated host blocks: each is a checker of its own in
+		// keepalived, which one check cannot say.
+		r.unmappable = true
+	case kw == "name" && r.typ == "dns":
+		return arg(func(v string) error { c.Name = v; return nil }, "name")
+	case kw == "type" && r.typ == "dns":
+		return arg(func(v string) error { c.QType = strings.ToUpper(v); return nil }, "qtype")
+	case (kw == "payload" || kw == "require_reply") && r.typ == "send_expect":
+		leaf := map[string]string{"payload": "send", "require_reply": "expect"}[kw]
+		return arg(func(v string) error {
+			text, ok := kaPayloadText(v)
+			if !ok {
+				r.unmappable = true // bytes a send/expect string cannot carry
+			}
+			*map[string]*string{"send": &c.Send, "expect": &c.Expect}[leaf] = text
+			return nil
+		}, leaf)
+	default:
+		// bindto, bind_port, warmup, user, enable_sni...
+		k.keep(r.scope, ch)
+	}
+	return nil
+}
+
+// url takes a url block: the first with a path is the check's.
+func (r *kaChecker) url(ch *kaNode) error {
+	if !slices.ContainsFunc(ch.children, func(u *kaNode) bool { return u.word(0) == "path" }) {
+		r.k.warnf(ch.line, "HTTP/SSL_GET checker url has no path - ignoring")
+		return nil
+	}
+	if r.urls++; r.urls > 1 {
+		// One path per check: the first url is checked.
+		r.k.keep(r.scope, ch)
+		return nil
+	}
+	return r.k.url(r.scope, ch, r.c, r.lines)
+}
+
+// finish settles what the block as a whole says: a checker keepalived
+// ignores (no url, no script) is dropped; then the timing.
+func (r *kaChecker) finish(defaultRetry int) (*kaCheck, error) {
+	k, c, n := r.k, r.c, r.n
+	switch r.typ {
 	case "http", "https":
-		if n := s.virtualhost; n != nil {
-			v, err := k.arg(n)
+		if r.urls == 0 {
+			k.warnf(n.line, "HTTP/SSL_GET checker has no urls specified - ignoring")
+			return kaDropped, nil
+		}
+		if vh := r.s.virtualhost; vh != nil {
+			v, err := k.arg(vh)
 			if err != nil {
 				return nil, err
 			}
 			c.Host = v
-			lines["host"] = n.line
+			r.lines["host"] = vh.line
 		}
 	case "exec":
 		if c.Command == nil {
-			return nil, k.errf(n.line, "MISC_CHECK without misc_path")
+			k.warnf(n.line, "No script path has been specified for MISC_CHECKER - skipping")
+			return kaDropped, nil
 		}
 	case "dns":
 		if c.Name == "" {
 			c.Name = "." // keepalived's default query
+		}
+	case "smtp":
+		if c.Name == "" {
+			c.Name = "smtpchecker.keepalived.org" // SMTP_DEFAULT_HELO
 		}
 	case "send_expect":
 		if c.Send == "" {
@@ -200,12 +290,12 @@ func (k *kaImporter) checker(scope string, n *kaNode, inherited kaCheckSettings)
 			return nil, nil
 		}
 		c.Protocol = "udp"
-		lines["protocol"] = n.line
+		r.lines["protocol"] = n.line
 	}
-	if err := k.timing(c, kind.retry, s, misc.timeout, n.line, lines); err != nil {
+	if err := k.timing(c, defaultRetry, r.s, r.miscTimeout, n.line, r.lines); err != nil {
 		return nil, err
 	}
-	return &kaCheck{check: c, lines: lines}, nil
+	return &kaCheck{check: c, lines: r.lines}, nil
 }
 
 // url maps an HTTP_GET's or SSL_GET's url block: its path, status codes and
@@ -213,6 +303,12 @@ func (k *kaImporter) checker(scope string, n *kaNode, inherited kaCheckSettings)
 func (k *kaImporter) url(scope string, n *kaNode, c *ipvsmgr.Check, lines map[string]int) error {
 	scope += " url"
 	for _, ch := range n.children {
+		if !kaURLKeywords[ch.word(0)] || ch.block {
+			if err := k.unknownKeyword(scope, ch); err != nil {
+				return err
+			}
+			continue
+		}
 		switch ch.word(0) {
 		case "path":
 			v, err := k.arg(ch)
@@ -315,6 +411,16 @@ func (k *kaImporter) timing(c *ipvsmgr.Check, defaultRetry int, s kaCheckSetting
 	if c.Timeout, lines["timeout"], err = seconds(timeout, defTimeout); err != nil {
 		return err
 	}
+	if s.delayBeforeRetry != nil {
+		// The retries after a failure: ipvsctl's fast interval.
+		if c.FastInterval, lines["fast_interval"], err = seconds(s.delayBeforeRetry, 0); err != nil {
+			return err
+		}
+		if c.FastInterval == c.Interval {
+			c.FastInterval = 0
+			delete(lines, "fast_interval")
+		}
+	}
 	retry := defaultRetry
 	lines["fall"] = line
 	if s.retry != nil {
@@ -336,96 +442,6 @@ func (k *kaImporter) timing(c *ipvsmgr.Check, defaultRetry int, s kaCheckSetting
 	if !s.alpha {
 		c.StartHealthy = boolPtr(true)
 		lines["start_healthy"] = line
-	}
-	return nil
-}
-
-// placeChecks puts the real servers' checks on the service when they are
-// all the same, and leaves each on its server otherwise.
-func (k *kaImporter) placeChecks(svc *ipvsmgr.Service, field string, checks []*kaCheck) {
-	shared := len(checks) > 0
-	for _, c := range checks {
-		if c == nil || !reflect.DeepEqual(c.check, checks[0].check) {
-			shared = false
-			break
-		}
-	}
-	setLines := func(prefix string, lines map[string]int) {
-		for leaf, line := range lines {
-			f := prefix
-			if leaf != "" {
-				f += "." + leaf
-			}
-			k.lines[f] = line
-		}
-	}
-	if shared {
-		svc.Check = checks[0].check
-		setLines(field+".check", checks[0].lines)
-		return
-	}
-	for j, c := range checks {
-		if c != nil {
-			svc.Servers[j].Check = c.check
-			setLines(fmt.Sprintf("%s.servers[%d].check", field, j), c.lines)
-		}
-	}
-}
-
-// sorryServer maps `sorry_server ADDRESS PORT`. A DR or TUN sorry server
-// gets the service's port whatever is written, so a port that differs is
-// only kept.
-func (k *kaImporter) sorryServer(svc *ipvsmgr.Service, field, scope string, n *kaNode) error {
-	if len(n.words) != 3 {
-		return k.errf(n.line, "want `sorry_server ADDRESS PORT`")
-	}
-	a, err := netip.ParseAddr(n.word(1))
-	if err != nil {
-		return k.errf(n.line, "sorry server %q is not an IP address", n.word(1))
-	}
-	port, err := strconv.Atoi(n.word(2))
-	if err != nil {
-		return k.errf(n.line, "sorry server port %q is not a number", n.word(2))
-	}
-	svc.SorryServer = &ipvsmgr.SorryServer{Address: a.Unmap().String(), Port: port}
-	k.lines[field+".sorry_server"] = n.line
-	k.lines[field+".sorry_server.address"] = n.line
-	k.lines[field+".sorry_server.port"] = n.line
-	if svc.Forwarding != "nat" && port != svc.Port {
-		svc.SorryServer.Port = 0
-		k.st.Imported = append(k.st.Imported, ipvsmgr.ImportedKey{Source: FormatKeepalived, Line: n.line, Scope: scope + " sorry_server", Key: "port", Value: n.word(2)})
-	}
-	return nil
-}
-
-// quorum maps keepalived's quorum, a sum of the live servers' weights, onto
-// a number of servers when every server has the same weight; otherwise it
-// is kept.
-func (k *kaImporter) quorum(svc *ipvsmgr.Service, field, scope string, n *kaNode) error {
-	v, err := k.arg(n)
-	if err != nil {
-		return err
-	}
-	q, err := strconv.Atoi(v)
-	if err != nil || q < 0 {
-		return k.errf(n.line, "quorum %q: want a number", v)
-	}
-	w := 0
-	for i := range svc.Servers {
-		sw := svc.Servers[i].EffectiveWeight()
-		if i > 0 && sw != w || sw <= 0 {
-			k.keep(scope, n)
-			return nil
-		}
-		w = sw
-	}
-	if w == 0 {
-		k.keep(scope, n)
-		return nil
-	}
-	if count := (q + w - 1) / w; count > 1 {
-		svc.Quorum = count
-		k.lines[field+".quorum"] = n.line
 	}
 	return nil
 }

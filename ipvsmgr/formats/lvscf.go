@@ -3,6 +3,7 @@ package formats
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"net/netip"
@@ -56,6 +57,7 @@ func (b *lvsBlock) scope(parent *lvsBlock) string {
 }
 
 type lvsParser struct {
+	im    *importer
 	st    *ipvsmgr.State
 	lines lineIndex
 	line  int
@@ -79,8 +81,8 @@ func (p *lvsParser) keep(scope, key, value string) {
 	p.st.Imported = append(p.st.Imported, ipvsmgr.ImportedKey{Source: FormatLVSCF, Line: p.line, Scope: scope, Key: key, Value: value})
 }
 
-func parseLVSCF(data []byte) (*ipvsmgr.State, lineIndex, error) {
-	p := &lvsParser{st: &ipvsmgr.State{Services: []ipvsmgr.Service{}}, lines: lineIndex{}}
+func parseLVSCF(data []byte, im *importer) (*ipvsmgr.State, lineIndex, error) {
+	p := &lvsParser{im: im, st: &ipvsmgr.State{Services: []ipvsmgr.Service{}}, lines: lineIndex{}}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), maxDocument)
 	for sc.Scan() {
@@ -175,10 +177,12 @@ func (p *lvsParser) open(b *lvsBlock) error {
 	b.line = p.line
 	switch b.kind {
 	case "virtual":
+		p.im.declare(1, 0)
 		b.svc = len(p.st.Services)
 		p.st.Services = append(p.st.Services, ipvsmgr.Service{Name: b.name, Servers: []ipvsmgr.Server{}})
 		p.lines[fmt.Sprintf("services[%d]", b.svc)] = p.line
 	case "server":
+		p.im.declare(0, 1)
 		b.svc = parent.svc
 		svc := &p.st.Services[b.svc]
 		b.rs = len(svc.Servers)
@@ -250,8 +254,19 @@ func (p *lvsParser) applyServiceKey(svc *ipvsmgr.Service, b *lvsBlock, k *ipvsmg
 	switch k.Key {
 	case "port":
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 65535 {
-			return p.errf("port %q: want a number 1..65535", v)
+		if err != nil {
+			// nanny and lvsd resolve a name with getservbyname.
+			proto := "tcp"
+			if b.protocol != nil {
+				proto = strings.ToLower(unquote(b.protocol.Value))
+			}
+			var ok bool
+			if n, ok = p.im.servicePort(v, proto); !ok {
+				return p.errf("port %q: neither a number nor a service name of /etc/services", v)
+			}
+		}
+		if n < 0 || n > 65535 || n == 0 && svc.Persistence == 0 {
+			return p.errf("port %q: want a number 1..65535 (0, all ports, only with persistent)", v)
 		}
 		svc.Port = n
 		p.lines[fmt.Sprintf("services[%d].port", b.svc)] = k.Line
@@ -307,10 +322,13 @@ func (p *lvsParser) virtualKey(b *lvsBlock, key, value string) error {
 		field("address")
 		if len(words) == 2 {
 			// ipvsctl adds the VIP to the device itself; the alias label
-			// was how ifconfig did it.
-			dev, _, _ := strings.Cut(words[1], ":")
+			// was how ifconfig did it, kept for the way back.
+			dev, alias, hasAlias := strings.Cut(words[1], ":")
 			svc.Interface = dev
 			field("interface")
+			if hasAlias {
+				p.keep(b.scope(nil), lvsAliasKey, alias)
+			}
 		}
 		b.hasAddress = true
 	case "active":
@@ -448,7 +466,25 @@ func exportLVSCF(st *ipvsmgr.State, w io.Writer) error {
 		return err
 	}
 	bw := bufio.NewWriter(w)
-	globals := scoped[""]
+	writeLVSGlobals(bw, st, network, scoped[""], red, weak)
+	for _, scope := range failovers {
+		fmt.Fprintf(bw, "%s {\n", scope)
+		for _, k := range scoped[scope] {
+			writeKV(bw, "    ", k.Key, k.Value)
+		}
+		bw.WriteString("}\n")
+	}
+	vipAliases := newLVSAliases(st, scoped)
+	vsNames := blockNames(len(st.Services), func(i int) string { return st.Services[i].Name }, "vs")
+	for i := range st.Services {
+		writeLVSVirtual(bw, &st.Services[i], "virtual "+vsNames[i], scoped, vipAliases)
+	}
+	return bw.Flush()
+}
+
+// writeLVSGlobals writes the global keys in Piranha's order: the
+// redundancy's, the network and timeouts, then the imported ones.
+func writeLVSGlobals(bw *bufio.Writer, st *ipvsmgr.State, network string, globals []ipvsmgr.ImportedKey, red map[string]string, weak []string) {
 	imported := func(key string) bool {
 		return slices.ContainsFunc(globals, func(k ipvsmgr.ImportedKey) bool { return k.Key == key })
 	}
@@ -466,7 +502,7 @@ func exportLVSCF(st *ipvsmgr.State, w io.Writer) error {
 				fmt.Fprintf(bw, "%s = %d\n", key, n)
 			}
 		case "service":
-			if !slices.ContainsFunc(globals, func(k ipvsmgr.ImportedKey) bool { return k.Key == "service" }) {
+			if !imported("service") {
 				bw.WriteString("service = lvs\n")
 			}
 			fallthrough
@@ -486,76 +522,49 @@ func exportLVSCF(st *ipvsmgr.State, w io.Writer) error {
 			writeKV(bw, "", k.Key, k.Value)
 		}
 	}
-	for _, scope := range failovers {
-		fmt.Fprintf(bw, "%s {\n", scope)
-		for _, k := range scoped[scope] {
+}
+
+// writeLVSVirtual writes one virtual block with its server blocks and the
+// keys imported in their scopes.
+func writeLVSVirtual(bw *bufio.Writer, svc *ipvsmgr.Service, scope string, scoped map[string][]ipvsmgr.ImportedKey, vipAliases *lvsAliases) {
+	fmt.Fprintf(bw, "%s {\n", scope)
+	writeKV(bw, "    ", "active", activeValue(svc.IsEnabled()))
+	writeKV(bw, "    ", "address", vipAliases.address(svc, scoped[scope]))
+	if svc.FWMark > 0 {
+		writeKV(bw, "    ", "fwmark", strconv.FormatUint(uint64(svc.FWMark), 10))
+	} else {
+		writeKV(bw, "    ", "port", strconv.Itoa(svc.Port))
+		writeKV(bw, "    ", "protocol", cmp.Or(svc.Protocol, "tcp"))
+	}
+	writeKV(bw, "    ", "scheduler", cmp.Or(svc.Scheduler, "wlc"))
+	if svc.Persistence > 0 {
+		writeKV(bw, "    ", "persistent", strconv.Itoa(svc.Persistence))
+		if svc.PersistenceNetmask != "" {
+			writeKV(bw, "    ", "pmask", svc.PersistenceNetmask)
+		}
+	}
+	writeLVSCheck(bw, svc, scoped[scope])
+	for _, k := range scoped[scope] {
+		if k.Key != lvsAliasKey && k.Key != lvsReentryKey {
 			writeKV(bw, "    ", k.Key, k.Value)
 		}
-		bw.WriteString("}\n")
 	}
-	aliases := map[string]int{}
-	aliasOf := map[string]string{}
-	vsNames := blockNames(len(st.Services), func(i int) string { return st.Services[i].Name }, "vs")
-	for i := range st.Services {
-		svc := &st.Services[i]
-		name := vsNames[i]
-		scope := "virtual " + name
-		fmt.Fprintf(bw, "%s {\n", scope)
-		writeKV(bw, "    ", "active", activeValue(svc.IsEnabled()))
-		addr := svc.Address
-		if svc.Interface != "" {
-			k := svc.Interface + " " + svc.Address
-			if aliasOf[k] == "" {
-				aliases[svc.Interface]++
-				aliasOf[k] = fmt.Sprintf("%s:%d", svc.Interface, aliases[svc.Interface])
-			}
-			addr += " " + aliasOf[k]
+	rsNames := blockNames(len(svc.Servers), func(j int) string { return svc.Servers[j].Name }, "rs")
+	for j := range svc.Servers {
+		rs := &svc.Servers[j]
+		fmt.Fprintf(bw, "    server %s {\n", rsNames[j])
+		writeKV(bw, "        ", "address", rs.Address)
+		writeKV(bw, "        ", "active", activeValue(rs.IsEnabled()))
+		if rs.Port != 0 {
+			writeKV(bw, "        ", "port", strconv.Itoa(rs.Port))
 		}
-		writeKV(bw, "    ", "address", addr)
-		if svc.FWMark > 0 {
-			writeKV(bw, "    ", "fwmark", strconv.FormatUint(uint64(svc.FWMark), 10))
-		} else {
-			writeKV(bw, "    ", "port", strconv.Itoa(svc.Port))
-			proto := svc.Protocol
-			if proto == "" {
-				proto = "tcp"
-			}
-			writeKV(bw, "    ", "protocol", proto)
+		writeKV(bw, "        ", "weight", strconv.Itoa(rs.EffectiveWeight()))
+		for _, k := range scoped[scope+" server "+rsNames[j]] {
+			writeKV(bw, "        ", k.Key, k.Value)
 		}
-		sched := svc.Scheduler
-		if sched == "" {
-			sched = "wlc"
-		}
-		writeKV(bw, "    ", "scheduler", sched)
-		if svc.Persistence > 0 {
-			writeKV(bw, "    ", "persistent", strconv.Itoa(svc.Persistence))
-			if svc.PersistenceNetmask != "" {
-				writeKV(bw, "    ", "pmask", svc.PersistenceNetmask)
-			}
-		}
-		writeLVSCheck(bw, svc, scoped[scope])
-		for _, k := range scoped[scope] {
-			writeKV(bw, "    ", k.Key, k.Value)
-		}
-		rsNames := blockNames(len(svc.Servers), func(j int) string { return svc.Servers[j].Name }, "rs")
-		for j := range svc.Servers {
-			rs := &svc.Servers[j]
-			rsName := rsNames[j]
-			fmt.Fprintf(bw, "    server %s {\n", rsName)
-			writeKV(bw, "        ", "address", rs.Address)
-			writeKV(bw, "        ", "active", activeValue(rs.IsEnabled()))
-			if rs.Port != 0 {
-				writeKV(bw, "        ", "port", strconv.Itoa(rs.Port))
-			}
-			writeKV(bw, "        ", "weight", strconv.Itoa(rs.EffectiveWeight()))
-			for _, k := range scoped[scope+" server "+rsName] {
-				writeKV(bw, "        ", k.Key, k.Value)
-			}
-			bw.WriteString("    }\n")
-		}
-		bw.WriteString("}\n")
+		bw.WriteString("    }\n")
 	}
-	return bw.Flush()
+	bw.WriteString("}\n")
 }
 
 // blockNames names every block: its own name, or PREFIX and a number that

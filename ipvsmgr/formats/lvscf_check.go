@@ -19,9 +19,8 @@ import (
 // otherwise it connects. timeout is how long it waits, reentry how long a
 // server must answer before it is back, quiesce_server whether a dead
 // server gets weight 0 rather than leaving the table. These map onto the
-// virtual's check; what does not (send_program with an expect: nanny
-// compares the program's output, an exec check its exit status) stays in
-// imported.
+// virtual's check (send_program with an expect an exec check comparing the
+// program's output); what does not stays in imported.
 
 // nannyInterval is the check interval a reentry time is counted in:
 // ipvsctl's default, since lvs.cf has none of its own.
@@ -73,12 +72,6 @@ func (p *lvsParser) nannyCheck(svc *ipvsmgr.Service, b *lvsBlock) error {
 			}
 		}
 	}
-	if h["send_program"] != nil && h["expect"] != nil {
-		// nanny compares the program's output with expect; an exec check
-		// knows only its exit status. Nothing is mapped rather than a part.
-		keep("send_program", "expect", "use_regex", "send", "timeout", "reentry", "quiesce_server")
-		return nil
-	}
 	c := &ipvsmgr.Check{}
 	if svc.FWMark > 0 {
 		// A fwmark service has no port: nanny checks the virtual's port.
@@ -112,6 +105,12 @@ func (p *lvsParser) nannyCheck(svc *ipvsmgr.Service, b *lvsBlock) error {
 		}
 		c.Type, c.Command = "exec", words
 		set("send_program", "command")
+		if k := h["expect"]; k != nil {
+			// nanny compares the program's output (less its last
+			// character) with expect, as strcmp does: no regex.
+			c.Expect = unquote(k.Value)
+			set("expect", "expect")
+		}
 		keep("use_regex", "send")
 	case h["send"] != nil || h["expect"] != nil:
 		c.Type = "send_expect"
@@ -159,6 +158,11 @@ func (p *lvsParser) nannyCheck(svc *ipvsmgr.Service, b *lvsBlock) error {
 		}
 		c.Rise = max(1, int(math.Ceil(float64(v)/nannyInterval)))
 		set("reentry", "rise")
+		if float64(c.Rise)*nannyInterval != float64(v) {
+			// The exact time, which rise intervals cannot say, for the
+			// way back.
+			p.st.Imported = append(p.st.Imported, ipvsmgr.ImportedKey{Source: FormatLVSCF, Line: k.Line, Scope: b.scope(nil), Key: lvsReentryKey, Value: strconv.Itoa(v)})
+		}
 	}
 	if k := h["quiesce_server"]; k != nil {
 		p.line = k.Line
@@ -227,6 +231,9 @@ func lvsCheckProblems(svc *ipvsmgr.Service, f string, bad func(string, ...any)) 
 	if c.Type == "send_expect" && c.Send == "" && c.Expect == "" {
 		bad("%s: a send_expect check needs send or expect in lvs.cf", cf)
 	}
+	if c.Type == "exec" && c.UseRegex != nil && *c.UseRegex {
+		bad("%s.use_regex: nanny compares send_program's output exactly", cf)
+	}
 	if c.Type != "exec" && len(c.Command) > 0 {
 		bad("%s.command: only for exec checks", cf)
 	}
@@ -257,6 +264,9 @@ func writeLVSCheck(bw *bufio.Writer, svc *ipvsmgr.Service, imported []ipvsmgr.Im
 		written = true
 	case "exec":
 		writeKV(bw, "    ", "send_program", `"`+joinCommand(c.Command)+`"`)
+		if c.Expect != "" {
+			writeKV(bw, "    ", "expect", `"`+c.Expect+`"`)
+		}
 		written = true
 	}
 	if c.Timeout != 0 {
@@ -264,7 +274,13 @@ func writeLVSCheck(bw *bufio.Writer, svc *ipvsmgr.Service, imported []ipvsmgr.Im
 		written = true
 	}
 	if c.Rise != 0 {
-		writeKV(bw, "    ", "reentry", strconv.Itoa(int(math.Round(float64(c.Rise)*nannyInterval))))
+		reentry := strconv.Itoa(int(math.Round(float64(c.Rise) * nannyInterval)))
+		for _, k := range imported {
+			if v, err := strconv.Atoi(k.Value); k.Key == lvsReentryKey && err == nil && max(1, int(math.Ceil(float64(v)/nannyInterval))) == c.Rise {
+				reentry = k.Value // as imported: the same rise
+			}
+		}
+		writeKV(bw, "    ", "reentry", reentry)
 		written = true
 	}
 	if c.OnFailure != "" || !written {
@@ -291,4 +307,51 @@ func joinCommand(argv []string) string {
 		words[i] = b.String()
 	}
 	return strings.Join(words, " ")
+}
+
+// Imported keys that only carry lvs.cf details back to an lvs.cf export.
+const (
+	lvsAliasKey   = "address alias" // the ifconfig alias of the VIP's device (eth0:1)
+	lvsReentryKey = "reentry seconds"
+)
+
+// lvsAliases numbers the VIPs' device aliases on export: each VIP keeps the
+// alias it was imported with, the others take numbers no VIP of that device
+// holds.
+type lvsAliases struct {
+	of   map[string]string // "dev vip" -> "dev:n"
+	used map[string]bool   // "dev:n"
+}
+
+func newLVSAliases(st *ipvsmgr.State, scoped map[string][]ipvsmgr.ImportedKey) *lvsAliases {
+	a := &lvsAliases{of: map[string]string{}, used: map[string]bool{}}
+	names := blockNames(len(st.Services), func(i int) string { return st.Services[i].Name }, "vs")
+	for i := range st.Services {
+		svc := &st.Services[i]
+		for _, k := range scoped["virtual "+names[i]] {
+			key := svc.Interface + " " + svc.Address
+			if k.Key == lvsAliasKey && svc.Interface != "" && a.of[key] == "" {
+				a.of[key] = svc.Interface + ":" + k.Value
+				a.used[a.of[key]] = true
+			}
+		}
+	}
+	return a
+}
+
+// address is the virtual's address line: the VIP and its device alias.
+func (a *lvsAliases) address(svc *ipvsmgr.Service, _ []ipvsmgr.ImportedKey) string {
+	if svc.Interface == "" {
+		return svc.Address
+	}
+	key := svc.Interface + " " + svc.Address
+	if a.of[key] == "" {
+		for n := 1; ; n++ {
+			if alias := fmt.Sprintf("%s:%d", svc.Interface, n); !a.used[alias] {
+				a.of[key], a.used[alias] = alias, true
+				break
+			}
+		}
+	}
+	return svc.Address + " " + a.of[key]
 }

@@ -47,7 +47,7 @@ func TestLVSCFRedundancyImport(t *testing.T) {
 	for _, k := range st.Imported {
 		kept = append(kept, k.Key+"="+k.Value)
 	}
-	if diff := cmp.Diff([]string{"service=lvs", "heartbeat_port=539", "deadtime=4"}, kept); diff != "" {
+	if diff := cmp.Diff([]string{"service=lvs", "heartbeat_port=539", "deadtime=4", "address alias=1"}, kept); diff != "" {
 		t.Errorf("imported keys (-want +got):\n%s", diff)
 	}
 	var out bytes.Buffer

@@ -2,6 +2,7 @@ package formats
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 
@@ -135,7 +136,7 @@ func TestImportLVSCFErrors(t *testing.T) {
 		{"bad address", "virtual web {\n  address = www.example.com eth0:1\n}\n", 2, "not an IP address"},
 		{"bad server address", "virtual web {\n  address = 198.18.0.1\n  port = 80\n  server a {\n    address = web1\n  }\n}\n", 5, "not an IP address"},
 		{"bad active", "virtual web {\n  address = 198.18.0.1\n  active = yes\n}\n", 3, "want 0 or 1"},
-		{"bad port", "virtual web {\n  address = 198.18.0.1\n  port = http\n}\n", 3, `port "http"`},
+		{"bad port", "virtual web {\n  address = 198.18.0.1\n  port = no-such-service\n}\n", 3, `port "no-such-service": neither a number nor a service name`},
 		{"bad protocol", "virtual web {\n  address = 198.18.0.1\n  port = 80\n  protocol = icmp\n}\n", 4, "want tcp or udp"},
 		{"bad scheduler", "virtual web {\n  address = 198.18.0.1\n  port = 80\n  scheduler = best\n}\n", 4, `"best" is not a scheduler`},
 		{"bad weight", "virtual web {\n  address = 198.18.0.1\n  port = 80\n  server a {\n    address = 198.18.0.2\n    weight = 70000\n  }\n}\n", 6, "70000 is out of range"},
@@ -173,14 +174,16 @@ virtual web {
 		c.UseRegex == nil || !*c.UseRegex || c.Timeout != 3 || c.Rise != 8 || c.OnFailure != "quiesce" {
 		t.Fatalf("check = %+v", c)
 	}
-	if len(st.Imported) != 0 {
-		t.Errorf("mapped keys still kept: %+v", st.Imported)
+	for _, k := range st.Imported {
+		if k.Key != lvsAliasKey && k.Key != lvsReentryKey {
+			t.Errorf("mapped key still kept: %+v", k)
+		}
 	}
 	var out bytes.Buffer
 	if err := Export(FormatLVSCF, st, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`send = "GET / HTTP/1.0\r\n\r\n"`, `expect = "HTTP/1.[01] 200"`, "use_regex = 1", "timeout = 3", "reentry = 16", "quiesce_server = 1"} {
+	for _, want := range []string{`send = "GET / HTTP/1.0\r\n\r\n"`, `expect = "HTTP/1.[01] 200"`, "use_regex = 1", "timeout = 3", "reentry = 15", "quiesce_server = 1"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("export lacks %q:\n%s", want, out.String())
 		}
@@ -190,5 +193,34 @@ virtual web {
 	err = Export(FormatLVSCF, st, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "services[0].check.type: nanny has no http check") || !strings.Contains(err.Error(), "services[0].sorry_server: lvs.cf has no sorry server") {
 		t.Errorf("export of an http check: %v", err)
+	}
+}
+
+// TestLVSCFAsPiranhaWritesIt: the VIPs' device aliases and a reentry time
+// that is not a whole number of check intervals come back as written; a
+// port may be a service name (nanny resolves it with getservbyname).
+func TestLVSCFAsPiranhaWritesIt(t *testing.T) {
+	in := "network = direct\nvirtual web {\n    address = 198.18.0.100 eth0:0\n    port = http\n    protocol = tcp\n    reentry = 15\n" +
+		"    server a {\n        address = 198.18.0.11\n    }\n}\n" +
+		"virtual mail {\n    address = 198.18.0.101 eth0:3\n    port = smtp\n    protocol = tcp\n    reentry = 10\n" +
+		"    server b {\n        address = 198.18.0.12\n    }\n}\n"
+	st, _, err := ImportWith(FormatLVSCF, strings.NewReader(in), Options{ServicesFile: func() ([]byte, error) { return nil, os.ErrNotExist }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Services[0].Port != 80 || st.Services[1].Port != 25 {
+		t.Errorf("ports: %d %d", st.Services[0].Port, st.Services[1].Port)
+	}
+	var out bytes.Buffer
+	if err := Export(FormatLVSCF, st, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"address = 198.18.0.100 eth0:0\n", "address = 198.18.0.101 eth0:3\n", "reentry = 15\n", "reentry = 10\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("export lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "alias") || strings.Contains(out.String(), "seconds") {
+		t.Errorf("an internal key leaked into the export:\n%s", out.String())
 	}
 }

@@ -97,9 +97,11 @@ func (c *Checker) Run(ctx context.Context, spec *ipvsmgr.CheckSpec) Result {
 	case "dns":
 		r = checkDNS(ctx, spec)
 	case "exec":
-		r = checkExec(ctx, spec)
+		r = c.checkExec(ctx, spec)
 	case "agent":
 		r = checkAgent(ctx, spec)
+	case "smtp":
+		r = checkSMTP(ctx, spec)
 	case "none", "":
 		r = pass("no check")
 	default:

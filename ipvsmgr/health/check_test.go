@@ -498,3 +498,71 @@ func TestFaults(t *testing.T) {
 		expect(t, tc.err.Error(), describe(context.Background(), spec, tc.err), tc.outcome, tc.reason)
 	}
 }
+
+// TestExecExpect: an exec check with an expect compares the program's output
+// as nanny compares send_program's: the output less its final newline equal
+// to expect, or matching it with use_regex; a failing exit status fails.
+func TestExecExpect(t *testing.T) {
+	dir := t.TempDir()
+	c := &Checker{}
+	run := func(script, expectStr string, regex bool) Result {
+		s := specFor("exec", "198.18.0.11:80")
+		s.Command, s.Timeout = []string{writeScript(t, dir, fmt.Sprintf("s%d.sh", time.Now().UnixNano()), script)}, time.Second
+		s.Expect, s.UseRegex = expectStr, regex
+		return c.Run(context.Background(), s)
+	}
+	expect(t, "equal", run(`echo OK`, "OK", false), Pass, `output "OK`)
+	expect(t, "longer", run(`echo OK then`, "OK", false), Fail, `is not the expected "OK"`)
+	expect(t, "regex", run(`echo "load 0.42"`, `^load 0\.[0-9]+$`, true), Pass, "output")
+	expect(t, "regex miss", run(`echo "load 3.1"`, `^load 0\.`, true), Fail, "is not the expected")
+	expect(t, "no output", run(`exit 0`, "OK", false), Fail, `no output, expected "OK"`)
+	expect(t, "any", run(`echo whatever`, "*", false), Pass, "output")
+	expect(t, "exit status", run(`echo OK; exit 2`, "OK", false), Fail, "exit status 2")
+	// A flood of output is cut, not kept.
+	if r := run(`yes | head -c 1000000`, "y", false); r.Outcome != Fail {
+		t.Errorf("flood: %+v", r)
+	}
+}
+
+// TestSMTP: keepalived's SMTP_CHECK against a real listener: a 220
+// greeting (multi-line too), HELO answered 250, then QUIT.
+func TestSMTP(t *testing.T) {
+	serve := func(greeting, heloReply string) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer c.Close()
+					c.SetDeadline(time.Now().Add(5 * time.Second))
+					c.Write([]byte(greeting))
+					r := bufio.NewReader(c)
+					if line, err := r.ReadString('\n'); err != nil || line != "HELO checker.example\r\n" {
+						c.Write([]byte("500 what\r\n"))
+						return
+					}
+					c.Write([]byte(heloReply))
+					r.ReadString('\n') // QUIT
+				}()
+			}
+		}()
+		return ln.Addr().String()
+	}
+	c := &Checker{}
+	run := func(addr string) Result {
+		s := specFor("smtp", addr)
+		s.Name, s.Timeout = "checker.example", time.Second
+		return c.Run(context.Background(), s)
+	}
+	expect(t, "good", run(serve("220 mx ESMTP\r\n", "250 mx hello\r\n")), Pass, "250 mx hello")
+	expect(t, "multi-line greeting", run(serve("220-mx ESMTP\r\n220 ready\r\n", "250 ok\r\n")), Pass, "250 ok")
+	expect(t, "busy", run(serve("421 too busy\r\n", "")), Fail, "greeting 421")
+	expect(t, "helo refused", run(serve("220 mx\r\n", "550 go away\r\n")), Fail, "HELO answered 550")
+}

@@ -526,7 +526,7 @@ func (r *Runner) finishAt(ctx context.Context, p *probe, spec *ipvsmgr.CheckSpec
 	r.mu.Lock()
 	wake := false
 	if !p.removed {
-		p.next = start.Add(p.spec.Interval)
+		p.next = start.Add(p.interval())
 		if p.next.Before(now) {
 			p.next = now
 		}
@@ -682,4 +682,19 @@ func (h *probeHeap) Pop() any {
 	*h = old[:len(old)-1]
 	p.index = -1
 	return p
+}
+
+// interval is how long after this run the next one starts: the fast
+// interval while the server is changing state (a failure while it is in, a
+// pass while it is out), the down interval while it is out, else the
+// interval.
+func (p *probe) interval() time.Duration {
+	s := &p.spec
+	switch {
+	case s.FastInterval > 0 && (p.state == ipvsmgr.HealthUp && p.fails > 0 || p.state == ipvsmgr.HealthDown && p.passes > 0):
+		return s.FastInterval
+	case s.DownInterval > 0 && p.state == ipvsmgr.HealthDown:
+		return s.DownInterval
+	}
+	return s.Interval
 }

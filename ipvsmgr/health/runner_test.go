@@ -419,3 +419,30 @@ func TestViewThroughTheReconcile(t *testing.T) {
 	wantEvents(t, reconcile(), "ipvsadm -d -t 198.18.0.100:80 -r 198.18.0.50:80",
 		"ipvsadm -a -t 198.18.0.100:80 -r 198.18.0.11:80 -g -w 1")
 }
+
+// TestFastAndDownIntervals: after a failure while a server is in (and a
+// pass while it is out) the next check comes at fast_interval; while it is
+// out, at down_interval.
+func TestFastAndDownIntervals(t *testing.T) {
+	h := newHarness(t, compile(t, `{"services":[{"name":"web","address":"198.18.0.100","port":80,
+ "check":{"type":"tcp","interval":10,"fast_interval":1,"down_interval":30,"rise":2,"fall":3},
+ "servers":[{"name":"r1","address":"198.18.0.11"}]}]}`))
+	const r1 = "198.18.0.11:80"
+	h.step(10*time.Second, 1)
+	wantEvents(t, h.takeEvents(), "r1 unknown->up connected")
+	h.s.set(r1, fail("connection refused"))
+	h.step(10*time.Second, 1) // the first failure, at the interval
+	h.step(time.Second, 1)    // the retries come a fast interval apart
+	h.step(time.Second, 1)
+	wantEvents(t, h.takeEvents(), "r1 up->down connection refused")
+	h.step(29*time.Second, 0) // out: nothing before the down interval
+	h.s.set(r1, pass("connected"))
+	h.step(time.Second, 1)
+	h.step(time.Second, 1) // back at the fast interval
+	wantEvents(t, h.takeEvents(), "r1 down->up connected")
+	h.step(9*time.Second, 0)
+	h.step(time.Second, 1)
+	if calls, _ := h.s.count(r1); calls != 7 {
+		t.Errorf("%d checks, want 7", calls)
+	}
+}

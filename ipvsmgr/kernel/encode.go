@@ -49,6 +49,9 @@ const (
 	attrDestStats   = 10
 	attrDestAF      = 11
 	attrDestStats64 = 12
+	attrDestTunType = 13 // kernel 5.2+
+	attrDestTunPort = 14
+	attrDestTunFlag = 15
 
 	nlmsgHdrLen  = 16
 	genlHdrLen   = 4
@@ -207,6 +210,12 @@ func (e *encoder) dest(d *ipvsmgr.Destination, full bool) {
 		e.u32(attrDestWeight, d.Weight)
 		e.u32(attrDestUThresh, d.UpperThreshold)
 		e.u32(attrDestLThresh, d.LowerThreshold)
+		if d.Forward == ipvsmgr.ForwardTUN && (d.TunType != ipvsmgr.TunIPIP || d.TunFlags != 0) {
+			// Only then: a kernel before 5.2 refuses the attributes.
+			e.attr(attrDestTunType, []byte{d.TunType})
+			e.be16(attrDestTunPort, d.TunPort)
+			e.u16(attrDestTunFlag, d.TunFlags)
+		}
 	}
 	e.endNest(n)
 }

@@ -167,6 +167,16 @@ func parseDest(b []byte, svcFamily uint16) *ipvsmgr.Destination {
 			d.UpperThreshold = u32(val)
 		case attrDestLThresh:
 			d.LowerThreshold = u32(val)
+		case attrDestTunType:
+			if len(val) >= 1 {
+				d.TunType = val[0]
+			}
+		case attrDestTunPort:
+			if len(val) >= 2 {
+				d.TunPort = binary.BigEndian.Uint16(val)
+			}
+		case attrDestTunFlag:
+			d.TunFlags = u16(val)
 		case attrDestActive:
 			d.ActiveConns = u32(val)
 		case attrDestInact:

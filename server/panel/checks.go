@@ -49,7 +49,7 @@ const probing = "tcp http https send_expect dns exec agent"
 var checkTypeLabels = map[string]string{
 	"tcp": "tcp — connect", "http": "http — a request", "https": "https — a request over TLS",
 	"send_expect": "send_expect — send, expect a reply", "dns": "dns — a query", "exec": "exec — run a command",
-	"agent": "agent — HAProxy's agent-check", "none": "none — in, unchecked",
+	"agent": "agent — HAProxy's agent-check", "smtp": "smtp — greeting and HELO", "none": "none — in, unchecked",
 }
 
 // checkRows are the check form's rows: a service's (with its sorry server
@@ -86,6 +86,10 @@ func checkRows(serverForm bool, inherit, current string) []checkRow {
 			field: func(h *health) any { return &h.Check.Interval }},
 		{Name: "check_timeout", Label: "Timeout (s)", For: probing, Hint: "default 1; 0.1 at least",
 			field: func(h *health) any { return &h.Check.Timeout }},
+		{Name: "check_fast_interval", Label: "Fast interval (s)", For: probing, Hint: "while a server changes state (after a failure while in, a pass while out); default: the interval",
+			field: func(h *health) any { return &h.Check.FastInterval }},
+		{Name: "check_down_interval", Label: "Down interval (s)", For: probing, Hint: "while a server is out; default: the interval",
+			field: func(h *health) any { return &h.Check.DownInterval }},
 		{Name: "check_rise", Label: "Rise", For: probing, Hint: "passes in a row that bring a server back (default 2)",
 			field: func(h *health) any { return &h.Check.Rise }},
 		{Name: "check_fall", Label: "Fall", For: probing, Hint: "failures in a row that take it out (default 3)",
@@ -119,14 +123,14 @@ func checkRows(serverForm bool, inherit, current string) []checkRow {
 
 		{Name: "check_send", Label: "Send", For: "send_expect", Raw: true, Hint: `\r \n \t escapes; default: send nothing`,
 			field: func(h *health) any { return &h.Check.Send }},
-		{Name: "check_expect", Label: "Expect", For: "send_expect", Raw: true, Hint: "a prefix of the reply, * for any reply, or a regular expression",
+		{Name: "check_expect", Label: "Expect", For: "send_expect exec", Raw: true, Hint: "a prefix of the reply (exec: the whole output less its newline), * for any, or a regular expression",
 			field: func(h *health) any { return &h.Check.Expect }},
-		{Name: "check_use_regex", Label: "Expect is a regular expression", For: "send_expect", Options: tri("no (default)"),
+		{Name: "check_use_regex", Label: "Expect is a regular expression", For: "send_expect exec", Options: tri("no (default)"),
 			field: func(h *health) any { return &h.Check.UseRegex }},
 		{Name: "check_protocol", Label: "Check protocol", For: "send_expect dns", Options: choice("default (send_expect tcp, dns udp)", "tcp", "udp"),
 			field: func(h *health) any { return &h.Check.Protocol }},
 
-		{Name: "check_name", Label: "Query name", For: "dns", Hint: "the name a dns check asks for",
+		{Name: "check_name", Label: "Query name", For: "dns smtp", Hint: "the name a dns check asks for; smtp: the HELO name (default localhost)",
 			field: func(h *health) any { return &h.Check.Name }},
 		{Name: "check_qtype", Label: "Query type", For: "dns", Options: choice("A (default)", ipvsmgr.DNSQueryTypes()...),
 			field: func(h *health) any { return &h.Check.QType }},

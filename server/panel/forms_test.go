@@ -73,7 +73,7 @@ func TestServiceFormErrorsBesideFields(t *testing.T) {
 	}
 	// The edit form too, through PatchService's validation (paths services[0].x).
 	r := e.post(t, "alice", "/services/web", svcForm("name", "web", "port", "0"))
-	if got := errBeside(r.Body, "port"); !strings.Contains(got, "out of range") {
+	if got := errBeside(r.Body, "port"); !strings.Contains(got, "only valid for a persistent service") {
 		t.Errorf("edit: beside port %q\n%s", got, excerpt(r.Body))
 	}
 	// Settings.

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
+)
+
+// An import says what it read, a dry run changes nothing and prints the
+// diff, an empty import does not wipe a stored state without --allow-empty,
+// keepalived's includes are read from the importing file's directory.
+func TestImportNothingLost(t *testing.T) {
+	k := fakekernel.New()
+	db := filepath.Join(t.TempDir(), "ipvsctl.db")
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("conf.d/web.conf", "virtual_server group WEB {\n  lb_kind DR\n  protocol TCP\n  real_server 198.18.1.1 80 {\n  }\n  real_server 198.18.1.2 8080 {\n  }\n}\n")
+	main := write("keepalived.conf", "global_defs {\n  router_id a\n}\nvirtual_server_group WEB {\n  198.18.0.1-3 80\n}\ninclude conf.d/*.conf\n")
+
+	r := runCLI(t, k, "--db", db, "import", "--format", "keepalived", "--dry-run", main)
+	if r.code != 0 || !strings.Contains(r.stderr, "read "+main+": 3 virtual services, 6 real servers, 2 kept") ||
+		!strings.Contains(r.stderr, "warning: keepalived "+filepath.Join(dir, "conf.d/web.conf")+" line 6: ") ||
+		!strings.Contains(r.stdout, "dry run: the import would make") {
+		t.Fatalf("dry run: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if len(k.Ops()) != 0 {
+		t.Fatal("a dry run touched the kernel")
+	}
+	if r = runCLI(t, k, "--db", db, "export", "--format", "ipvsadm"); r.stdout != "" {
+		t.Fatalf("a dry run stored something:\n%s", r.stdout)
+	}
+	r = runCLI(t, k, "--db", db, "import", "--format", "keepalived", main)
+	if r.code != 0 || !strings.Contains(r.stdout, "9 changes applied, 0 failed") {
+		t.Fatalf("import: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, k, "--db", db, "export", "--format", "ipvsadm")
+	if strings.Count(r.stdout, "-A -t 198.18.0.") != 3 || strings.Count(r.stdout, ":80 -g -w 1") != 6 {
+		t.Fatalf("export after the import:\n%s", r.stdout)
+	}
+
+	empty := write("empty.conf", "global_defs {\n}\n")
+	r = runCLI(t, k, "--db", db, "import", "--format", "keepalived", empty)
+	if r.code != 2 || !strings.Contains(r.stderr, "would remove all 3 stored ones (--allow-empty") {
+		t.Fatalf("empty import over a state with services: %d\n%s", r.code, r.stderr)
+	}
+	r = runCLI(t, k, "--db", db, "import", "--format", "keepalived", "--allow-empty", "--no-apply", empty)
+	if r.code != 0 {
+		t.Fatalf("--allow-empty: %d\n%s", r.code, r.stderr)
+	}
+
+	typo := write("typo.conf", "virtual_server 198.18.0.1 80 {\n  protocol TCP\n  real_server 198.18.1.1 80 {\n    weigth 1\n  }\n}\n")
+	r = runCLI(t, k, "--db", db, "import", "--format", "keepalived", typo)
+	if r.code != 2 || !strings.Contains(r.stderr, `line 4: unknown keyword "weigth"`) {
+		t.Fatalf("typo: %d\n%s", r.code, r.stderr)
+	}
+	r = runCLI(t, k, "--db", db, "import", "--format", "keepalived", "--ignore-unknown", "--no-apply", typo)
+	if r.code != 0 || !strings.Contains(r.stderr, `ignored (--ignore-unknown): keepalived line 4: unknown keyword "weigth"`) {
+		t.Fatalf("--ignore-unknown: %d\n%s", r.code, r.stderr)
+	}
+}
