@@ -39,6 +39,9 @@ func Prepare(d *ipvsmgr.Desired) Preparation {
 			}
 		}
 	}
+	if d.Settings.BGP != nil {
+		bgpSysctls(d, p.Sysctls)
+	}
 	sort.Strings(p.Modules[1:])
 	return p
 }
@@ -70,4 +73,19 @@ func (p Preparation) Apply() []ipvsmgr.Failure {
 		}
 	}
 	return out
+}
+
+// bgpSysctls are what a director of a BGP group needs: IPVS schedules a flow
+// it has never seen on a packet that is not its first (another director's
+// established flow, after ECMP moved it), and no director answers ARP for
+// the VIPs it holds on the loopback.
+func bgpSysctls(d *ipvsmgr.Desired, sysctls map[string]string) {
+	sysctls["net.ipv4.vs.sloppy_tcp"] = "1"
+	for _, s := range d.Table.Services {
+		if s.Key.Protocol == ipvsmgr.ProtoSCTP {
+			sysctls["net.ipv4.vs.sloppy_sctp"] = "1"
+		}
+	}
+	sysctls["net.ipv4.conf.all.arp_ignore"] = "1"
+	sysctls["net.ipv4.conf.all.arp_announce"] = "2"
 }
