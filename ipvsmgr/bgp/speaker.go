@@ -80,10 +80,10 @@ func peerConfig(p ipvsmgr.BGPPeer, source netip.Addr) *api.Peer {
 		hold = 90
 	}
 	peer := &api.Peer{
-		Conf:   &api.PeerConf{NeighborAddress: addr.String(), PeerAsn: uint32(p.ASN), AuthPassword: p.Password},
-		Timers: &api.Timers{Config: &api.TimersConfig{HoldTime: hold, KeepaliveInterval: max(hold/3, 1), ConnectRetry: 3, IdleHoldTimeAfterReset: 1}},
+		Conf:      &api.PeerConf{NeighborAddress: addr.String(), PeerAsn: uint32(p.ASN), AuthPassword: p.Password},
+		Timers:    &api.Timers{Config: &api.TimersConfig{HoldTime: hold, KeepaliveInterval: max(hold/3, 1), ConnectRetry: 3, IdleHoldTimeAfterReset: 1}},
 		Transport: &api.Transport{RemotePort: uint32(p.Port)},
-		AfiSafis: []*api.AfiSafi{{Config: &api.AfiSafiConfig{Family: family(addr), Enabled: true}}},
+		AfiSafis:  []*api.AfiSafi{{Config: &api.AfiSafiConfig{Family: family(addr), Enabled: true}}},
 	}
 	if source.IsValid() && source.Is4() == addr.Is4() {
 		peer.Transport.LocalAddress = source.String()

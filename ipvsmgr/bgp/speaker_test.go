@@ -152,7 +152,6 @@ func TestSpeakerAnnouncesAndWithdrawsToARealPeer(t *testing.T) {
 	waitFor(t, "198.18.0.101/32 gone at the router", func() bool { _, _, ok := r.route(t, "198.18.0.101/32"); return !ok })
 }
 
-
 func TestStartRefusesAMissingRouterID(t *testing.T) {
 	_, err := Start(context.Background(), Config{Settings: ipvsmgr.BGP{ASN: 65001}}, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), "router-id") {
