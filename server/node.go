@@ -29,6 +29,12 @@ type NodeSettings struct {
 	// ("": found from its interfaces).
 	Address   string     `json:"address"`
 	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+	// RouterID and BGPSource are this director's BGP router ID and the
+	// address its sessions come from, in BGP mode ("": the defaults);
+	// Drained says node drain took it out.
+	RouterID  string `json:"router_id"`
+	BGPSource string `json:"bgp_source"`
+	Drained   bool   `json:"drained"`
 }
 
 // NodePatch changes the node settings that are set.
@@ -38,6 +44,9 @@ type NodePatch struct {
 	PeerURL   *string `json:"peer_url,omitempty"`
 	PeerToken *string `json:"peer_token,omitempty"`
 	Address   *string `json:"address,omitempty"`
+	RouterID  *string `json:"router_id,omitempty"`
+	BGPSource *string `json:"bgp_source,omitempty"`
+	Drained   *bool   `json:"drained,omitempty"`
 }
 
 // NodeView is the node settings with what the director's redundancy is
@@ -45,10 +54,14 @@ type NodePatch struct {
 type NodeView struct {
 	NodeSettings
 	Redundancy *RedundancyStatus `json:"redundancy,omitempty"`
+	// BGP is what the BGP speaker does now (nil without a daemon or
+	// without settings.bgp).
+	BGP *BGPStatus `json:"bgp,omitempty"`
 }
 
 func nodeSettings(n store.Node) NodeSettings {
-	s := NodeSettings{Priority: n.Priority, Role: n.Role, PeerURL: n.PeerURL, PeerTokenSet: n.PeerToken != "", Address: n.Address}
+	s := NodeSettings{Priority: n.Priority, Role: n.Role, PeerURL: n.PeerURL, PeerTokenSet: n.PeerToken != "", Address: n.Address,
+		RouterID: n.RouterID, BGPSource: n.BGPSource, Drained: n.BGPDrained}
 	if !n.UpdatedAt.IsZero() {
 		at := n.UpdatedAt
 		s.UpdatedAt = &at
@@ -62,7 +75,7 @@ func (c *Core) NodeSettings(ctx context.Context) (*NodeView, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &NodeView{NodeSettings: nodeSettings(n), Redundancy: c.redundancyStatus()}, nil
+	return &NodeView{NodeSettings: nodeSettings(n), Redundancy: c.redundancyStatus(), BGP: c.bgpStatus()}, nil
 }
 
 // SetNode changes this director's node settings; a running daemon takes
@@ -123,10 +136,14 @@ func (c *Core) SetNode(ctx context.Context, a Actor, p NodePatch) (view *NodeVie
 		n.Address = *p.Address
 		detail = append(detail, "address "+orDefault(n.Address, `""`))
 	}
+	if err := setNodeBGP(&n, p, &detail); err != nil {
+		return nil, err
+	}
 	n.UpdatedAt = c.now()
 	if err := c.store.SaveNode(ctx, n); err != nil {
 		return nil, err
 	}
 	c.red.nodeChanged()
-	return &NodeView{NodeSettings: nodeSettings(n), Redundancy: c.redundancyStatus()}, nil
+	c.bgpNodeChanged()
+	return &NodeView{NodeSettings: nodeSettings(n), Redundancy: c.redundancyStatus(), BGP: c.bgpStatus()}, nil
 }

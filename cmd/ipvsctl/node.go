@@ -11,8 +11,9 @@ import (
 	"github.com/ipvsctl/ipvsctl/server"
 )
 
-const nodeUsage = "usage: ipvsctl node set [--priority N] [--role auto|master|backup] [--peer-url URL --peer-token T] [--address IP]\n" +
+const nodeUsage = "usage: ipvsctl node set [--priority N] [--role auto|master|backup] [--peer-url URL --peer-token T] [--address IP] [--router-id IP] [--bgp-source IP]\n" +
 	"       ipvsctl node show [--json]\n" +
+	"       ipvsctl node drain|undrain\n" +
 	"\nThis director's own part in a redundant pair, kept outside the replicated revisions: its VRRP\n" +
 	"priority, a forced role, the peer it replicates the desired state from, and its own address.\n" +
 	"Run 'ipvsctl node VERB --help' for a verb's flags."
@@ -28,17 +29,19 @@ func runNode(env *cliEnv, args []string) int {
 		return nodeSet(env, rest)
 	case "show":
 		return nodeShow(env, rest)
+	case "drain", "undrain":
+		return nodeDrain(env, verb, rest)
 	case "-h", "--help", "help":
 		fmt.Fprintln(env.stdout, nodeUsage)
 		return exitOK
 	default:
-		fmt.Fprintf(env.stderr, "ipvsctl node: unknown verb %q (want set or show)\n", verb)
+		fmt.Fprintf(env.stderr, "ipvsctl node: unknown verb %q (want set, show, drain or undrain)\n", verb)
 		return exitUsage
 	}
 }
 
 func nodeSet(env *cliEnv, args []string) int {
-	fs, g := env.newFlagSet("node set", "[--priority N] [--role auto|master|backup] [--peer-url URL --peer-token T] [--address IP]",
+	fs, g := env.newFlagSet("node set", "[--priority N] [--role auto|master|backup] [--peer-url URL --peer-token T] [--address IP] [--router-id IP] [--bgp-source IP]",
 		"Change this director's node settings; only the flags given change. A running daemon takes them up\n"+
 			"at once: a new priority goes into the running VRRP instance (its next advert; no restart), a new\n"+
 			"role restarts it (a master resigns first).")
@@ -47,6 +50,8 @@ func nodeSet(env *cliEnv, args []string) int {
 	peerURL := fs.String("peer-url", "", "the other director's API (https://198.18.0.2:3636), which the desired state is replicated from (\"\" for none)")
 	peerToken := fs.String("peer-token", "", "an API token (viewer at least) of the other director")
 	address := fs.String("address", "", "this director's own address among settings.redundancy.peers (\"\": found from its interfaces)")
+	routerID := fs.String("router-id", "", "BGP router ID, an IPv4 address (\"\": --bgp-source, --address or the first global IPv4 address)")
+	bgpSource := fs.String("bgp-source", "", "the address BGP sessions are opened from, the routes' next hop (\"\": the kernel's choice)")
 	if st, ok := env.parseFlags(fs, args); !ok {
 		return st
 	}
@@ -67,10 +72,14 @@ func nodeSet(env *cliEnv, args []string) int {
 			p.PeerToken = peerToken
 		case "address":
 			p.Address = address
+		case "router-id":
+			p.RouterID = routerID
+		case "bgp-source":
+			p.BGPSource = bgpSource
 		}
 	})
 	if p == (server.NodePatch{}) {
-		fmt.Fprintln(env.stderr, "ipvsctl node set: give at least one of --priority, --role, --peer-url, --peer-token, --address")
+		fmt.Fprintln(env.stderr, "ipvsctl node set: give at least one of --priority, --role, --peer-url, --peer-token, --address, --router-id, --bgp-source")
 		return exitUsage
 	}
 	ctx := context.Background()
@@ -125,6 +134,7 @@ func printNode(w io.Writer, v *server.NodeView) {
 	}
 	fmt.Fprintf(w, "peer:        %s\n", peer)
 	fmt.Fprintf(w, "address:     %s\n", orDefault(v.Address, "from the interfaces"))
+	printNodeBGP(w, v)
 	r := v.Redundancy
 	if r == nil {
 		fmt.Fprintln(w, "redundancy:  not running (no daemon, or no settings.redundancy)")
@@ -194,4 +204,67 @@ func replicationLine(r *server.ReplicationStatus) string {
 		s += fmt.Sprintf(", last change arrived %.3fs after it was made", r.LastCopySeconds)
 	}
 	return s
+}
+
+func nodeDrain(env *cliEnv, verb string, args []string) int {
+	help := "Withdraw every BGP route of this director (the routers move its new flows to the others; its\n" +
+		"established flows reach them too, and mh with sloppy_tcp keeps them going)."
+	if verb == "undrain" {
+		help = "Announce this director's VIPs again after a drain."
+	}
+	fs, g := env.newFlagSet("node "+verb, "", help)
+	if st, ok := env.parseFlags(fs, args); !ok {
+		return st
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(env.stderr, "ipvsctl node %s: takes no arguments\n", verb)
+		return exitUsage
+	}
+	ctx := context.Background()
+	b, err := env.backend(ctx, g)
+	if err != nil {
+		return env.fail("node "+verb, err, false)
+	}
+	defer b.close()
+	drained := verb == "drain"
+	v, err := b.SetNode(ctx, b.actor, server.NodePatch{Drained: &drained})
+	if err != nil {
+		return env.fail("node "+verb, err, false)
+	}
+	printNode(env.stdout, v)
+	return exitOK
+}
+
+// printNodeBGP prints the BGP part of node show, when there is one.
+func printNodeBGP(w io.Writer, v *server.NodeView) {
+	if v.RouterID == "" && v.BGPSource == "" && !v.Drained && v.BGP == nil {
+		return
+	}
+	fmt.Fprintf(w, "router-id:   %s\n", orDefault(v.RouterID, "from the addresses"))
+	fmt.Fprintf(w, "bgp-source:  %s\n", orDefault(v.BGPSource, "the kernel's choice"))
+	fmt.Fprintf(w, "drained:     %t\n", v.Drained)
+	b := v.BGP
+	if b == nil {
+		fmt.Fprintln(w, "bgp:         not running (no daemon, or no settings.bgp)")
+		return
+	}
+	fmt.Fprintf(w, "bgp:         router ID %s, %d prefixes announced", b.RouterID, b.Announced)
+	if b.Error != "" {
+		fmt.Fprintf(w, ", error: %s", b.Error)
+	}
+	fmt.Fprintln(w)
+	for _, p := range b.Peers {
+		bfd := ""
+		if p.BFD != "" {
+			bfd = ", BFD " + p.BFD
+		}
+		fmt.Fprintf(w, "  peer %s AS %d: %s%s, %d advertised, %d received\n", p.Address, p.ASN, p.State, bfd, p.Advertised, p.Received)
+	}
+	for _, d := range b.VIPs {
+		if d.Announce {
+			fmt.Fprintf(w, "  %s announced\n", d.Prefix)
+		} else {
+			fmt.Fprintf(w, "  %s withdrawn: %s\n", d.Prefix, d.Reason)
+		}
+	}
 }

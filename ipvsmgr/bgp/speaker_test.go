@@ -3,76 +3,14 @@ package bgp
 import (
 	"context"
 	"log/slog"
-	"net"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/osrg/gobgp/v4/api"
-	"github.com/osrg/gobgp/v4/pkg/apiutil"
-	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
-	"github.com/osrg/gobgp/v4/pkg/server"
-
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/bgp/bgptest"
 )
-
-// router is a second, independent GoBGP speaker standing for the upstream
-// router: it listens on 127.0.0.2 and takes a session from 127.0.0.1.
-type router struct {
-	s    *server.BgpServer
-	port int
-}
-
-func startRouter(t *testing.T) *router {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.2:0")
-	if err != nil {
-		t.Skipf("no 127.0.0.2 on this host: %v", err) // every Linux loopback has 127/8
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	s := server.NewBgpServer(server.LoggerOption(slog.New(slog.DiscardHandler), &slog.LevelVar{}))
-	go s.Serve()
-	ctx := context.Background()
-	if err := s.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{Asn: 65000, RouterId: "198.18.0.254", ListenPort: int32(port), ListenAddresses: []string{"127.0.0.2"}}}); err != nil {
-		t.Fatalf("start router: %v", err)
-	}
-	if err := s.AddPeer(ctx, &api.AddPeerRequest{Peer: &api.Peer{
-		Conf:      &api.PeerConf{NeighborAddress: "127.0.0.1", PeerAsn: 65001},
-		Transport: &api.Transport{PassiveMode: true, LocalAddress: "127.0.0.2"},
-	}}); err != nil {
-		t.Fatalf("router add peer: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = s.StopBgp(context.Background(), &api.StopBgpRequest{})
-		s.Stop()
-	})
-	return &router{s: s, port: port}
-}
-
-// route is the router's best path to prefix, with its attributes as text.
-func (r *router) route(t *testing.T, prefix string) (nexthop string, attrs []string, ok bool) {
-	t.Helper()
-	err := r.s.ListPath(apiutil.ListPathRequest{TableType: api.TableType_TABLE_TYPE_GLOBAL, Family: bgp.RF_IPv4_UC}, func(n bgp.NLRI, paths []*apiutil.Path) {
-		if n.String() != prefix {
-			return
-		}
-		for _, p := range paths {
-			ok = true
-			for _, a := range p.Attrs {
-				attrs = append(attrs, a.String())
-				if nh, isNH := a.(*bgp.PathAttributeNextHop); isNH {
-					nexthop = nh.Value.String()
-				}
-			}
-		}
-	})
-	if err != nil {
-		t.Fatalf("router list paths: %v", err)
-	}
-	return nexthop, attrs, ok
-}
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -86,11 +24,11 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestSpeakerAnnouncesAndWithdrawsToARealPeer(t *testing.T) {
-	r := startRouter(t)
+	r := bgptest.StartRouter(t)
 	ctx := context.Background()
 	cfg := Config{
 		Settings: ipvsmgr.BGP{ASN: 65001, Communities: []string{"65000:100"}, MED: 7,
-			Peers: []ipvsmgr.BGPPeer{{Address: "127.0.0.2", Port: r.port, ASN: 65000, HoldTime: 9}}},
+			Peers: []ipvsmgr.BGPPeer{{Address: "127.0.0.2", Port: r.Port, ASN: 65000, HoldTime: 9}}},
 		RouterID: netip.MustParseAddr("198.18.0.1"),
 		Source:   netip.MustParseAddr("127.0.0.1"),
 	}
@@ -116,7 +54,7 @@ func TestSpeakerAnnouncesAndWithdrawsToARealPeer(t *testing.T) {
 	var attrs []string
 	waitFor(t, "the router to have 198.18.0.100/32", func() bool {
 		var ok bool
-		nh, attrs, ok = r.route(t, "198.18.0.100/32")
+		nh, attrs, ok = r.Route(t, "198.18.0.100/32")
 		return ok
 	})
 	if nh != "127.0.0.1" {
@@ -139,8 +77,8 @@ func TestSpeakerAnnouncesAndWithdrawsToARealPeer(t *testing.T) {
 	if err := sp.Announce([]netip.Prefix{netip.MustParsePrefix("198.18.0.101/32")}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "198.18.0.100/32 withdrawn at the router", func() bool { _, _, ok := r.route(t, "198.18.0.100/32"); return !ok })
-	if _, _, ok := r.route(t, "198.18.0.101/32"); !ok {
+	waitFor(t, "198.18.0.100/32 withdrawn at the router", func() bool { _, _, ok := r.Route(t, "198.18.0.100/32"); return !ok })
+	if _, _, ok := r.Route(t, "198.18.0.101/32"); !ok {
 		t.Error("198.18.0.101/32 was withdrawn too")
 	}
 	if got := sp.Announced(); len(got) != 1 || got[0].String() != "198.18.0.101/32" {
@@ -149,7 +87,7 @@ func TestSpeakerAnnouncesAndWithdrawsToARealPeer(t *testing.T) {
 	// Stop withdraws before it closes the session.
 	sp.Stop(ctx, 200*time.Millisecond)
 	stopped = true
-	waitFor(t, "198.18.0.101/32 gone at the router", func() bool { _, _, ok := r.route(t, "198.18.0.101/32"); return !ok })
+	waitFor(t, "198.18.0.101/32 gone at the router", func() bool { _, _, ok := r.Route(t, "198.18.0.101/32"); return !ok })
 }
 
 func TestStartRefusesAMissingRouterID(t *testing.T) {

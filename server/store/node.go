@@ -18,6 +18,11 @@ type Node struct {
 	PeerToken string    // presented to the peer; never shown
 	Address   string    // this director's address among the peers ("" = from its interfaces)
 	UpdatedAt time.Time // zero while never set
+	// BGP mode (settings.bgp): the router ID, the sessions' source address
+	// ("" for the defaults) and whether the operator drained the director.
+	RouterID   string
+	BGPSource  string
+	BGPDrained bool
 }
 
 // DefaultNode is a director's settings before any node set.
@@ -27,8 +32,8 @@ func DefaultNode() Node { return Node{Priority: 100, Role: "auto"} }
 func (s *Store) Node(ctx context.Context) (Node, error) {
 	n := DefaultNode()
 	var at string
-	err := s.db.QueryRowContext(ctx, `SELECT priority, role, peer_url, peer_token, address, updated_at FROM node WHERE id = 1`).
-		Scan(&n.Priority, &n.Role, &n.PeerURL, &n.PeerToken, &n.Address, &at)
+	err := s.db.QueryRowContext(ctx, `SELECT priority, role, peer_url, peer_token, address, updated_at, router_id, bgp_source, bgp_drained FROM node WHERE id = 1`).
+		Scan(&n.Priority, &n.Role, &n.PeerURL, &n.PeerToken, &n.Address, &at, &n.RouterID, &n.BGPSource, &n.BGPDrained)
 	if errors.Is(err, sql.ErrNoRows) {
 		return n, nil
 	}
@@ -44,11 +49,12 @@ func (s *Store) SaveNode(ctx context.Context, n Node) error {
 	if n.UpdatedAt.IsZero() {
 		n.UpdatedAt = time.Now()
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO node (id, priority, role, peer_url, peer_token, address, updated_at)
-		VALUES (1, ?, ?, ?, ?, ?, ?)
+	_, err := s.db.ExecContext(ctx, `INSERT INTO node (id, priority, role, peer_url, peer_token, address, updated_at, router_id, bgp_source, bgp_drained)
+		VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET priority = excluded.priority, role = excluded.role, peer_url = excluded.peer_url,
-			peer_token = excluded.peer_token, address = excluded.address, updated_at = excluded.updated_at`,
-		n.Priority, n.Role, n.PeerURL, n.PeerToken, n.Address, dbTime(n.UpdatedAt))
+			peer_token = excluded.peer_token, address = excluded.address, updated_at = excluded.updated_at,
+			router_id = excluded.router_id, bgp_source = excluded.bgp_source, bgp_drained = excluded.bgp_drained`,
+		n.Priority, n.Role, n.PeerURL, n.PeerToken, n.Address, dbTime(n.UpdatedAt), n.RouterID, n.BGPSource, n.BGPDrained)
 	if err != nil {
 		return fmt.Errorf("save node settings: %w", busy(err))
 	}
