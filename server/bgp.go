@@ -165,6 +165,7 @@ func (r *bgpRunner) step(ctx context.Context) {
 			return
 		}
 		r.sp, r.key = sp, key
+		r.prepare(desired)
 		r.d.Log.Info("BGP: speaker started", "asn", cfg.Settings.ASN, "router_id", cfg.RouterID.String(), "peers", len(cfg.Settings.Peers))
 	}
 	last := sk.lastReconcile()
@@ -234,4 +235,20 @@ func bgpConfig(s ipvsmgr.BGP, n store.Node) (bgp.Config, error) {
 func configKey(cfg bgp.Config) string {
 	b, _ := json.Marshal(cfg)
 	return string(b)
+}
+
+// prepare sets what BGP mode needs of the host (sloppy_tcp, no ARP for the
+// VIPs) when the mode starts: a daemon prepares the kernel when it opens it,
+// and settings.bgp may come in a later revision.
+func (r *bgpRunner) prepare(desired *ipvsmgr.Desired) {
+	sk := r.d.Core.shared
+	sk.mu.Lock()
+	kc := sk.conn
+	sk.mu.Unlock()
+	if kc == nil || kc.Prepare == nil {
+		return
+	}
+	for _, f := range kc.Prepare(desired) {
+		r.d.Log.Error("prepare kernel for BGP mode", "change", f.Change, "err", f.Err)
+	}
 }
