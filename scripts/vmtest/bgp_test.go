@@ -226,7 +226,7 @@ func TestBGPECMPThreeDirectors(t *testing.T) {
 		if got := strings.TrimSpace(e.base.ns(d.dir, "sysctl -n net.ipv4.vs.sloppy_tcp")); got != "1" {
 			t.Errorf("%s: net.ipv4.vs.sloppy_tcp = %s, want 1", d.dir, got)
 		}
-		if saved := e.base.ns(d.dir, "ipvsadm -Sn"); (!strings.Contains(saved, "-s mh") || !strings.Contains(saved, "mh-port")) {
+		if saved := e.base.ns(d.dir, "ipvsadm -Sn"); !strings.Contains(saved, "-s mh") || !strings.Contains(saved, "mh-port") {
 			t.Errorf("%s: BGP mode should default to mh with port:\n%s", d.dir, saved)
 		}
 		if out := e.base.ns(d.dir, "ip -o addr show dev lo"); !strings.Contains(out, vip+"/32") {
