@@ -212,7 +212,7 @@ func bgpDoc() string {
 	}
 	servers := strings.Join(rs, ", ")
 	return fmt.Sprintf(`{"settings": {"network": "dr", "bgp": {"asn": 65001, "communities": ["65000:100"],
-	  "peers": [{"address": "%s", "asn": 65000, "hold_time": 9, "bfd": {"interval": 0.3, "multiplier": 3}}]}},
+	  "peers": [{"address": "%s", "asn": 65000, "hold_time": 9, "bfd": {"interval": 1, "multiplier": 3}}]}},
 	  "services": [
 	    {"name": "web", "protocol": "tcp", "address": "%s", "port": 80, "servers": [%s]},
 	    {"name": "echo", "protocol": "tcp", "address": "%s", "port": %d, "servers": [%s]}]}`, bgpRouter, vip, servers, vip, echoPort, servers)
@@ -286,6 +286,9 @@ func TestBGPECMPThreeDirectors(t *testing.T) {
 	t.Logf("connections per director for 90 new flows: %v", conns)
 
 	// Long-lived connections through every director; one director dies.
+	// (BFD at 1 s x 3: 300 ms flaps under the VM's emulation while 60
+	// connections start.)
+	waitFor(t, "three nexthops before the long-lived connections", 30*time.Second, func() bool { return len(e.nexthops()) == 3 })
 	const n = 60
 	var hs []*holder
 	for range n {
