@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -307,6 +308,27 @@ func TestBGPECMPThreeDirectors(t *testing.T) {
 		}
 		return true
 	})
+	// node drain withdraws the director's route: its flows move to the
+	// others with no connection reset; undrain brings it back.
+	drainedAt := time.Now()
+	e.dirs[1].cmdOut("node", "drain")
+	waitFor(t, "the drained director's nexthop gone", 30*time.Second, func() bool {
+		hops := e.nexthops()
+		return len(hops) == 2 && !slices.Contains(hops, bgpDirectors[1])
+	})
+	t.Logf("node drain: the director's nexthop gone at FRR after %s", time.Since(drainedAt).Round(time.Millisecond))
+	mark := make([]int, n)
+	for i, h := range hs {
+		mark[i], _, _ = h.state()
+	}
+	time.Sleep(3 * time.Second)
+	for i, h := range hs {
+		if ec, _, err := h.state(); err != nil || ec <= mark[i] {
+			t.Errorf("connection %d after the drain: echoed %d (was %d), err %v", i, ec, mark[i], err)
+		}
+	}
+	e.dirs[1].cmdOut("node", "undrain")
+	waitFor(t, "three nexthops after undrain", 30*time.Second, func() bool { return len(e.nexthops()) == 3 })
 	before := make([]int, n)
 	for i, h := range hs {
 		before[i], _, _ = h.state()
