@@ -177,7 +177,7 @@ func (v *validator) checks(field string, svc *Service, vs *VirtualService, d *De
 		}
 		d.Checks = append(d.Checks, sc)
 	}
-	if enabled && (svc.Check != nil || hasServerCheck || sorry != nil) {
+	if enabled && (svc.Check != nil || hasServerCheck || sorry != nil || svc.Quorum > 0) {
 		q := svc.Quorum
 		if q == 0 {
 			q = 1

@@ -56,6 +56,7 @@ func Compile(st *State) (*Desired, error) { return CompileWith(st, nil, nil) }
 // validates and translates that one only. The daemon keeps one.
 type CompileCache struct {
 	network string
+	bgp     bool
 	pieces  map[string]*compiled
 	// last are the encodings and pieces of the last state compiled, by
 	// index: a service whose encoding is the very same bytes is found
@@ -79,12 +80,12 @@ type compiled struct {
 // st.Services[i], as AppendService writes it) and reuses what cache has of
 // the services it has seen; enc and cache may be nil.
 func CompileWith(st *State, enc [][]byte, cache *CompileCache) (*Desired, error) {
-	v := &validator{}
+	v := &validator{bgp: st.Settings.BGP != nil}
 	v.settings(&st.Settings)
 	d := &Desired{Table: &Table{Services: make([]*VirtualService, 0, len(st.Services))}, Names: make(map[ServiceKey]string, len(st.Services)), Settings: st.Settings}
 	d.Table.Timeouts = Timeouts{TCP: uint32(max(st.Settings.TCPTimeout, 0)), TCPFin: uint32(max(st.Settings.TCPFinTimeout, 0)), UDP: uint32(max(st.Settings.UDPTimeout, 0))}
-	if cache != nil && (cache.pieces == nil || cache.network != st.Settings.Network || len(enc) != len(st.Services)) {
-		cache.network, cache.pieces = st.Settings.Network, map[string]*compiled{}
+	if cache != nil && (cache.pieces == nil || cache.network != st.Settings.Network || cache.bgp != v.bgp || len(enc) != len(st.Services)) {
+		cache.network, cache.bgp, cache.pieces = st.Settings.Network, v.bgp, map[string]*compiled{}
 	}
 	seenKeys := make(map[ServiceKey]string, len(st.Services))
 	seenNames := make(map[string]string, len(st.Services))
@@ -135,8 +136,8 @@ func CompileWith(st *State, enc [][]byte, cache *CompileCache) (*Desired, error)
 		}
 		d.Names[c.vs.Key] = c.name
 		d.Table.Services = append(d.Table.Services, c.vs)
-		if svc.Interface != "" && c.vip.IsValid() {
-			vip := VIP{Interface: svc.Interface, Addr: c.vip}
+		if iface := vipInterface(svc, v.bgp); iface != "" && c.vip.IsValid() {
+			vip := VIP{Interface: iface, Addr: c.vip}
 			if !vips[vip] {
 				vips[vip] = true
 				d.VIPs = append(d.VIPs, vip)
@@ -146,6 +147,9 @@ func CompileWith(st *State, enc [][]byte, cache *CompileCache) (*Desired, error)
 	}
 	if len(v.problems) > 0 {
 		return nil, &ValidationError{Problems: v.problems}
+	}
+	if v.bgp {
+		quiesceFailures(d.Checks)
 	}
 	if cache != nil && len(enc) == len(st.Services) {
 		// New pieces join the map; what the state no longer has is let go
@@ -294,6 +298,9 @@ func (v *validator) service(field string, svc *Service, defaultFwd string) (*Vir
 		fwd = "dr"
 	}
 	v.servers(field, svc, vs, fwd)
+	if v.bgp {
+		canonicalOrder(vs.Dests)
+	}
 	return vs, addr, ok
 }
 
@@ -328,7 +335,15 @@ func (v *validator) matches(field string, svc *Service) {
 
 func (v *validator) scheduler(field string, svc *Service, vs *VirtualService) {
 	vs.Scheduler = svc.Scheduler
-	if vs.Scheduler == "" {
+	switch {
+	case vs.Scheduler == "" && v.bgp:
+		// Every director maps a flow to the same real server (Maglev),
+		// hashing the source port too so that one client's flows spread.
+		vs.Scheduler = "mh"
+		if len(svc.SchedulerFlags) == 0 {
+			vs.Flags |= FlagSched2
+		}
+	case vs.Scheduler == "":
 		vs.Scheduler = "wlc"
 	}
 	if !slices.Contains(Schedulers(), vs.Scheduler) {

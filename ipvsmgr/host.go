@@ -187,8 +187,26 @@ func HostNeeds(d *Desired) (modules []string, sysctls map[string]string) {
 			}
 		}
 	}
+	if d.Settings.BGP != nil {
+		bgpSysctls(d, sysctls)
+	}
 	slices.Sort(modules)
 	return append([]string{"ip_vs"}, modules...), sysctls
+}
+
+// bgpSysctls are what a director of a BGP group needs: IPVS schedules a flow
+// it has never seen on a packet that is not its first (another director's
+// established flow, after ECMP moved it), and no director answers ARP for
+// the VIPs it holds on the loopback.
+func bgpSysctls(d *Desired, sysctls map[string]string) {
+	sysctls["net.ipv4.vs.sloppy_tcp"] = "1"
+	for _, s := range d.Table.Services {
+		if s.Key.Protocol == ProtoSCTP {
+			sysctls["net.ipv4.vs.sloppy_sctp"] = "1"
+		}
+	}
+	sysctls["net.ipv4.conf.all.arp_ignore"] = "1"
+	sysctls["net.ipv4.conf.all.arp_announce"] = "2"
 }
 
 // hostQuery is what a plan for d needs to see: d's VIPs, the ledger's, the

@@ -51,6 +51,9 @@ type Settings struct {
 	// Redundancy makes this director one of a VRRP pair (or group); absent,
 	// it runs alone and always carries its VIPs.
 	Redundancy *Redundancy `json:"redundancy,omitempty"`
+	// BGP, when set, makes this director one of N active ones that announce
+	// the VIPs over BGP (bgpsettings.go).
+	BGP *BGP `json:"bgp,omitempty"`
 }
 
 // Redundancy is the VRRPv3 virtual router the directors share: the same on

@@ -48,6 +48,8 @@ const (
 
 type validator struct {
 	problems []Problem
+	// bgp: the state is in BGP mode (settings.bgp), which changes defaults.
+	bgp bool
 }
 
 func (v *validator) addf(field, format string, args ...any) {
@@ -94,6 +96,12 @@ func (v *validator) settings(s *Settings) {
 	v.rangeCheck("settings.drain_timeout", s.DrainTimeout, 0, maxDrain)
 	if s.Redundancy != nil {
 		v.redundancy("settings.redundancy", s.Redundancy)
+	}
+	if s.BGP != nil {
+		v.bgpSettings("settings.bgp", s.BGP)
+		if s.Redundancy != nil {
+			v.addf("settings.bgp", "BGP mode and settings.redundancy (VRRP) exclude each other: every director of a BGP group is active")
+		}
 	}
 }
 

@@ -77,6 +77,7 @@ type Core struct {
 
 	shared *sharedKernel // the daemon's kernel, reconciler and snapshot; nil in a CLI
 	red    *redState     // the director's VRRP role (redundancy.go)
+	bgp    bgpState      // the BGP runner's status (bgp.go)
 
 	writeMu sync.Mutex // the daemon's writes, one at a time, on cur
 	cur     *current   // the daemon's copy of the current state

@@ -73,6 +73,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer func() { <-redDone }()
 	healthDone := d.startHealth(ctx)
 	defer func() { <-healthDone }()
+	// BGP withdraws its routes first when ctx ends (LIFO defers).
+	bgpDone := d.startBGP(ctx)
+	defer func() { <-bgpDone }()
 	interval, poll := orDuration(d.Interval, 10*time.Second), orDuration(d.Poll, time.Second)
 	go d.pollKernel(ctx, orDuration(d.Snapshot, PollInterval))
 	tick := time.NewTicker(poll)

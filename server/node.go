@@ -39,6 +39,12 @@ type NodeSettings struct {
 	// Fingerprint is this director's own certificate's, to give the peer
 	// ("" while it has none: serve makes it on its first start with TLS).
 	Fingerprint string `json:"fingerprint"`
+	// RouterID and BGPSource are this director's BGP router ID and the
+	// address its sessions come from, in BGP mode ("": the defaults);
+	// Drained says node drain took it out.
+	RouterID  string `json:"router_id"`
+	BGPSource string `json:"bgp_source"`
+	Drained   bool   `json:"drained"`
 }
 
 // NodePatch changes the node settings that are set.
@@ -51,6 +57,9 @@ type NodePatch struct {
 	// PeerFingerprint: see NodeSettings.
 	PeerFingerprint     *string `json:"peer_fingerprint,omitempty"`
 	AllowReplicatedExec *bool   `json:"allow_replicated_exec,omitempty"`
+	RouterID            *string `json:"router_id,omitempty"`
+	BGPSource           *string `json:"bgp_source,omitempty"`
+	Drained             *bool   `json:"drained,omitempty"`
 }
 
 // NodeView is the node settings with what the director's redundancy is
@@ -58,11 +67,15 @@ type NodePatch struct {
 type NodeView struct {
 	NodeSettings
 	Redundancy *RedundancyStatus `json:"redundancy,omitempty"`
+	// BGP is what the BGP speaker does now (nil without a daemon or
+	// without settings.bgp).
+	BGP *BGPStatus `json:"bgp,omitempty"`
 }
 
 func nodeSettings(n store.Node) NodeSettings {
 	s := NodeSettings{Priority: n.Priority, Role: n.Role, PeerURL: n.PeerURL, PeerTokenSet: n.PeerToken != "", Address: n.Address,
-		PeerFingerprint: n.PeerFingerprint, AllowReplicatedExec: n.AllowReplicatedExec}
+		PeerFingerprint: n.PeerFingerprint, AllowReplicatedExec: n.AllowReplicatedExec,
+		RouterID: n.RouterID, BGPSource: n.BGPSource, Drained: n.BGPDrained}
 	if !n.UpdatedAt.IsZero() {
 		at := n.UpdatedAt
 		s.UpdatedAt = &at
@@ -80,7 +93,7 @@ func (c *Core) NodeSettings(ctx context.Context) (*NodeView, error) {
 }
 
 func (c *Core) nodeView(n store.Node) *NodeView {
-	v := &NodeView{NodeSettings: nodeSettings(n), Redundancy: c.redundancyStatus()}
+	v := &NodeView{NodeSettings: nodeSettings(n), Redundancy: c.redundancyStatus(), BGP: c.bgpStatus()}
 	v.Fingerprint = c.Fingerprint()
 	return v
 }
@@ -174,10 +187,14 @@ func (c *Core) SetNode(ctx context.Context, a Actor, p NodePatch) (view *NodeVie
 		n.Address = *p.Address
 		detail = append(detail, "address "+orDefault(n.Address, `""`))
 	}
+	if err := setNodeBGP(&n, p, &detail); err != nil {
+		return nil, err
+	}
 	n.UpdatedAt = c.now()
 	if err := c.store.SaveNode(ctx, n); err != nil {
 		return nil, err
 	}
 	c.red.nodeChanged()
+	c.bgpNodeChanged()
 	return c.nodeView(n), nil
 }

@@ -15,8 +15,9 @@ import (
 	"github.com/ipvsctl/ipvsctl/server/httpd"
 )
 
-const nodeUsage = "usage: ipvsctl node set [--priority N] [--role auto|master|backup] [--peer-url URL --peer-token T --peer-fingerprint FP] [--allow-replicated-exec] [--address IP]\n" +
+const nodeUsage = "usage: ipvsctl node set [--priority N] [--role auto|master|backup] [--peer-url URL --peer-token T --peer-fingerprint FP] [--allow-replicated-exec] [--address IP] [--router-id IP] [--bgp-source IP]\n" +
 	"       ipvsctl node show [--json]\n" +
+	"       ipvsctl node drain|undrain\n" +
 	"\nThis director's own part in a redundant pair, kept outside the replicated revisions: its VRRP\n" +
 	"priority, a forced role, the peer it replicates the desired state from, and its own address.\n" +
 	"Run 'ipvsctl node VERB --help' for a verb's flags."
@@ -32,17 +33,19 @@ func runNode(env *cliEnv, args []string) int {
 		return nodeSet(env, rest)
 	case "show":
 		return nodeShow(env, rest)
+	case "drain", "undrain":
+		return nodeDrain(env, verb, rest)
 	case "-h", "--help", "help":
 		fmt.Fprintln(env.stdout, nodeUsage)
 		return exitOK
 	default:
-		fmt.Fprintf(env.stderr, "ipvsctl node: unknown verb %q (want set or show)\n", verb)
+		fmt.Fprintf(env.stderr, "ipvsctl node: unknown verb %q (want set, show, drain or undrain)\n", verb)
 		return exitUsage
 	}
 }
 
 func nodeSet(env *cliEnv, args []string) int {
-	fs, g := env.newFlagSet("node set", "[--priority N] [--role auto|master|backup] [--peer-url URL --peer-token T --peer-fingerprint FP] [--allow-replicated-exec] [--address IP]",
+	fs, g := env.newFlagSet("node set", "[--priority N] [--role auto|master|backup] [--peer-url URL --peer-token T --peer-fingerprint FP] [--allow-replicated-exec] [--address IP] [--router-id IP] [--bgp-source IP]",
 		"Change this director's node settings; only the flags given change. A running daemon takes them up\n"+
 			"at once: a new priority goes into the running VRRP instance (its next advert; no restart), a new\n"+
 			"role restarts it (a master resigns first).")
@@ -53,6 +56,8 @@ func nodeSet(env *cliEnv, args []string) int {
 	address := fs.String("address", "", "this director's own address among settings.redundancy.peers (\"\": found from its interfaces)")
 	peerFP := fs.String("peer-fingerprint", "", "the SHA-256 fingerprint of the peer's certificate (its node show prints it); the only thing an https:// peer is trusted on")
 	allowExec := fs.Bool("allow-replicated-exec", false, "take exec checks (programs run as root here) from the peer's replicated state (default off: refused)")
+	routerID := fs.String("router-id", "", "BGP router ID, an IPv4 address (\"\": --bgp-source, --address or the first global IPv4 address)")
+	bgpSource := fs.String("bgp-source", "", "the address BGP sessions are opened from, the routes' next hop (\"\": the kernel's choice)")
 	if st, ok := env.parseFlags(fs, args); !ok {
 		return st
 	}
@@ -77,10 +82,14 @@ func nodeSet(env *cliEnv, args []string) int {
 			p.PeerFingerprint = peerFP
 		case "allow-replicated-exec":
 			p.AllowReplicatedExec = allowExec
+		case "router-id":
+			p.RouterID = routerID
+		case "bgp-source":
+			p.BGPSource = bgpSource
 		}
 	})
 	if p == (server.NodePatch{}) {
-		fmt.Fprintln(env.stderr, "ipvsctl node set: give at least one of --priority, --role, --peer-url, --peer-token, --peer-fingerprint, --allow-replicated-exec, --address")
+		fmt.Fprintln(env.stderr, "ipvsctl node set: give at least one of --priority, --role, --peer-url, --peer-token, --peer-fingerprint, --allow-replicated-exec, --address, --router-id, --bgp-source")
 		return exitUsage
 	}
 	ctx := context.Background()
@@ -148,6 +157,7 @@ func printNode(w io.Writer, v *server.NodeView) {
 	fmt.Fprintf(w, "replicated exec checks: %s\n", map[bool]string{true: "allowed", false: "refused"}[v.AllowReplicatedExec])
 	fmt.Fprintf(w, "fingerprint: %s\n", orDefault(v.Fingerprint, "none yet (serve makes this director's certificate on its first start with TLS)"))
 	fmt.Fprintf(w, "address:     %s\n", orDefault(v.Address, "from the interfaces"))
+	printNodeBGP(w, v)
 	r := v.Redundancy
 	if r == nil {
 		fmt.Fprintln(w, "redundancy:  not running (no daemon, or no settings.redundancy)")
@@ -245,4 +255,67 @@ func replicationLine(r *server.ReplicationStatus) string {
 		s += fmt.Sprintf(", last change arrived %.3fs after it was made", r.LastCopySeconds)
 	}
 	return s
+}
+
+func nodeDrain(env *cliEnv, verb string, args []string) int {
+	help := "Withdraw every BGP route of this director (the routers move its new flows to the others; its\n" +
+		"established flows reach them too, and mh with sloppy_tcp keeps them going)."
+	if verb == "undrain" {
+		help = "Announce this director's VIPs again after a drain."
+	}
+	fs, g := env.newFlagSet("node "+verb, "", help)
+	if st, ok := env.parseFlags(fs, args); !ok {
+		return st
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(env.stderr, "ipvsctl node %s: takes no arguments\n", verb)
+		return exitUsage
+	}
+	ctx := context.Background()
+	b, err := env.backend(ctx, g)
+	if err != nil {
+		return env.fail("node "+verb, err, false)
+	}
+	defer b.close()
+	drained := verb == "drain"
+	v, err := b.SetNode(ctx, b.actor, server.NodePatch{Drained: &drained})
+	if err != nil {
+		return env.fail("node "+verb, err, false)
+	}
+	printNode(env.stdout, v)
+	return exitOK
+}
+
+// printNodeBGP prints the BGP part of node show, when there is one.
+func printNodeBGP(w io.Writer, v *server.NodeView) {
+	if v.RouterID == "" && v.BGPSource == "" && !v.Drained && v.BGP == nil {
+		return
+	}
+	fmt.Fprintf(w, "router-id:   %s\n", orDefault(v.RouterID, "from the addresses"))
+	fmt.Fprintf(w, "bgp-source:  %s\n", orDefault(v.BGPSource, "the kernel's choice"))
+	fmt.Fprintf(w, "drained:     %t\n", v.Drained)
+	b := v.BGP
+	if b == nil {
+		fmt.Fprintln(w, "bgp:         not running (no daemon, or no settings.bgp)")
+		return
+	}
+	fmt.Fprintf(w, "bgp:         router ID %s, %d prefixes announced", b.RouterID, b.Announced)
+	if b.Error != "" {
+		fmt.Fprintf(w, ", error: %s", b.Error)
+	}
+	fmt.Fprintln(w)
+	for _, p := range b.Peers {
+		bfd := ""
+		if p.BFD != "" {
+			bfd = ", BFD " + p.BFD
+		}
+		fmt.Fprintf(w, "  peer %s AS %d: %s%s, %d advertised, %d received\n", p.Address, p.ASN, p.State, bfd, p.Advertised, p.Received)
+	}
+	for _, d := range b.VIPs {
+		if d.Announce {
+			fmt.Fprintf(w, "  %s announced\n", d.Prefix)
+		} else {
+			fmt.Fprintf(w, "  %s withdrawn: %s\n", d.Prefix, d.Reason)
+		}
+	}
 }

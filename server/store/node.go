@@ -22,6 +22,11 @@ type Node struct {
 	PeerFingerprint string
 	// AllowReplicatedExec lets replication bring exec checks onto this director.
 	AllowReplicatedExec bool
+	// BGP mode (settings.bgp): the router ID, the sessions' source address
+	// ("" for the defaults) and whether the operator drained the director.
+	RouterID   string
+	BGPSource  string
+	BGPDrained bool
 }
 
 // DefaultNode is a director's settings before any node set.
@@ -31,9 +36,10 @@ func DefaultNode() Node { return Node{Priority: 100, Role: "auto"} }
 func (s *Store) Node(ctx context.Context) (Node, error) {
 	n := DefaultNode()
 	var at string
-	err := s.db.QueryRowContext(ctx, `SELECT priority, role, peer_url, peer_token, address, updated_at, peer_fingerprint, allow_replicated_exec
-		FROM node WHERE id = 1`).
-		Scan(&n.Priority, &n.Role, &n.PeerURL, &n.PeerToken, &n.Address, &at, &n.PeerFingerprint, &n.AllowReplicatedExec)
+	err := s.db.QueryRowContext(ctx, `SELECT priority, role, peer_url, peer_token, address, updated_at, peer_fingerprint, allow_replicated_exec,
+		router_id, bgp_source, bgp_drained FROM node WHERE id = 1`).
+		Scan(&n.Priority, &n.Role, &n.PeerURL, &n.PeerToken, &n.Address, &at, &n.PeerFingerprint, &n.AllowReplicatedExec,
+			&n.RouterID, &n.BGPSource, &n.BGPDrained)
 	if errors.Is(err, sql.ErrNoRows) {
 		return n, nil
 	}
@@ -50,12 +56,14 @@ func (s *Store) SaveNode(ctx context.Context, n Node) error {
 		n.UpdatedAt = time.Now()
 	}
 	_, err := s.db.ExecContext(ctx, `INSERT INTO node (id, priority, role, peer_url, peer_token, address, updated_at,
-			peer_fingerprint, allow_replicated_exec)
-		VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)
+			peer_fingerprint, allow_replicated_exec, router_id, bgp_source, bgp_drained)
+		VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET priority = excluded.priority, role = excluded.role, peer_url = excluded.peer_url,
 			peer_token = excluded.peer_token, address = excluded.address, updated_at = excluded.updated_at,
-			peer_fingerprint = excluded.peer_fingerprint, allow_replicated_exec = excluded.allow_replicated_exec`,
-		n.Priority, n.Role, n.PeerURL, n.PeerToken, n.Address, dbTime(n.UpdatedAt), n.PeerFingerprint, n.AllowReplicatedExec)
+			peer_fingerprint = excluded.peer_fingerprint, allow_replicated_exec = excluded.allow_replicated_exec,
+			router_id = excluded.router_id, bgp_source = excluded.bgp_source, bgp_drained = excluded.bgp_drained`,
+		n.Priority, n.Role, n.PeerURL, n.PeerToken, n.Address, dbTime(n.UpdatedAt), n.PeerFingerprint, n.AllowReplicatedExec,
+		n.RouterID, n.BGPSource, n.BGPDrained)
 	if err != nil {
 		return fmt.Errorf("save node settings: %w", busy(err))
 	}

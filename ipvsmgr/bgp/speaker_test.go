@@ -1,0 +1,98 @@
+package bgp
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/bgp/bgptest"
+)
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestSpeakerAnnouncesAndWithdrawsToARealPeer(t *testing.T) {
+	r := bgptest.StartRouter(t)
+	ctx := context.Background()
+	cfg := Config{
+		Settings: ipvsmgr.BGP{ASN: 65001, Communities: []string{"65000:100"}, MED: 7,
+			Peers: []ipvsmgr.BGPPeer{{Address: "127.0.0.2", Port: r.Port, ASN: 65000, HoldTime: 9}}},
+		RouterID: netip.MustParseAddr("198.18.0.1"),
+		Source:   netip.MustParseAddr("127.0.0.1"),
+	}
+	sp, err := Start(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			sp.Stop(ctx, 0)
+		}
+	}()
+	waitFor(t, "the session to be established", func() bool {
+		ps, err := sp.Peers(ctx)
+		return err == nil && len(ps) == 1 && ps[0].Up
+	})
+	vip := netip.MustParsePrefix("198.18.0.100/32")
+	if err := sp.Announce([]netip.Prefix{vip, netip.MustParsePrefix("198.18.0.101/32")}); err != nil {
+		t.Fatal(err)
+	}
+	var nh string
+	var attrs []string
+	waitFor(t, "the router to have 198.18.0.100/32", func() bool {
+		var ok bool
+		nh, attrs, ok = r.Route(t, "198.18.0.100/32")
+		return ok
+	})
+	if nh != "127.0.0.1" {
+		t.Errorf("next hop at the router = %q, want the session's source 127.0.0.1 (attrs %v)", nh, attrs)
+	}
+	joined := ""
+	for _, a := range attrs {
+		joined += a + " "
+	}
+	for _, want := range []string{"65000:100", "{Med: 7}"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("attributes %q lack %q", joined, want)
+		}
+	}
+	waitFor(t, "the speaker to count 2 advertised", func() bool {
+		ps, err := sp.Peers(ctx)
+		return err == nil && len(ps) == 1 && ps[0].Advertised == 2 && ps[0].State == "established"
+	})
+	// One VIP loses its quorum: only it is withdrawn.
+	if err := sp.Announce([]netip.Prefix{netip.MustParsePrefix("198.18.0.101/32")}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "198.18.0.100/32 withdrawn at the router", func() bool { _, _, ok := r.Route(t, "198.18.0.100/32"); return !ok })
+	if _, _, ok := r.Route(t, "198.18.0.101/32"); !ok {
+		t.Error("198.18.0.101/32 was withdrawn too")
+	}
+	if got := sp.Announced(); len(got) != 1 || got[0].String() != "198.18.0.101/32" {
+		t.Errorf("Announced() = %v", got)
+	}
+	// Stop withdraws before it closes the session.
+	sp.Stop(ctx, 200*time.Millisecond)
+	stopped = true
+	waitFor(t, "198.18.0.101/32 gone at the router", func() bool { _, _, ok := r.Route(t, "198.18.0.101/32"); return !ok })
+}
+
+func TestStartRefusesAMissingRouterID(t *testing.T) {
+	_, err := Start(context.Background(), Config{Settings: ipvsmgr.BGP{ASN: 65001}}, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "router-id") {
+		t.Fatalf("err = %v, want one naming --router-id", err)
+	}
+}

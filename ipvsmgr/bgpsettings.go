@@ -1,0 +1,177 @@
+package ipvsmgr
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// BGP puts the director in BGP mode: it holds the VIPs on the loopback (no
+// ARP for them) and announces each VIP as a /32 or /128 to the upstream
+// routers while it can serve it; the routers spread flows over the
+// directors by ECMP. The same on every director (it is in the document);
+// each director's router ID and source address are node-local.
+type BGP struct {
+	ASN   int       `json:"asn"`
+	Peers []BGPPeer `json:"peers"`
+	// Communities are added to every route, each "ASN:VALUE".
+	Communities []string `json:"communities,omitempty"`
+	// MED is the multi-exit discriminator of every route.
+	MED int `json:"med,omitempty"`
+}
+
+// BGPPeer is one upstream router.
+type BGPPeer struct {
+	Address string `json:"address"`
+	ASN     int    `json:"asn"`
+	// Port is the peer's BGP port; 0 means 179.
+	Port int `json:"port,omitempty"`
+	// BFD, when set, runs single-hop BFD with the peer: its loss resets
+	// the session and takes the director's routes away at once.
+	BFD *BFD `json:"bfd,omitempty"`
+	// Password is the TCP MD5 signature key of the session.
+	Password string `json:"password,omitempty"`
+	// HoldTime in seconds; 0 means 90 (keepalives every third of it).
+	HoldTime int `json:"hold_time,omitempty"`
+}
+
+// BFD timers: Interval in seconds (transmit and receive), Multiplier the
+// packets lost before the session is down.
+type BFD struct {
+	Interval   float64 `json:"interval"`
+	Multiplier int     `json:"multiplier"`
+}
+
+const (
+	maxASN        = 1<<32 - 1
+	maxMED        = 1<<32 - 1
+	maxMD5Key     = 80 // TCP_MD5SIG_MAXKEYLEN
+	maxBFDSeconds = 60.0
+)
+
+// ParseCommunity reads a standard community "ASN:VALUE" (each 0..65535).
+func ParseCommunity(s string) (uint32, error) {
+	hi, lo, ok := strings.Cut(s, ":")
+	a, err1 := strconv.ParseUint(hi, 10, 16)
+	b, err2 := strconv.ParseUint(lo, 10, 16)
+	if !ok || err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("%q is not a community (want ASN:VALUE, each 0..65535)", s)
+	}
+	return uint32(a)<<16 | uint32(b), nil
+}
+
+func (v *validator) bgpSettings(field string, b *BGP) {
+	v.rangeCheck(field+".asn", b.ASN, 1, maxASN)
+	if len(b.Peers) == 0 {
+		v.addf(field+".peers", "no peers: BGP mode needs at least one router to announce the VIPs to")
+	}
+	seen := map[netip.AddrPort]int{}
+	for i := range b.Peers {
+		p := &b.Peers[i]
+		f := fmt.Sprintf("%s.peers[%d]", field, i)
+		a, err := parseAddr(p.Address)
+		if err != nil {
+			v.addf(f+".address", "%s", err)
+		} else {
+			k := netip.AddrPortFrom(a, uint16(max(min(p.Port, 65535), 0)))
+			if j, dup := seen[k]; dup {
+				v.addf(f+".address", "%s is already peers[%d]", a, j)
+			}
+			seen[k] = i
+		}
+		v.rangeCheck(f+".asn", p.ASN, 1, maxASN)
+		v.rangeCheck(f+".port", p.Port, 0, 65535)
+		if p.HoldTime != 0 && (p.HoldTime < 3 || p.HoldTime > 65535) {
+			v.addf(f+".hold_time", "%d is out of range 3..65535 seconds (or 0 for 90)", p.HoldTime)
+		}
+		if len(p.Password) > maxMD5Key || strings.ContainsRune(p.Password, 0) {
+			v.addf(f+".password", "a TCP MD5 key is at most %d bytes without NUL (this one has %d)", maxMD5Key, len(p.Password))
+		}
+		if p.BFD != nil {
+			if iv := p.BFD.Interval; math.IsNaN(iv) || iv < 0.01 || iv > maxBFDSeconds {
+				v.addf(f+".bfd.interval", "%v is out of range 0.01..%v seconds", iv, maxBFDSeconds)
+			}
+			v.rangeCheck(f+".bfd.multiplier", p.BFD.Multiplier, 1, 255)
+		}
+	}
+	for i, c := range b.Communities {
+		if _, err := ParseCommunity(c); err != nil {
+			v.addf(fmt.Sprintf("%s.communities[%d]", field, i), "%s", err)
+		}
+	}
+	v.rangeCheck(field+".med", b.MED, 0, maxMED)
+}
+
+// BGPWarnings lists the services of a BGP-mode state whose settings would
+// move flows between directors when ECMP sends a flow to another director
+// (a director's loss, a drain): a scheduler that is not a consistent hash
+// (mh, sh), persistence (its templates live on one director), NAT (the
+// replies go back through the director that saw the first packet).
+// Nothing without settings.bgp.
+func BGPWarnings(st *State) []Problem {
+	if st.Settings.BGP == nil {
+		return nil
+	}
+	var out []Problem
+	for i := range st.Services {
+		svc := &st.Services[i]
+		f := "services[" + strconv.Itoa(i) + "]"
+		if s := svc.Scheduler; s != "" && s != "mh" && s != "sh" {
+			out = append(out, Problem{Field: f + ".scheduler", Message: fmt.Sprintf("%q is not a consistent hash: when a director goes, its flows reach others that pick another real server (use mh)", s)})
+		}
+		if svc.Persistence > 0 {
+			out = append(out, Problem{Field: f + ".persistence", Message: fmt.Sprintf("%d: persistence templates are kept per director and are lost when ECMP moves a client", svc.Persistence)})
+		}
+		fwd := svc.Forwarding
+		if fwd == "" {
+			fwd = st.Settings.Network
+		}
+		if fwd == "nat" {
+			out = append(out, Problem{Field: f + ".forwarding", Message: "nat: replies must return through the director that saw the flow, which ECMP does not keep (use dr or tun)"})
+		}
+		for j := range svc.Servers {
+			if svc.Servers[j].Forwarding == "nat" && fwd != "nat" {
+				out = append(out, Problem{Field: fmt.Sprintf("%s.servers[%d].forwarding", f, j), Message: "nat: replies must return through the director that saw the flow (use dr or tun)"})
+			}
+		}
+	}
+	return out
+}
+
+// LoopbackInterface holds the VIPs in BGP mode: the routers reach them
+// through the announced routes, and no director answers ARP for them.
+const LoopbackInterface = "lo"
+
+// vipInterface is where a service's VIP is brought up: its interface, or
+// in BGP mode the loopback whatever it says.
+func vipInterface(svc *Service, bgp bool) string {
+	if bgp && svc.Address != "" {
+		return LoopbackInterface
+	}
+	return svc.Interface
+}
+
+// canonicalOrder sorts a service's real servers by address and port: mh
+// builds its Maglev table walking the destinations in order, so every
+// director of a BGP group adds them in the same order to get the same table.
+func canonicalOrder(ds []*Destination) {
+	slices.SortStableFunc(ds, func(a, b *Destination) int {
+		if c := a.Key.Addr.Compare(b.Key.Addr); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Key.Port, b.Key.Port)
+	})
+}
+
+// quiesceFailures makes every check quiesce its server on failure (weight
+// 0) instead of removing it: a removed and re-added destination moves to
+// the end of the list, which shifts the Maglev table under every flow.
+func quiesceFailures(cs []ServerCheck) {
+	for i := range cs {
+		cs[i].OnFailure = "quiesce"
+	}
+}

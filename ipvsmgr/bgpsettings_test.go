@@ -1,0 +1,83 @@
+package ipvsmgr
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestBGPSettingsValidation(t *testing.T) {
+	doc := `{"settings": {"bgp": {"asn": 0, "communities": ["65000:100", "65000:70000", "x"], "med": -1,
+	  "peers": [{"address": "198.18.0.1", "asn": 65000, "bfd": {"interval": 0.001, "multiplier": 0}, "hold_time": 2},
+	            {"address": "198.18.0.1", "asn": 4294967296, "password": "` + strings.Repeat("k", 81) + `"},
+	            {"address": "nope", "asn": 65000, "port": 70000}]}}, "services": []}`
+	st, err := DecodeState(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Compile(st)
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v, want a ValidationError", err)
+	}
+	var fields []string
+	for _, p := range ve.Problems {
+		fields = append(fields, p.Field)
+	}
+	want := []string{
+		"settings.bgp.asn",
+		"settings.bgp.peers[0].hold_time", "settings.bgp.peers[0].bfd.interval", "settings.bgp.peers[0].bfd.multiplier",
+		"settings.bgp.peers[1].address", "settings.bgp.peers[1].asn", "settings.bgp.peers[1].password",
+		"settings.bgp.peers[2].address", "settings.bgp.peers[2].port",
+		"settings.bgp.communities[1]", "settings.bgp.communities[2]", "settings.bgp.med",
+	}
+	if diff := cmp.Diff(want, fields); diff != "" {
+		t.Errorf("problem fields (-want +got):\n%s\n%v", diff, err)
+	}
+	if !strings.Contains(err.Error(), `"65000:70000" is not a community`) {
+		t.Errorf("error %q does not show the bad community", err)
+	}
+}
+
+func TestBGPSettingsUnknownFieldAndRedundancy(t *testing.T) {
+	_, err := DecodeState(strings.NewReader(`{"settings": {"bgp": {"asn": 65001, "peers": [{"address": "198.18.0.1", "asn": 65000, "bfd": {"interval": 0.1, "multiplier": 3, "echo": true}}]}}, "services": []}`))
+	if err == nil || !strings.Contains(err.Error(), `unknown field "echo"`) {
+		t.Fatalf("err = %v, want unknown field echo", err)
+	}
+	st, err := DecodeState(strings.NewReader(`{"settings": {"bgp": {"asn": 65001, "peers": [{"address": "198.18.0.1", "asn": 65000}]},
+	  "redundancy": {"vrid": 1, "interface": "eth0"}}, "services": []}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Compile(st); err == nil || !strings.Contains(err.Error(), "settings.bgp: BGP mode and settings.redundancy") {
+		t.Fatalf("err = %v, want bgp and redundancy refused together", err)
+	}
+}
+
+func TestBGPWarnings(t *testing.T) {
+	doc := `{"settings": {"network": "dr", "bgp": {"asn": 65001, "peers": [{"address": "198.18.0.1", "asn": 65000}]}}, "services": [
+	  {"protocol": "tcp", "address": "198.18.0.100", "port": 80, "servers": [{"address": "198.18.1.1"}]},
+	  {"protocol": "tcp", "address": "198.18.0.100", "port": 443, "scheduler": "wlc", "persistence": 300, "forwarding": "nat", "servers": [{"address": "198.18.1.1"}]},
+	  {"protocol": "tcp", "address": "198.18.0.101", "port": 80, "scheduler": "sh", "servers": [{"address": "198.18.1.1", "forwarding": "nat"}]}]}`
+	st, err := DecodeState(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Compile(st); err != nil {
+		t.Fatalf("warnings must not refuse the state: %v", err)
+	}
+	var fields []string
+	for _, p := range BGPWarnings(st) {
+		fields = append(fields, p.Field)
+	}
+	want := []string{"services[1].scheduler", "services[1].persistence", "services[1].forwarding", "services[2].servers[0].forwarding"}
+	if diff := cmp.Diff(want, fields); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	st.Settings.BGP = nil
+	if w := BGPWarnings(st); w != nil {
+		t.Errorf("warnings without BGP: %v", w)
+	}
+}

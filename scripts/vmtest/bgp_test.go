@@ -1,0 +1,375 @@
+//go:build vmtest
+
+package vmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// An ECMP group: the client (198.19.1.2) behind an FRR router (198.19.1.1 /
+// 198.18.0.254) that learns the VIP over BGP from three ipvsctl directors
+// (198.18.0.1, .3, .5) and spreads flows over them by layer-4 hash; the
+// directors forward DR to three real servers (198.18.0.11..13) on the same
+// bridge, which answer the client through the router.
+const (
+	bgpRouter = "198.18.0.254"
+	bgpClient = "198.19.1.2"
+)
+
+var bgpDirectors = []string{"198.18.0.1", "198.18.0.3", "198.18.0.5"}
+
+type ecmp struct {
+	t      *testing.T
+	base   *lab // the client and real servers
+	sw     string
+	rtr    string
+	frrDir string
+	dirs   []*lab
+	ds     []*director
+}
+
+func newECMP(t *testing.T) *ecmp {
+	t.Helper()
+	id := fmt.Sprintf("b%d", labSeq.Add(1))
+	base := &lab{t: t, id: id, cli: id + "cli"}
+	e := &ecmp{t: t, base: base, sw: id + "sw", rtr: id + "rtr"}
+	for i := range 3 {
+		base.rs = append(base.rs, fmt.Sprintf("%s%s%d", id, rsPrefix, i+1))
+		l := *base
+		l.dir, l.db = fmt.Sprintf("%sd%d", id, i+1), fmt.Sprintf("%s/d%d.db", t.TempDir(), i+1)
+		e.dirs = append(e.dirs, &l)
+	}
+	names := []string{e.sw, e.rtr, base.cli}
+	for _, d := range e.dirs {
+		names = append(names, d.dir)
+	}
+	names = append(names, base.rs...)
+	for _, ns := range names {
+		run(t, "ip", "netns", "add", ns)
+		ns := ns
+		t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+		base.ns(ns, "ip link set lo up")
+	}
+	base.ns(e.sw, "ip link add br0 type bridge")
+	base.ns(e.sw, "ip link set br0 up")
+	plug := func(ns, addr string) {
+		host := "v" + ns + "eth0"
+		run(t, "ip", "link", "add", host, "type", "veth", "peer", "name", "eth0", "netns", ns)
+		run(t, "ip", "link", "set", host, "netns", e.sw)
+		base.ns(e.sw, "ip link set "+host+" master br0 up")
+		base.ns(ns, "ip addr add "+addr+"/24 dev eth0")
+		base.ns(ns, "ip link set eth0 up")
+	}
+	plug(e.rtr, bgpRouter)
+	for i, d := range e.dirs {
+		plug(d.dir, bgpDirectors[i])
+		base.ns(d.dir, "ip route add default via "+bgpRouter)
+	}
+	for i, ns := range base.rs {
+		plug(ns, fmt.Sprintf("%s.%d", labNet, 11+i))
+		base.ns(ns, "sysctl -qw net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2 net.ipv4.conf.eth0.arp_ignore=1 net.ipv4.conf.eth0.arp_announce=2")
+		base.ns(ns, "ip addr add "+vip+"/32 dev lo")
+		base.ns(ns, "ip route add default via "+bgpRouter)
+		base.serveHTTP(ns, ns[len(id):])
+		base.serveEcho(ns, ns[len(id):])
+	}
+	// The client's own cable to the router.
+	run(t, "ip", "link", "add", "eth1", "netns", e.rtr, "type", "veth", "peer", "name", "eth0", "netns", base.cli)
+	base.ns(e.rtr, "ip addr add 198.19.1.1/24 dev eth1")
+	base.ns(e.rtr, "ip link set eth1 up")
+	base.ns(base.cli, "ip addr add "+bgpClient+"/24 dev eth0")
+	base.ns(base.cli, "ip link set eth0 up")
+	base.ns(base.cli, "ip route add default via 198.19.1.1")
+	base.ns(e.rtr, "sysctl -qw net.ipv4.ip_forward=1 net.ipv4.fib_multipath_hash_policy=1")
+	t.Cleanup(func() {
+		for _, f := range base.stopFn {
+			f()
+		}
+	})
+	e.startFRR()
+	return e
+}
+
+// startFRR runs zebra, bfdd and bgpd in the router's namespace, each
+// neighbour with BFD, ECMP over up to 8 paths.
+func (e *ecmp) startFRR() {
+	t := e.t
+	dir, err := os.MkdirTemp("/tmp", "ipvsctl-frr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	e.frrDir = dir
+	var b strings.Builder
+	fmt.Fprintf(&b, "frr defaults traditional\nhostname rtr\n!\nrouter bgp 65000\n bgp router-id %s\n no bgp ebgp-requires-policy\n bgp bestpath as-path multipath-relax\n", bgpRouter)
+	for _, a := range bgpDirectors {
+		fmt.Fprintf(&b, " neighbor %s remote-as 65001\n neighbor %s bfd\n neighbor %s timers connect 2\n", a, a, a)
+	}
+	b.WriteString(" address-family ipv4 unicast\n  maximum-paths 8\n exit-address-family\n!\n")
+	for name, conf := range map[string]string{"zebra.conf": "hostname rtr\n", "bfdd.conf": "hostname rtr\n", "bgpd.conf": b.String()} {
+		if err := os.WriteFile(dir+"/"+name, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(t, "chown", "-R", "frr:frr", dir)
+	run(t, "chmod", "0755", dir)
+	for _, d := range []string{"zebra", "bfdd", "bgpd"} {
+		args := []string{"netns", "exec", e.rtr, "/usr/lib/frr/" + d, "-d", "-P", "0", "-f", dir + "/" + d + ".conf", "-i", dir + "/" + d + ".pid",
+			"-z", dir + "/zserv.api", "--vty_socket", dir, "--log", "file:" + dir + "/" + d + ".log"}
+		if d == "bfdd" {
+			args = append(args, "--bfdctl", dir+"/bfdd.sock")
+		}
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("start %s: %v\n%s", d, err, out)
+		}
+		if d == "zebra" {
+			waitFor(t, "zebra's socket", 10*time.Second, func() bool { _, err := os.Stat(dir + "/zserv.api"); return err == nil })
+		}
+	}
+	t.Cleanup(func() {
+		for _, d := range []string{"bgpd", "bfdd", "zebra"} {
+			if b, err := os.ReadFile(dir + "/" + d + ".pid"); err == nil {
+				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+					syscall.Kill(pid, syscall.SIGTERM)
+				}
+			}
+		}
+		if t.Failed() {
+			for _, d := range []string{"bgpd", "bfdd"} {
+				b, _ := os.ReadFile(dir + "/" + d + ".log")
+				t.Logf("%s log:\n%s", d, b)
+			}
+		}
+	})
+}
+
+func (e *ecmp) vtysh(cmd string) string {
+	out, err := exec.Command("vtysh", "--vty_socket", e.frrDir, "-c", cmd).CombinedOutput()
+	if err != nil {
+		e.t.Logf("vtysh %q: %v %s", cmd, err, out)
+	}
+	return string(out)
+}
+
+// nexthops are the router's kernel nexthops for the VIP ("ip route show").
+func (e *ecmp) nexthops() []string {
+	out, _ := exec.Command("ip", "-n", e.rtr, "route", "show", vip).CombinedOutput()
+	var hops []string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		for i := 0; i+1 < len(f); i++ {
+			if f[i] == "via" {
+				hops = append(hops, f[i+1])
+			}
+		}
+	}
+	return hops
+}
+
+// bfdUp counts the router's BFD peers that are up.
+func (e *ecmp) bfdUp() int {
+	var peers []struct {
+		Peer   string `json:"peer"`
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(e.vtysh("show bfd peers json")), &peers); err != nil {
+		return 0
+	}
+	n := 0
+	for _, p := range peers {
+		if p.Status == "up" {
+			n++
+		}
+	}
+	return n
+}
+
+// serviceConns is the Conns counter of VIP:80 in a director (ipvsadm).
+func (e *ecmp) serviceConns(d *lab) int {
+	out := e.base.ns(d.dir, "ipvsadm -Ln --stats")
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 3 && f[0] == "TCP" && f[1] == vip+":80" {
+			n, _ := strconv.Atoi(f[2])
+			return n
+		}
+	}
+	return 0
+}
+
+func bgpDoc() string {
+	var rs []string
+	for i := range 3 {
+		rs = append(rs, fmt.Sprintf(`{"name": "rs%d", "address": "%s.%d"}`, i+1, labNet, 11+i))
+	}
+	servers := strings.Join(rs, ", ")
+	return fmt.Sprintf(`{"settings": {"network": "dr", "bgp": {"asn": 65001, "communities": ["65000:100"],
+	  "peers": [{"address": "%s", "asn": 65000, "hold_time": 9, "bfd": {"interval": 1, "multiplier": 3}}]}},
+	  "services": [
+	    {"name": "web", "protocol": "tcp", "address": "%s", "port": 80, "servers": [%s]},
+	    {"name": "echo", "protocol": "tcp", "address": "%s", "port": %d, "servers": [%s]}]}`, bgpRouter, vip, servers, vip, echoPort, servers)
+}
+
+func TestBGPECMPThreeDirectors(t *testing.T) {
+	e := newECMP(t)
+	for i, d := range e.dirs {
+		d.apply(bgpDoc())
+		d.cmdOut("node", "set", "--router-id", bgpDirectors[i], "--bgp-source", bgpDirectors[i])
+		if got := strings.TrimSpace(e.base.ns(d.dir, "sysctl -n net.ipv4.vs.sloppy_tcp")); got != "1" {
+			t.Errorf("%s: net.ipv4.vs.sloppy_tcp = %s, want 1", d.dir, got)
+		}
+		if saved := e.base.ns(d.dir, "ipvsadm -Sn"); !strings.Contains(saved, "-s mh") || !strings.Contains(saved, "mh-port") {
+			t.Errorf("%s: BGP mode should default to mh with port:\n%s", d.dir, saved)
+		}
+		if out := e.base.ns(d.dir, "ip -o addr show dev lo"); !strings.Contains(out, vip+"/32") {
+			t.Errorf("%s: the VIP is not on lo:\n%s", d.dir, out)
+		}
+		dd := &director{l: d, addr: bgpDirectors[i]}
+		t.Cleanup(func() {
+			dd.stop(syscall.SIGTERM)
+			if t.Failed() {
+				t.Logf("%s daemon logs:\n%s", d.dir, strings.Join(dd.all, "\n--- restarted ---\n"))
+			}
+		})
+		dd.start()
+		e.ds = append(e.ds, dd)
+	}
+	start := time.Now()
+	waitFor(t, "three ECMP nexthops for the VIP at the router", 60*time.Second, func() bool { return len(e.nexthops()) == 3 })
+	t.Logf("three nexthops %v after %s", e.nexthops(), time.Since(start).Round(time.Millisecond))
+	waitFor(t, "three BFD sessions up at the router", 30*time.Second, func() bool { return e.bfdUp() == 3 })
+	if sum := e.vtysh("show bgp ipv4 unicast summary"); strings.Count(sum, "65001") < 3 {
+		t.Errorf("bgp summary:\n%s", sum)
+	}
+	// Each director's own view: the session, BFD and the VIP announced.
+	for _, d := range e.dirs {
+		var v struct {
+			BGP struct {
+				Announced int `json:"announced"`
+				Peers     []struct {
+					State string `json:"state"`
+					BFD   string `json:"bfd"`
+				} `json:"peers"`
+			} `json:"bgp"`
+		}
+		waitFor(t, d.dir+"'s node show to report the session", 20*time.Second, func() bool {
+			out, err := d.ipvsctl("node", "show", "--json")
+			if err != nil || json.Unmarshal([]byte(out), &v) != nil {
+				return false
+			}
+			return v.BGP.Announced == 1 && len(v.BGP.Peers) == 1 && v.BGP.Peers[0].State == "established" && v.BGP.Peers[0].BFD == "up"
+		})
+	}
+
+	// New flows spread over the three directors.
+	counts := e.base.get(vip+":80", 90)
+	t.Logf("answers by real server: %v", counts)
+	var conns []int
+	waitFor(t, "every director to carry new flows", 15*time.Second, func() bool {
+		conns = conns[:0]
+		ok := true
+		for _, d := range e.dirs {
+			n := e.serviceConns(d)
+			conns = append(conns, n)
+			ok = ok && n > 0
+		}
+		return ok
+	})
+	t.Logf("connections per director for 90 new flows: %v", conns)
+
+	// Long-lived connections through every director; one director dies.
+	// (BFD at 1 s x 3: 300 ms flaps under the VM's emulation while 60
+	// connections start.)
+	waitFor(t, "three nexthops before the long-lived connections", 30*time.Second, func() bool { return len(e.nexthops()) == 3 })
+	const n = 60
+	var hs []*holder
+	for range n {
+		hs = append(hs, e.base.hold(fmt.Sprintf("%s:%d", vip, echoPort)))
+	}
+	defer func() {
+		for _, h := range hs {
+			h.close()
+		}
+	}()
+	waitFor(t, "every long-lived connection to echo", 20*time.Second, func() bool {
+		for _, h := range hs {
+			if ec, _, err := h.state(); ec < 3 || err != nil {
+				return false
+			}
+		}
+		return true
+	})
+	// node drain withdraws the director's route: its flows move to the
+	// others with no connection reset; undrain brings it back.
+	drainedAt := time.Now()
+	e.dirs[1].cmdOut("node", "drain")
+	waitFor(t, "the drained director's nexthop gone", 30*time.Second, func() bool {
+		hops := e.nexthops()
+		return len(hops) == 2 && !slices.Contains(hops, bgpDirectors[1])
+	})
+	t.Logf("node drain: the director's nexthop gone at FRR after %s", time.Since(drainedAt).Round(time.Millisecond))
+	mark := make([]int, n)
+	for i, h := range hs {
+		mark[i], _, _ = h.state()
+	}
+	time.Sleep(3 * time.Second)
+	for i, h := range hs {
+		if ec, _, err := h.state(); err != nil || ec <= mark[i] {
+			t.Errorf("connection %d after the drain: echoed %d (was %d), err %v", i, ec, mark[i], err)
+		}
+	}
+	e.dirs[1].cmdOut("node", "undrain")
+	waitFor(t, "three nexthops after undrain", 30*time.Second, func() bool { return len(e.nexthops()) == 3 })
+	before := make([]int, n)
+	for i, h := range hs {
+		before[i], _, _ = h.state()
+	}
+	killed := time.Now()
+	e.ds[0].stop(syscall.SIGKILL)
+	e.link(e.dirs[0], false)
+	waitFor(t, "the dead director's nexthop gone at the router", 30*time.Second, func() bool { return len(e.nexthops()) == 2 })
+	gone := time.Since(killed)
+	for _, h := range e.nexthops() {
+		if h == bgpDirectors[0] {
+			t.Errorf("nexthop %s of the dead director still there", h)
+		}
+	}
+	first, err := e.base.firstAnswer(killed, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	kept := 0
+	for i, h := range hs {
+		ec, gap, err := h.state()
+		if err == nil && ec > before[i]+10 {
+			kept++
+		} else {
+			t.Logf("connection %d: echoed %d (was %d), max gap %s, err %v", i, ec, before[i], gap, err)
+		}
+	}
+	t.Logf("director killed: its route gone at FRR after %s, first new connection answered after %s, long-lived connections kept %d of %d",
+		gone.Round(time.Millisecond), first.Sub(killed).Round(time.Millisecond), kept, n)
+	if kept*100 < 99*n {
+		t.Errorf("kept %d of %d long-lived connections, want at least 99%%", kept, n)
+	}
+}
+
+// link sets the switch's side of a director's cable up or down.
+func (e *ecmp) link(d *lab, up bool) {
+	e.t.Helper()
+	state := "down"
+	if up {
+		state = "up"
+	}
+	e.base.ns(e.sw, "ip link set v"+d.dir+"eth0 "+state)
+}

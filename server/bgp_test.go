@@ -1,0 +1,93 @@
+package server
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/bgp/bgptest"
+)
+
+// TestDaemonAnnouncesWhatItCanServe runs the daemon on a fake kernel with
+// settings.bgp pointing at a real GoBGP router: the VIP's route reaches the
+// router while the service has its quorum, goes when it loses it or the
+// director is drained, comes back, and is withdrawn when the daemon stops.
+func TestDaemonAnnouncesWhatItCanServe(t *testing.T) {
+	r := bgptest.StartRouter(t)
+	core, d, _, _ := daemonOnFake(t)
+	d.Interval, d.Poll = 50*time.Millisecond, 10*time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a := Actor{Name: "t", Via: "test"}
+	rid, src := "198.18.0.1", "127.0.0.1"
+	if _, err := core.SetNode(ctx, a, NodePatch{RouterID: &rid, BGPSource: &src}); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+
+	state := func(health string) *ipvsmgr.State {
+		return &ipvsmgr.State{
+			Settings: ipvsmgr.Settings{Network: "dr", BGP: &ipvsmgr.BGP{ASN: 65001, Peers: []ipvsmgr.BGPPeer{{Address: "127.0.0.2", Port: r.Port, ASN: 65000, HoldTime: 9}}}},
+			Services: []ipvsmgr.Service{{Name: "web", Protocol: "tcp", Address: "198.18.0.100", Port: 80, Quorum: 2,
+				Servers: []ipvsmgr.Server{{Name: "r1", Address: "198.18.1.11"}, {Name: "r2", Address: "198.18.1.12", Health: health}}}},
+		}
+	}
+	apply := func(st *ipvsmgr.State) {
+		t.Helper()
+		if _, err := core.ApplyState(ctx, a, st, "test", WriteOptions{NoWait: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		for !cond() {
+			if ctx.Err() != nil {
+				t.Fatalf("timed out waiting for %s; status %+v", what, core.BGPStatus())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	routed := func() bool { _, _, ok := r.Route(t, "198.18.0.100/32"); return ok }
+	apply(state(""))
+	wait("the VIP announced", routed)
+	wait("the status to show the session", func() bool {
+		s := core.BGPStatus()
+		return s != nil && len(s.Peers) == 1 && s.Peers[0].State == "established" && s.Announced == 1 && len(s.VIPs) == 1 && s.VIPs[0].Announce
+	})
+	if s := core.BGPStatus(); s.RouterID != rid {
+		t.Errorf("router ID %s, want %s", s.RouterID, rid)
+	}
+
+	apply(state("down")) // r2 forced down: 1 of 2 up, below quorum
+	wait("the VIP withdrawn below quorum", func() bool { return !routed() })
+	if s := core.BGPStatus(); len(s.VIPs) != 1 || s.VIPs[0].Reason != "below quorum: web has 1 of 2 real servers up" {
+		t.Errorf("why not: %+v", s.VIPs)
+	}
+	if !r.Established(t) {
+		t.Error("the session went down with the route; only the route should")
+	}
+	apply(state(""))
+	wait("the VIP announced again", routed)
+
+	drained := true
+	if _, err := core.SetNode(ctx, a, NodePatch{Drained: &drained}); err != nil {
+		t.Fatal(err)
+	}
+	wait("the VIP withdrawn by the drain", func() bool { return !routed() })
+	drained = false
+	if _, err := core.SetNode(ctx, a, NodePatch{Drained: &drained}); err != nil {
+		t.Fatal(err)
+	}
+	wait("the VIP announced after undrain", routed)
+
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	done <- nil
+	wait("the route gone after the daemon stopped", func() bool { return !routed() })
+}

@@ -1,0 +1,54 @@
+package metrics
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ipvsctl/ipvsctl/server"
+)
+
+// bgpCollector reports the BGP sessions and the VIPs announced at each
+// scrape, from the daemon's BGP status (nothing outside BGP mode).
+type bgpCollector struct{ core *server.Core }
+
+var (
+	descBGPSessionUp = prometheus.NewDesc("ipvsctl_bgp_session_up",
+		"1 while the BGP session with the peer is Established.", []string{"peer", "peer_asn"}, nil)
+	descBGPAnnounced = prometheus.NewDesc("ipvsctl_bgp_announced_prefixes",
+		"VIP prefixes the director announces to the peer.", []string{"peer"}, nil)
+	descBFDUp = prometheus.NewDesc("ipvsctl_bfd_session_up",
+		"1 while the BFD session with the peer is up (only peers with bfd).", []string{"peer"}, nil)
+	descVIPAnnounced = prometheus.NewDesc("ipvsctl_bgp_vip_announced",
+		"1 while the director announces the VIP, 0 while it withdraws it (node show says why).", []string{"prefix"}, nil)
+)
+
+func (b *bgpCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descBGPSessionUp
+	ch <- descBGPAnnounced
+	ch <- descBFDUp
+	ch <- descVIPAnnounced
+}
+
+func (b *bgpCollector) Collect(ch chan<- prometheus.Metric) {
+	s := b.core.BGPStatus()
+	if s == nil {
+		return
+	}
+	one := func(ok bool) float64 {
+		if ok {
+			return 1
+		}
+		return 0
+	}
+	for _, p := range s.Peers {
+		ch <- prometheus.MustNewConstMetric(descBGPSessionUp, prometheus.GaugeValue, one(p.Up), p.Address, strconv.Itoa(p.ASN))
+		ch <- prometheus.MustNewConstMetric(descBGPAnnounced, prometheus.GaugeValue, float64(p.Advertised), p.Address)
+		if p.BFD != "" {
+			ch <- prometheus.MustNewConstMetric(descBFDUp, prometheus.GaugeValue, one(p.BFD == "up"), p.Address)
+		}
+	}
+	for _, v := range s.VIPs {
+		ch <- prometheus.MustNewConstMetric(descVIPAnnounced, prometheus.GaugeValue, one(v.Announce), v.Prefix.String())
+	}
+}

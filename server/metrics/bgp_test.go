@@ -1,0 +1,78 @@
+package metrics
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/bgp/bgptest"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
+	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/store"
+)
+
+// TestBGPMetrics scrapes a daemon in BGP mode whose session is with a real
+// GoBGP router: the session is up and the VIP announced.
+func TestBGPMetrics(t *testing.T) {
+	r := bgptest.StartRouter(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	k := fakekernel.New()
+	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) {
+		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
+	}})
+	d := server.NewDaemon(core, slog.New(slog.DiscardHandler))
+	d.Interval, d.Poll, d.Snapshot = 50*time.Millisecond, 10*time.Millisecond, 50*time.Millisecond
+	m := New(core)
+	a := server.Actor{Name: "t", Via: "test"}
+	rid, src := "198.18.0.1", "127.0.0.1"
+	if _, err := core.SetNode(ctx, a, server.NodePatch{RouterID: &rid, BGPSource: &src}); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+	state := &ipvsmgr.State{
+		Settings: ipvsmgr.Settings{Network: "dr", BGP: &ipvsmgr.BGP{ASN: 65001, Peers: []ipvsmgr.BGPPeer{{Address: "127.0.0.2", Port: r.Port, ASN: 65000}}}},
+		Services: []ipvsmgr.Service{{Name: "web", Protocol: "tcp", Address: "198.18.0.100", Port: 80, Servers: []ipvsmgr.Server{{Address: "198.18.1.11"}}}},
+	}
+	if _, err := core.ApplyState(ctx, a, state, "test", server.WriteOptions{NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`ipvsctl_bgp_session_up{peer="127.0.0.2",peer_asn="65000"} 1`,
+		`ipvsctl_bgp_announced_prefixes{peer="127.0.0.2"} 1`,
+		`ipvsctl_bgp_vip_announced{prefix="198.18.0.100/32"} 1`,
+	}
+	var body string
+	for ctx.Err() == nil {
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		b, _ := io.ReadAll(rec.Body)
+		body = string(b)
+		all := true
+		for _, w := range want {
+			all = all && strings.Contains(body, w)
+		}
+		if all {
+			if strings.Contains(body, "ipvsctl_bfd_session_up") {
+				t.Error("a BFD metric for a peer without bfd")
+			}
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("metrics never showed %q:\n%s", want, body)
+}
