@@ -137,6 +137,15 @@ func (c *Core) StageEdits(ctx context.Context, a Actor, edits ...Edit) (*store.D
 	return c.store.Draft(ctx, a.Name)
 }
 
+// stage is a Write with WriteOptions.Draft: the edits staged in a's draft.
+func (c *Core) stage(ctx context.Context, a Actor, edits []Edit) (*WriteResult, error) {
+	d, err := c.StageEdits(ctx, a, edits...)
+	if err != nil {
+		return nil, err
+	}
+	return &WriteResult{Revision: d.Base, Draft: &DraftInfo{Author: d.Author, Base: d.Base, Updated: d.Updated}}, nil
+}
+
 // StageState makes st (validated) a's whole draft, based on the current
 // revision: an import previewed before it is applied.
 func (c *Core) StageState(ctx context.Context, a Actor, st *ipvsmgr.State) (*store.Draft, error) {

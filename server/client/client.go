@@ -69,6 +69,9 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, o *s
 		if !o.NoWait {
 			q.Set("wait", "true")
 		}
+		if o.Draft {
+			q.Set("draft", "true")
+		}
 	}
 	u := c.base + path
 	if len(q) > 0 {

@@ -111,7 +111,7 @@ func baseRevision(r *http.Request) (int64, bool) {
 	return n, err == nil && n >= 0
 }
 
-// writeOptions reads ?apply=false, ?wait=true and If-Match.
+// writeOptions reads ?apply=false, ?wait=true, ?draft=true and If-Match.
 func writeOptions(w http.ResponseWriter, r *http.Request) (server.WriteOptions, error) {
 	var o server.WriteOptions
 	q := r.URL.Query()
@@ -121,6 +121,13 @@ func writeOptions(w http.ResponseWriter, r *http.Request) (server.WriteOptions, 
 			return o, &server.Error{Code: server.CodeBadInput, Msg: "apply: " + strconv.Quote(v) + " is not true or false"}
 		}
 		o.NoApply = !on
+	}
+	if v := q.Get("draft"); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return o, &server.Error{Code: server.CodeBadInput, Msg: "draft: " + strconv.Quote(v) + " is not true or false"}
+		}
+		o.Draft = on
 	}
 	o.NoWait = true
 	if v := q.Get("wait"); v != "" {
