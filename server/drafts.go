@@ -102,6 +102,17 @@ func (c *Core) StartDraft(ctx context.Context, a Actor) (*store.Draft, error) {
 	return c.store.Draft(ctx, a.Name)
 }
 
+// DraftStart is StartDraft without the document: a's draft, started from
+// the current state unless they have one (what a script's POST
+// /api/v1/draft/start and ipvsctl draft start answer).
+func (c *Core) DraftStart(ctx context.Context, a Actor) (*DraftInfo, error) {
+	d, err := c.StartDraft(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	return &DraftInfo{Author: d.Author, Base: d.Base, Updated: d.Updated}, nil
+}
+
 // StageEdits makes edits on a's draft (started from the current state when
 // they have none), refused as a direct write would be: the same checks of
 // role and validation, the same errors. Nothing reaches the kernel.

@@ -231,3 +231,41 @@ func TestVerbsStageWithDraft(t *testing.T) {
 		})
 	}
 }
+
+// ipvsctl draft start starts the caller's draft through the API (the
+// panel's "Start a draft"), keeps it when there is one, and the verbs'
+// --draft stage in it.
+func TestDraftStartFromTheCLI(t *testing.T) {
+	g := servertest.Start(t)
+	ctx := context.Background()
+	if _, err := g.Core.Apply(ctx, server.Actor{Name: "seed", Via: "cli"}, strings.NewReader(drainDoc), "seed", server.WriteOptions{NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	cli := func(role auth.Role, args ...string) (string, int) {
+		var out, errb bytes.Buffer
+		env := &cliEnv{stdout: &out, stderr: &errb, getenv: func(k string) string {
+			return map[string]string{"IPVSCTL_SERVER": g.URL, "IPVSCTL_TOKEN": g.Tokens[role]}[k]
+		}}
+		code := dispatch(env, args)
+		return out.String() + errb.String(), code
+	}
+	if out, code := cli(auth.Operator, "draft", "start"); code == 0 || !strings.Contains(out, "needs the admin role") {
+		t.Fatalf("operator draft start: %d %s", code, out)
+	}
+	if out, code := cli(auth.Admin, "draft", "start"); code != 0 || !strings.Contains(out, "draft of admin, made on revision 1") {
+		t.Fatalf("draft start: %d %s", code, out)
+	}
+	if out, code := cli(auth.Admin, "vs", "set", "web", "--scheduler", "rr", "--draft"); code != 0 || !strings.Contains(out, "staged in the draft of admin") {
+		t.Fatalf("vs set --draft: %d %s", code, out)
+	}
+	// Started again: the staged edit is kept.
+	if out, code := cli(auth.Admin, "draft", "start", "--json"); code != 0 || !strings.Contains(out, `"author": "admin"`) {
+		t.Fatalf("draft start --json: %d %s", code, out)
+	}
+	if out, code := cli(auth.Admin, "draft", "diff"); code != 0 || !strings.Contains(out, `scheduler: "wrr" -> "rr"`) {
+		t.Fatalf("draft diff: %d %s", code, out)
+	}
+	if st, rev, _ := g.Core.State(ctx); rev != 1 || st.Services[0].Scheduler != "wrr" {
+		t.Fatalf("staged only, yet revision %d scheduler %q", rev, st.Services[0].Scheduler)
+	}
+}

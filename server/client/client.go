@@ -356,6 +356,14 @@ func (c *Client) DiffDraft(ctx context.Context, author string) (*server.DraftDif
 	return &d, nil
 }
 
+func (c *Client) DraftStart(ctx context.Context, _ server.Actor) (*server.DraftInfo, error) {
+	var d server.DraftInfo
+	if _, err := c.do(ctx, "POST", "/api/v1/draft/start", nil, nil, nil, &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
 func (c *Client) ApplyDraft(ctx context.Context, _ server.Actor, label string, o server.WriteOptions) (*server.WriteResult, error) {
 	var q url.Values
 	if label != "" {

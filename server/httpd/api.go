@@ -67,6 +67,7 @@ func (a *api) routes() []auth.Route {
 		{Method: "GET", Pattern: p + "/drafts/{author}/diff", Role: server.RoleFor("draft show"), Handler: h(a.diffDraft)},
 		{Method: "GET", Pattern: p + "/draft", Role: server.RoleFor("draft show"), Handler: h(a.getDraft)},
 		{Method: "GET", Pattern: p + "/draft/diff", Role: server.RoleFor("draft show"), Handler: h(a.diffDraft)},
+		{Method: "POST", Pattern: p + "/draft/start", Role: server.RoleFor("draft stage"), Handler: h(a.startDraft)},
 		{Method: "POST", Pattern: p + "/draft/apply", Role: server.RoleFor("draft apply"), Handler: h(a.applyDraft)},
 		{Method: "DELETE", Pattern: p + "/draft", Role: server.RoleFor("draft discard"), Handler: h(a.discardDraft)},
 		{Method: "PATCH", Pattern: p + "/settings", Role: server.RoleFor("settings"), Handler: h(a.patchSettings)},
@@ -438,6 +439,17 @@ func (a *api) diffDraft(w http.ResponseWriter, r *http.Request) error {
 // draftAuthor is whose draft a route names: {author}, else the caller's own.
 func draftAuthor(r *http.Request) string {
 	return orDefault(chi.URLParam(r, "author"), actor(r).Name)
+}
+
+// startDraft starts the caller's own draft from the current state (kept
+// when they have one); the edit routes with ?draft=true stage in it.
+func (a *api) startDraft(w http.ResponseWriter, r *http.Request) error {
+	d, err := a.core.DraftStart(r.Context(), actor(r))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
 }
 
 // applyDraft applies the caller's own draft.

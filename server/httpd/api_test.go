@@ -64,6 +64,7 @@ var calls = []call{
 	{"POST", "/api/v1/tokens", `{"user":"dora","name":"t1","expires":"90d"}`, auth.Admin},
 	{"POST", "/api/v1/tokens/t1/revoke", "", auth.Admin},
 	{"DELETE", "/api/v1/users/dora", "", auth.Admin},
+	{"POST", "/api/v1/draft/start", "", server.RoleFor("draft stage")},
 	{"GET", "/metrics", "", auth.Viewer},
 }
 
