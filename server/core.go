@@ -42,6 +42,17 @@ type WriteOptions struct {
 	BaseEmpty bool
 	// Progress, if set, hears of the drains under way while the change waits for them.
 	Progress func([]ipvsmgr.Retiring) `json:"-"`
+	// Draft stages a Write's edits in the actor's draft (StageEdits)
+	// instead: nothing is stored as a revision, nothing reaches the kernel.
+	Draft bool
+}
+
+// noDraft refuses Draft for a change that replaces the whole document.
+func (o WriteOptions) noDraft(action string) error {
+	if o.Draft {
+		return errorf(CodeBadInput, "draft: %s cannot be staged in a draft (stage its edits, or import into the panel's draft)", action)
+	}
+	return nil
 }
 
 // stale refuses a write based on a revision that is not the current one.
@@ -61,6 +72,8 @@ type WriteResult struct {
 	ipvsmgr.Result
 	// Counts are the kernel changes counted by kind.
 	Counts string `json:"counts"`
+	// Draft is the actor's draft the edits were staged in (WriteOptions.Draft).
+	Draft *DraftInfo `json:"draft,omitempty"`
 }
 
 // Core is the one place changes and reads go through.
@@ -155,6 +168,9 @@ func (c *Core) Apply(ctx context.Context, a Actor, doc io.Reader, label string, 
 	if err := allow(a, "apply", RoleFor("apply")); err != nil {
 		return nil, err
 	}
+	if err := o.noDraft("apply"); err != nil {
+		return nil, err
+	}
 	if err := c.refuseOnBackup(a); err != nil {
 		return nil, err
 	}
@@ -187,6 +203,9 @@ func (c *Core) applyState(ctx context.Context, a Actor, action string, st *ipvsm
 		return nil, err
 	}
 	if err := allow(a, "apply", RoleFor("apply")); err != nil {
+		return nil, err
+	}
+	if err := o.noDraft(action); err != nil {
 		return nil, err
 	}
 	if err := c.refuseOnBackup(a); err != nil {
@@ -315,9 +334,13 @@ func (c *Core) replace(ctx context.Context, a Actor, label string, doc *ipvsmgr.
 // revision, retried on a concurrent write), refuses a result that does not
 // validate, then makes the kernel match the stored state unless NoApply.
 // Each edit is audited under its own action, all with the one outcome.
+// With o.Draft the edits are staged in a's draft instead (StageEdits).
 func (c *Core) Write(ctx context.Context, a Actor, o WriteOptions, edits ...Edit) (res *WriteResult, err error) {
 	if len(edits) == 0 {
 		return nil, errorf(CodeBadInput, "no change given")
+	}
+	if o.Draft {
+		return c.stage(ctx, a, edits)
 	}
 	var summary string
 	defer func() {

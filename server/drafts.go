@@ -102,6 +102,17 @@ func (c *Core) StartDraft(ctx context.Context, a Actor) (*store.Draft, error) {
 	return c.store.Draft(ctx, a.Name)
 }
 
+// DraftStart is StartDraft without the document: a's draft, started from
+// the current state unless they have one (what a script's POST
+// /api/v1/draft/start and ipvsctl draft start answer).
+func (c *Core) DraftStart(ctx context.Context, a Actor) (*DraftInfo, error) {
+	d, err := c.StartDraft(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	return &DraftInfo{Author: d.Author, Base: d.Base, Updated: d.Updated}, nil
+}
+
 // StageEdits makes edits on a's draft (started from the current state when
 // they have none), refused as a direct write would be: the same checks of
 // role and validation, the same errors. Nothing reaches the kernel.
@@ -135,6 +146,15 @@ func (c *Core) StageEdits(ctx context.Context, a Actor, edits ...Edit) (*store.D
 		return nil, err
 	}
 	return c.store.Draft(ctx, a.Name)
+}
+
+// stage is a Write with WriteOptions.Draft: the edits staged in a's draft.
+func (c *Core) stage(ctx context.Context, a Actor, edits []Edit) (*WriteResult, error) {
+	d, err := c.StageEdits(ctx, a, edits...)
+	if err != nil {
+		return nil, err
+	}
+	return &WriteResult{Revision: d.Base, Draft: &DraftInfo{Author: d.Author, Base: d.Base, Updated: d.Updated}}, nil
 }
 
 // StageState makes st (validated) a's whole draft, based on the current

@@ -23,6 +23,15 @@ const levelWarn = slog.LevelWarn
 type writeOpts struct {
 	noApply, noWait, asJSON, verbose bool
 	base                             int64 // 0: replace whatever is current
+	draft                            bool  // stage in the caller's draft instead (registerDraft)
+}
+
+// registerDraft adds --draft, for the verbs whose change is an edit (vs,
+// rs, settings): a draft is per author, so the flag names none.
+func (o *writeOpts) registerDraft(fs interface {
+	BoolVar(*bool, string, bool, string)
+}) {
+	fs.BoolVar(&o.draft, "draft", false, "stage the change in your draft (started from the current state) instead of storing it; see ipvsctl draft diff|apply")
 }
 
 func (o *writeOpts) register(fs interface {
@@ -37,7 +46,7 @@ func (o *writeOpts) register(fs interface {
 // options are the core's write options for these flags; on a terminal, and
 // without --json, drains in progress count down on one line.
 func (env *cliEnv) options(o writeOpts) server.WriteOptions {
-	w := server.WriteOptions{NoApply: o.noApply, NoWait: o.noWait, Base: o.base}
+	w := server.WriteOptions{NoApply: o.noApply, NoWait: o.noWait, Base: o.base, Draft: o.draft}
 	if !o.asJSON && env.isTerminal() {
 		w.Progress = env.printRetiring
 	}
@@ -98,6 +107,13 @@ func (env *cliEnv) write(verb string, g *globalFlags, o writeOpts, call func(con
 }
 
 func (env *cliEnv) report(res *server.WriteResult, o writeOpts) int {
+	if res.Draft != nil {
+		if o.asJSON {
+			return env.printJSON("", res.Draft)
+		}
+		fmt.Fprintf(env.stderr, "staged in the draft of %s (made on revision %d): ipvsctl draft diff shows it, draft apply stores it\n", res.Draft.Author, res.Draft.Base)
+		return exitOK
+	}
 	if !o.asJSON {
 		if res.Changed {
 			fmt.Fprintf(env.stderr, "stored revision %d\n", res.Revision)

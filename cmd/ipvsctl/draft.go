@@ -9,9 +9,10 @@ import (
 	"github.com/ipvsctl/ipvsctl/server"
 )
 
-const draftUsage = "usage: ipvsctl draft list [--json] | draft show|diff [--user NAME] [--json] | draft apply|discard\n" +
-	"\nDrafts are staged desired states, one per user, made in the panel (\"Stage in a draft\"). apply stores\n" +
-	"your draft as one revision (refused when the state moved since it was made) and discard throws it away.\n" +
+const draftUsage = "usage: ipvsctl draft list [--json] | draft show|diff [--user NAME] [--json] | draft start|apply|discard\n" +
+	"\nDrafts are staged desired states, one per user, made in the panel (\"Stage in a draft\") or with --draft on\n" +
+	"the vs, rs and settings verbs (ipvsctl rs drain web r1 --draft): your draft, started from the current state.\n" +
+	"apply stores your draft as one revision (refused when the state moved since it was made) and discard throws it away.\n" +
 	"Run 'ipvsctl draft VERB --help' for a verb's flags."
 
 func runDraft(env *cliEnv, args []string) int {
@@ -25,6 +26,8 @@ func runDraft(env *cliEnv, args []string) int {
 		return draftList(env, rest)
 	case "show", "diff":
 		return draftShow(env, verb, rest)
+	case "start":
+		return draftStart(env, rest)
 	case "apply":
 		return draftApply(env, rest)
 	case "discard":
@@ -33,7 +36,7 @@ func runDraft(env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stdout, draftUsage)
 		return exitOK
 	default:
-		fmt.Fprintf(env.stderr, "ipvsctl draft: unknown verb %q (want list, show, diff, apply or discard)\n", verb)
+		fmt.Fprintf(env.stderr, "ipvsctl draft: unknown verb %q (want list, show, diff, start, apply or discard)\n", verb)
 		return exitUsage
 	}
 }
@@ -116,6 +119,30 @@ func draftShow(env *cliEnv, verb string, args []string) int {
 	} else if d.KernelErr != "" {
 		fmt.Fprintln(env.stdout, "# kernel changes unknown: "+d.KernelErr)
 	}
+	return exitOK
+}
+
+func draftStart(env *cliEnv, args []string) int {
+	fs, g := env.newFlagSet("draft start", "[--json]",
+		"Start your draft from the current state (yours is kept if you have one); the vs, rs and settings verbs\nwith --draft stage in it (they start it too).")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if st, ok := env.parseFlags(fs, args); !ok {
+		return st
+	}
+	ctx := context.Background()
+	b, err := env.backend(ctx, g)
+	if err != nil {
+		return env.fail("draft start", err, false)
+	}
+	defer b.close()
+	d, err := b.DraftStart(ctx, b.actor)
+	if err != nil {
+		return env.fail("draft start", err, false)
+	}
+	if *asJSON {
+		return env.printJSON("draft start", d)
+	}
+	fmt.Fprintf(env.stderr, "draft of %s, made on revision %d: stage in it with --draft on the vs, rs and settings verbs\n", d.Author, d.Base)
 	return exitOK
 }
 

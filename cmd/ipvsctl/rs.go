@@ -101,6 +101,7 @@ func rsWrite(env *cliEnv, verb string, args []string) int {
 	}
 	var o writeOpts
 	o.register(fs)
+	o.registerDraft(fs)
 	pos, st, ok := env.parseInterspersed(fs, args)
 	if !ok {
 		return st

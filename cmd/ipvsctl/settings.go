@@ -72,6 +72,7 @@ func settingsSet(env *cliEnv, args []string) int {
 	retire := fs.Int("drain-timeout", 0, "seconds a removed real server keeps its connections at weight 0 (0: the default)")
 	var o writeOpts
 	o.register(fs)
+	o.registerDraft(fs)
 	if st, ok := env.parseFlags(fs, args); !ok {
 		return st
 	}

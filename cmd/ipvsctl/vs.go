@@ -138,6 +138,7 @@ func vsAddSet(env *cliEnv, verb string, args []string) int {
 	sf.register(fs)
 	var o writeOpts
 	o.register(fs)
+	o.registerDraft(fs)
 	pos, st, ok := env.parseInterspersed(fs, args)
 	if !ok {
 		return st
@@ -166,6 +167,7 @@ func vsSimple(env *cliEnv, verb string, args []string) int {
 	}[verb])
 	var o writeOpts
 	o.register(fs)
+	o.registerDraft(fs)
 	pos, st, ok := env.parseInterspersed(fs, args)
 	if !ok {
 		return st

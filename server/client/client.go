@@ -69,6 +69,9 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, o *s
 		if !o.NoWait {
 			q.Set("wait", "true")
 		}
+		if o.Draft {
+			q.Set("draft", "true")
+		}
 	}
 	u := c.base + path
 	if len(q) > 0 {
@@ -348,6 +351,14 @@ func (c *Client) DraftDocument(ctx context.Context, author string) ([]byte, erro
 func (c *Client) DiffDraft(ctx context.Context, author string) (*server.DraftDiff, error) {
 	var d server.DraftDiff
 	if _, err := c.do(ctx, "GET", draftPath(author)+"/diff", nil, nil, nil, &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+func (c *Client) DraftStart(ctx context.Context, _ server.Actor) (*server.DraftInfo, error) {
+	var d server.DraftInfo
+	if _, err := c.do(ctx, "POST", "/api/v1/draft/start", nil, nil, nil, &d); err != nil {
 		return nil, err
 	}
 	return &d, nil

@@ -67,6 +67,7 @@ func (a *api) routes() []auth.Route {
 		{Method: "GET", Pattern: p + "/drafts/{author}/diff", Role: server.RoleFor("draft show"), Handler: h(a.diffDraft)},
 		{Method: "GET", Pattern: p + "/draft", Role: server.RoleFor("draft show"), Handler: h(a.getDraft)},
 		{Method: "GET", Pattern: p + "/draft/diff", Role: server.RoleFor("draft show"), Handler: h(a.diffDraft)},
+		{Method: "POST", Pattern: p + "/draft/start", Role: server.RoleFor("draft stage"), Handler: h(a.startDraft)},
 		{Method: "POST", Pattern: p + "/draft/apply", Role: server.RoleFor("draft apply"), Handler: h(a.applyDraft)},
 		{Method: "DELETE", Pattern: p + "/draft", Role: server.RoleFor("draft discard"), Handler: h(a.discardDraft)},
 		{Method: "PATCH", Pattern: p + "/settings", Role: server.RoleFor("settings"), Handler: h(a.patchSettings)},
@@ -111,7 +112,7 @@ func baseRevision(r *http.Request) (int64, bool) {
 	return n, err == nil && n >= 0
 }
 
-// writeOptions reads ?apply=false, ?wait=true and If-Match.
+// writeOptions reads ?apply=false, ?wait=true, ?draft=true and If-Match.
 func writeOptions(w http.ResponseWriter, r *http.Request) (server.WriteOptions, error) {
 	var o server.WriteOptions
 	q := r.URL.Query()
@@ -121,6 +122,13 @@ func writeOptions(w http.ResponseWriter, r *http.Request) (server.WriteOptions, 
 			return o, &server.Error{Code: server.CodeBadInput, Msg: "apply: " + strconv.Quote(v) + " is not true or false"}
 		}
 		o.NoApply = !on
+	}
+	if v := q.Get("draft"); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return o, &server.Error{Code: server.CodeBadInput, Msg: "draft: " + strconv.Quote(v) + " is not true or false"}
+		}
+		o.Draft = on
 	}
 	o.NoWait = true
 	if v := q.Get("wait"); v != "" {
@@ -431,6 +439,17 @@ func (a *api) diffDraft(w http.ResponseWriter, r *http.Request) error {
 // draftAuthor is whose draft a route names: {author}, else the caller's own.
 func draftAuthor(r *http.Request) string {
 	return orDefault(chi.URLParam(r, "author"), actor(r).Name)
+}
+
+// startDraft starts the caller's own draft from the current state (kept
+// when they have one); the edit routes with ?draft=true stage in it.
+func (a *api) startDraft(w http.ResponseWriter, r *http.Request) error {
+	d, err := a.core.DraftStart(r.Context(), actor(r))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
 }
 
 // applyDraft applies the caller's own draft.

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
 	"github.com/ipvsctl/ipvsctl/server/httpd"
 	"github.com/ipvsctl/ipvsctl/server/servertest"
@@ -63,6 +64,7 @@ var calls = []call{
 	{"POST", "/api/v1/tokens", `{"user":"dora","name":"t1","expires":"90d"}`, auth.Admin},
 	{"POST", "/api/v1/tokens/t1/revoke", "", auth.Admin},
 	{"DELETE", "/api/v1/users/dora", "", auth.Admin},
+	{"POST", "/api/v1/draft/start", "", server.RoleFor("draft stage")},
 	{"GET", "/metrics", "", auth.Viewer},
 }
 
@@ -379,4 +381,47 @@ func panelLogin(t *testing.T, g *servertest.Rig, user string) *http.Cookie {
 	}
 	t.Fatalf("login as %s: %s, no session cookie", user, resp.Status)
 	return nil
+}
+
+// ?draft=true on an edit route stages the edit in the caller's draft: the
+// stored revision and the kernel stay, the answer names the draft. The
+// role check is the one policy's (an operator may drain but not stage: a
+// draft needs "draft stage"), a whole-document write is refused with
+// ?draft, and a bad value names the parameter.
+func TestDraftQueryStagesAnEdit(t *testing.T) {
+	g := servertest.Start(t)
+	setUp(t, g)
+	ctx := context.Background()
+	_, base, _ := g.Core.State(ctx)
+	g.Kernel.Ops() // forget the setup's
+	resp, body := do(t, g, g.Tokens[auth.Admin], "POST", "/api/v1/services/web/servers/r1/drain?draft=true", "")
+	var res server.WriteResult
+	if err := json.Unmarshal([]byte(body), &res); resp.StatusCode != 200 || err != nil || res.Draft == nil ||
+		res.Draft.Author != "admin" || res.Draft.Base != base || res.Changed || res.Applied {
+		t.Fatalf("staged drain: %s %s", resp.Status, body)
+	}
+	if _, rev, _ := g.Core.State(ctx); rev != base {
+		t.Fatalf("staged only, yet revision %d (was %d)", rev, base)
+	}
+	if ops := g.Kernel.Ops(); len(ops) != 0 {
+		t.Fatalf("staged only, yet the kernel got %q", ops)
+	}
+	if resp, body := do(t, g, g.Tokens[auth.Admin], "GET", "/api/v1/draft/diff", ""); resp.StatusCode != 200 || !strings.Contains(body, "web/r1 drained") {
+		t.Fatalf("draft diff: %s %s", resp.Status, body)
+	}
+	if resp, body := do(t, g, g.Tokens[auth.Operator], "POST", "/api/v1/services/web/servers/r1/drain?draft=true", ""); resp.StatusCode != http.StatusForbidden ||
+		!strings.Contains(body, "draft stage needs the admin role") {
+		t.Fatalf("operator staging: %s %s", resp.Status, body)
+	}
+	if resp, body := do(t, g, g.Tokens[auth.Admin], "PUT", "/api/v1/state?draft=true", webDoc); resp.StatusCode != http.StatusUnprocessableEntity ||
+		!strings.Contains(body, "apply cannot be staged in a draft") {
+		t.Fatalf("PUT /state?draft=true: %s %s", resp.Status, body)
+	}
+	if resp, body := do(t, g, g.Tokens[auth.Admin], "POST", "/api/v1/services/web/servers/r1/drain?draft=maybe", ""); resp.StatusCode != http.StatusUnprocessableEntity ||
+		!strings.Contains(body, `draft: \"maybe\" is not true or false`) {
+		t.Fatalf("?draft=maybe: %s %s", resp.Status, body)
+	}
+	if _, rev, _ := g.Core.State(ctx); rev != base {
+		t.Fatalf("a refused request stored revision %d (was %d)", rev, base)
+	}
 }
