@@ -59,7 +59,7 @@ func testPanel(t *testing.T, url, password, token string) {
 	b.FitsWidth("the live table")
 	b.Shot("lab-live")
 
-	// Drain rs1 with its button; the row turns drained with the kernel's
+	// Drain rs1 with its button; the row turns drained (configured weight kept) with the kernel's
 	// weight 0 and its traffic stops, without a reload; the API's status (the
 	// kernel's table) agrees, and rs1 gets no new connection while the others do.
 	b.Do("drain rs1", chromedp.Click(chromedp.CSS("button[formaction='/services/web/servers/rs1/drain']")), chromedp.WaitVisible(chromedp.CSS(".banner.flash")))
@@ -68,7 +68,7 @@ func testPanel(t *testing.T, url, password, token string) {
 	}
 	b.MarkPage()
 	t.Logf("rs1 in the page the drain led to: %s", b.Eval(rowJS("web", "rs1")))
-	b.WaitInPage("rs1 drained, kernel weight 0, in the live table", rowIs("web", "rs1", "drained", "0 / 0"), rowJS("web", "rs1"), 20*time.Second)
+	b.WaitInPage("rs1 drained (its configured weight 1 kept), kernel weight 0, in the live table", rowIs("web", "rs1", "drained", "1 / 0"), rowJS("web", "rs1"), 20*time.Second)
 	waitKernelWeight(t, url, token, "198.18.0.11", 0)
 	drainedAt := time.Now()
 	// Its rates fall to 0 as the kernel's estimator forgets it (a quarter of
@@ -78,7 +78,7 @@ func testPanel(t *testing.T, url, password, token string) {
 	t.Logf("rs1's traffic stopped %s after the kernel had weight 0: %s", time.Since(drainedAt).Round(100*time.Millisecond), b.Eval(rowJS("web", "rs1")))
 	b.Shot("lab-live-drained")
 	b.Do("why rs1", chromedp.Navigate(url+"/services/web/servers/rs1/why"), chromedp.WaitVisible(chromedp.CSS("#why-reasons")))
-	if s := b.Text("#why-reasons"); !strings.Contains(s, "drained") || !strings.Contains(s, "weight 0") {
+	if s := b.Text("#why-reasons"); !strings.Contains(s, "admin state: drain: weight 0 in the kernel") || !strings.Contains(s, "configured weight 1 kept") {
 		t.Errorf("why rs1, drained: %q", s)
 	}
 	b.Shot("lab-why")
