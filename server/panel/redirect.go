@@ -12,7 +12,7 @@ import (
 // (raw or percent-encoded: /%09/x and /./%5Cx are refused), or anything
 // that does not start with /. The query is kept, the fragment dropped.
 func LocalPath(s string) string {
-	if s == "" || len(s) > 2048 || !strings.HasPrefix(s, "/") || hasUnsafe(s) {
+	if s == "" || len(s) > maxLocalPath || !strings.HasPrefix(s, "/") || hasUnsafe(s) {
 		return ""
 	}
 	u, err := url.Parse(s)
@@ -32,12 +32,17 @@ func LocalPath(s string) string {
 	}
 	out := (&url.URL{Path: clean, RawQuery: u.RawQuery}).String()
 	// What a browser makes of it must still be this panel's page.
+	// Its length is bounded as the input's is, so that cleaning it again
+	// gives it back (escaping can triple it).
 	if ru, err := url.Parse(out); err != nil || ru.Host != "" || ru.Scheme != "" || !strings.HasPrefix(out, "/") ||
-		strings.HasPrefix(out, "//") || hasUnsafe(out) {
+		strings.HasPrefix(out, "//") || hasUnsafe(out) || len(out) > maxLocalPath {
 		return ""
 	}
 	return out
 }
+
+// maxLocalPath is the longest path (and query) LocalPath keeps.
+const maxLocalPath = 2048
 
 func hasUnsafe(s string) bool {
 	for _, r := range s {
