@@ -4,7 +4,6 @@ package vmtest
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"sort"
 	"sync"
@@ -125,19 +124,7 @@ func (l *lab) probe(max int) *prober {
 			go func() {
 				defer p.wg.Done()
 				start, before := time.Now(), neigh()
-				var c net.Conn
-				var err error
-				inNS(l.t, l.cli, func() { c, err = net.DialTimeout("tcp", vip+":80", 200*time.Millisecond) })
-				if err != nil {
-					return
-				}
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(300 * time.Millisecond))
-				if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: vip\r\nConnection: close\r\n\r\n"); err != nil {
-					return
-				}
-				buf := make([]byte, 12)
-				if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "HTTP/1.1 200" {
+				if !l.answersOnce(vip) {
 					return
 				}
 				a := answer{start: start, end: time.Now(), mac: neigh()}
