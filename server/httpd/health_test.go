@@ -46,7 +46,8 @@ func TestHealthThroughTheAPI(t *testing.T) {
 		if reports, err = viewer.Health(ctx, server.HealthQuery{Service: "web"}); err != nil {
 			t.Fatal(err)
 		}
-		if len(reports) == 2 && reports[0].Phase == "up" && reports[1].Phase == "down" {
+		// The transitions are kept a moment after the phase changes.
+		if len(reports) == 2 && reports[0].Phase == "up" && reports[1].Phase == "down" && len(reports[1].Transitions) > 0 {
 			break
 		}
 		if ctx.Err() != nil {
