@@ -334,7 +334,7 @@ func TestChartsSampledAndStored(t *testing.T) {
 	e.seed(t, webState())
 	waitFor(t, "samples", func() bool {
 		rows, _, err := e.st.ChartSize(context.Background())
-		return err == nil && rows >= 3
+		return err == nil && rows >= 2
 	})
 	waitFor(t, "a sparkline", func() bool { return strings.Contains(e.get(t, "vic", "/live").Body, `<polyline points="`) })
 	r := e.get(t, "vic", "/services/web/servers/r2")
