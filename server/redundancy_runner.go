@@ -41,6 +41,9 @@ type RedundancyHooks struct {
 	Peer func(url, token, fingerprint string) (Peer, error)
 	// Tick is how often the director's own health is looked at (default 200 ms).
 	Tick time.Duration
+	// AtStep, if set, is called as a takeover passes each TakeoverStep (the
+	// fault matrix kills the daemon there); nil in production.
+	AtStep func(TakeoverStep)
 }
 
 func (h *RedundancyHooks) defaults() {
@@ -513,6 +516,7 @@ func (r *redRunner) onTransition(ri *runningInst) func(vrrp.Transition) {
 			start := time.Now()
 			if t.To == vrrp.Master {
 				record, fails = rec.AddVIPs(ctx, vips)
+				r.atStep(StepVIPAdded)
 			} else {
 				fails = rec.RemoveVIPs(ctx, vips)
 			}
@@ -558,6 +562,7 @@ func (r *redRunner) recordVIPs(v4 bool, record func(context.Context) []ipvsmgr.F
 	ctx, cancel := context.WithTimeout(context.Background(), vipMoveTimeout)
 	defer cancel()
 	start := time.Now()
+	r.atStep(StepBeforeLedger)
 	fails := record(ctx)
 	r.log.Info("VIPs recorded in the ledger after the takeover", "family", familyName(v4), "took", time.Since(start).String())
 	r.logVIPFailures(fails)
@@ -635,6 +640,9 @@ func (r *redRunner) switchSyncDaemon(ctx context.Context, kc *KernelConn, red *i
 		}
 	}
 	if !started || have != want {
+		if want.State == ipvsmgr.SyncMaster {
+			r.atStep(StepSyncSwitch)
+		}
 		if err := sd.StartSyncDaemon(ctx, want); err != nil {
 			r.setSyncErr(fmt.Sprintf("start %s: %v", want, err))
 			return
