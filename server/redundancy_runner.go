@@ -147,6 +147,10 @@ type runningInst struct {
 	// record is the ledger write of a takeover whose advert and
 	// announcements are not out yet (the instance's goroutine only).
 	record func(context.Context) []ipvsmgr.Failure
+	// announcing: the family became master and its first advert and
+	// gratuitous ARPs are not out yet: the runner's tick leaves the sync
+	// daemon alone meanwhile (onAnnounced wakes it).
+	announcing atomic.Bool
 	conn   vrrp.Conn
 	// auth signs and checks the adverts (nil: unauthenticated; written
 	// under the runner's mu), authFP the configuration it has.
@@ -296,9 +300,20 @@ func (r *redRunner) step(ctx context.Context) {
 			r.log.Error("reconcile after a change of role", "err", err)
 		}
 	}
-	if kc != nil {
+	if kc != nil && !r.announcing() {
 		r.switchSyncDaemon(ctx, kc, &red)
 	}
+}
+
+// announcing says whether a family's takeover has its first advert and
+// gratuitous ARPs still to send: nothing competes with them.
+func (r *redRunner) announcing() bool {
+	for _, ri := range r.insts {
+		if ri.announcing.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 // health is why this director cannot be master now ("" when it can).
@@ -497,6 +512,7 @@ func (r *redRunner) onTransition(ri *runningInst) func(vrrp.Transition) {
 		if t.To == vrrp.Master && ri.primary.IsValid() {
 			master = ri.primary.String()
 		}
+		ri.announcing.Store(t.To == vrrp.Master)
 		r.c.red.setRole(ri.v4, t.To, master)
 		r.mu.Lock()
 		vips := vipsOf(r.vips, ri.v4)
@@ -544,6 +560,7 @@ func (r *redRunner) onTransition(ri *runningInst) func(vrrp.Transition) {
 // ledger write its VIP add left, and the runner (the sync daemon).
 func (r *redRunner) onAnnounced(ri *runningInst) func(vrrp.Transition) {
 	return func(vrrp.Transition) {
+		ri.announcing.Store(false)
 		if rec := ri.record; rec != nil {
 			ri.record = nil
 			go r.recordVIPs(ri.v4, rec)

@@ -123,10 +123,10 @@ func TestSoak(t *testing.T) {
 			done["edits"]++
 		},
 		func() { // rs1's check fails for 4 s
-			A.ns(A.rs[0], "iptables -A INPUT -p tcp --dport 8080 -j REJECT --reject-with tcp-reset")
+			A.ns(p.net.rs[0], "iptables -A INPUT -p tcp --dport 8080 -j REJECT --reject-with tcp-reset")
 			waitFor(t, "rs1 quiesced", 30*time.Second, func() bool { return A.weightsOf(web)["198.18.0.11:80"] == 0 })
 			time.Sleep(4 * time.Second)
-			A.ns(A.rs[0], "iptables -D INPUT -p tcp --dport 8080 -j REJECT --reject-with tcp-reset")
+			A.ns(p.net.rs[0], "iptables -D INPUT -p tcp --dport 8080 -j REJECT --reject-with tcp-reset")
 			waitFor(t, "rs1 back", 30*time.Second, func() bool { return A.weightsOf(web)["198.18.0.11:80"] > 0 })
 			done["health flaps"]++
 		},
