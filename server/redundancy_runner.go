@@ -151,7 +151,7 @@ type runningInst struct {
 	// gratuitous ARPs are not out yet: the runner's tick leaves the sync
 	// daemon alone meanwhile (onAnnounced wakes it).
 	announcing atomic.Bool
-	conn   vrrp.Conn
+	conn       vrrp.Conn
 	// auth signs and checks the adverts (nil: unauthenticated; written
 	// under the runner's mu), authFP the configuration it has.
 	auth   *vrrp.Auth
