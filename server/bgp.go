@@ -130,7 +130,7 @@ func (r *bgpRunner) stop(wait time.Duration) {
 }
 
 func (r *bgpRunner) step(ctx context.Context) {
-	c, sk := r.d.Core, r.d.Core.shared
+	c, sk := r.d.Core, r.d.sk
 	rev, desired := sk.current()
 	if desired == nil || desired.Settings.BGP == nil {
 		r.stop(BGPWithdrawWait)

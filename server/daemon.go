@@ -32,6 +32,7 @@ type Daemon struct {
 	// Check, if set, runs each health check instead of the real checkers (tests).
 	Check func(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result
 
+	sk       *sharedKernel // the kernel session, the core's runtime
 	health   *daemonHealth
 	onRepair func(changes int)
 	// results is the digest of the stored real-server results the loop last
@@ -51,7 +52,8 @@ func NewDaemon(c *Core, log *slog.Logger) *Daemon {
 	d := &Daemon{Core: c, Log: log, health: newDaemonHealth()}
 	sk := &sharedKernel{open: c.open, store: c.store, log: c.log, ready: make(chan struct{}), check: d.runCheck, overlay: c.roleOverlay}
 	sk.health = health.NewRunner(health.Config{OnCheck: d.checked, Notify: d.notify, Log: log})
-	c.shared = sk
+	d.sk = sk
+	c.AttachRuntime(sk)
 	return d
 }
 
@@ -65,7 +67,7 @@ func orDuration(d, def time.Duration) time.Duration {
 // Run reconciles and runs the health checks until ctx is cancelled, then
 // closes the kernel.
 func (d *Daemon) Run(ctx context.Context) error {
-	sk := d.Core.shared
+	sk := d.sk
 	defer sk.close()
 	// VRRP stops before the kernel closes: a master resigns, then its VIPs go.
 	redDone := make(chan struct{})
@@ -119,7 +121,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 }
 
 func (d *Daemon) openKernel(ctx context.Context) {
-	sk := d.Core.shared
+	sk := d.sk
 	sk.mu.Lock()
 	first := sk.openErr == nil
 	sk.mu.Unlock()
@@ -144,7 +146,7 @@ func (d *Daemon) openKernel(ctx context.Context) {
 // just been opened (restore) it always does: a write made while the daemon
 // was starting could not reconcile its own revision.
 func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision, restore bool) {
-	sk := d.Core.shared
+	sk := d.sk
 	sk.mu.Lock()
 	stale := rev > sk.rev || sk.desired == nil
 	ours := newRevision && rev <= sk.reconciling && !restore
@@ -209,7 +211,7 @@ func (d *Daemon) pollKernel(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		d.Core.shared.poll(ctx)
+		d.sk.poll(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -223,4 +225,4 @@ func (d *Daemon) pollKernel(ctx context.Context, every time.Duration) {
 func (d *Daemon) OnRepair(f func(changes int)) { d.onRepair = f }
 
 // OnReconcile calls f after every reconcile of the daemon's (metrics).
-func (d *Daemon) OnReconcile(f func(ReconcileReport)) { d.Core.shared.onReconcile = f }
+func (d *Daemon) OnReconcile(f func(ReconcileReport)) { d.sk.onReconcile = f }

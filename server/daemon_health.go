@@ -65,7 +65,7 @@ func (d *Daemon) notify(e health.Event) {
 	h.pending = append(h.pending, e)
 	h.unsaved = append(h.unsaved, e)
 	h.mu.Unlock()
-	d.Core.shared.healthGen.Add(1) // after the runner's status has it: a view keyed on it shows it
+	d.sk.healthGen.Add(1) // after the runner's status has it: a view keyed on it shows it
 	poke(h.wake)
 	poke(h.saveNow)
 	if f := h.onEvent; f != nil {
@@ -86,7 +86,7 @@ func poke(c chan struct{}) {
 // starts the checks and the writer of their transitions. done is closed
 // once both have stopped, after ctx ends.
 func (d *Daemon) startHealth(ctx context.Context) (done <-chan struct{}) {
-	sk := d.Core.shared
+	sk := d.sk
 	if st, rev, err := d.Core.store.Current(ctx); err != nil {
 		d.Log.Error("read desired state", "err", err)
 	} else if desired, err := ipvsmgr.Compile(st); err != nil {
@@ -146,7 +146,7 @@ func (d *Daemon) healthChanged(ctx context.Context) {
 	if n == 0 {
 		return
 	}
-	sk := d.Core.shared
+	sk := d.sk
 	res, err := sk.reconcile(ctx, true, nil)
 	if err != nil {
 		if sk.isOpen() && ctx.Err() == nil {

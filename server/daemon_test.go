@@ -87,7 +87,7 @@ func TestDaemonWriteKeepsAnotherProcessRevision(t *testing.T) {
 	core, d, path, k := daemonOnFake(t)
 	d.Interval, d.Poll = time.Hour, 10*time.Millisecond
 	go d.Run(ctx)
-	for !core.shared.isOpen() && ctx.Err() == nil {
+	for !d.sk.isOpen() && ctx.Err() == nil {
 		time.Sleep(5 * time.Millisecond)
 	}
 	a := Actor{Name: "t", Via: "api"}
@@ -143,11 +143,11 @@ func TestStatusReadersShareOneKernelRead(t *testing.T) {
 	core := New(Config{Store: st, OpenKernel: func() (*KernelConn, error) {
 		return &KernelConn{Kernel: k, Close: func() {}}, nil
 	}})
-	NewDaemon(core, slog.New(slog.DiscardHandler))
-	if err := core.shared.connect(); err != nil {
+	d := NewDaemon(core, slog.New(slog.DiscardHandler))
+	if err := d.sk.connect(); err != nil {
 		t.Fatal(err)
 	}
-	core.shared.poll(ctx)
+	d.sk.poll(ctx)
 	if n := core.KernelReads(); n != 1 {
 		t.Fatalf("one poll made %d kernel reads", n)
 	}

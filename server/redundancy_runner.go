@@ -154,7 +154,7 @@ type runningInst struct {
 func newRedRunner(d *Daemon) *redRunner {
 	h := d.Hooks
 	h.defaults()
-	r := &redRunner{c: d.Core, sk: d.Core.shared, log: d.Log, h: h, wake: make(chan struct{}, 1),
+	r := &redRunner{c: d.Core, sk: d.sk, log: d.Log, h: h, wake: make(chan struct{}, 1),
 		insts: map[bool]*runningInst{}, counts: map[string]int{}, syncStarted: map[ipvsmgr.SyncState]ipvsmgr.SyncDaemon{}}
 	r.c.red.mu.Lock()
 	r.c.red.status = r.status

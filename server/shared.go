@@ -305,7 +305,7 @@ func (sk *sharedKernel) planCurrent(ctx context.Context) (p *ipvsmgr.Planned, ok
 // drain, unless told not to wait.
 // only names the services the write changed (nil: any).
 func (sk *sharedKernel) reconcileWaiting(ctx context.Context, o WriteOptions, only []ipvsmgr.ServiceKey) (*ipvsmgr.Result, error) {
-	return waitDrains(ctx, o, func(first bool) (*ipvsmgr.Result, error) {
+	return WaitDrains(ctx, o, func(first bool) (*ipvsmgr.Result, error) {
 		if first {
 			return sk.reconcile(ctx, true, only)
 		}
@@ -357,15 +357,86 @@ func (k *countedKernel) Table(ctx context.Context) (*ipvsmgr.Table, error) {
 
 // KernelReads is how many times the daemon has read the kernel's whole
 // table (0 without a daemon).
-func (c *Core) KernelReads() int64 {
-	if c.shared == nil {
-		return 0
-	}
-	return c.shared.kernelReads.Load()
-}
+func (c *Core) KernelReads() int64 { return c.rt.Counters().KernelReads }
 
 func (sk *sharedKernel) lastReconcile() ReconcileReport {
 	sk.mu.Lock()
 	defer sk.mu.Unlock()
 	return sk.last
+}
+
+// The kernel session is the daemon's core's Runtime.
+
+func (sk *sharedKernel) BeginWrite(_ context.Context, _ WriteOptions) (ApplyFunc, func(), error) {
+	return sk.apply, func() {}, nil // the daemon's reconcile reads under its own lock
+}
+
+// apply tells the daemon of a new revision and reconciles it, unless NoApply.
+func (sk *sharedKernel) apply(ctx context.Context, res *WriteResult, desired *ipvsmgr.Desired, o WriteOptions, only []ipvsmgr.ServiceKey) error {
+	sk.offer(res.Revision, desired, !o.NoApply)
+	if o.NoApply {
+		return nil
+	}
+	got, err := sk.reconcileWaiting(ctx, o, only)
+	if err != nil {
+		res.Failures = append(res.Failures, ipvsmgr.Failure{Service: "kernel", Change: "reconcile", Err: err.Error()})
+		return nil
+	}
+	res.Reconciled(got)
+	return nil
+}
+
+func (sk *sharedKernel) Known() (int64, *ipvsmgr.Desired) { return sk.current() }
+
+func (sk *sharedKernel) Table(ctx context.Context) (*Snapshot, error) {
+	snap := sk.snap.Load()
+	if snap == nil {
+		sk.poll(ctx)
+		snap = sk.snap.Load()
+	}
+	return snap, nil
+}
+
+func (sk *sharedKernel) Snapshot() *Snapshot { return sk.snap.Load() }
+
+func (sk *sharedKernel) LastReconcile() (ReconcileReport, bool) {
+	rep := sk.lastReconcile()
+	return rep, !rep.At.IsZero()
+}
+
+func (sk *sharedKernel) Plan(ctx context.Context, desired *ipvsmgr.Desired) (*ipvsmgr.Planned, error) {
+	return sk.plan(ctx, sk.withHealth(desired), nil)
+}
+
+func (sk *sharedKernel) PlanKnown(ctx context.Context) (*ipvsmgr.Planned, bool, error) {
+	return sk.planCurrent(ctx)
+}
+
+func (sk *sharedKernel) Host() (ipvsmgr.Host, func(), error) {
+	sk.mu.Lock()
+	conn := sk.conn
+	sk.mu.Unlock()
+	if conn == nil {
+		return nil, func() {}, sk.unavailableNow()
+	}
+	return conn.Host, func() {}, nil
+}
+
+func (sk *sharedKernel) Checks() ([]health.Status, bool) {
+	if sk.health == nil {
+		return nil, true
+	}
+	return sk.health.Status(), true
+}
+
+func (sk *sharedKernel) Check(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result {
+	if sk.check == nil {
+		return (&health.Checker{}).Run(ctx, spec)
+	}
+	return sk.check(ctx, spec)
+}
+
+func (sk *sharedKernel) Counters() RuntimeCounters {
+	return RuntimeCounters{Rev: sk.knownRev.Load(), Reconciles: sk.reconciles.Load(), Health: sk.healthGen.Load(),
+		KernelReads: sk.kernelReads.Load()}
 }
