@@ -43,7 +43,7 @@ func (c *Core) Diff(ctx context.Context, doc io.Reader) (*DiffResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := c.rt.Plan(ctx, c.roleOverlay(desired))
+	p, err := c.rt.Plan(ctx, c.RoleOverlay(desired))
 	if err != nil {
 		return nil, err
 	}

@@ -116,7 +116,7 @@ func (l localRuntime) BeginWrite(ctx context.Context, o WriteOptions) (ApplyFunc
 			return &kernelOpenError{err}
 		}
 		defer kc.Close()
-		desired = withoutDaemon(c.roleOverlay(desired)) // without the daemon: no VRRP (no VIPs on a redundant director), no checks
+		desired = withoutDaemon(c.RoleOverlay(desired)) // without the daemon: no VRRP (no VIPs on a redundant director), no checks
 		got, err := reconcileWaiting(ctx, kc.reconciler(c.store, c.log), desired, o)
 		if err != nil {
 			return err
@@ -180,3 +180,33 @@ func isOpenError(err error) bool {
 	var oe *kernelOpenError
 	return errors.As(err, &oe)
 }
+
+// Snapshot is the kernel's table as the daemon's poller last read it: every
+// reader (API, panel, metrics) shares it, and none reads the kernel itself.
+type Snapshot struct {
+	Table *ipvsmgr.Table
+	At    time.Time // when it was read
+	Err   error     // why the last read failed (Table is then the one before)
+}
+
+// ReconcileReport is the outcome of the daemon's last reconcile.
+type ReconcileReport struct {
+	Revision int64
+	At       time.Time
+	Duration time.Duration
+	Changes  int
+	Failures []ipvsmgr.Failure
+	Retiring int
+	Err      string
+}
+
+// KernelReads is how many times the daemon has read the kernel's whole
+// table (0 without a daemon).
+func (c *Core) KernelReads() int64 { return c.rt.Counters().KernelReads }
+
+// ResultsChanged tells the core that another process stored real-server
+// results (the daemon noticed): views keyed on them are made again.
+func (c *Core) ResultsChanged() { c.resultsGen.Add(1) }
+
+// Errorf is an error with a code, for the rooms beside the core.
+func Errorf(code Code, format string, args ...any) error { return errorf(code, format, args...) }

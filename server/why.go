@@ -229,7 +229,7 @@ func (c *Core) whyVIP(ctx context.Context, d *ipvsmgr.Desired, f *whyFacts) {
 	if f.vip == nil {
 		return
 	}
-	over := c.roleOverlay(d)
+	over := c.RoleOverlay(d)
 	for _, v := range over.Standby {
 		if v == *f.vip {
 			f.standby = true

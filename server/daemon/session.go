@@ -1,4 +1,4 @@
-package server
+package daemon
 
 import (
 	"context"
@@ -11,42 +11,24 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/health"
+	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
-
-// Snapshot is the kernel's table as the daemon's poller last read it: every
-// reader (API, panel, metrics) shares it, and none reads the kernel itself.
-type Snapshot struct {
-	Table *ipvsmgr.Table
-	At    time.Time // when it was read
-	Err   error     // why the last read failed (Table is then the one before)
-}
-
-// ReconcileReport is the outcome of the daemon's last reconcile.
-type ReconcileReport struct {
-	Revision int64
-	At       time.Time
-	Duration time.Duration
-	Changes  int
-	Failures []ipvsmgr.Failure
-	Retiring int
-	Err      string
-}
 
 // sharedKernel is the daemon's one kernel connection, its reconciler, the
 // newest desired state it knows of, and the snapshot.
 type sharedKernel struct {
-	open  func() (*KernelConn, error)
+	open  func() (*server.KernelConn, error)
 	store *store.Store
 	log   *slog.Logger
 
 	mu   sync.Mutex // one reconcile at a time; guards the fields below
-	conn *KernelConn
+	conn *server.KernelConn
 	rec  *ipvsmgr.Reconciler
 	// reader is what the poll reads the table through: a connection of
 	// its own (readConn) when one could be opened.
 	reader   ipvsmgr.Kernel
-	readConn *KernelConn
+	readConn *server.KernelConn
 	openErr  error
 	rev      int64
 	desired  *ipvsmgr.Desired
@@ -54,7 +36,7 @@ type sharedKernel struct {
 	// itself: the daemon's loop leaves it to the write, whose answer then
 	// lists the kernel changes it made.
 	reconciling int64
-	last        ReconcileReport
+	last        server.ReconcileReport
 	ready       chan struct{} // closed once the kernel is open
 	// newDesired is told of each new desired state (under mu: it must
 	// return at once); the redundancy runner, which ticks only while it has
@@ -66,7 +48,7 @@ type sharedKernel struct {
 	health *health.Runner
 	check  func(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result
 
-	snap atomic.Pointer[Snapshot]
+	snap atomic.Pointer[server.Snapshot]
 	// planMu guards the last plan a diff made of the snapshot (plan): the
 	// viewers polling share it.
 	planMu     sync.Mutex
@@ -83,8 +65,8 @@ type sharedKernel struct {
 	// the poll interval and the reconciles.
 	kernelReads atomic.Int64
 	// onReconcile, if set, hears of every reconcile (metrics).
-	onReconcile func(ReconcileReport)
-	// overlay lays the director's VRRP role over the desired state (Core.roleOverlay).
+	onReconcile func(server.ReconcileReport)
+	// overlay lays the director's VRRP role over the desired state (Core.RoleOverlay).
 	overlay func(*ipvsmgr.Desired) *ipvsmgr.Desired
 }
 
@@ -136,7 +118,7 @@ func (sk *sharedKernel) connect() error {
 	counted := *kc
 	counted.Kernel = &countedKernel{Kernel: kc.Kernel, reads: &sk.kernelReads}
 	sk.conn, sk.openErr = &counted, nil
-	sk.rec = sk.conn.reconciler(&cachedLedger{LedgerStore: sk.store}, sk.log)
+	sk.rec = &ipvsmgr.Reconciler{Kernel: sk.conn.Kernel, Host: sk.conn.Host, Ledger: &cachedLedger{LedgerStore: sk.store}, Log: sk.log}
 	// The poll reads over a connection of its own: a write does not wait
 	// behind the poll's read of a large table.
 	sk.reader = sk.conn.Kernel
@@ -224,14 +206,14 @@ func (sk *sharedKernel) reconcile(ctx context.Context, known bool, only []ipvsmg
 	} else {
 		res, err = sk.rec.Reconcile(ctx, desired)
 	}
-	rep := ReconcileReport{Revision: sk.rev, At: start, Duration: time.Since(start)}
+	rep := server.ReconcileReport{Revision: sk.rev, At: start, Duration: time.Since(start)}
 	if err != nil {
 		rep.Err = err.Error()
 	} else {
 		rep.Changes, rep.Failures, rep.Retiring = len(res.Changes), res.Failures, len(res.Retiring)
 		// What the kernel has now is known without reading it again: the
 		// table the reconcile read, with its changes.
-		sk.snap.Store(&Snapshot{Table: res.Table, At: time.Now()})
+		sk.snap.Store(&server.Snapshot{Table: res.Table, At: time.Now()})
 	}
 	sk.last = rep
 	sk.reconciles.Add(1)
@@ -260,7 +242,7 @@ func (sk *sharedKernel) plan(ctx context.Context, desired, base *ipvsmgr.Desired
 		if snap != nil && snap.Err != nil {
 			return nil, fmt.Errorf("read kernel IPVS table: %w", snap.Err)
 		}
-		return nil, errorf(CodeUnavailable, "the kernel's table has not been read yet: the daemon is starting")
+		return nil, server.Errorf(server.CodeUnavailable, "the kernel's table has not been read yet: the daemon is starting")
 	}
 	key := planKey{snap: snap, base: base, health: sk.healthGen.Load()}
 	sk.planMu.Lock()
@@ -282,7 +264,7 @@ func (sk *sharedKernel) plan(ctx context.Context, desired, base *ipvsmgr.Desired
 
 // planKey is what a plan of the IPVS table is a function of.
 type planKey struct {
-	snap   *Snapshot
+	snap   *server.Snapshot
 	base   *ipvsmgr.Desired
 	health int64
 }
@@ -304,8 +286,8 @@ func (sk *sharedKernel) planCurrent(ctx context.Context) (p *ipvsmgr.Planned, ok
 // reconcileWaiting reconciles, then again every second while real servers
 // drain, unless told not to wait.
 // only names the services the write changed (nil: any).
-func (sk *sharedKernel) reconcileWaiting(ctx context.Context, o WriteOptions, only []ipvsmgr.ServiceKey) (*ipvsmgr.Result, error) {
-	return WaitDrains(ctx, o, func(first bool) (*ipvsmgr.Result, error) {
+func (sk *sharedKernel) reconcileWaiting(ctx context.Context, o server.WriteOptions, only []ipvsmgr.ServiceKey) (*ipvsmgr.Result, error) {
+	return server.WaitDrains(ctx, o, func(first bool) (*ipvsmgr.Result, error) {
 		if first {
 			return sk.reconcile(ctx, true, only)
 		}
@@ -319,7 +301,7 @@ func (sk *sharedKernel) poll(ctx context.Context) {
 	sk.mu.Lock()
 	kc, reader, openErr := sk.conn, sk.reader, sk.openErr
 	sk.mu.Unlock()
-	next := &Snapshot{At: time.Now()}
+	next := &server.Snapshot{At: time.Now()}
 	if kc == nil {
 		next.Err = unavailable(openErr)
 	} else if t, err := reader.Table(ctx); err != nil {
@@ -355,11 +337,7 @@ func (k *countedKernel) Table(ctx context.Context) (*ipvsmgr.Table, error) {
 	return k.Kernel.Table(ctx)
 }
 
-// KernelReads is how many times the daemon has read the kernel's whole
-// table (0 without a daemon).
-func (c *Core) KernelReads() int64 { return c.rt.Counters().KernelReads }
-
-func (sk *sharedKernel) lastReconcile() ReconcileReport {
+func (sk *sharedKernel) lastReconcile() server.ReconcileReport {
 	sk.mu.Lock()
 	defer sk.mu.Unlock()
 	return sk.last
@@ -367,12 +345,12 @@ func (sk *sharedKernel) lastReconcile() ReconcileReport {
 
 // The kernel session is the daemon's core's Runtime.
 
-func (sk *sharedKernel) BeginWrite(_ context.Context, _ WriteOptions) (ApplyFunc, func(), error) {
+func (sk *sharedKernel) BeginWrite(_ context.Context, _ server.WriteOptions) (server.ApplyFunc, func(), error) {
 	return sk.apply, func() {}, nil // the daemon's reconcile reads under its own lock
 }
 
 // apply tells the daemon of a new revision and reconciles it, unless NoApply.
-func (sk *sharedKernel) apply(ctx context.Context, res *WriteResult, desired *ipvsmgr.Desired, o WriteOptions, only []ipvsmgr.ServiceKey) error {
+func (sk *sharedKernel) apply(ctx context.Context, res *server.WriteResult, desired *ipvsmgr.Desired, o server.WriteOptions, only []ipvsmgr.ServiceKey) error {
 	sk.offer(res.Revision, desired, !o.NoApply)
 	if o.NoApply {
 		return nil
@@ -388,7 +366,7 @@ func (sk *sharedKernel) apply(ctx context.Context, res *WriteResult, desired *ip
 
 func (sk *sharedKernel) Known() (int64, *ipvsmgr.Desired) { return sk.current() }
 
-func (sk *sharedKernel) Table(ctx context.Context) (*Snapshot, error) {
+func (sk *sharedKernel) Table(ctx context.Context) (*server.Snapshot, error) {
 	snap := sk.snap.Load()
 	if snap == nil {
 		sk.poll(ctx)
@@ -397,9 +375,9 @@ func (sk *sharedKernel) Table(ctx context.Context) (*Snapshot, error) {
 	return snap, nil
 }
 
-func (sk *sharedKernel) Snapshot() *Snapshot { return sk.snap.Load() }
+func (sk *sharedKernel) Snapshot() *server.Snapshot { return sk.snap.Load() }
 
-func (sk *sharedKernel) LastReconcile() (ReconcileReport, bool) {
+func (sk *sharedKernel) LastReconcile() (server.ReconcileReport, bool) {
 	rep := sk.lastReconcile()
 	return rep, !rep.At.IsZero()
 }
@@ -436,7 +414,7 @@ func (sk *sharedKernel) Check(ctx context.Context, spec *ipvsmgr.CheckSpec) heal
 	return sk.check(ctx, spec)
 }
 
-func (sk *sharedKernel) Counters() RuntimeCounters {
-	return RuntimeCounters{Rev: sk.knownRev.Load(), Reconciles: sk.reconciles.Load(), Health: sk.healthGen.Load(),
+func (sk *sharedKernel) Counters() server.RuntimeCounters {
+	return server.RuntimeCounters{Rev: sk.knownRev.Load(), Reconciles: sk.reconciles.Load(), Health: sk.healthGen.Load(),
 		KernelReads: sk.kernelReads.Load()}
 }

@@ -1,4 +1,4 @@
-package server
+package daemon
 
 import (
 	"context"
@@ -87,7 +87,7 @@ func poke(c chan struct{}) {
 // once both have stopped, after ctx ends.
 func (d *Daemon) startHealth(ctx context.Context) (done <-chan struct{}) {
 	sk := d.sk
-	if st, rev, err := d.Core.store.Current(ctx); err != nil {
+	if st, rev, err := d.store.Current(ctx); err != nil {
 		d.Log.Error("read desired state", "err", err)
 	} else if desired, err := ipvsmgr.Compile(st); err != nil {
 		d.Log.Error("stored desired state is invalid", "revision", rev, "err", err)
@@ -95,7 +95,7 @@ func (d *Daemon) startHealth(ctx context.Context) (done <-chan struct{}) {
 		sk.offer(rev, desired, false)
 	}
 	saved := map[ipvsmgr.ServerRef]store.HealthTransition{}
-	if cur, err := d.Core.store.CurrentHealth(ctx); err != nil {
+	if cur, err := d.store.CurrentHealth(ctx); err != nil {
 		d.Log.Error("read the health kept from the last run; checked servers start unknown", "err", err)
 	} else {
 		prev := make(map[ipvsmgr.ServerRef]health.Restored, len(cur))
@@ -180,7 +180,7 @@ func (d *Daemon) saveTransitions(ctx context.Context, last map[ipvsmgr.ServerRef
 			last[e.Ref] = tr
 			trs = append(trs, tr)
 		}
-		if err := d.Core.store.SaveHealthTransitions(ctx, trs); err != nil {
+		if err := d.store.SaveHealthTransitions(ctx, trs); err != nil {
 			d.Log.Error("keep health transitions", "count", len(trs), "err", err)
 		}
 	}

@@ -1,4 +1,4 @@
-package server
+package daemon
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/health"
+	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 // Daemon keeps the kernel matching the stored desired state: at once when a
@@ -18,14 +20,14 @@ import (
 // applied at once and kept in the store. Where the kernel has no IPVS it
 // keeps serving the desired state and retries in the background.
 type Daemon struct {
-	Core     *Core
+	Core     *server.Core
 	Log      *slog.Logger
 	Interval time.Duration // full reconcile period; 0 means 10 s
 	Poll     time.Duration // how often to look for a revision stored elsewhere; 0 means 1 s
 	Snapshot time.Duration // kernel table poll; 0 means PollInterval
 	Retry    time.Duration // how often to retry opening the kernel; 0 means 5 s
 	// OnKernel, if set, is called once the kernel is open (before the first reconcile).
-	OnKernel func(*KernelConn)
+	OnKernel func(*server.KernelConn)
 	// Hooks are how VRRP and replication reach the host and the peer
 	// (redundancy_runner.go); zero means the host's, without replication.
 	Hooks RedundancyHooks
@@ -33,6 +35,7 @@ type Daemon struct {
 	Check func(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result
 
 	sk       *sharedKernel // the kernel session, the core's runtime
+	store    *store.Store
 	health   *daemonHealth
 	onRepair func(changes int)
 	// results is the digest of the stored real-server results the loop last
@@ -43,14 +46,14 @@ type Daemon struct {
 	}
 }
 
-// NewDaemon makes c the daemon's core: its writes reconcile through the
+// New makes c the daemon's core: its writes reconcile through the
 // daemon's one kernel connection, and its reads use the daemon's snapshot.
-func NewDaemon(c *Core, log *slog.Logger) *Daemon {
+func New(c *server.Core, st *store.Store, log *slog.Logger) *Daemon {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := &Daemon{Core: c, Log: log, health: newDaemonHealth()}
-	sk := &sharedKernel{open: c.open, store: c.store, log: c.log, ready: make(chan struct{}), check: d.runCheck, overlay: c.roleOverlay}
+	d := &Daemon{Core: c, Log: log, store: st, health: newDaemonHealth()}
+	sk := &sharedKernel{open: c.OpenKernel, store: st, log: c.Log(), ready: make(chan struct{}), check: d.runCheck, overlay: c.RoleOverlay}
 	sk.health = health.NewRunner(health.Config{OnCheck: d.checked, Notify: d.notify, Log: log})
 	d.sk = sk
 	c.AttachRuntime(sk)
@@ -79,12 +82,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	bgpDone := d.startBGP(ctx)
 	defer func() { <-bgpDone }()
 	interval, poll := orDuration(d.Interval, 10*time.Second), orDuration(d.Poll, time.Second)
-	go d.pollKernel(ctx, orDuration(d.Snapshot, PollInterval))
+	go d.pollKernel(ctx, orDuration(d.Snapshot, server.PollInterval))
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	var lastTry, lastRun time.Time
 	lastRev := int64(-1)
-	watch := d.Core.store.Watch()
+	watch := d.store.Watch()
 	defer watch.Close()
 	for {
 		opened := false // the kernel has just been opened: a restore, whatever the revision
@@ -101,7 +104,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.noticeResults(ctx)
 		}
 		if changed || opened || lastRev < 0 || time.Since(lastRun) >= interval {
-			rev, err := d.Core.store.CurrentRevision(ctx)
+			rev, err := d.store.CurrentRevision(ctx)
 			switch {
 			case err != nil && ctx.Err() == nil:
 				d.Log.Error("read desired state revision", "err", err)
@@ -155,7 +158,7 @@ func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision, restore 
 		return // a write through the core made it and reconciles it itself
 	}
 	if stale {
-		st, cur, err := d.Core.store.Current(ctx)
+		st, cur, err := d.store.Current(ctx)
 		if err != nil {
 			d.Log.Error("read desired state", "err", err)
 			return
@@ -194,7 +197,7 @@ func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision, restore 
 // verify stores them from its own process) move its count too, so that no
 // view keyed on it shows the ones before.
 func (d *Daemon) noticeResults(ctx context.Context) {
-	h, err := d.Core.store.ResultsDigest(ctx)
+	h, err := d.store.ResultsDigest(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			d.Log.Error("read real-server results", "err", err)
@@ -202,7 +205,7 @@ func (d *Daemon) noticeResults(ctx context.Context) {
 		return
 	}
 	if !d.results.seen || h != d.results.digest {
-		d.Core.resultsGen.Add(1)
+		d.Core.ResultsChanged()
 	}
 	d.results.digest, d.results.seen = h, true
 }
@@ -225,4 +228,4 @@ func (d *Daemon) pollKernel(ctx context.Context, every time.Duration) {
 func (d *Daemon) OnRepair(f func(changes int)) { d.onRepair = f }
 
 // OnReconcile calls f after every reconcile of the daemon's (metrics).
-func (d *Daemon) OnReconcile(f func(ReconcileReport)) { d.sk.onReconcile = f }
+func (d *Daemon) OnReconcile(f func(server.ReconcileReport)) { d.sk.onReconcile = f }
