@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/netip"
 	"time"
 
@@ -154,7 +155,7 @@ func bgpConfig(s ipvsmgr.BGP, n store.Node) (bgp.Config, error) {
 			return cfg, nil
 		}
 	}
-	addrs, err := localAddrs()
+	addrs, err := LocalAddrs()
 	if err != nil {
 		return cfg, fmt.Errorf("find a BGP router ID: %w", err)
 	}
@@ -170,4 +171,18 @@ func bgpConfig(s ipvsmgr.BGP, n store.Node) (bgp.Config, error) {
 func configKey(cfg bgp.Config) string {
 	b, _ := json.Marshal(cfg)
 	return string(b)
+}
+
+func LocalAddrs() ([]netip.Addr, error) {
+	as, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, err
+	}
+	var out []netip.Addr
+	for _, a := range as {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out = append(out, p.Addr())
+		}
+	}
+	return out, nil
 }

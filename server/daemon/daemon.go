@@ -28,13 +28,11 @@ type Daemon struct {
 	Retry    time.Duration // how often to retry opening the kernel; 0 means 5 s
 	// OnKernel, if set, is called once the kernel is open (before the first reconcile).
 	OnKernel func(*server.KernelConn)
-	// Hooks are how VRRP and replication reach the host and the peer
-	// (redundancy_runner.go); zero means the host's, without replication.
-	Hooks RedundancyHooks
 	// Check, if set, runs each health check instead of the real checkers (tests).
 	Check func(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result
 
 	sk       *sharedKernel // the kernel session, the core's runtime
+	runners  []func(ctx context.Context)
 	store    *store.Store
 	health   *daemonHealth
 	onRepair func(changes int)
@@ -72,10 +70,13 @@ func orDuration(d, def time.Duration) time.Duration {
 func (d *Daemon) Run(ctx context.Context) error {
 	sk := d.sk
 	defer sk.close()
-	// VRRP stops before the kernel closes: a master resigns, then its VIPs go.
-	redDone := make(chan struct{})
-	go func() { defer close(redDone); newRedRunner(d).run(ctx) }()
-	defer func() { <-redDone }()
+	// The runners (VRRP) stop before the kernel closes: a master resigns,
+	// then its VIPs go.
+	for _, run := range d.runners {
+		done := make(chan struct{})
+		go func() { defer close(done); run(ctx) }()
+		defer func() { <-done }()
+	}
 	healthDone := d.startHealth(ctx)
 	defer func() { <-healthDone }()
 	// BGP withdraws its routes first when ctx ends (LIFO defers).
@@ -229,3 +230,14 @@ func (d *Daemon) OnRepair(f func(changes int)) { d.onRepair = f }
 
 // OnReconcile calls f after every reconcile of the daemon's (metrics).
 func (d *Daemon) OnReconcile(f func(server.ReconcileReport)) { d.sk.onReconcile = f }
+
+// AddRunner has run run beside the daemon's loop from the start of Run
+// until its ctx ends; Run waits for it before it closes the kernel (the
+// redundancy runner: a master resigns, then its VIPs go). Call it before Run.
+func (d *Daemon) AddRunner(run func(ctx context.Context)) { d.runners = append(d.runners, run) }
+
+// Store is the daemon's store, for its runners.
+func (d *Daemon) Store() *store.Store { return d.store }
+
+// Session is the daemon's kernel session, for its runners.
+func (d *Daemon) Session() *Session { return &Session{sk: d.sk} }

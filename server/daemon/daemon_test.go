@@ -163,20 +163,14 @@ func TestStatusReadersShareOneKernelRead(t *testing.T) {
 	}
 }
 
-// The daemon counts its reads through a wrapper: the sync daemons of the
-// driver behind it are still found.
-func TestSyncDaemonsFoundThroughTheReadCounter(t *testing.T) {
-	fk := &syncFake{}
+// The daemon counts its reads through a wrapper: the driver behind it is
+// still found (its sync daemons: package redundancy unwraps it).
+func TestReadCounterUnwrapsToTheDriver(t *testing.T) {
+	fk := fakekernel.New()
 	var reads atomic.Int64
-	if syncDaemonsOf(&countedKernel{Kernel: fk, reads: &reads}) != fk {
-		t.Fatal("the counted kernel hides its driver's sync daemons")
+	var k ipvsmgr.Kernel = &countedKernel{Kernel: fk, reads: &reads}
+	u, ok := k.(interface{ Unwrap() ipvsmgr.Kernel })
+	if !ok || u.Unwrap() != fk {
+		t.Fatal("the counted kernel hides its driver")
 	}
-	if syncDaemonsOf(fakekernel.New()) != nil {
-		t.Fatal("a kernel without sync daemons has some")
-	}
-}
-
-type syncFake struct {
-	*fakekernel.Kernel
-	fakekernel.SyncDaemons
 }

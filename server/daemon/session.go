@@ -80,6 +80,9 @@ const knownFor = 10 * time.Second
 // unavailable says why the kernel is not open (the caller holds mu).
 func (sk *sharedKernel) unavailable() error { return unavailable(sk.openErr) }
 
+// Unavailable says why the kernel is not open.
+func Unavailable(openErr error) error { return unavailable(openErr) }
+
 func unavailable(openErr error) error {
 	if openErr == nil {
 		return errors.New("kernel IPVS not opened yet: the daemon is starting")
@@ -417,4 +420,44 @@ func (sk *sharedKernel) Check(ctx context.Context, spec *ipvsmgr.CheckSpec) heal
 func (sk *sharedKernel) Counters() server.RuntimeCounters {
 	return server.RuntimeCounters{Rev: sk.knownRev.Load(), Reconciles: sk.reconciles.Load(), Health: sk.healthGen.Load(),
 		KernelReads: sk.kernelReads.Load()}
+}
+
+// Session is the kernel session as the daemon's runners (redundancy) see it.
+type Session struct{ sk *sharedKernel }
+
+// View is the newest desired state known (nil before one), the kernel
+// connection (nil while it is not open), why it is not, and the last
+// reconcile's report.
+func (s *Session) View() (desired *ipvsmgr.Desired, kc *server.KernelConn, openErr error, last server.ReconcileReport) {
+	sk := s.sk
+	sk.mu.Lock()
+	defer sk.mu.Unlock()
+	return sk.desired, sk.conn, sk.openErr, sk.last
+}
+
+// Conn is the kernel connection; nil while it is not open.
+func (s *Session) Conn() *server.KernelConn {
+	s.sk.mu.Lock()
+	defer s.sk.mu.Unlock()
+	return s.sk.conn
+}
+
+// Reconciler is the session's reconciler; nil while the kernel is not open.
+func (s *Session) Reconciler() *ipvsmgr.Reconciler {
+	s.sk.mu.Lock()
+	defer s.sk.mu.Unlock()
+	return s.sk.rec
+}
+
+// Reconcile makes the kernel match the newest desired state known,
+// planned against the snapshot.
+func (s *Session) Reconcile(ctx context.Context) (*ipvsmgr.Result, error) {
+	return s.sk.reconcile(ctx, true, nil)
+}
+
+// OnNewDesired has f told of each new desired state; f must return at once.
+func (s *Session) OnNewDesired(f func()) {
+	s.sk.mu.Lock()
+	s.sk.newDesired = f
+	s.sk.mu.Unlock()
 }

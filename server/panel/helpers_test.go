@@ -20,6 +20,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/vrrp"
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/daemon"
+	"github.com/ipvsctl/ipvsctl/server/redundancy"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -214,7 +215,7 @@ func newEnvOf(t testing.TB, o envOptions) *env {
 	d := daemon.New(core, st, log)
 	d.Interval, d.Poll, d.Snapshot = 200*time.Millisecond, 20*time.Millisecond, 50*time.Millisecond
 	// A seeded pair's VRRP must not speak on the host's interfaces.
-	d.Hooks.Listen = func(vrrp.ConnConfig) (vrrp.Conn, error) { return nil, errors.New("panel tests speak no VRRP") }
+	redundancy.Attach(d, redundancy.Hooks{Listen: func(vrrp.ConnConfig) (vrrp.Conn, error) { return nil, errors.New("panel tests speak no VRRP") }})
 	if realistic {
 		d.Interval, d.Poll, d.Snapshot = 10*time.Second, time.Second, server.PollInterval
 	}

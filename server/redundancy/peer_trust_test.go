@@ -1,4 +1,4 @@
-package daemon_test
+package redundancy_test
 
 import (
 	"context"

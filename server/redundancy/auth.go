@@ -1,4 +1,4 @@
-package daemon
+package redundancy
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package daemon
+package redundancy
 
 import (
 	"context"
@@ -18,13 +18,14 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/vrrp"
 	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/daemon"
 	"github.com/ipvsctl/ipvsctl/server/store"
 	"github.com/vishvananda/netlink"
 )
 
-// RedundancyHooks are how the daemon's VRRP and replication reach the host
+// Hooks are how the daemon's VRRP and replication reach the host
 // and the peer; a nil hook is the host's (tests give fakes).
-type RedundancyHooks struct {
+type Hooks struct {
 	// Listen opens one virtual router's adverts (vrrp.Listen).
 	Listen func(vrrp.ConnConfig) (vrrp.Conn, error)
 	// Announcer sends gratuitous ARPs / unsolicited NAs (vrrp.NewAnnouncer).
@@ -43,7 +44,7 @@ type RedundancyHooks struct {
 	Tick time.Duration
 }
 
-func (h *RedundancyHooks) defaults() {
+func (h *Hooks) defaults() {
 	if h.Listen == nil {
 		h.Listen = func(cfg vrrp.ConnConfig) (vrrp.Conn, error) { return vrrp.Listen(cfg) }
 	}
@@ -54,7 +55,7 @@ func (h *RedundancyHooks) defaults() {
 		h.LinkUp = linkUp
 	}
 	if h.LocalAddrs == nil {
-		h.LocalAddrs = localAddrs
+		h.LocalAddrs = daemon.LocalAddrs
 	}
 	if h.SyncDaemons == nil {
 		h.SyncDaemons = func(kc *server.KernelConn) ipvsmgr.SyncDaemons { return syncDaemonsOf(kc.Kernel) }
@@ -74,29 +75,15 @@ func linkUp(name string) (bool, error) {
 	return a.Flags&net.FlagUp != 0 && (a.OperState == netlink.OperUp || a.OperState == netlink.OperUnknown), nil
 }
 
-func localAddrs() ([]netip.Addr, error) {
-	as, err := net.InterfaceAddrs()
-	if err != nil {
-		return nil, err
-	}
-	var out []netip.Addr
-	for _, a := range as {
-		if p, err := netip.ParsePrefix(a.String()); err == nil {
-			out = append(out, p.Addr())
-		}
-	}
-	return out, nil
-}
-
 // redRunner runs the director's VRRP: one instance per address family that
 // has VIPs, the director's own health as their fault, the sync daemon
 // switched with the role, and the reconcile told of each change of role.
 type redRunner struct {
 	c     *server.Core
 	store *store.Store
-	sk    *sharedKernel
+	sk    *daemon.Session
 	log   *slog.Logger
-	h     RedundancyHooks
+	h     Hooks
 
 	wake    chan struct{}
 	restart atomic.Bool // an instance stopped on its own: start again
@@ -152,16 +139,16 @@ type runningInst struct {
 	authFP string
 }
 
-func newRedRunner(d *Daemon) *redRunner {
-	h := d.Hooks
+// Attach has d run the director's VRRP, its sync daemon and replication
+// (the runner starts and stops with d.Run); h are how they reach the host
+// and the peer (zero: the host's, without replication). Call it before Run.
+func Attach(d *daemon.Daemon, h Hooks) {
 	h.defaults()
-	r := &redRunner{c: d.Core, store: d.store, sk: d.sk, log: d.Log, h: h, wake: make(chan struct{}, 1),
+	r := &redRunner{c: d.Core, store: d.Store(), sk: d.Session(), log: d.Log, h: h, wake: make(chan struct{}, 1),
 		insts: map[bool]*runningInst{}, counts: map[string]int{}, syncStarted: map[ipvsmgr.SyncState]ipvsmgr.SyncDaemon{}}
 	r.c.Role().SetStatus(r.status)
-	r.sk.mu.Lock()
-	r.sk.newDesired = r.poke
-	r.sk.mu.Unlock()
-	return r
+	r.sk.OnNewDesired(r.poke)
+	d.AddRunner(r.run)
 }
 
 func (r *redRunner) poke() {
@@ -224,9 +211,7 @@ func (r *redRunner) step(ctx context.Context) {
 	}
 	r.followPeer(ctx)
 	sk := r.sk
-	sk.mu.Lock()
-	desired, kc, openErr, last := sk.desired, sk.conn, sk.openErr, sk.last
-	sk.mu.Unlock()
+	desired, kc, openErr, last := sk.View()
 	if desired == nil || desired.Settings.Redundancy == nil {
 		if len(r.insts) > 0 || r.key != "" {
 			r.log.Info("settings.redundancy removed: VRRP stops")
@@ -263,7 +248,7 @@ func (r *redRunner) step(ctx context.Context) {
 		// master, and so do those of its intent that are up (a takeover's
 		// whose record the crash stopped). No family is master yet, so the
 		// reconcile removes them.
-		if _, err := sk.reconcile(ctx, true, nil); err != nil {
+		if _, err := sk.Reconcile(ctx); err != nil {
 			if ctx.Err() == nil {
 				r.log.Error("remove VIPs before VRRP starts", "err", err)
 			}
@@ -284,7 +269,7 @@ func (r *redRunner) step(ctx context.Context) {
 	}
 	r.followPriority()
 	if r.behind.Swap(false) {
-		if _, err := sk.reconcile(ctx, true, nil); err != nil && ctx.Err() == nil {
+		if _, err := sk.Reconcile(ctx); err != nil && ctx.Err() == nil {
 			r.log.Error("reconcile after a change of role", "err", err)
 		}
 	}
@@ -299,7 +284,7 @@ func (r *redRunner) health(kc *server.KernelConn, openErr error, last server.Rec
 		if openErr == nil {
 			return "kernel IPVS not open yet"
 		}
-		return unavailable(openErr).Error()
+		return daemon.Unavailable(openErr).Error()
 	}
 	if last.Err != "" {
 		return "reconcile failed: " + last.Err
@@ -498,9 +483,7 @@ func (r *redRunner) onTransition(ri *runningInst) func(vrrp.Transition) {
 			r.transitions = slices.Clone(r.transitions[len(r.transitions)-64:])
 		}
 		r.mu.Unlock()
-		r.sk.mu.Lock()
-		rec := r.sk.rec
-		r.sk.mu.Unlock()
+		rec := r.sk.Reconciler()
 		if rec != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), vipMoveTimeout)
 			var fails []ipvsmgr.Failure
@@ -671,9 +654,7 @@ func (r *redRunner) stopSyncDaemons(ctx context.Context) {
 	if len(started) == 0 {
 		return
 	}
-	r.sk.mu.Lock()
-	kc := r.sk.conn
-	r.sk.mu.Unlock()
+	kc := r.sk.Conn()
 	if kc == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package daemon_test
+package redundancy_test
 
 import (
 	"context"
@@ -27,6 +27,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/server/daemon"
 	"github.com/ipvsctl/ipvsctl/server/httpd"
 	"github.com/ipvsctl/ipvsctl/server/metrics"
+	"github.com/ipvsctl/ipvsctl/server/redundancy"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -266,7 +267,7 @@ func (d *director) start(h *hub, log *slog.Logger) {
 	dm := daemon.New(d.core, d.st, log)
 	dm.Interval, dm.Poll, dm.Snapshot = time.Hour, 20*time.Millisecond, 50*time.Millisecond
 	dm.OnReconcile(func(server.ReconcileReport) { d.reconciles.Add(1) })
-	dm.Hooks = daemon.RedundancyHooks{
+	redundancy.Attach(dm, redundancy.Hooks{
 		Listen: func(cfg vrrp.ConnConfig) (vrrp.Conn, error) {
 			if d.hasVIP() {
 				d.listenedWithVIP.Store(true)
@@ -279,7 +280,7 @@ func (d *director) start(h *hub, log *slog.Logger) {
 		SyncDaemons: func(*server.KernelConn) ipvsmgr.SyncDaemons { return d.sd },
 		Peer:        func(url, token, fp string) (server.Peer, error) { return client.NewPeer(url, token, fp) },
 		Tick:        20 * time.Millisecond,
-	}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel, d.done = cancel, make(chan error, 1)
 	go func() { d.done <- dm.Run(ctx) }()
