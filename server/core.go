@@ -1,6 +1,11 @@
-// Package server is ipvsctl's core and daemon: one Core whose methods are
-// every change and every read the CLI, the API and the panel make, the store
-// under it, and the daemon that keeps the kernel matching the stored state.
+// Package server is ipvsctl's core: one Core whose methods are every change
+// and every read the CLI, the API and the panel make, over the store. The
+// kernel is reached through one Runtime (runtime.go): the daemon's kernel
+// session once a daemon attaches (package server/daemon), else the local
+// one of a CLI. The rooms beside it (server/daemon, server/redundancy,
+// server/replication) import the core, never the reverse; what they need of
+// it is exported methods and small handles (Role, RoleOverlay, SetBGPStatus),
+// not its fields.
 package server
 
 import (

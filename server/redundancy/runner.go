@@ -19,6 +19,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/vrrp"
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/daemon"
+	"github.com/ipvsctl/ipvsctl/server/replication"
 	"github.com/ipvsctl/ipvsctl/server/store"
 	"github.com/vishvananda/netlink"
 )
@@ -109,7 +110,7 @@ type redRunner struct {
 	counts      map[string]int
 	sync        server.SyncDaemonStatus
 	syncStarted map[ipvsmgr.SyncState]ipvsmgr.SyncDaemon
-	rep         *replicator
+	rep         *replication.Replicator
 
 	// The adverts' authentication (redundancy_auth.go): the key files as
 	// last read (the runner's goroutine only), and the configuration the
@@ -691,7 +692,7 @@ func (r *redRunner) status() *server.RedundancyStatus {
 	s.AuthError = r.authErr
 	r.mu.Unlock()
 	if rep != nil {
-		s.Replication = rep.status()
+		s.Replication = rep.Status()
 	}
 	if red == nil {
 		if s.Replication == nil {
@@ -822,11 +823,4 @@ func secondsSince(now, t time.Time) *float64 {
 	}
 	s := now.Sub(t).Seconds()
 	return &s
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

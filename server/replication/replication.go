@@ -1,4 +1,4 @@
-package redundancy
+package replication
 
 import (
 	"bytes"
@@ -39,56 +39,52 @@ type replicator struct {
 	conflicts []server.Conflict
 }
 
-// followPeer starts, restarts or stops replication as the node settings say.
-func (r *redRunner) followPeer(ctx context.Context) {
-	r.mu.Lock()
-	cur := r.rep
-	r.mu.Unlock()
-	want := r.node.PeerURL
-	if cur != nil && cur.url == want && cur.token == r.node.PeerToken && cur.pin == r.node.PeerFingerprint &&
-		cur.allowExec == r.node.AllowReplicatedExec {
-		return
-	}
-	r.stopReplication()
-	if want == "" {
-		return
-	}
-	if r.h.Peer == nil {
-		r.log.Warn("node peer_url is set but this daemon cannot reach peers; no replication", "peer", want)
-		return
-	}
-	p, err := r.h.Peer(want, r.node.PeerToken, r.node.PeerFingerprint)
-	if err != nil {
-		r.log.Error("replication peer", "peer", want, "err", err)
-		return
-	}
+// Config is what a replicator follows and how.
+type Config struct {
+	Core  *server.Core
+	Store *store.Store
+	Log   *slog.Logger
+	Peer  server.Peer // the peer's API
+	// URL, Token and Fingerprint are the node settings the peer was
+	// reached with (Follows compares them).
+	URL, Token, Fingerprint string
+	// AllowExec: documents with new exec checks may be taken (node setting).
+	AllowExec bool
+}
+
+// Replicator follows the peer's desired state until Stop.
+type Replicator struct{ p *replicator }
+
+// Start follows the peer's desired state until ctx ends or Stop.
+func Start(ctx context.Context, cfg Config) *Replicator {
 	rctx, cancel := context.WithCancel(ctx)
-	rep := &replicator{c: r.c, store: r.store, log: r.log.With("peer", want), peer: p, url: want, token: r.node.PeerToken,
-		pin: r.node.PeerFingerprint, allowExec: r.node.AllowReplicatedExec, cancel: cancel, done: make(chan struct{})}
-	rep.st = server.ReplicationStatus{Peer: want, Conflicts: []server.Conflict{}}
-	if h, at, err := r.store.SyncedHash(ctx); err == nil && h != "" {
+	rep := &replicator{c: cfg.Core, store: cfg.Store, log: cfg.Log, peer: cfg.Peer, url: cfg.URL, token: cfg.Token,
+		pin: cfg.Fingerprint, allowExec: cfg.AllowExec, cancel: cancel, done: make(chan struct{})}
+	rep.st = server.ReplicationStatus{Peer: cfg.URL, Conflicts: []server.Conflict{}}
+	if h, at, err := cfg.Store.SyncedHash(ctx); err == nil && h != "" {
 		rep.syncedAt = at
 	}
-	r.mu.Lock()
-	r.rep = rep
-	r.mu.Unlock()
 	go func() {
 		defer close(rep.done)
 		rep.run(rctx)
 	}()
-	r.log.Info("replication follows the peer", "peer", want)
+	return &Replicator{p: rep}
 }
 
-func (r *redRunner) stopReplication() {
-	r.mu.Lock()
-	rep := r.rep
-	r.rep = nil
-	r.mu.Unlock()
-	if rep != nil {
-		rep.cancel()
-		<-rep.done
-	}
+// Follows says the replicator was started with these node settings.
+func (r *Replicator) Follows(url, token, fingerprint string, allowExec bool) bool {
+	p := r.p
+	return p.url == url && p.token == token && p.pin == fingerprint && p.allowExec == allowExec
 }
+
+// Stop stops following and waits for it.
+func (r *Replicator) Stop() {
+	r.p.cancel()
+	<-r.p.done
+}
+
+// Status is what replication is doing.
+func (r *Replicator) Status() *server.ReplicationStatus { return r.p.status() }
 
 func (p *replicator) run(ctx context.Context) {
 	var after int64
