@@ -77,7 +77,9 @@ func (c *Core) AttachRuntime(rt Runtime) {
 	c.w = &cachedWriter{c: c}
 }
 
-// OpenKernel opens the kernel as the core was configured to.
+// OpenKernel opens the kernel as the core was configured to: for the
+// daemon's session, which attaches as the runtime. A handler never opens
+// the kernel (STYLE's wall): it calls the core's verbs and reads.
 func (c *Core) OpenKernel() (*KernelConn, error) { return c.open() }
 
 // Log is the core's logger.
