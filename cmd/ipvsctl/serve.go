@@ -242,7 +242,7 @@ func (p *serveParts) run(ctx context.Context, srv *httpd.Server, f *serveFlags, 
 	daemonDone := make(chan error, 1)
 	go func() { daemonDone <- p.daemon.Run(daemonCtx) }()
 	go p.panel.RunSampler(daemonCtx)
-	go p.core.RunRetention(daemonCtx, store.Retention{MaxAge: time.Duration(f.retainDays) * 24 * time.Hour,
+	go p.core.RunRetention(daemonCtx, server.Retention{MaxAge: time.Duration(f.retainDays) * 24 * time.Hour,
 		MaxBytes: int64(f.retainMB) << 20}, time.Hour)
 	err := srv.Run(ctx, f.tlsCert, f.tlsKey, tlsOn)
 	stopDaemon()
