@@ -6,7 +6,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/redundancy"
 )
 
 // faultKillEnv names the takeover step at which serve kills itself with
@@ -14,8 +14,8 @@ import (
 // daemon of a test pair, never in production. Unset: nothing.
 const faultKillEnv = "IPVSCTL_FAULT_KILL_AT"
 
-func faultKillAt(env *cliEnv) (server.TakeoverStep, bool) {
-	step, err := server.ParseTakeoverStep(env.getenv(faultKillEnv))
+func faultKillAt(env *cliEnv) (redundancy.TakeoverStep, bool) {
+	step, err := redundancy.ParseTakeoverStep(env.getenv(faultKillEnv))
 	if err != nil {
 		fmt.Fprintf(env.stderr, "ipvsctl serve: %s: %v\n", faultKillEnv, err)
 		return "", false
@@ -25,12 +25,12 @@ func faultKillAt(env *cliEnv) (server.TakeoverStep, bool) {
 
 // killAtStep is the redundancy hook that kills this process at step (nil
 // when step is none).
-func killAtStep(step server.TakeoverStep, log *slog.Logger) func(server.TakeoverStep) {
+func killAtStep(step redundancy.TakeoverStep, log *slog.Logger) func(redundancy.TakeoverStep) {
 	if step == "" {
 		return nil
 	}
 	log.Warn("this daemon kills itself with SIGKILL at a takeover step (fault injection)", "env", faultKillEnv, "step", string(step))
-	return func(at server.TakeoverStep) {
+	return func(at redundancy.TakeoverStep) {
 		if at != step {
 			return
 		}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/httpd"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 // NodeSettings returns the daemon's node settings and redundancy status.
@@ -63,7 +62,7 @@ func (c *Client) WaitState(ctx context.Context, after int64) (*server.PeerState,
 			c.base, httpd.MaxBody>>20)
 	}
 	h := resp.Header
-	ps := &server.PeerState{Head: store.Head{Author: h.Get(httpd.HeaderRevisionAuthor), Hash: h.Get(httpd.HeaderContentHash), Document: doc},
+	ps := &server.PeerState{Head: server.Head{Author: h.Get(httpd.HeaderRevisionAuthor), Hash: h.Get(httpd.HeaderContentHash), Document: doc},
 		Node: h.Get(httpd.HeaderNode)}
 	// An answer without a revision is not a director's (a proxy's page, another
 	// program on the port): taken as "the peer has nothing yet" it would be polled again at once, forever.
@@ -79,7 +78,7 @@ func (c *Client) WaitState(ctx context.Context, after int64) (*server.PeerState,
 	if ps.At, err = time.Parse(time.RFC3339Nano, h.Get(httpd.HeaderRevisionAt)); err != nil {
 		return nil, fmt.Errorf("the state of %s: %s %q is not a time", c.base, httpd.HeaderRevisionAt, h.Get(httpd.HeaderRevisionAt))
 	}
-	if store.DocumentHash(doc) != ps.Hash {
+	if server.DocumentHash(doc) != ps.Hash {
 		return nil, fmt.Errorf("the state of %s arrived damaged (its hash differs)", c.base)
 	}
 	return ps, nil

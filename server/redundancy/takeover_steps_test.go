@@ -1,4 +1,4 @@
-package server_test
+package redundancy_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/redundancy"
 )
 
 // The takeover steps the fault matrix kills a daemon at come once each, vip-added
@@ -28,7 +28,7 @@ func TestTakeoverStepsComeWhereNamed(t *testing.T) {
 	var seen []string
 	var from atomic.Int64 // b's log before the takeover watched
 	announced := func() bool { return strings.Contains(b.logs.String()[from.Load():], "fake: announced") }
-	b.atStep = func(st server.TakeoverStep) {
+	b.atStep = func(st redundancy.TakeoverStep) {
 		l, err := b.st.LoadLedger(ctx)
 		if err != nil {
 			t.Error(err)
@@ -41,12 +41,12 @@ func TestTakeoverStepsComeWhereNamed(t *testing.T) {
 		}
 		var what string
 		switch st { // what the step's name says, nothing of the steps that run beside it
-		case server.StepVIPAdded:
+		case redundancy.StepVIPAdded:
 			what = fmt.Sprintf("vip %v, ledger vips %d, intent %d, announced %v, sync daemons %v",
 				b.hasVIP(), len(l.VIPs), len(l.Intent), announced(), syncd)
-		case server.StepBeforeLedger:
+		case redundancy.StepBeforeLedger:
 			what = fmt.Sprintf("vip %v, ledger vips %d, announced %v", b.hasVIP(), len(l.VIPs), announced())
-		case server.StepSyncSwitch:
+		case redundancy.StepSyncSwitch:
 			what = fmt.Sprintf("vip %v, announced %v, sync daemons %v", b.hasVIP(), announced(), syncd)
 		}
 		mu.Lock()

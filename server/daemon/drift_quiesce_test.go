@@ -1,4 +1,4 @@
-package server
+package daemon
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
+	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -47,10 +48,10 @@ func TestQuiescingEveryServerIsNoDrift(t *testing.T) {
 	defer st.Close()
 	k := fakekernel.New()
 	checks := &fakeChecks{fail: map[string]string{}}
-	core := New(Config{Store: st, OpenKernel: func() (*KernelConn, error) {
-		return &KernelConn{Kernel: k, Close: func() {}}, nil
+	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) {
+		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
 	}})
-	d := NewDaemon(core, slog.New(slog.DiscardHandler))
+	d := New(core, st, slog.New(slog.DiscardHandler))
 	d.Interval, d.Poll, d.Snapshot = 20*time.Millisecond, 5*time.Millisecond, 10*time.Millisecond
 	d.Check = checks.run
 	var repairs, repaired atomic.Int64
@@ -65,7 +66,7 @@ func TestQuiescingEveryServerIsNoDrift(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := core.ApplyState(ctx, Actor{Name: "t", Via: "test"}, state, "test", WriteOptions{NoWait: true}); err != nil {
+	if _, err := core.ApplyState(ctx, server.Actor{Name: "t", Via: "test"}, state, "test", server.WriteOptions{NoWait: true}); err != nil {
 		t.Fatal(err)
 	}
 	weightsAre := func(w uint32) bool {
