@@ -47,6 +47,7 @@ type Director interface {
 	Health(ctx context.Context, q HealthQuery) ([]HealthReport, error)
 	CheckServer(ctx context.Context, a Actor, svcID, id string) (*CheckResult, error)
 	PrepareRealServers(ctx context.Context, a Actor, op string, sel RealServerSelection) (*RealServerReport, error)
+	TuneRealServers(ctx context.Context, a Actor, op string, req RealServerTuneRequest) (*RealServerTuneReport, error)
 }
 
 var _ Director = (*Core)(nil)

@@ -60,7 +60,7 @@ func commands() map[string]command {
 		"health": {summary: "show the real servers' health checks and their recent transitions", run: runHealth,
 			examples: map[string]string{"": "health web r1"}},
 		"realserver": {summary: "prepare real servers for DR/TUN/NAT", run: runRealserver, subs: []string{"push", "verify", "undo", "script", "apply", "tune"},
-			where: map[string]runsOn{"script": anywhere, "apply": onRealServer, "tune": overSSH},
+			where: map[string]runsOn{"script": anywhere, "apply": onRealServer},
 			examples: map[string]string{
 				"push":   "realserver push --rip 198.18.0.11,198.18.0.12 --vip 198.18.0.100 --mode dr-sysctl",
 				"verify": "realserver verify --rip 198.18.0.11 --vip 198.18.0.100 --mode dr-sysctl",

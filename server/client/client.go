@@ -318,6 +318,16 @@ func (c *Client) PrepareRealServers(ctx context.Context, _ server.Actor, op stri
 	return &rep, nil
 }
 
+// TuneRealServers has the daemon check, push or undo the real servers'
+// tuning with its own SSH settings (ipvsctl serve --ssh-*).
+func (c *Client) TuneRealServers(ctx context.Context, _ server.Actor, op string, req server.RealServerTuneRequest) (*server.RealServerTuneReport, error) {
+	var rep server.RealServerTuneReport
+	if _, err := c.do(ctx, "POST", "/api/v1/realservers/tune/"+esc(op), nil, nil, jsonBody(req), &rep); err != nil {
+		return nil, err
+	}
+	return &rep, nil
+}
+
 var _ server.Director = (*Client)(nil)
 
 func (c *Client) SetSettings(ctx context.Context, _ server.Actor, p server.SettingsPatch, o server.WriteOptions) (*server.WriteResult, error) {
