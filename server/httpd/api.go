@@ -83,6 +83,9 @@ func (a *api) routes() []auth.Route {
 		{Method: "PATCH", Pattern: p + "/node", Role: server.RoleFor("node set"), Handler: h(a.patchNode)},
 		{Method: "POST", Pattern: p + "/realservers/{op}", Role: server.RoleFor("realserver"), Handler: h(a.prepareRealServers)},
 		{Method: "POST", Pattern: p + "/realservers/tune/{op}", Role: server.RoleFor("realserver tune"), Handler: h(a.tuneRealServers)},
+		{Method: "GET", Pattern: p + "/loadtest/runs", Role: auth.Viewer, Handler: h(a.listLoadRuns)},
+		{Method: "POST", Pattern: p + "/loadtest/runs", Role: server.RoleFor("loadtest start"), Handler: h(a.startLoadRun)},
+		{Method: "POST", Pattern: p + "/loadtest/runs/{id}/end", Role: server.RoleFor("loadtest end"), Handler: h(a.endLoadRun)},
 	}
 }
 
