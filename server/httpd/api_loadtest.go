@@ -31,7 +31,7 @@ func (a *api) startLoadRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, run)
+	writeJSON(w, http.StatusOK, run)
 	return nil
 }
 
