@@ -119,8 +119,8 @@ while :; do
 		continue
 	fi
 	if grep -q '^LOADTEST-DONE' "$lab_dir/console.log"; then break; fi
-	if grep -q '^lab: .*\(failed\|did not\|stopped before\|must be\)' "$lab_dir/console.log"; then
-		grep '^lab: ' "$lab_dir/console.log" >&2
+	if grep -q '^LOADTEST-FAILED' "$lab_dir/console.log"; then
+		grep '^lab: \|^LOADTEST' "$lab_dir/console.log" >&2
 		stop_lab
 		die "the lab's load test failed (above)"
 	fi

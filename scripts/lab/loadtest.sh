@@ -10,14 +10,19 @@
 #            more, so that the spread between the two default runs shows how much is noise.
 # Each run is marked through the daemon's API (ipvsctl loadtest start/end), so the panel's Tuning page draws the
 # sampler's charts of it. Prints "LOADTEST ..." lines (a table; the same figures the runs are marked with), then
-# "LOADTEST-DONE". Uses guest.sh's in_ns, say, start_serve, stop_serve, $bin, $token.
+# "LOADTEST-DONE" (or "LOADTEST-FAILED why"). Uses guest.sh's in_ns, say, start_serve, stop_serve, $bin, $token.
 # shellcheck shell=bash
 
 lt_secs=$IPVSCTL_LAB_LOADTEST
-[[ $lt_secs =~ ^[1-9][0-9]*$ ]] && [ "$lt_secs" -le 120 ] || { say "IPVSCTL_LAB_LOADTEST must be 1..120 seconds, got '$lt_secs'"; exit 1; }
+[[ $lt_secs =~ ^[1-9][0-9]*$ ]] && [ "$lt_secs" -le 120 ] || lt_fail "IPVSCTL_LAB_LOADTEST must be 1..120 seconds, got '$lt_secs'"
 lt_test="lab $(date -u '+%Y-%m-%d %H:%M')"
 lt_tool="wrk -t2 -c64 -d${lt_secs}s --latency -H 'Connection: close'"
 api() { in_ns director "$bin" --server http://127.0.0.1:3636 --token "$token" "$@"; }
+# lt_fail: the load test cannot go on (scripts/loadtest.sh --lab watches for the line).
+lt_fail() {
+	echo "LOADTEST-FAILED $*"
+	exit 1
+}
 
 # cpu_now: the VM's busy, softirq and total jiffies (/proc/stat's first line: user nice system idle iowait irq
 # softirq steal ...). Director, client and real servers share the VM's CPUs.
@@ -27,12 +32,10 @@ cpu_now() { awk 'NR == 1 { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $
 lt_run() {
 	local phase=$1 label=$2 via=$3 svc=$4 url=$5 id out c0 c1 rps p50 p99 reqs errs entries buckets cpu soft
 	id=$(api loadtest start --test "$lt_test" --phase "$phase" --service "$svc" --tool "$lt_tool ($label)")
-	read -r -a c0 < <(cpu_now)
-	out=$(in_ns client wrk -t2 -c64 -d"${lt_secs}s" --timeout 5s --latency -H 'Connection: close' "$url" 2>&1) || {
-		say "wrk $url failed: $out"
-		exit 1
-	}
-	read -r -a c1 < <(cpu_now)
+	read -r -a c0 <<<"$(cpu_now)"
+	out=$(in_ns client wrk -t2 -c64 -d"${lt_secs}s" --timeout 5s --latency -H 'Connection: close' "$url" 2>&1) ||
+		lt_fail "wrk $url: $out"
+	read -r -a c1 <<<"$(cpu_now)"
 	rps=$(awk '/^Requests\/sec:/ { print $2 }' <<<"$out")
 	p50=$(awk '$1 == "50%" { print $2 }' <<<"$out")
 	p99=$(awk '$1 == "99%" { print $2 }' <<<"$out")
@@ -40,9 +43,9 @@ lt_run() {
 	errs=$(awk '/Socket errors:|Non-2xx/ { sub(/^ +/, ""); printf "%s%s", sep, $0; sep = "; " }' <<<"$out")
 	entries=$(($(in_ns director cat /proc/net/ip_vs_conn | wc -l) - 1))
 	buckets=$(sed -n 's/.*(size=\([0-9]*\)).*/\1/p' /proc/net/ip_vs | head -1)
-	read -r cpu soft < <(awk -v b="$((c1[0] - c0[0]))" -v s="$((c1[1] - c0[1]))" -v t="$((c1[2] - c0[2]))" \
-		'BEGIN { if (t <= 0) t = 1; printf "%.1f %.1f\n", 100 * b / t, 100 * s / t }')
-	[ -n "$rps" ] || { say "wrk printed no Requests/sec: $out"; exit 1; }
+	read -r cpu soft <<<"$(awk -v b="$((c1[0] - c0[0]))" -v s="$((c1[1] - c0[1]))" -v t="$((c1[2] - c0[2]))" \
+		'BEGIN { if (t <= 0) t = 1; printf "%.1f %.1f\n", 100 * b / t, 100 * s / t }')"
+	[ -n "$rps" ] || lt_fail "wrk printed no Requests/sec: $out"
 	api loadtest end "$id" --rps "$rps" --p50 "${p50:-0s}" --p99 "${p99:-0s}" --cpu "$cpu" --softirq "$soft" \
 		--entries "$entries" --buckets "${buckets:-0}" --requests "${reqs:-0}" ${errs:+--errors "$errs"} >/dev/null
 	printf 'LOADTEST %-8s %-4s %10s %9s %9s %6s%% %6s%% %8s %8s %s\n' "$label" "$via" "$rps" "$p50" "$p99" "$cpu" "$soft" \
@@ -66,7 +69,7 @@ lt_reload() {
 		mods=$(awk '$1 ~ /^ip_vs_/ { print $1 }' /proc/modules)
 		# shellcheck disable=SC2086 # one word a module
 		modprobe -r $mods ip_vs 2>/dev/null && break
-		[ "$try" -lt 120 ] || { say "modprobe -r ip_vs failed for 60 s: $(lsmod | grep ip_vs)"; exit 1; }
+		[ "$try" -lt 120 ] || lt_fail "modprobe -r ip_vs did not succeed in 60 s: $(lsmod | grep ip_vs)"
 		sleep 0.5
 	done
 	modprobe ip_vs
