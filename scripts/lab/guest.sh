@@ -104,7 +104,8 @@ token=$(in_ns director "$bin" token create --user admin --name lab 2>/dev/null)
 # Plain HTTP: the lab's only way in is the VM's port forwarded to the host's loopback (see scripts/lab.sh).
 start_serve() {
 	say "director: ipvsctl serve --listen :3636 --plain-http"
-	in_ns director "$bin" serve --listen :3636 --plain-http --interval 5s 2>&1 &
+	# Not through in_ns (a function: its subshell's pid is not serve's): ip netns exec execs serve itself.
+	ip netns exec director "$bin" serve --listen :3636 --plain-http --interval 5s 2>&1 &
 	serve=$!
 	for try in $(seq 120); do
 		in_ns director "$bin" --server http://127.0.0.1:3636 --token "$token" status >/dev/null 2>&1 && return 0

@@ -36,7 +36,8 @@ type loadLine struct {
 // served, the table resized by the apply and back after the undo), the SVG
 // chart, the same runs with the same figures marked through the daemon's API
 // and audited, and the panel's Tuning page drawing them with the sampler's
-// charts (saved as lab-loadtest.png); then stops the lab.
+// charts (saved as lab-loadtest.png); then stops the lab. IPVSCTL_LOADTEST_SVG
+// names where the chart is kept.
 func TestLabLoadTest(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testenv.Need(t, "the lab runs as root")
@@ -58,7 +59,10 @@ func TestLabLoadTest(t *testing.T) {
 		t.Fatal(err)
 	}
 	script, _ := filepath.Abs("../loadtest.sh")
-	svg := filepath.Join(t.TempDir(), "loadtest.svg")
+	svg := os.Getenv("IPVSCTL_LOADTEST_SVG") // where the chart goes (the README's: docs/loadtest-lab.svg)
+	if svg == "" {
+		svg = filepath.Join(t.TempDir(), "loadtest.svg")
+	}
 	cmd := exec.Command(script, "--lab", "--keep", "--port", port, "--svg", svg, strconv.Itoa(secs))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	t.Cleanup(func() { exec.Command(lab, "--stop").Run() })
