@@ -57,11 +57,11 @@ END {
 	ns = 0; split("default tuned again", all, " ")
 	for (i = 1; i <= 3; i++) if (have[all[i]]) set[++ns] = all[i]
 	col["default"] = "#9aa5b1"; col["tuned"] = "#2f6fdf"; col["again"] = "#c7ced6"
-	name["default"] = "kernel defaults"; name["tuned"] = "after ipvsctl tune apply (and real-server floors)"; name["again"] = "defaults again (after tune undo)"
+	name["default"] = "defaults"; name["tuned"] = "tuned (tune apply, real-server floors)"; name["again"] = "defaults again (tune undo)"
 	bw = (ns == 3 ? 36 : 50); w = 640; h = 300
 	print "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" w "\" height=\"" h "\" font-family=\"sans-serif\" font-size=\"12\">"
 	print "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>"
-	print "<text x=\"10\" y=\"18\" font-size=\"14\" font-weight=\"bold\">Load test through the director (" where ", wrk, " secs " s a run, a new connection per request)</text>"
+	print "<text x=\"10\" y=\"18\" font-size=\"14\" font-weight=\"bold\">Load test (" where "): wrk, " secs " s a run, a new connection per request</text>"
 	split("DR NAT", via, " ")
 	for (g = 0; g < 2; g++) {
 		x0 = 40 + g * 300; base = 250; top = 66
