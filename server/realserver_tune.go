@@ -7,6 +7,7 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/arpguard"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/tune"
+	"github.com/ipvsctl/ipvsctl/server/realserver"
 )
 
 // Real-server tuning over SSH (`ipvsctl realserver tune`, POST
@@ -57,7 +58,7 @@ func (c *Core) TuneRealServers(ctx context.Context, a Actor, op string, req Real
 	if len(req.Targets) > 0 {
 		targets = req.Targets
 		// A target's VIPs and mode do not matter to tuning: only its address and SSH port.
-		if err := badInput(CheckTargets(targets, false)); err != nil {
+		if err := badInput(realserver.CheckTargets(targets, false)); err != nil {
 			return nil, err
 		}
 	} else if targets, rep.Skipped, err = c.stateTargets(ctx, req.RIPs); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/tune"
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/client"
+	"github.com/ipvsctl/ipvsctl/server/realserver"
 	"github.com/ipvsctl/ipvsctl/server/store"
 	"golang.org/x/crypto/ssh"
 )
@@ -64,7 +65,7 @@ func runRealserverTune(env *cliEnv, args []string) int {
 	}
 	var req server.RealServerTuneRequest
 	if *rips != "" {
-		targets, err := server.TargetList{RIPs: splitList(*rips), SSHPort: *sshPort, Mode: "dr-sysctl"}.Targets(false)
+		targets, err := realserver.TargetList{RIPs: splitList(*rips), SSHPort: *sshPort, Mode: "dr-sysctl"}.Targets(false)
 		if err != nil {
 			return env.fail(name, err, true)
 		}
