@@ -15,7 +15,6 @@ import (
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/client"
 	"github.com/ipvsctl/ipvsctl/server/realserver"
-	"github.com/ipvsctl/ipvsctl/server/store"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -104,20 +103,17 @@ func runRealserverTune(env *cliEnv, args []string) int {
 	}
 	log := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	// The run is audited in the state database; without it (and with --rip) the real servers are still tuned.
-	st, err := store.Open(ctx, g.db)
-	if err != nil {
-		if len(req.Targets) == 0 {
-			return env.fail(name, fmt.Errorf("no --rip, and the stored state's real servers cannot be read: %w", err), false)
-		}
-		log.Error("the run is not audited", "err", err)
-		st = nil
-	} else {
-		defer st.Close()
-	}
-	core := server.New(server.Config{Store: st, Log: log, RealServerSSH: server.RealServerSSH{SSHConfig: arpguard.SSHConfig{
+	core, open, closeDB := sshCore(ctx, g.db, log, arpguard.SSHConfig{
 		User: *sf.user, Signers: []ssh.Signer{signer}, KnownHostsFile: *sf.knownHosts, AcceptNewHostKeys: *sf.acceptNew,
 		Sudo: arpguard.SudoMode(*sf.sudo), Parallel: *sf.parallel, Timeout: *sf.timeout, Paths: arpguard.DefaultPaths(), Logger: log,
-	}}})
+	})
+	defer closeDB()
+	if open != nil {
+		if len(req.Targets) == 0 {
+			return env.fail(name, fmt.Errorf("no --rip, and the stored state's real servers cannot be read: %w", open), false)
+		}
+		log.Error("the run is not audited", "err", open)
+	}
 	if rep, err = core.TuneRealServers(ctx, actor, verb, req); err != nil {
 		return env.fail(name, err, false)
 	}
