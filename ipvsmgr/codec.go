@@ -439,6 +439,9 @@ func (d *fastDecoder) service(s *Service) {
 		case "quorum":
 			d.once(seen, 17)
 			s.Quorum = d.int()
+		case "group":
+			d.once(seen, 18)
+			s.Group = d.str()
 		case "servers":
 			d.once(seen, 14)
 			if d.null() {
@@ -621,6 +624,7 @@ func AppendService(b []byte, s *Service) []byte {
 		o.b = append(o.b, '}')
 	}
 	o.num("quorum", int64(s.Quorum))
+	o.str("group", s.Group)
 	o.field("servers")
 	if s.Servers == nil {
 		o.b = append(o.b, "null"...)

@@ -182,6 +182,9 @@ func (v *validator) compileService(field string, svc *Service, network string) (
 	if svc.Name != "" {
 		v.name(field+".name", svc.Name)
 	}
+	if svc.Group != "" {
+		v.groupName(field+".group", svc.Group)
+	}
 	vs, vipAddr, ok := v.service(field, svc, network)
 	if !ok {
 		return nil, false

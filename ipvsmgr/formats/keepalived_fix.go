@@ -108,6 +108,10 @@ func (k *kaImporter) service(v *kaVS, t kaTarget) error {
 	svc := v.svc
 	svc.SchedulerFlags = slices.Clone(v.svc.SchedulerFlags)
 	svc.Address, svc.Port, svc.FWMark = t.addr, t.port, t.fwmark
+	if v.group != nil {
+		svc.Group = v.group.name
+		lines[field+".group"] = v.n.line
+	}
 	if t.fwmark > 0 {
 		svc.Protocol = ""
 		delete(lines, field+".protocol")
