@@ -279,3 +279,7 @@ func EncodeEscapes(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, "\r", `\r`, "\n", `\n`, "\t", `\t`)
 	return r.Replace(s)
 }
+
+// MergedCheck is the check a server runs: the service's with the server's
+// fields laid over it.
+func MergedCheck(svc, srv *Check) Check { return mergeChecks(svc, srv) }
