@@ -17,7 +17,7 @@ import (
 // collected from public repositories. Each file either imports, with the
 // counts and warnings of NAME.report, or is refused at a line, with the
 // message of NAME.error; what imports round-trips: exported in its own
-// format (JSON for keepalived, which has no exporter) and imported again,
+// format and imported again,
 // it is the same document.
 func TestCorpus(t *testing.T) {
 	formats := map[string]string{"keepalived": FormatKeepalived, "lvs.cf": FormatLVSCF, "ipvsadm": FormatIpvsadm}
