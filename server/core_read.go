@@ -127,6 +127,8 @@ func (c *Core) Export(ctx context.Context, format string, w io.Writer) error {
 type ImportResult struct {
 	*WriteResult
 	Imported []ipvsmgr.ImportedKey `json:"imported"`
+	// Report is what the import read (import_report.go).
+	Report *ImportReport `json:"report,omitempty"`
 }
 
 // ParseImport reads another tool's configuration into a state, validated.
