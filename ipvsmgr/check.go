@@ -12,7 +12,8 @@ import (
 // overrides the service's. A zero or absent field is "not set": the server
 // inherits it, and a field nobody sets takes its default (CheckDefaults).
 type Check struct {
-	// Type is tcp, http, https, send_expect, dns, exec, agent, smtp or none.
+	// Type is tcp, http, https, send_expect, dns, exec, agent, smtp, ping,
+	// file or none.
 	Type string `json:"type,omitempty"`
 	// Interval and Timeout are seconds (fractions allowed, down to 0.1).
 	Interval float64 `json:"interval,omitempty"`
@@ -73,11 +74,23 @@ type Check struct {
 	// UseRegex ("*": any output).
 	Command       Argv  `json:"command,omitempty"`
 	DynamicWeight *bool `json:"dynamic_weight,omitempty"`
+
+	// ping (keepalived's PING_CHECK): an ICMP echo to the server (or
+	// Address), passing on the reply.
+
+	// file (keepalived's FILE_CHECK with its track_file): File holds a
+	// number, read each interval; FileWeight (default 1, -65535..65535)
+	// multiplies it, negated with FileReverse. With FileWeight 0 a non-zero
+	// number is down (zero with FileReverse); else a product of -65535 or
+	// less is down and any other is added to the server's weight.
+	File        string `json:"file,omitempty"`
+	FileWeight  *int   `json:"file_weight,omitempty"`
+	FileReverse *bool  `json:"file_reverse,omitempty"`
 }
 
 // CheckTypes lists the check types.
 func CheckTypes() []string {
-	return []string{"tcp", "http", "https", "send_expect", "dns", "exec", "agent", "smtp", "none"}
+	return []string{"tcp", "http", "https", "send_expect", "dns", "exec", "agent", "smtp", "ping", "file", "none"}
 }
 
 // Check defaults, for what neither a service's nor a server's check sets.
@@ -240,6 +253,13 @@ func mergeChecks(svc, srv *Check) Check {
 	}
 	if srv.DynamicWeight != nil {
 		out.DynamicWeight = srv.DynamicWeight
+	}
+	set(&out.File, srv.File)
+	if srv.FileWeight != nil {
+		out.FileWeight = srv.FileWeight
+	}
+	if srv.FileReverse != nil {
+		out.FileReverse = srv.FileReverse
 	}
 	return out
 }

@@ -50,6 +50,10 @@ type CheckSpec struct {
 
 	Command       []string // %h and %p substituted
 	DynamicWeight bool
+
+	File        string `json:",omitempty"`
+	FileWeight  int    `json:",omitempty"`
+	FileReverse bool   `json:",omitempty"`
 }
 
 // Key is a canonical text of the spec: equal specs have equal keys.
@@ -353,6 +357,15 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 		}
 	}
 	only("dynamic_weight", c.DynamicWeight != nil, "exec")
+	only("file", c.File != "", "file")
+	if c.File != "" && (!strings.HasPrefix(c.File, "/") || strings.IndexByte(c.File, 0) >= 0) {
+		v.addf(field+".file", "%q is not an absolute path", c.File)
+	}
+	only("file_weight", c.FileWeight != nil, "file")
+	if c.FileWeight != nil {
+		v.rangeCheck(field+".file_weight", *c.FileWeight, -65535, 65535)
+	}
+	only("file_reverse", c.FileReverse != nil, "file")
 }
 
 func validDNSName(s string) bool {
@@ -397,7 +410,7 @@ func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *Server
 			v.addf(where+".port", "missing: an agent check needs the agent's port")
 			ok = false
 		}
-	case "exec":
+	case "exec", "ping", "file":
 	default:
 		if port == 0 {
 			v.addf(where+".port", "missing: a fwmark service's real servers have no port to check; set one")
@@ -437,6 +450,19 @@ func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *Server
 		}
 	case "smtp":
 		spec.Name = cmp.Or(c.Name, "localhost")
+	case "ping":
+		spec.Target = netip.AddrPortFrom(addr, 0) // one echo per address
+	case "file":
+		if c.File == "" {
+			v.addf(where+".file", "missing: a file check needs the file to read")
+			ok = false
+		}
+		spec.File, spec.FileWeight = c.File, 1
+		if c.FileWeight != nil {
+			spec.FileWeight = *c.FileWeight
+		}
+		spec.FileReverse = c.FileReverse != nil && *c.FileReverse
+		spec.Target = netip.AddrPortFrom(addr, port)
 	case "exec":
 		if len(c.Command) == 0 {
 			v.addf(where+".command", "missing: an exec check needs a command")

@@ -755,6 +755,12 @@ func appendCheck(b []byte, c *Check) []byte {
 	o.str("rcode", c.RCode)
 	list(o, "command", c.Command, appendString)
 	o.boolean("dynamic_weight", c.DynamicWeight)
+	o.str("file", c.File)
+	if c.FileWeight != nil {
+		o.field("file_weight")
+		o.b = strconv.AppendInt(o.b, int64(*c.FileWeight), 10)
+	}
+	o.boolean("file_reverse", c.FileReverse)
 	return append(o.b, '}')
 }
 
