@@ -29,6 +29,8 @@ type kaImporter struct {
 	// used are the groups a virtual_server names: their services carry
 	// the group's name (Service.Group), so their text is not kept.
 	used map[string]bool
+	// trackFiles are the track_file blocks, by name, for FILE_CHECK.
+	trackFiles map[string]*kaNode
 }
 
 func (k *kaImporter) errf(line int, format string, args ...any) error {
@@ -71,10 +73,13 @@ func parseKeepalived(data []byte, im *importer) (*ipvsmgr.State, lineIndex, erro
 	}
 	// keepalived links a virtual_server to its group once all is read: a
 	// group may come after the virtual_server that names it.
-	k.used = map[string]bool{}
+	k.used, k.trackFiles = map[string]bool{}, map[string]*kaNode{}
 	for _, n := range nodes {
 		if n.word(0) == "virtual_server" && n.word(1) == "group" {
 			k.used[n.word(2)] = true
+		}
+		if (n.word(0) == "track_file" || n.word(0) == "vrrp_track_file") && n.block && k.trackFiles[n.word(1)] == nil {
+			k.trackFiles[n.word(1)] = n
 		}
 	}
 	for _, n := range nodes {

@@ -39,6 +39,8 @@ var kaCheckers = map[string]struct {
 	"DNS_CHECK":  {"dns", 3},
 	"UDP_CHECK":  {"send_expect", 1},
 	"SMTP_CHECK": {"smtp", 1},
+	"PING_CHECK": {"ping", 1},
+	"FILE_CHECK": {"file", 0}, // read by fileCheck: no timing of its own
 }
 
 // kaCheckerKeywords are what keepalived knows inside each checker block
@@ -55,6 +57,8 @@ var kaCheckerKeywords = func() map[string]map[string]bool {
 		"DNS_CHECK":  words(common + "type name"),
 		"UDP_CHECK":  words(common + "payload require_reply min_reply_length max_reply_length"),
 		"SMTP_CHECK": words(common + "helo_name host"),
+		"PING_CHECK": words(common),
+		"FILE_CHECK": words("track_file weight"),
 	}
 }()
 
@@ -64,7 +68,7 @@ var kaURLKeywords = words("path digest status_code virtualhost regex regex_no_ma
 
 // kaOtherCheckers are keepalived's checkers with no ipvsctl check yet: kept
 // whole.
-var kaOtherCheckers = words("PING_CHECK FILE_CHECK BFD_CHECK")
+var kaOtherCheckers = words("BFD_CHECK")
 
 // kaDropped is a checker keepalived ignores with a warning (an HTTP_GET
 // with no url, a MISC_CHECK with no script): neither mapped nor kept.
@@ -128,6 +132,9 @@ func (k *kaImporter) checker(scope string, n *kaNode, inherited kaCheckSettings)
 	kind, ok := kaCheckers[n.word(0)]
 	if !ok {
 		return nil, nil
+	}
+	if kind.typ == "file" {
+		return k.fileCheck(scope, n)
 	}
 	r := &kaChecker{k: k, n: n, typ: kind.typ, scope: scope + " " + n.header(), s: inherited,
 		c: &ipvsmgr.Check{Type: kind.typ}, lines: map[string]int{"": n.line, "type": n.line}}

@@ -39,6 +39,7 @@ func exportKeepalived(st *ipvsmgr.State, w io.Writer) error {
 	if err := x.globals(); err != nil {
 		return err
 	}
+	x.trackFileBlocks()
 	written := map[string]bool{}
 	for _, b := range blocks {
 		if b.group != "" && !written[b.group] {
@@ -58,6 +59,10 @@ type kaExporter struct {
 	kept     *kaKept
 	w        *bufio.Writer
 	problems []string
+	// trackFiles names the file of each file check: a kept track_file
+	// that reads it, or one the export writes.
+	trackFiles map[string]string
+	newTracks  []string
 }
 
 func (x *kaExporter) bad(format string, args ...any) {
@@ -536,7 +541,7 @@ func (x *kaExporter) realServer(svc *ipvsmgr.Service, j int, field, vsHeader str
 }
 
 var kaCheckerNames = map[string]string{"tcp": "TCP_CHECK", "http": "HTTP_GET", "https": "SSL_GET", "exec": "MISC_CHECK",
-	"dns": "DNS_CHECK", "send_expect": "UDP_CHECK", "smtp": "SMTP_CHECK"}
+	"dns": "DNS_CHECK", "send_expect": "UDP_CHECK", "smtp": "SMTP_CHECK", "ping": "PING_CHECK", "file": "FILE_CHECK"}
 
 // checker writes one checker block, its timing explicit: keepalived's
 // defaults are not ipvsctl's.
@@ -545,15 +550,20 @@ func (x *kaExporter) checker(c *ipvsmgr.Check, field, rsScope string) {
 		return
 	}
 	name, ok := kaCheckerNames[c.Type]
-	if !ok || c.Type == "send_expect" && c.Protocol != "udp" {
-		x.bad("%s.type: keepalived has no %s check", field, cmp.Or(c.Protocol, "tcp")+" "+c.Type)
+	if !ok {
+		x.bad("%s.type: keepalived has no %s check", field, c.Type)
 		return
 	}
-	if c.Type != "send_expect" && c.Type != "http" && c.Type != "https" && c.Type != "exec" && c.Type != "dns" && c.Type != "smtp" && c.Type != "tcp" {
+	if c.Type == "send_expect" && c.Protocol != "udp" {
+		x.bad("%s.type: keepalived has no %s send_expect check (its UDP_CHECK is udp)", field, cmp.Or(c.Protocol, "tcp"))
 		return
 	}
 	x.checkerProblems(c, field)
 	w := x.w
+	if c.Type == "file" {
+		x.fileChecker(c, field, rsScope)
+		return
+	}
 	fmt.Fprintf(w, "        %s {\n", name)
 	in := "            "
 	if c.Address != "" {
@@ -701,4 +711,65 @@ func kaStatusList(codes []int) string {
 // kaKeptBlock tells a kept block (its value its text) from a statement.
 func kaKeptBlock(k ipvsmgr.ImportedKey) bool {
 	return strings.HasPrefix(strings.TrimLeft(k.Value, " \t"), k.Key) && strings.HasSuffix(k.Value, "}")
+}
+
+// trackFileBlocks names the file of every file check: by the kept
+// track_file that reads it (written with the globals), else by a
+// track_file written here.
+func (x *kaExporter) trackFileBlocks() {
+	x.trackFiles = map[string]string{}
+	for _, k := range x.kept.top {
+		f := strings.Fields(k.Key)
+		if len(f) != 2 || f[0] != "track_file" && f[0] != "vrrp_track_file" || !kaKeptBlock(k) {
+			continue
+		}
+		for _, l := range strings.Split(k.Value, "\n") {
+			if w := strings.Fields(l); len(w) >= 2 && w[0] == "file" {
+				if p := strings.Join(w[1:], " "); x.trackFiles[p] == "" {
+					x.trackFiles[p] = f[1]
+				}
+			}
+		}
+	}
+	for i := range x.st.Services {
+		svc := &x.st.Services[i]
+		for j := range svc.Servers {
+			c := ipvsmgr.MergedCheck(svc.Check, svc.Servers[j].Check)
+			if c.Type != "file" || x.trackFiles[c.File] != "" {
+				continue
+			}
+			name := fmt.Sprintf("ipvsctl_file_%d", len(x.newTracks)+1)
+			x.trackFiles[c.File] = name
+			x.newTracks = append(x.newTracks, name)
+			fmt.Fprintf(x.w, "track_file %s {\n    file %s\n}\n", name, kaWord(c.File))
+		}
+	}
+}
+
+// fileChecker writes a file check as FILE_CHECK: keepalived acts on each
+// change of the file, so only rise and fall 1 can be said.
+func (x *kaExporter) fileChecker(c *ipvsmgr.Check, field, rsScope string) {
+	if f := cmp.Or(c.Fall, ipvsmgr.DefaultCheckFall); f != 1 {
+		x.bad("%s.fall: %d: keepalived's FILE_CHECK acts on one reading of the file (fall 1)", field, f)
+	}
+	w := x.w
+	fmt.Fprintf(w, "        FILE_CHECK {\n            track_file %s\n", x.trackFiles[c.File])
+	weight := 1
+	if c.FileWeight != nil {
+		weight = *c.FileWeight
+	}
+	rev := ""
+	if c.FileReverse != nil && *c.FileReverse {
+		rev = " reverse"
+	}
+	if weight == 0 {
+		// FILE_CHECK's weight 0 means "the track_file's" (1 unless it
+		// says): a track_file of weight 0 is needed.
+		x.bad("%s.file_weight: 0: written to keepalived only on its track_file, which this export does not rewrite", field)
+	}
+	fmt.Fprintf(w, "            weight %d%s\n", weight, rev)
+	for _, k := range x.kept.byScope[rsScope+" FILE_CHECK"] {
+		x.keptKey("            ", k)
+	}
+	w.WriteString("        }\n")
 }

@@ -152,9 +152,10 @@ func TestKeepalivedExportPassesKeepalivedConfigTest(t *testing.T) {
 		t.Fatalf("re-import: %v\n%s", err, out.String())
 	}
 	// keepalived has no names (they are comments); its global_defs, made
-	// for lvs_timeouts, is kept by the import as any global_defs is.
-	if len(back.Imported) != 1 || back.Imported[0].Key != "global_defs" {
-		t.Errorf("re-imported keeps %+v, want the global_defs only", back.Imported)
+	// for lvs_timeouts, and the track_file of the file check are kept by
+	// the import as any are.
+	if len(back.Imported) != 2 || back.Imported[0].Key != "global_defs" || back.Imported[1].Key != "track_file ipvsctl_file_1" {
+		t.Errorf("re-imported keeps %+v, want the global_defs and the file check's track_file", back.Imported)
 	}
 	noNames := cmpopts.IgnoreFields(ipvsmgr.Service{}, "Name")
 	if d := cmp.Diff(st, back, cmpopts.EquateEmpty(), noNames, cmpopts.IgnoreFields(ipvsmgr.Server{}, "Name"), cmpopts.IgnoreFields(ipvsmgr.State{}, "Imported")); d != "" {
@@ -197,6 +198,12 @@ func madeState() *ipvsmgr.State {
 				Servers: []ipvsmgr.Server{{Address: "198.18.3.1", Weight: w(1), Tunnel: "gue", TunnelPort: 6080}}},
 			{FWMark: 7, Scheduler: "lc", Forwarding: "dr",
 				Servers: []ipvsmgr.Server{{Address: "198.18.4.1", Weight: w(1)}}},
+			{Protocol: "tcp", Address: "198.18.0.14", Port: 3306, Scheduler: "wlc", Forwarding: "dr",
+				Servers: []ipvsmgr.Server{
+					{Address: "198.18.5.1", Weight: w(10), Check: check(ipvsmgr.Check{Type: "ping"})},
+					{Address: "198.18.5.2", Weight: w(10), Check: &ipvsmgr.Check{Type: "file", File: "/run/ipvsctl-test/db2.weight", FileWeight: w(-5), FileReverse: yes,
+						Interval: 1, Rise: 1, Fall: 1, StartHealthy: yes}},
+				}},
 		},
 	}
 }
