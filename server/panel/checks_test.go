@@ -121,6 +121,12 @@ func TestCheckFormRoundTripsEveryType(t *testing.T) {
 				c.Command, c.DynamicWeight = ipvsmgr.Argv{"/bin/true", "%h", "%p", "two words", "it's"}, &yes
 			})},
 		{"agent", nil, with("agent", nil)},
+		{"ping", nil, with("ping", nil)},
+		{"file", []string{"check_file", "/run/ipvsctl-test/web.weight", "check_file_weight", "-5", "check_file_reverse", "yes"},
+			with("file", func(c *ipvsmgr.Check) {
+				minus5 := -5
+				c.File, c.FileWeight, c.FileReverse = "/run/ipvsctl-test/web.weight", &minus5, &yes
+			})},
 		{"none", nil, ipvsmgr.Check{Type: "none", OnFailure: "quiesce"}},
 	}
 	for _, c := range cases {
@@ -268,6 +274,10 @@ func TestCheckFormErrorsBesideFields(t *testing.T) {
 		{"/services/web", svc("check_type", "tcp", "check_start_healthy", "maybe"), "check_start_healthy", "not yes or no"},
 		{"/services/web", svc("check_type", "tcp", "check_slow_start", "-3"), "check_slow_start", "out of range"},
 		{"/services/web", svc("check_type", "telnet"), "check_type", "not a check type"},
+		{"/services/web", svc("check_type", "file", "check_file", "weights/web"), "check_file", "is not an absolute path"},
+		{"/services/web", svc("check_type", "file", "check_file", "/run/w", "check_file_weight", "70000"), "check_file_weight", "70000 is out of range -65535..65535"},
+		{"/services/web", svc("check_type", "file", "check_file", "/run/w", "check_file_weight", "heavy"), "check_file_weight", "not a whole number"},
+		{"/services/web", svc("check_type", "file", "check_file", "/run/w", "check_file_reverse", "perhaps"), "check_file_reverse", "not yes or no"},
 		{"/services/web", svc("check_type", "tcp", "check_port", "70000"), "check_port", "out of range 1..65535"},
 		{"/services/web", svc("check_type", "tcp", "sorry_server_address", "not-an-ip"), "sorry_server_address", "not an IP address"},
 		{"/services/web", svc("check_type", "tcp", "sorry_server_address", "198.18.0.50", "sorry_server_port", "8080"), "sorry_server_port", "only nat"},
