@@ -39,6 +39,9 @@ type Check struct {
 	SlowStart *float64 `json:"slow_start,omitempty"`
 	// StartHealthy puts a newly added server in before its first pass.
 	StartHealthy *bool `json:"start_healthy,omitempty"`
+	// Warmup bounds the random delay before a new server's first check
+	// (keepalived's warmup), seconds: absent, the interval; 0, at once.
+	Warmup *float64 `json:"warmup,omitempty"`
 
 	// http and https.
 	Method       string `json:"method,omitempty"`
@@ -227,6 +230,9 @@ func mergeChecks(svc, srv *Check) Check {
 	}
 	if srv.StartHealthy != nil {
 		out.StartHealthy = srv.StartHealthy
+	}
+	if srv.Warmup != nil {
+		out.Warmup = srv.Warmup
 	}
 	set(&out.Method, srv.Method)
 	set(&out.Path, srv.Path)

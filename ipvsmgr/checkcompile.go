@@ -27,6 +27,8 @@ type CheckSpec struct {
 	// 0: Interval.
 	FastInterval time.Duration `json:",omitempty"`
 	DownInterval time.Duration `json:",omitempty"`
+	// Warmup bounds the random delay of the first check; nil: Interval.
+	Warmup *time.Duration `json:",omitempty"`
 	Rise         int
 	Fall         int
 
@@ -287,6 +289,9 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 	if c.SlowStart != nil && (*c.SlowStart < 0 || *c.SlowStart > 86400) {
 		v.addf(field+".slow_start", "%v is out of range 0..86400 seconds", *c.SlowStart)
 	}
+	if c.Warmup != nil && (*c.Warmup < 0 || *c.Warmup > 86400 || math.IsNaN(*c.Warmup)) {
+		v.addf(field+".warmup", "%v is out of range 0..86400 seconds", *c.Warmup)
+	}
 	only := func(leaf string, set bool, types ...string) {
 		if set && typ != "" && !slices.Contains(types, typ) {
 			v.addf(field+"."+leaf, "only for %s checks, not %s", strings.Join(types, " and "), typ)
@@ -393,6 +398,10 @@ func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *Server
 	spec.DownInterval = seconds(c.DownInterval, 0)
 	spec.Timeout = seconds(c.Timeout, DefaultCheckTimeout)
 	spec.Rise, spec.Fall = cmp.Or(c.Rise, DefaultCheckRise), cmp.Or(c.Fall, DefaultCheckFall)
+	if c.Warmup != nil {
+		w := time.Duration(math.Round(*c.Warmup * float64(time.Second)))
+		spec.Warmup = &w
+	}
 	addr := key.Addr
 	if c.Address != "" {
 		if a, err := parseAddr(c.Address); err == nil {

@@ -739,6 +739,10 @@ func appendCheck(b []byte, c *Check) []byte {
 		o.b = appendFloat(o.b, *c.SlowStart)
 	}
 	o.boolean("start_healthy", c.StartHealthy)
+	if c.Warmup != nil {
+		o.field("warmup")
+		o.b = appendFloat(o.b, *c.Warmup)
+	}
 	o.str("method", c.Method)
 	o.str("path", c.Path)
 	o.str("host", c.Host)

@@ -78,7 +78,7 @@ var kaDropped = &kaCheck{}
 // and a real_server set for the checkers under them.
 type kaCheckSettings struct {
 	delayLoop, connectTimeout, retry *kaNode
-	delayBeforeRetry                 *kaNode
+	delayBeforeRetry, warmup         *kaNode
 	inhibit, virtualhost             *kaNode
 	alpha                            bool
 }
@@ -95,6 +95,8 @@ func (s *kaCheckSettings) setting(c *kaNode) bool {
 		s.retry = c
 	case "delay_before_retry":
 		s.delayBeforeRetry = c
+	case "warmup":
+		s.warmup = c
 	case "inhibit_on_failure":
 		s.inhibit = c
 	case "virtualhost":
@@ -427,6 +429,17 @@ func (k *kaImporter) timing(c *ipvsmgr.Check, defaultRetry int, s kaCheckSetting
 			c.FastInterval = 0
 			delete(lines, "fast_interval")
 		}
+	}
+	if s.warmup != nil {
+		// keepalived's default warmup is the delay_loop, as ipvsctl's.
+		w, l, err := seconds(s.warmup, 0)
+		if err != nil {
+			return err
+		}
+		if w < 0 {
+			return k.errf(s.warmup.line, "warmup %q: want a number of seconds", s.warmup.word(1))
+		}
+		c.Warmup, lines["warmup"] = &w, l
 	}
 	retry := defaultRetry
 	lines["fall"] = line

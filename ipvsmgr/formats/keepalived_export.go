@@ -583,6 +583,9 @@ func (x *kaExporter) checker(c *ipvsmgr.Check, field, rsScope string) {
 	if c.FastInterval != 0 {
 		fmt.Fprintf(w, "%sdelay_before_retry %s\n", in, kaSeconds(c.FastInterval))
 	}
+	if c.Warmup != nil {
+		fmt.Fprintf(w, "%swarmup %s\n", in, kaSeconds(*c.Warmup))
+	}
 	if c.StartHealthy == nil || !*c.StartHealthy {
 		fmt.Fprintf(w, "%salpha\n", in)
 	}

@@ -173,6 +173,7 @@ func madeState() *ipvsmgr.State {
 		c.Interval, c.Timeout, c.Rise, c.Fall, c.StartHealthy = timing.Interval, timing.Timeout, timing.Rise, timing.Fall, timing.StartHealthy
 		return &c
 	}
+	warmup := 1.5
 	return &ipvsmgr.State{
 		Settings: ipvsmgr.Settings{TCPTimeout: 900, UDPTimeout: 60},
 		Services: []ipvsmgr.Service{
@@ -200,7 +201,7 @@ func madeState() *ipvsmgr.State {
 				Servers: []ipvsmgr.Server{{Address: "198.18.4.1", Weight: w(1)}}},
 			{Protocol: "tcp", Address: "198.18.0.14", Port: 3306, Scheduler: "wlc", Forwarding: "dr",
 				Servers: []ipvsmgr.Server{
-					{Address: "198.18.5.1", Weight: w(10), Check: check(ipvsmgr.Check{Type: "ping"})},
+					{Address: "198.18.5.1", Weight: w(10), Check: check(ipvsmgr.Check{Type: "ping", Warmup: &warmup})},
 					{Address: "198.18.5.2", Weight: w(10), Check: &ipvsmgr.Check{Type: "file", File: "/run/ipvsctl-test/db2.weight", FileWeight: w(-5), FileReverse: yes,
 						Interval: 1, Rise: 1, Fall: 1, StartHealthy: yes}},
 				}},

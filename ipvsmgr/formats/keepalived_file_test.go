@@ -31,6 +31,7 @@ virtual_server 198.18.0.1 80 {
             delay_loop 3
             connect_timeout 1
             retry 2
+            warmup 0
         }
     }
     real_server 198.18.1.2 80 {
@@ -57,7 +58,7 @@ virtual_server 198.18.0.1 80 {
 	}
 	yes := boolPtr(true)
 	want := []*ipvsmgr.Check{
-		{Type: "ping", Interval: 3, Timeout: 1, Rise: 1, Fall: 3, StartHealthy: yes},
+		{Type: "ping", Interval: 3, Timeout: 1, Rise: 1, Fall: 3, StartHealthy: yes, Warmup: new(float64)},
 		{Type: "file", File: "/run/lb/weights", FileWeight: intPtr(3), FileReverse: yes, Interval: 1, Rise: 1, Fall: 1, StartHealthy: yes},
 		{Type: "file", File: "/run/lb/weights", FileWeight: intPtr(-2), Interval: 1, Rise: 1, Fall: 1, StartHealthy: yes},
 		nil,
@@ -73,7 +74,7 @@ virtual_server 198.18.0.1 80 {
 	for _, n := range rep.Warnings {
 		warnings = append(warnings, n.String())
 	}
-	if !cmp.Equal(warnings[len(warnings)-2:], []string{"line 33: track_file nowhere not found", "line 32: FILE_CHECK has no track_file specified - ignoring"}) {
+	if !cmp.Equal(warnings[len(warnings)-2:], []string{"line 34: track_file nowhere not found", "line 33: FILE_CHECK has no track_file specified - ignoring"}) {
 		t.Errorf("warnings: %q", warnings)
 	}
 	roundTrip(t, FormatKeepalived, st)

@@ -175,3 +175,20 @@ func TestFileCheckWeights(t *testing.T) {
 		t.Errorf("a number outside int: %+v, want a fault (keepalived keeps the last status)", r)
 	}
 }
+
+// warmup bounds the random delay of a new server's first check
+// (keepalived's warmup): 0 checks at once, 5 within 5 s, though the
+// interval is ten minutes (without a warmup the first check comes anywhere
+// in the first interval).
+func TestWarmupBoundsTheFirstCheck(t *testing.T) {
+	for _, warmup := range []float64{0, 5} {
+		d := compile(t, `{"services":[{"name":"web","address":"198.18.0.100","port":80,
+		 "check":{"type":"tcp","interval":600,"rise":1,"fall":1,"warmup":`+strconv.FormatFloat(warmup, 'f', -1, 64)+`},
+		 "servers":[{"name":"r1","address":"198.18.0.11"}]}]}`)
+		h := newHarness(t, d)
+		h.step(time.Duration(warmup*float64(time.Second))+maxSlack+time.Millisecond, 1)
+		if s := h.r.View().Servers[d.Checks[0].Ref]; s.State != ipvsmgr.HealthUp {
+			t.Errorf("warmup %v: after the warmup the server is %v", warmup, s.State)
+		}
+	}
+}

@@ -167,9 +167,10 @@ func NewRunner(cfg Config) *Runner {
 // Update makes the runner check exactly checks (Desired.Checks of a newly
 // compiled state). A server whose check did not change keeps its health and
 // its schedule; the checks of servers no longer listed stop (a run under way
-// is cancelled). New checks start at a random point of their first interval
-// (after the slack: see probe.slack), so that a thousand new servers are
-// not all checked at once.
+// is cancelled). New checks start at a random point of their warmup (the
+// first interval unless the check says: keepalived's warmup), after the
+// slack (see probe.slack), so that a thousand new servers are not all
+// checked at once.
 func (r *Runner) Update(checks []ipvsmgr.ServerCheck) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -188,8 +189,11 @@ func (r *Runner) Update(checks []ipvsmgr.ServerCheck) {
 				p = &probe{key: key, spec: c.Spec, dynamic: -1, percent: -1, since: now, index: -1}
 				// Not within the slack of now: the first run is a batch's
 				// like any other, not the one under way.
-				slack := p.slack()
-				p.next = now.Add(slack + time.Duration(rand.Int64N(int64(max(c.Spec.Interval-slack, 1)))))
+				slack, warmup := p.slack(), c.Spec.Interval
+				if c.Spec.Warmup != nil {
+					warmup = *c.Spec.Warmup
+				}
+				p.next = now.Add(slack + time.Duration(rand.Int64N(int64(max(warmup-slack, 1)))))
 				heap.Push(&r.queue, p)
 			}
 			p.members, p.slowStart = map[ipvsmgr.ServerRef]*member{}, false

@@ -106,6 +106,8 @@ func checkRows(serverForm bool, inherit, current string) []checkRow {
 			field: func(h *health) any { return &h.Check.SlowStart }},
 		{Name: "check_start_healthy", Label: "Start healthy", For: probing, Options: tri("no (default)"),
 			Hint: "yes: a new server is in before its first pass", field: func(h *health) any { return &h.Check.StartHealthy }},
+		{Name: "check_warmup", Label: "Warmup (s)", For: probing, Hint: "a new server's first check comes at a random time within this; default: the interval; 0: at once",
+			field: func(h *health) any { return &h.Check.Warmup }},
 
 		{Name: "check_method", Label: "HTTP method", For: "http https", Hint: "default GET",
 			field: func(h *health) any { return &h.Check.Method }},
