@@ -29,8 +29,8 @@ type CheckSpec struct {
 	DownInterval time.Duration `json:",omitempty"`
 	// Warmup bounds the random delay of the first check; nil: Interval.
 	Warmup *time.Duration `json:",omitempty"`
-	Rise         int
-	Fall         int
+	Rise   int
+	Fall   int
 
 	Method       string
 	Path         string
