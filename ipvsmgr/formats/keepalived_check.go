@@ -406,6 +406,11 @@ func (k *kaImporter) timing(c *ipvsmgr.Check, defaultRetry int, s kaCheckSetting
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 			return 0, 0, k.errf(n.line, "%s %q: want a number of seconds", n.word(0), v)
 		}
+		if f < 0.000001 && n.word(0) != "warmup" {
+			// keepalived's timers are 0.000001 s at least.
+			k.warnf(n.line, "%s %s invalid - ignoring", n.word(0), v)
+			return def, line, nil
+		}
 		return f, n.line, nil
 	}
 	var err error

@@ -711,9 +711,11 @@ func kaStatusList(codes []int) string {
 	return strings.Join(parts, " ")
 }
 
-// kaKeptBlock tells a kept block (its value its text) from a statement.
+// kaKeptBlock tells a kept block (its value its text, to its closing
+// brace) from a statement (its value its words: the lexer splits a brace
+// off any word, so none ends in one).
 func kaKeptBlock(k ipvsmgr.ImportedKey) bool {
-	return strings.HasPrefix(strings.TrimLeft(k.Value, " \t"), k.Key) && strings.HasSuffix(k.Value, "}")
+	return strings.HasSuffix(k.Value, "}")
 }
 
 // trackFileBlocks names the file of every file check: by the kept
