@@ -12,7 +12,7 @@ import (
 )
 
 var serviceFields = []string{"name", "kind", "protocol", "address", "port", "fwmark", "match", "interface", "scheduler",
-	"scheduler_flags", "one_packet", "persistence", "persistence_netmask", "forwarding", "enabled"}
+	"scheduler_flags", "one_packet", "persistence", "persistence_netmask", "forwarding", "enabled", "group"}
 
 var serverFields = []string{"name", "address", "port", "weight", "forwarding", "upper_threshold", "lower_threshold", "enabled", "health"}
 
@@ -59,6 +59,7 @@ func serviceForm(s *ipvsmgr.Service) *form {
 	}
 	f.Values["persistence_netmask"] = s.PersistenceNetmask
 	f.Values["forwarding"] = s.Forwarding
+	f.Values["group"] = s.Group
 	if s.IsEnabled() {
 		f.Values["enabled"] = "1"
 	}
@@ -86,6 +87,7 @@ func parseServiceForm(r *http.Request) (*form, ipvsmgr.Service) {
 	s.Persistence = f.intField("persistence")
 	s.PersistenceNetmask = f.V("persistence_netmask")
 	s.Forwarding = f.V("forwarding")
+	s.Group = f.V("group")
 	on := f.V("enabled") != ""
 	s.Enabled = &on
 	if f.V("kind") == "fwmark" {
@@ -148,7 +150,7 @@ func patchOf(s *ipvsmgr.Service) server.ServicePatch {
 	return server.ServicePatch{Name: &s.Name, Protocol: &s.Protocol, Address: &s.Address, Port: &s.Port, FWMark: &s.FWMark,
 		Match: &match, Interface: &s.Interface, Scheduler: &s.Scheduler, SchedulerFlags: &flags, OnePacket: &s.OnePacket,
 		Persistence: &s.Persistence, PersistenceNetmask: &s.PersistenceNetmask, Forwarding: &s.Forwarding, Enabled: s.Enabled,
-		Check: checkPatch(s.Check), SorryServer: sorry, Quorum: &s.Quorum}
+		Check: checkPatch(s.Check), SorryServer: sorry, Quorum: &s.Quorum, Group: &s.Group}
 }
 
 // checkPatch is the patch's check for a form's: an empty one removes it.
