@@ -7,6 +7,7 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/formats"
+	"github.com/ipvsctl/ipvsctl/server/realserver"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -52,6 +53,7 @@ func CodeOf(err error) Code {
 	var ve *ipvsmgr.ValidationError
 	var stale *store.StaleError
 	var refused *formats.ParseError
+	var input *realserver.InputError
 	switch {
 	case err == nil:
 		return ""
@@ -66,6 +68,8 @@ func CodeOf(err error) Code {
 		return CodeInvalid
 	case errors.As(err, &stale):
 		return CodeStale
+	case errors.As(err, &input):
+		return CodeBadInput
 	case errors.Is(err, store.ErrBusy):
 		return CodeBusy
 	case errors.Is(err, store.ErrDiskFull), errors.Is(err, store.ErrCorrupt):
