@@ -118,6 +118,9 @@ type SorryPolicy struct {
 	Service ServiceKey
 	Dest    *Destination // nil: no sorry server
 	Quorum  int
+	// Hysteresis widens the quorum both ways once the sorry server is in
+	// or out (ApplyHealthTo).
+	Hysteresis int
 }
 
 // checks validates the check-related fields of a service and its servers
@@ -130,6 +133,9 @@ func (v *validator) checks(field string, svc *Service, vs *VirtualService, d *De
 	}
 	if svc.Quorum < 0 || svc.Quorum > 65535 {
 		v.rangeCheck(field+".quorum", svc.Quorum, 0, 65535)
+	}
+	if q := max(svc.Quorum, 1); svc.Hysteresis < 0 || svc.Hysteresis >= q {
+		v.addf(field+".hysteresis", "%d is out of range 0..%d (below the quorum, %d)", svc.Hysteresis, q-1, q)
 	}
 	var sorry *Destination
 	if svc.SorryServer != nil {
@@ -188,7 +194,7 @@ func (v *validator) checks(field string, svc *Service, vs *VirtualService, d *De
 		if q == 0 {
 			q = 1
 		}
-		d.Sorry = append(d.Sorry, SorryPolicy{Service: vs.Key, Dest: sorry, Quorum: q})
+		d.Sorry = append(d.Sorry, SorryPolicy{Service: vs.Key, Dest: sorry, Quorum: q, Hysteresis: svc.Hysteresis})
 	}
 }
 

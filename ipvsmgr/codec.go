@@ -442,6 +442,9 @@ func (d *fastDecoder) service(s *Service) {
 		case "group":
 			d.once(seen, 18)
 			s.Group = d.str()
+		case "hysteresis":
+			d.once(seen, 19)
+			s.Hysteresis = d.int()
 		case "servers":
 			d.once(seen, 14)
 			if d.null() {
@@ -624,6 +627,7 @@ func AppendService(b []byte, s *Service) []byte {
 		o.b = append(o.b, '}')
 	}
 	o.num("quorum", int64(s.Quorum))
+	o.num("hysteresis", int64(s.Hysteresis))
 	o.str("group", s.Group)
 	o.field("servers")
 	if s.Servers == nil {

@@ -457,6 +457,9 @@ func (x *kaExporter) quorum(svc *ipvsmgr.Service, field string) {
 		w = sw
 	}
 	fmt.Fprintf(x.w, "    quorum %d\n", svc.Quorum*w)
+	if svc.Hysteresis > 0 {
+		fmt.Fprintf(x.w, "    hysteresis %d\n", svc.Hysteresis*w)
+	}
 }
 
 // keptKey writes a kept statement, or a kept block as it was written.

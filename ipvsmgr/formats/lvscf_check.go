@@ -197,8 +197,8 @@ func lvsCheckProblems(svc *ipvsmgr.Service, f string, bad func(string, ...any)) 
 	if svc.SorryServer != nil {
 		bad("%s.sorry_server: lvs.cf has no sorry server", f)
 	}
-	if svc.Quorum > 1 {
-		bad("%s.quorum: lvs.cf has no quorum", f)
+	if svc.Quorum > 1 || svc.Hysteresis > 0 {
+		bad("%s.quorum: lvs.cf has no quorum or hysteresis", f)
 	}
 	c := svc.Check
 	if c == nil {

@@ -18,9 +18,10 @@ import (
 // health is what the check rows edit: a check and, on a service, its sorry
 // server and quorum.
 type health struct {
-	Check  ipvsmgr.Check
-	Sorry  ipvsmgr.SorryServer
-	Quorum int
+	Check      ipvsmgr.Check
+	Sorry      ipvsmgr.SorryServer
+	Quorum     int
+	Hysteresis int
 }
 
 // checkRow is one field of the check form. For lists the check types that
@@ -168,7 +169,9 @@ func checkRows(serverForm bool, inherit, current string) []checkRow {
 		checkRow{Name: "sorry_server_port", Label: "Sorry server port", Hint: "default: the service's port",
 			field: func(h *health) any { return &h.Sorry.Port }},
 		checkRow{Name: "quorum", Label: "Quorum", Hint: "real servers up below which the sorry server comes in (default 1)",
-			field: func(h *health) any { return &h.Quorum }})
+			field: func(h *health) any { return &h.Quorum }},
+		checkRow{Name: "hysteresis", Label: "Hysteresis", Hint: "servers: the sorry server comes in below quorum-hysteresis and leaves at quorum+hysteresis (below the quorum)",
+			field: func(h *health) any { return &h.Hysteresis }})
 	return rows
 }
 
