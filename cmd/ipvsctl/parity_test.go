@@ -58,7 +58,7 @@ var panelParity = map[string]same{
 	"POST /draft/start":            {api: []string{"POST /api/v1/draft/start"}, cli: []string{"draft start"}},
 	"POST /draft/apply":            {api: []string{"POST /api/v1/draft/apply"}, cli: []string{"draft apply"}},
 	"POST /draft/discard":          {api: []string{"DELETE /api/v1/draft"}, cli: []string{"draft discard"}},
-	"GET /tuning":                  {reason: "the director's own kernel settings: ipvsctl tune check, run on the director (it reads that host, not a daemon's API)"},
+	"GET /tuning":                  {reason: "the director's own kernel settings: ipvsctl tune check, run on the director (it reads that host, not a daemon's API); its load test is GET /api/v1/loadtest/runs, ipvsctl loadtest list"},
 	"GET /import":                  {reason: "a form; it posts to POST /import"},
 	"POST /import":                 {api: []string{"POST /api/v1/import"}, cli: []string{"import"}},
 	"POST /import/apply":           {api: []string{"POST /api/v1/import"}, cli: []string{"import"}},

@@ -82,6 +82,10 @@ func (a *api) routes() []auth.Route {
 		{Method: "GET", Pattern: p + "/node", Role: auth.Viewer, Handler: h(a.getNode)},
 		{Method: "PATCH", Pattern: p + "/node", Role: server.RoleFor("node set"), Handler: h(a.patchNode)},
 		{Method: "POST", Pattern: p + "/realservers/{op}", Role: server.RoleFor("realserver"), Handler: h(a.prepareRealServers)},
+		{Method: "POST", Pattern: p + "/realservers/tune/{op}", Role: server.RoleFor("realserver tune"), Handler: h(a.tuneRealServers)},
+		{Method: "GET", Pattern: p + "/loadtest/runs", Role: auth.Viewer, Handler: h(a.listLoadRuns)},
+		{Method: "POST", Pattern: p + "/loadtest/runs", Role: server.RoleFor("loadtest start"), Handler: h(a.startLoadRun)},
+		{Method: "POST", Pattern: p + "/loadtest/runs/{id}/end", Role: server.RoleFor("loadtest end"), Handler: h(a.endLoadRun)},
 	}
 }
 
@@ -646,6 +650,29 @@ func (a *api) prepareRealServers(w http.ResponseWriter, r *http.Request) error {
 	// stored) even if the caller goes away.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(15 * time.Minute))
 	rep, err := a.core.PrepareRealServers(context.WithoutCancel(r.Context()), actor(r), chi.URLParam(r, "op"), sel)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, rep)
+	return nil
+}
+
+// tuneRealServers checks, pushes or undoes the real servers' tuning over
+// SSH: the body names targets or RIPs of the desired state, and ports; no
+// body means all of the desired state's real servers.
+func (a *api) tuneRealServers(w http.ResponseWriter, r *http.Request) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err
+	}
+	var req server.RealServerTuneRequest
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := decodeBytes(body, &req); err != nil {
+			return err
+		}
+	}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(15 * time.Minute))
+	rep, err := a.core.TuneRealServers(context.WithoutCancel(r.Context()), actor(r), chi.URLParam(r, "op"), req)
 	if err != nil {
 		return err
 	}
