@@ -64,8 +64,8 @@ func TestQuorumHysteresis(t *testing.T) {
 
 func TestHysteresisValidation(t *testing.T) {
 	for doc, want := range map[string]string{
-		`{"services":[{"address":"198.18.0.1","port":80,"quorum":2,"hysteresis":2,"servers":[{"address":"198.18.0.11"}]}]}`: "services[0].hysteresis: 2 is out of range 0..1 (below the quorum, 2)",
-		`{"services":[{"address":"198.18.0.1","port":80,"hysteresis":1,"servers":[{"address":"198.18.0.11"}]}]}`:              "services[0].hysteresis: 1 is out of range 0..0",
+		`{"services":[{"address":"198.18.0.1","port":80,"quorum":2,"hysteresis":2,"servers":[{"address":"198.18.0.11"}]}]}`:  "services[0].hysteresis: 2 is out of range 0..1 (below the quorum, 2)",
+		`{"services":[{"address":"198.18.0.1","port":80,"hysteresis":1,"servers":[{"address":"198.18.0.11"}]}]}`:             "services[0].hysteresis: 1 is out of range 0..0",
 		`{"services":[{"address":"198.18.0.1","port":80,"quorum":3,"hysteresis":-1,"servers":[{"address":"198.18.0.11"}]}]}`: "services[0].hysteresis: -1 is out of range",
 	} {
 		st, err := ipvsmgr.DecodeState(strings.NewReader(doc))
