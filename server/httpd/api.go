@@ -595,7 +595,17 @@ func (a *api) importState(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	res, err := a.core.Import(r.Context(), actor(r), q.Get("format"), orDefault(q.Get("name"), "upload"), r.Body, o)
+	var imp server.ImportOptions
+	for name, dst := range map[string]*bool{"ignore_unknown": &imp.IgnoreUnknown, "allow_empty": &imp.AllowEmpty} {
+		if v := q.Get(name); v != "" {
+			on, err := strconv.ParseBool(v)
+			if err != nil {
+				return &server.Error{Code: server.CodeBadInput, Msg: name + ": " + strconv.Quote(v) + " is not true or false"}
+			}
+			*dst = on
+		}
+	}
+	res, err := a.core.ImportWith(r.Context(), actor(r), q.Get("format"), orDefault(q.Get("name"), "upload"), r.Body, imp, o)
 	if err != nil {
 		return err
 	}
