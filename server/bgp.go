@@ -26,6 +26,15 @@ type BGPStatus struct {
 	Announced int `json:"announced"`
 	// Warnings are the services whose settings move flows between directors.
 	Warnings []ipvsmgr.Problem `json:"warnings,omitempty"`
+	// Drain is how far node drain has come (nil while not drained).
+	Drain *bgp.DrainStatus `json:"drain,omitempty"`
+	// Fingerprints are this director's Maglev inputs per BGP-mode service;
+	// Directors what the other directors it knows said of theirs, and
+	// Mismatches where the two differ (Mismatch: there is one).
+	Fingerprints []bgp.ServiceFingerprint   `json:"fingerprints"`
+	Directors    []bgp.DirectorFingerprints `json:"directors,omitempty"`
+	Mismatches   []bgp.Mismatch             `json:"mismatches,omitempty"`
+	Mismatch     bool                       `json:"mismatch"`
 	// Error is why the speaker is not running or could not announce.
 	Error string    `json:"error,omitempty"`
 	At    time.Time `json:"at"`
@@ -100,6 +109,10 @@ type bgpRunner struct {
 	key     string
 	warnRev int64
 	warn    []ipvsmgr.Problem
+	drainSt bgpDrain
+
+	peersMu sync.Mutex
+	others  []bgp.DirectorFingerprints
 }
 
 func (r *bgpRunner) run(ctx context.Context) {
@@ -107,6 +120,13 @@ func (r *bgpRunner) run(ctx context.Context) {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	defer r.stop(BGPWithdrawWait)
+	actx, cancel := context.WithCancel(ctx)
+	asked := make(chan struct{})
+	go func() {
+		defer close(asked)
+		r.askDirectors(actx)
+	}()
+	defer func() { cancel(); <-asked }()
 	for {
 		r.step(ctx)
 		select {
@@ -168,19 +188,26 @@ func (r *bgpRunner) step(ctx context.Context) {
 		r.d.Log.Info("BGP: speaker started", "asn", cfg.Settings.ASN, "router_id", cfg.RouterID.String(), "peers", len(cfg.Settings.Peers))
 	}
 	last := sk.lastReconcile()
-	dir := bgp.Director{IPVS: sk.isOpen(), ReconcileErr: last.Err, Failures: len(last.Failures), Drained: node.BGPDrained}
+	pol := desired.Settings.BGP.DrainPolicy()
+	dir := bgp.Director{IPVS: sk.isOpen(), ReconcileErr: last.Err, Failures: len(last.Failures),
+		Drained: node.BGPDrained && pol.Mode == ipvsmgr.DrainWithdraw}
 	if last.At.IsZero() {
 		dir.ReconcileErr = "none yet"
 	}
 	eff := ipvsmgr.ApplyHealth(desired.Table, desired, desired.Health)
 	st.VIPs = bgp.Decide(dir, bgp.Services(desired, eff))
+	snap := sk.snap.Load()
+	if err := r.sp.SetPrepend(r.drain(node.BGPDrained, pol, desired, snap, st)); err != nil {
+		st.Error = err.Error()
+	}
+	r.fingerprints(desired, snap, st)
 	var prefixes []netip.Prefix
 	for _, v := range st.VIPs {
 		if v.Announce {
 			prefixes = append(prefixes, v.Prefix)
 		}
 	}
-	if err := r.sp.Announce(prefixes); err != nil {
+	if err := r.sp.Announce(prefixes); err != nil && st.Error == "" {
 		st.Error = err.Error()
 	}
 	st.Announced = len(r.sp.Announced())
@@ -231,7 +258,10 @@ func bgpConfig(s ipvsmgr.BGP, n store.Node) (bgp.Config, error) {
 	return cfg, fmt.Errorf("no IPv4 address for the BGP router ID: set one with node set --router-id")
 }
 
+// configKey tells a configuration that needs new sessions; the drain
+// policy is not part of it (a drain changes the routes, not the sessions).
 func configKey(cfg bgp.Config) string {
+	cfg.Settings.Drain = nil
 	b, _ := json.Marshal(cfg)
 	return string(b)
 }

@@ -36,6 +36,9 @@ type Decision struct {
 	Prefix   netip.Prefix `json:"prefix"`
 	Announce bool         `json:"announce"`
 	Reason   string       `json:"reason,omitempty"`
+	// Prepend is how many more times the director's AS is in the route's
+	// path (node drain's de-preference); 0 for the plain path.
+	Prepend int `json:"prepend,omitempty"`
 }
 
 // Decide says for each VIP whether to announce it: while the director can

@@ -3,6 +3,8 @@ package bgp
 import (
 	"fmt"
 	"time"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 )
 
 // Drain phases.
@@ -110,4 +112,20 @@ func (w *DrainWatch) Status(now time.Time) DrainStatus {
 		st.Why = fmt.Sprintf("%d new connections since the drain began, %.1f/s; quiet for %.0f of %.0f s", st.NewConns, st.Rate, st.Quiet, st.QuietWindow)
 	}
 	return st
+}
+
+// VIPConns is the sum of the connection counters of a kernel table's
+// services that are on the director's VIPs: what a drain watches grow.
+func VIPConns(d *ipvsmgr.Desired, kernel *ipvsmgr.Table) uint64 {
+	if d == nil || kernel == nil {
+		return 0
+	}
+	vips := vipsOf(d)
+	var n uint64
+	for _, vs := range kernel.Services {
+		if _, ok := vipOf(d, vs.Key, vips); ok {
+			n += vs.Stats.Conns
+		}
+	}
+	return n
 }
