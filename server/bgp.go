@@ -165,6 +165,8 @@ func (r *bgpRunner) step(ctx context.Context) {
 		return
 	}
 	st.Drained = node.BGPDrained
+	snap := sk.snap.Load()
+	r.fingerprints(desired, snap, st) // the kernel's, whatever the sessions do
 	r.warnings(ctx, rev)
 	st.Warnings = r.warn
 	cfg, err := bgpConfig(*desired.Settings.BGP, node)
@@ -196,11 +198,9 @@ func (r *bgpRunner) step(ctx context.Context) {
 	}
 	eff := ipvsmgr.ApplyHealth(desired.Table, desired, desired.Health)
 	st.VIPs = bgp.Decide(dir, bgp.Services(desired, eff))
-	snap := sk.snap.Load()
 	if err := r.sp.SetPrepend(r.drain(node.BGPDrained, pol, desired, snap, st)); err != nil {
 		st.Error = err.Error()
 	}
-	r.fingerprints(desired, snap, st)
 	var prefixes []netip.Prefix
 	for _, v := range st.VIPs {
 		if v.Announce {

@@ -17,6 +17,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
+	"github.com/ipvsctl/ipvsctl/server/client"
 	"github.com/ipvsctl/ipvsctl/server/httpd"
 	"github.com/ipvsctl/ipvsctl/server/metrics"
 	"github.com/ipvsctl/ipvsctl/server/store"
@@ -69,6 +70,7 @@ func Start(t testing.TB, with ...Option) *Rig {
 	g.Core = server.New(cfg)
 	d := server.NewDaemon(g.Core, log)
 	d.Interval, d.Poll, d.Snapshot = time.Hour, 20*time.Millisecond, 50*time.Millisecond
+	d.Hooks.Peer = func(url, token, fp string) (server.Peer, error) { return client.NewPeer(url, token, fp) }
 	root := &auth.Principal{User: "root", Role: auth.Admin, Via: "cli"}
 	for _, role := range []auth.Role{auth.Admin, auth.Operator, auth.Viewer} {
 		if err := g.Auth.AddUser(ctx, root, role.String(), role, g.Password); err != nil {
