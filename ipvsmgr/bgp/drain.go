@@ -98,7 +98,7 @@ func (w *DrainWatch) Status(now time.Time) DrainStatus {
 	switch {
 	case !st.DrainedAt.IsZero():
 		st.Phase = DrainDrained
-		st.Why = fmt.Sprintf("no new connection for %.0f s: the routers send this director no new flows", st.QuietWindow)
+		st.Why = fmt.Sprintf("no new connection for %.1f s: the routers send this director no new flows", st.QuietWindow)
 	case now.Sub(st.Started) >= w.timeout:
 		st.Phase = DrainTimedOut
 		st.Why = fmt.Sprintf("after %.0f s new connections still arrive (%.1f/s, %d since the drain began)", st.Timeout, st.Rate, st.NewConns)
@@ -109,7 +109,7 @@ func (w *DrainWatch) Status(now time.Time) DrainStatus {
 		st.Phase, st.Why = DrainDraining, "waiting for the first reading of the kernel's counters"
 	default:
 		st.Phase = DrainDraining
-		st.Why = fmt.Sprintf("%d new connections since the drain began, %.1f/s; quiet for %.0f of %.0f s", st.NewConns, st.Rate, st.Quiet, st.QuietWindow)
+		st.Why = fmt.Sprintf("%d new connections since the drain began, %.1f/s; quiet for %.1f of %.1f s", st.NewConns, st.Rate, st.Quiet, st.QuietWindow)
 	}
 	return st
 }

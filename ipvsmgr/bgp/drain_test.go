@@ -23,7 +23,7 @@ func TestDrainWatchWaitsForAQuietWindow(t *testing.T) {
 	}
 	w.Observe(at(7), 1050)
 	w.Observe(at(9), 1050)
-	if st := w.Status(at(9)); st.Phase != DrainDraining || st.Quiet != 4 || st.Rate != 0 || !strings.Contains(st.Why, "quiet for 4 of 6 s") {
+	if st := w.Status(at(9)); st.Phase != DrainDraining || st.Quiet != 4 || st.Rate != 0 || !strings.Contains(st.Why, "quiet for 4.0 of 6.0 s") {
 		t.Fatalf("4 s quiet of 6: %+v", st)
 	}
 	w.Observe(at(11), 1050)
