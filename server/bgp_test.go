@@ -113,7 +113,10 @@ func TestDaemonAnnouncesWhatItCanServe(t *testing.T) {
 	// Withdraw mode: the route goes.
 	drainMode = "withdraw"
 	apply(state(""))
-	wait("the VIP withdrawn by the drain", func() bool { return !routed() })
+	wait("the VIP withdrawn by the drain", func() bool {
+		s := core.BGPStatus()
+		return !routed() && s.Drain != nil && s.Drain.Mode == "withdraw"
+	})
 	if s := core.BGPStatus(); s.Drain == nil || s.Drain.Mode != "withdraw" || s.VIPs[0].Reason != "the director is drained" {
 		t.Errorf("withdraw mode: drain %+v, VIPs %+v", s.Drain, s.VIPs)
 	}

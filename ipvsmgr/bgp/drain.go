@@ -92,8 +92,8 @@ func (w *DrainWatch) Observe(at time.Time, conns uint64) {
 func (w *DrainWatch) Status(now time.Time) DrainStatus {
 	st := w.st
 	st.Elapsed = now.Sub(st.Started).Seconds()
-	if w.read {
-		st.Quiet = w.lastAt.Sub(w.lastNew).Seconds()
+	if w.read { // a first reading made before the drain began counts from its start
+		st.Quiet = max(w.lastAt.Sub(w.lastNew), 0).Seconds()
 	}
 	switch {
 	case !st.DrainedAt.IsZero():

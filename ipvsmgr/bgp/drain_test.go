@@ -13,7 +13,11 @@ func TestDrainWatchWaitsForAQuietWindow(t *testing.T) {
 	if st := w.Status(at(0.5)); st.Phase != DrainDraining || !strings.Contains(st.Why, "first reading") {
 		t.Fatalf("before a reading: %+v", st)
 	}
-	w.Observe(at(1), 1000) // the counters as the drain began
+	w.Observe(at(-1), 1000) // the daemon's last reading, made before the drain began
+	if st := w.Status(at(0.5)); st.Quiet != 0 || st.Phase != DrainDraining {
+		t.Fatalf("a reading before the start: %+v", st)
+	}
+	w.Observe(at(1), 1000)
 	w.Observe(at(3), 1040) // the routers still send: 20/s
 	w.Observe(at(3), 5000) // not newer: ignored
 	w.Observe(at(5), 1050)

@@ -28,7 +28,9 @@ const schedFlags = ipvsmgr.FlagSched1 | ipvsmgr.FlagSched2 | ipvsmgr.FlagSched3
 
 // MaglevInputs is the text a service's fingerprint digests: the scheduler,
 // its flags, and the real servers in the kernel's order (the order mh walks
-// them) with their weights. A weight-0 server is listed: it takes no slot
+// them: the kernel adds each destination at the head of the service's list,
+// list_add in ip_vs_ctl.c, so what was added last comes first) with their
+// weights. A weight-0 server is listed: it takes no slot
 // but keeps its place, and its place moves the others' slots.
 func MaglevInputs(vs *ipvsmgr.VirtualService) string {
 	var b strings.Builder

@@ -69,7 +69,10 @@ func TestBGPDrainPrependAtFRR(t *testing.T) {
 	}
 	waitFor(t, "three ECMP nexthops for the VIP at the router", 90*time.Second, func() bool { return len(e.nexthops()) == 3 })
 
-	// The same Maglev inputs on three real kernels.
+	// The same Maglev inputs on three real kernels. The kernel puts each
+	// destination it adds at the head of the service's list (list_add_rcu in
+	// ip_vs_ctl.c), which mh walks from the head: canonical order read back
+	// is newest first.
 	var prints []string
 	for _, d := range e.dirs {
 		var v struct {
@@ -84,7 +87,7 @@ func TestBGPDrainPrependAtFRR(t *testing.T) {
 		prints = append(prints, fmt.Sprint(v.BGP.Fingerprints))
 	}
 	t.Logf("fingerprints: %s", prints[0])
-	if prints[0] != prints[1] || prints[0] != prints[2] || !strings.Contains(prints[0], "mh mh-port "+labNet+".11:80/1 "+labNet+".12:80/1 "+labNet+".13:80/1") {
+	if prints[0] != prints[1] || prints[0] != prints[2] || !strings.Contains(prints[0], "mh mh-port "+labNet+".13:80/1 "+labNet+".12:80/1 "+labNet+".11:80/1") {
 		t.Errorf("the directors' Maglev inputs differ or are not canonical:\n%s", strings.Join(prints, "\n"))
 	}
 
