@@ -100,6 +100,7 @@ func TestBGPDrainPrependAtFRR(t *testing.T) {
 		at  time.Time
 	}
 	done := make(chan result, 1)
+	connsBefore := e.serviceConns(drained) // ipvsadm's count, to check the drain's own against
 	started := time.Now()
 	go func() {
 		out, err := drained.ipvsctl("node", "drain")
@@ -140,6 +141,23 @@ func TestBGPDrainPrependAtFRR(t *testing.T) {
 		hopsGone.Round(time.Millisecond), res.at.Sub(started).Round(time.Millisecond), asked, failed, res.out)
 	if res.err != nil || !strings.Contains(res.out, "drained (AS prepended 3 times)") {
 		t.Errorf("node drain: %v\n%s", res.err, res.out)
+	}
+	// The drain's count of new connections is the kernel's, as ipvsadm
+	// reads it (the client reaches only VIP:80).
+	var nv struct {
+		BGP struct {
+			Drain struct {
+				NewConns int `json:"new_conns"`
+			} `json:"drain"`
+		} `json:"bgp"`
+	}
+	if out, err := drained.ipvsctl("node", "show", "--json"); err != nil || json.Unmarshal([]byte(out), &nv) != nil {
+		t.Errorf("node show --json: %v\n%s", err, out)
+	}
+	t.Logf("the drained director's VIP:80 counter (ipvsadm): %d before the drain, %d when its nexthop went, %d at the end; node drain counted %d",
+		connsBefore, connsAtGone, e.serviceConns(drained), nv.BGP.Drain.NewConns)
+	if got := e.serviceConns(drained) - connsBefore; got != nv.BGP.Drain.NewConns {
+		t.Errorf("node drain counted %d new connections, ipvsadm %d", nv.BGP.Drain.NewConns, got)
 	}
 	if hopsGone == 0 {
 		t.Errorf("the drained director's nexthop stayed in the ECMP route: %v", e.nexthops())
