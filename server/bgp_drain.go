@@ -17,6 +17,13 @@ type bgpDrain struct {
 	watch  *bgp.DrainWatch
 	policy ipvsmgr.BGPDrain
 	phase  string
+	// before is the last reading of the VIPs' counters while not drained.
+	before *connReading
+}
+
+type connReading struct {
+	at    time.Time
+	conns uint64
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
@@ -28,20 +35,30 @@ func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Se
 // Either way the director is drained once no new connection has reached
 // its VIPs for the quiet window.
 func (r *bgpRunner) drain(drained bool, pol ipvsmgr.BGPDrain, desired *ipvsmgr.Desired, snap *Snapshot, st *BGPStatus) int {
+	var reading *connReading
+	if snap != nil && snap.Err == nil && snap.Table != nil {
+		reading = &connReading{at: snap.At, conns: bgp.VIPConns(desired, snap.Table)}
+	}
 	if !drained {
 		if r.drainSt.watch != nil {
 			r.d.Log.Info("BGP: node undrain, routes announced with the plain path again")
 		}
-		r.drainSt = bgpDrain{}
+		r.drainSt = bgpDrain{before: reading}
 		return 0
 	}
 	now := time.Now()
 	if r.drainSt.watch == nil || r.drainSt.policy != pol {
-		r.drainSt = bgpDrain{watch: bgp.NewDrainWatch(now, pol.Mode, pol.Prepend, seconds(pol.Quiet), seconds(pol.Timeout)), policy: pol}
+		w := bgp.NewDrainWatch(now, pol.Mode, pol.Prepend, seconds(pol.Quiet), seconds(pol.Timeout))
+		// The last reading before the drain is where its count starts: a
+		// connection between it and the first reading after is new.
+		if b := r.drainSt.before; b != nil {
+			w.Observe(b.at, b.conns)
+		}
+		r.drainSt = bgpDrain{watch: w, policy: pol}
 		r.d.Log.Info("BGP: node drain", "mode", pol.Mode, "prepend", pol.Prepend, "quiet_s", pol.Quiet, "timeout_s", pol.Timeout)
 	}
-	if snap != nil && snap.Err == nil && snap.Table != nil {
-		r.drainSt.watch.Observe(snap.At, bgp.VIPConns(desired, snap.Table))
+	if reading != nil {
+		r.drainSt.watch.Observe(reading.at, reading.conns)
 	}
 	ds := r.drainSt.watch.Status(now)
 	st.Drain = &ds
