@@ -1,4 +1,4 @@
-package server
+package daemon
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/bgp"
+	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -34,7 +35,7 @@ func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Se
 // keep this one as a fallback); in withdraw mode Decide has withdrawn them.
 // Either way the director is drained once no new connection has reached
 // its VIPs for the quiet window.
-func (r *bgpRunner) drain(drained bool, pol ipvsmgr.BGPDrain, desired *ipvsmgr.Desired, snap *Snapshot, st *BGPStatus) int {
+func (r *bgpRunner) drain(drained bool, pol ipvsmgr.BGPDrain, desired *ipvsmgr.Desired, snap *server.Snapshot, st *server.BGPStatus) int {
 	var reading *connReading
 	if snap != nil && snap.Err == nil && snap.Table != nil {
 		reading = &connReading{at: snap.At, conns: bgp.VIPConns(desired, snap.Table)}
@@ -85,7 +86,7 @@ func (r *bgpRunner) drain(drained bool, pol ipvsmgr.BGPDrain, desired *ipvsmgr.D
 // fingerprints puts this director's Maglev-input fingerprints in the
 // status (from the kernel's table as the poller read it: the order mh
 // walks) and compares them with what the other directors said last.
-func (r *bgpRunner) fingerprints(desired *ipvsmgr.Desired, snap *Snapshot, st *BGPStatus) {
+func (r *bgpRunner) fingerprints(desired *ipvsmgr.Desired, snap *server.Snapshot, st *server.BGPStatus) {
 	if snap != nil && snap.Table != nil {
 		st.Fingerprints = bgp.Fingerprints(desired, snap.Table)
 	}
@@ -99,10 +100,10 @@ func (r *bgpRunner) fingerprints(desired *ipvsmgr.Desired, snap *Snapshot, st *B
 // BGPPeerPoll is how often a director asks the others for their fingerprints.
 const BGPPeerPoll = 5 * time.Second
 
-// nodeReader is a director that answers its node settings (package
-// client's Client does, over the pinned TLS of the node settings).
-type nodeReader interface {
-	NodeSettings(ctx context.Context) (*NodeView, error)
+// NodeReader is another director that answers its node settings (package
+// client's peer Client does, over the pinned TLS of the node settings).
+type NodeReader interface {
+	NodeSettings(ctx context.Context) (*server.NodeView, error)
 }
 
 // directorRef is another director of the BGP group, as this one knows it.
@@ -121,11 +122,11 @@ func otherDirectors(n store.Node) []directorRef {
 // askDirectors asks the other directors for their fingerprints every
 // BGPPeerPoll until ctx ends.
 func (r *bgpRunner) askDirectors(ctx context.Context) {
-	clients := map[directorRef]nodeReader{}
+	clients := map[directorRef]NodeReader{}
 	tick := time.NewTicker(BGPPeerPoll)
 	defer tick.Stop()
 	for {
-		if _, desired := r.d.Core.shared.current(); desired != nil && desired.Settings.BGP != nil {
+		if _, desired := r.d.sk.current(); desired != nil && desired.Settings.BGP != nil {
 			r.askOnce(ctx, clients)
 		}
 		select {
@@ -136,8 +137,8 @@ func (r *bgpRunner) askDirectors(ctx context.Context) {
 	}
 }
 
-func (r *bgpRunner) askOnce(ctx context.Context, clients map[directorRef]nodeReader) {
-	node, err := r.d.Core.store.Node(ctx)
+func (r *bgpRunner) askOnce(ctx context.Context, clients map[directorRef]NodeReader) {
+	node, err := r.d.store.Node(ctx)
 	if err != nil {
 		return
 	}
@@ -148,19 +149,16 @@ func (r *bgpRunner) askOnce(ctx context.Context, clients map[directorRef]nodeRea
 		out[i].Director = ref.url
 		cl, ok := clients[ref]
 		if !ok {
-			if r.d.Hooks.Peer == nil {
+			if r.d.Directors == nil {
 				out[i].Error = "this daemon cannot reach other directors"
 				continue
 			}
-			p, err := r.d.Hooks.Peer(ref.url, ref.token, ref.fingerprint)
+			c, err := r.d.Directors(ref.url, ref.token, ref.fingerprint)
 			if err != nil {
 				out[i].Error = err.Error()
 				continue
 			}
-			if cl, ok = p.(nodeReader); !ok {
-				out[i].Error = "this daemon's peer client cannot read node settings"
-				continue
-			}
+			cl = c
 			clients[ref] = cl
 		}
 		wg.Add(1)
