@@ -53,6 +53,10 @@ var panelParity = map[string]same{
 	"POST /settings":            {api: []string{"PUT /api/v1/state"}, cli: []string{"apply"}},
 	"POST /settings/redundancy": {api: []string{"PUT /api/v1/state"}, cli: []string{"apply"}},
 	"POST /settings/node":       {api: []string{"PATCH /api/v1/node"}, cli: []string{"node set"}},
+	"GET /bgp":                  {api: []string{"GET /api/v1/bgp"}, cli: []string{"node show"}},
+	"GET /bgp/body":             {api: []string{"GET /api/v1/bgp"}, cli: []string{"node show"}},
+	"POST /bgp/drain":           {api: []string{"PATCH /api/v1/node"}, cli: []string{"node drain"}},
+	"POST /bgp/undrain":         {api: []string{"PATCH /api/v1/node"}, cli: []string{"node undrain"}},
 
 	"GET /draft":                   {api: []string{"GET /api/v1/draft", "GET /api/v1/draft/diff"}, cli: []string{"draft show", "draft diff"}},
 	"POST /draft/start":            {api: []string{"POST /api/v1/draft/start"}, cli: []string{"draft start"}},

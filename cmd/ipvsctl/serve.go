@@ -173,6 +173,7 @@ func newServeParts(ctx context.Context, cfg server.Config, st *store.Store, f *s
 	p.daemon.Interval = f.interval
 	redundancy.Attach(p.daemon, redundancy.Hooks{Peer: func(url, token, fp string) (server.Peer, error) { return client.NewPeer(url, token, fp) },
 		AtStep: killAtStep(f.killAt, log)})
+	p.daemon.Directors = func(url, token, fp string) (daemon.NodeReader, error) { return client.NewPeer(url, token, fp) }
 	context.AfterFunc(ctx, p.core.EndLongPolls) // a peer's long poll must not hold up the shutdown
 	p.metrics = metrics.New(p.core)
 	p.daemon.OnReconcile(p.metrics.Reconciled)

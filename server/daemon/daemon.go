@@ -30,6 +30,11 @@ type Daemon struct {
 	OnKernel func(*server.KernelConn)
 	// Check, if set, runs each health check instead of the real checkers (tests).
 	Check func(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result
+	// Directors reaches another director of a BGP group (package client's
+	// NewPeer: believed only if its certificate has fingerprint; an http://
+	// url is loopback, for tests), to compare Maglev fingerprints; nil:
+	// none is asked.
+	Directors func(url, token, fingerprint string) (NodeReader, error)
 
 	sk       *sharedKernel // the kernel session, the core's runtime
 	runners  []func(ctx context.Context)
