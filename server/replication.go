@@ -26,8 +26,9 @@ type PeerState struct {
 // Peer is the other director's API, as replication uses it (package client).
 type Peer interface {
 	// WaitState answers the peer's current revision as soon as it is newer
-	// than after, or after about 25 s anyway.
-	WaitState(ctx context.Context, after int64) (*PeerState, error)
+	// than after, or after about 25 s anyway; me is what this director has
+	// (the source shows it in its status).
+	WaitState(ctx context.Context, after int64, me FollowerReport) (*PeerState, error)
 }
 
 // LongPollWait is how long GET /api/v1/state?after=N waits for a newer revision.
@@ -82,10 +83,13 @@ type replicator struct {
 	url   string
 	token string
 	pin   string // the peer's certificate fingerprint
+	ca    string // the pair CA (PEM)
 	// allowExec: documents with new exec checks may be taken (node setting).
 	allowExec bool
-	cancel    context.CancelFunc
-	done      chan struct{}
+	// follower takes the source's every revision (node_directors.go).
+	follower bool
+	cancel   context.CancelFunc
+	done     chan struct{}
 
 	mu        sync.Mutex
 	st        ReplicationStatus
@@ -101,7 +105,7 @@ func (r *redRunner) followPeer(ctx context.Context) {
 	r.mu.Unlock()
 	want := r.node.PeerURL
 	if cur != nil && cur.url == want && cur.token == r.node.PeerToken && cur.pin == r.node.PeerFingerprint &&
-		cur.allowExec == r.node.AllowReplicatedExec {
+		cur.allowExec == r.node.AllowReplicatedExec && cur.ca == r.node.PeerCA && cur.follower == (r.node.Replication == ReplicationFollower) {
 		return
 	}
 	r.stopReplication()
@@ -112,14 +116,15 @@ func (r *redRunner) followPeer(ctx context.Context) {
 		r.log.Warn("node peer_url is set but this daemon cannot reach peers; no replication", "peer", want)
 		return
 	}
-	p, err := r.h.Peer(want, r.node.PeerToken, r.node.PeerFingerprint)
+	p, err := r.h.Peer(peerDial(r.node))
 	if err != nil {
 		r.log.Error("replication peer", "peer", want, "err", err)
 		return
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	rep := &replicator{c: r.c, log: r.log.With("peer", want), peer: p, url: want, token: r.node.PeerToken,
-		pin: r.node.PeerFingerprint, allowExec: r.node.AllowReplicatedExec, cancel: cancel, done: make(chan struct{})}
+		pin: r.node.PeerFingerprint, ca: r.node.PeerCA, allowExec: r.node.AllowReplicatedExec, follower: r.node.Replication == ReplicationFollower,
+		cancel: cancel, done: make(chan struct{})}
 	rep.st = ReplicationStatus{Peer: want, Conflicts: []Conflict{}}
 	if h, at, err := r.c.store.SyncedHash(ctx); err == nil && h != "" {
 		rep.syncedAt = at
@@ -150,7 +155,7 @@ func (p *replicator) run(ctx context.Context) {
 	backoff := 200 * time.Millisecond
 	for ctx.Err() == nil {
 		wctx, cancel := context.WithTimeout(ctx, LongPollWait+15*time.Second)
-		ps, err := p.peer.WaitState(wctx, after)
+		ps, err := p.peer.WaitState(wctx, after, p.followerReport(ctx))
 		cancel()
 		if ctx.Err() != nil {
 			return
@@ -256,6 +261,9 @@ func (p *replicator) consider(ctx context.Context, ps *PeerState) error {
 	future := ps.At.After(now.Add(MaxClockSkew))
 	if mineDiverged && peerChanged && future {
 		adopt = false
+	}
+	if p.follower { // the source's revision is the one to have
+		adopt, future = true, false
 	}
 	var refusal string
 	if adopt && !p.allowExec {

@@ -64,6 +64,8 @@ type StatusView struct {
 	Services []StatusService `json:"services"`
 	// Redundancy is the director's part in a redundant pair (absent without settings.redundancy).
 	Redundancy *RedundancyStatus `json:"redundancy,omitempty"`
+	// Followers are the directors following this one (a source's).
+	Followers []FollowerStatus `json:"followers,omitempty"`
 }
 
 // PollInterval is how often the daemon reads the kernel's table: IPVS sums
@@ -112,6 +114,9 @@ func (c *Core) Status(ctx context.Context) (*StatusView, error) {
 	}
 	v.RealServers = rs
 	v.Redundancy = c.redundancyStatus()
+	if v.Followers, err = c.Followers(ctx); err != nil {
+		return nil, err
+	}
 	return v, nil
 }
 

@@ -31,6 +31,7 @@ type serveFlags struct {
 	trustedProxies, trustedOrigs string
 	ssh                          serveSSHFlags
 	proxies                      []netip.Prefix // trustedProxies, parsed
+	identityKey                  string         // the key of cfg.IdentityCert, shown to the peers as a client certificate
 	fs                           *flag.FlagSet
 }
 
@@ -77,6 +78,7 @@ func runServe(env *cliEnv, args []string) int {
 	cfg := env.coreConfig(st, g.db)
 	cfg.RealServerSSH = rsSSH
 	cfg.IdentityCert = orDefault(f.tlsCert, idCert)
+	f.identityKey = orDefault(f.tlsKey, idKey)
 	p, err := newServeParts(ctx, cfg, st, f, log)
 	if err != nil {
 		return env.fail("serve", err, false)
@@ -165,7 +167,13 @@ func newServeParts(ctx context.Context, cfg server.Config, st *store.Store, f *s
 	p.core = server.New(cfg)
 	p.daemon = server.NewDaemon(p.core, log)
 	p.daemon.Interval = f.interval
-	p.daemon.Hooks.Peer = func(url, token, fp string) (server.Peer, error) { return client.NewPeer(url, token, fp) }
+	p.daemon.Hooks.Peer = func(d server.PeerDial) (server.Peer, error) {
+		own, err := client.LoadIdentity(cfg.IdentityCert, f.identityKey)
+		if err != nil {
+			return nil, err
+		}
+		return client.NewPeer(d, own)
+	}
 	context.AfterFunc(ctx, p.core.EndLongPolls) // a peer's long poll must not hold up the shutdown
 	p.metrics = metrics.New(p.core)
 	p.daemon.OnReconcile(p.metrics.Reconciled)
