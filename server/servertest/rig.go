@@ -31,8 +31,11 @@ type Rig struct {
 	Kernel *fakekernel.Kernel
 	Host   *fakekernel.Host
 	URL    string // the API over TCP
-	Socket string // the local CLI's socket
-	Tokens map[auth.Role]string
+	// Handler is the API's and the panel's handler, for a test that
+	// serves it its own way (TLS).
+	Handler http.Handler
+	Socket  string // the local CLI's socket
+	Tokens  map[auth.Role]string
 	// Password is every test user's password; the users are named admin, operator and viewer.
 	Password string
 }
@@ -95,6 +98,7 @@ func Start(t testing.TB, with ...Option) *Rig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	g.Handler = h
 	ts := httptest.NewServer(h)
 	g.URL = ts.URL
 	g.Socket = g.DB + ".sock"
