@@ -20,8 +20,9 @@ import (
 const nodeUsage = "usage: ipvsctl node set [--priority N] [--role auto|master|backup] [--replication pair|source|follower] [--peer-url URL --peer-token T --peer-fingerprint FP] [--peer-ca FILE] [--follower-fingerprint FP,...] [--allow-replicated-exec] [--address IP] [--router-id IP] [--bgp-source IP]\n" +
 	"       ipvsctl node show [--json]\n" +
 	"       ipvsctl node drain|undrain\n" +
-	"\nThis director's own part in a redundant pair, kept outside the replicated revisions: its VRRP\n" +
-	"priority, a forced role, the peer it replicates the desired state from, and its own address.\n" +
+	"\nThis director's own part in a redundant pair or a group of N, kept outside the replicated revisions:\n" +
+	"its VRRP priority, a forced role, the peer or source it replicates the desired state from (or, on a\n" +
+	"source, the followers it lets in), whom it believes on that link (pins, a pair CA), and its own address.\n" +
 	"Run 'ipvsctl node VERB --help' for a verb's flags."
 
 func runNode(env *cliEnv, args []string) int {
