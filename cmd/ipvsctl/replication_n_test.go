@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/server/client"
 	"github.com/ipvsctl/ipvsctl/server/store"
 	"github.com/ipvsctl/ipvsctl/server/trust"
+	"github.com/ipvsctl/ipvsctl/server/trust/trusttest"
 )
 
 type syncOutput struct {
@@ -46,6 +48,8 @@ type serveProc struct {
 	port int
 	cmd  *exec.Cmd
 	out  *syncOutput
+	// tls are serve's TLS flags (default --tls-self-signed).
+	tls []string
 }
 
 func newServeProc(t *testing.T, name string) *serveProc {
@@ -62,7 +66,11 @@ func newServeProc(t *testing.T, name string) *serveProc {
 
 func (p *serveProc) start() {
 	p.t.Helper()
-	args := []string{"--db", p.db, "serve", "--listen", fmt.Sprintf("127.0.0.1:%d", p.port), "--tls-self-signed", "--interval", "1h"}
+	tlsFlags := p.tls
+	if tlsFlags == nil {
+		tlsFlags = []string{"--tls-self-signed"}
+	}
+	args := append([]string{"--db", p.db, "serve", "--listen", fmt.Sprintf("127.0.0.1:%d", p.port), "--interval", "1h"}, tlsFlags...)
 	p.cmd = exec.Command(os.Args[0], "-test.run=^TestServeHelper$")
 	p.cmd.Env = append(os.Environ(), "IPVSCTL_SERVE_HELPER="+strings.Join(args, "\x1f"))
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
@@ -85,6 +93,9 @@ func (p *serveProc) url() string { return fmt.Sprintf("https://127.0.0.1:%d", p.
 
 func (p *serveProc) fingerprint() string {
 	cert, _ := trust.IdentityPaths(filepath.Dir(p.db))
+	if len(p.tls) == 4 && p.tls[0] == "--tls-cert" {
+		cert = p.tls[1]
+	}
 	return mustFingerprint(p.t, cert)
 }
 
@@ -219,15 +230,15 @@ func TestReplicationToNDirectors(t *testing.T) {
 		}
 		return false
 	})
-	if !strings.Contains(rogue.mustCLI("node", "show"), "forbidden") && !strings.Contains(rogue.mustCLI("node", "show"), "not the pinned") {
-		t.Errorf("the unpinned follower does not show why it is refused:\n%s", rogue.mustCLI("node", "show"))
-	}
+	waitFor(t, 10*time.Second, "the unpinned follower showing why it is refused", func() bool {
+		return strings.Contains(rogue.mustCLI("node", "show"), "unreachable: peer not trusted: the caller's certificate's fingerprint is "+rogue.fingerprint())
+	})
 	if rogue.state() == want {
 		t.Error("the unpinned director got the source's state")
 	}
-	if out := src.mustCLI("audit", "--action", "replication caller refused"); !strings.Contains(out, "replication caller refused") {
-		t.Errorf("the refusal is not audited on the source:\n%s", out)
-	}
+	waitFor(t, 10*time.Second, "the refusal audited on the source", func() bool {
+		return strings.Contains(src.mustCLI("audit", "--action", "replication caller refused"), "replication caller refused")
+	})
 
 	// A follower that is down catches up when it is back; meanwhile the
 	// source shows it behind.
@@ -252,4 +263,64 @@ func TestReplicationToNDirectors(t *testing.T) {
 		f := followerOf(t, src.status().Followers, f2.fingerprint())
 		return f != nil && f.InSync && f.Connected
 	})
+}
+
+// With a pair CA instead of pins: the directors' certificates are the
+// CA's (serve --tls-cert), each for its address; a follower whose
+// certificate the CA signed for another address is refused at the source.
+func TestReplicationToNDirectorsWithAPairCA(t *testing.T) {
+	ca := trusttest.NewCA(t, "pair CA")
+	caFile := filepath.Join(t.TempDir(), "pair-ca.pem")
+	if err := os.WriteFile(caFile, ca.PEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, f1, other := newServeProc(t, "source"), newServeProc(t, "follower"), newServeProc(t, "CA-signed for another address")
+	for _, p := range []*serveProc{src, f1} {
+		c, k := trusttest.WriteFiles(t, ca.Issue(t, p.name, trusttest.Loopback()), filepath.Dir(p.db), "director")
+		p.tls = []string{"--tls-cert", c, "--tls-key", k}
+	}
+	c, k := trusttest.WriteFiles(t, ca.Issue(t, other.name, []net.IP{net.ParseIP("198.18.0.66")}), filepath.Dir(other.db), "director")
+	other.tls = []string{"--tls-cert", c, "--tls-key", k}
+	tok := peerToken(t, src.db)
+	for _, p := range []*serveProc{src, f1, other} {
+		p.start()
+	}
+	src.mustCLI("node", "set", "--replication", "source", "--peer-ca", caFile)
+	if out := src.mustCLI("node", "show"); !strings.Contains(out, "pair CA: CN=pair CA") {
+		t.Errorf("node show on the source:\n%s", out)
+	}
+	for _, f := range []*serveProc{f1, other} {
+		f.mustCLI("node", "set", "--replication", "follower", "--peer-url", src.url(), "--peer-token", tok, "--peer-ca", caFile)
+	}
+	src.mustCLI("apply", "-f", writeDoc(t, webDoc))
+	want := src.state()
+	waitFor(t, 10*time.Second, "the follower has the source's edit", func() bool { return f1.state() == want })
+	waitFor(t, 10*time.Second, "the other address's certificate refused at the source", func() bool {
+		for _, f := range src.status().Followers {
+			if f.Refused && f.Fingerprint == other.fingerprint() && strings.Contains(f.Error, "not for 127.0.0.1") {
+				return true
+			}
+		}
+		return false
+	})
+	if other.state() == want {
+		t.Error("the director with a certificate for another address got the source's state")
+	}
+	if f := followerOf(t, src.status().Followers, f1.fingerprint()); f == nil || !f.InSync {
+		t.Errorf("the follower in the source's status: %+v", f)
+	}
+	// Removing the CA (no pins left) shuts the follower out too.
+	src.mustCLI("node", "set", "--peer-ca", "")
+	src.mustCLI("apply", "-f", writeDoc(t, strings.Replace(webDoc, "198.18.0.11", "198.18.0.31", 1)))
+	waitFor(t, 10*time.Second, "the follower refused once the CA is gone", func() bool {
+		for _, f := range src.status().Followers {
+			if f.Refused && f.Fingerprint == f1.fingerprint() {
+				return true
+			}
+		}
+		return false
+	})
+	if f1.state() == src.state() {
+		t.Error("the follower still got the source's edit with no CA and no pin")
+	}
 }

@@ -38,6 +38,9 @@ func (a *api) waitState(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := a.stillBelieved(r); err != nil {
+		return err
+	}
 	hd := w.Header()
 	hd.Set("ETag", strconv.Quote(strconv.FormatInt(h.Revision, 10)))
 	hd.Set(HeaderRevisionAt, h.At.UTC().Format(time.RFC3339Nano))

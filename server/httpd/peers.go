@@ -83,3 +83,22 @@ func (a *api) followerPolled(r *http.Request, after int64) func() {
 	return a.core.FollowerPolled(server.FollowerPoll{Fingerprint: orDefault(c.fingerprint, "(plain HTTP) "+c.addr), Addr: c.addr,
 		Node: r.Header.Get(HeaderNode), After: after, Hash: r.Header.Get(HeaderFollowerHash), Error: r.Header.Get(HeaderFollowerError)})
 }
+
+// stillBelieved checks a director's long poll again when it is to be
+// answered: a pin or pair CA removed while it waited shuts it out then,
+// not at its next poll.
+func (a *api) stillBelieved(r *http.Request) error {
+	c, _ := r.Context().Value(callerKey{}).(*directorCaller)
+	if c == nil || r.TLS == nil {
+		return nil
+	}
+	d, err := a.core.Directors(r.Context())
+	if err != nil {
+		return err
+	}
+	if _, err := d.VerifyCaller(r.TLS.PeerCertificates, trust.RemoteAddr(r.RemoteAddr), time.Now()); err != nil {
+		a.core.CallerRefused(r.Context(), c.addr, c.fingerprint, err)
+		return &server.Error{Code: server.CodeForbidden, Msg: err.Error() + " (no longer believed here)"}
+	}
+	return nil
+}

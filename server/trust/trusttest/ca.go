@@ -12,6 +12,8 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -84,3 +86,25 @@ func SelfSigned(t testing.TB, host string, ips ...net.IP) (tls.Certificate, stri
 
 // Loopback is 127.0.0.1, the address tests call from.
 func Loopback() []net.IP { return []net.IP{net.IPv4(127, 0, 0, 1)} }
+
+// WriteFiles writes c (its chain) and its key as PEM files in dir, as
+// serve --tls-cert --tls-key reads them.
+func WriteFiles(t testing.TB, c tls.Certificate, dir, name string) (certPath, keyPath string) {
+	t.Helper()
+	var chain []byte
+	for _, der := range c.Certificate {
+		chain = append(chain, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+	}
+	key, err := x509.MarshalPKCS8PrivateKey(c.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPath, keyPath = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	if err := os.WriteFile(certPath, chain, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certPath, keyPath
+}
