@@ -174,3 +174,15 @@ func b64(der []byte) string {
 	b.WriteString(s + "\n")
 	return b.String()
 }
+
+func FuzzParseCA(f *testing.F) {
+	f.Add([]byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"))
+	f.Add([]byte("not pem"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		pool, err := trust.ParseCA(b)
+		if (pool == nil) == (err == nil) {
+			t.Fatalf("ParseCA: pool %v, err %v", pool, err)
+		}
+	})
+}
