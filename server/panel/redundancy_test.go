@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/chromedp/chromedp"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 
 	"github.com/ipvsctl/ipvsctl/internal/testenv"
 	"github.com/ipvsctl/ipvsctl/server"
