@@ -89,6 +89,13 @@ func TestReplicationToNDirectorsOnALink(t *testing.T) {
 		})
 	}
 	t.Logf("the source's edit in both followers' kernels (ipvsadm -Sn) %s after the apply", time.Since(start).Round(time.Millisecond))
+	for _, d := range ds[1:3] {
+		for _, line := range strings.Split(d.l.cmdOut("node", "show"), "\n") {
+			if strings.HasPrefix(line, "replication:") {
+				t.Logf("%s %s", d.l.dir, line)
+			}
+		}
+	}
 
 	// A local edit on a follower is refused, naming the source.
 	f := t.TempDir() + "/local.json"
