@@ -59,7 +59,37 @@ type followerEntry struct {
 const (
 	maxFollowers       = 64
 	refusalAuditWindow = 15 * time.Minute
+	// refusalsAudited bounds the certificates audited per address and
+	// window; maxAudited the (address, certificate) pairs remembered.
+	refusalsAudited = 4
+	maxAudited      = 1024
 )
+
+// shouldAudit says whether a refusal of (addr, fingerprint) is audited now
+// (t.mu held).
+func (t *followerTable) shouldAudit(addr, fingerprint string, now time.Time) bool {
+	if t.audited == nil {
+		t.audited = map[string]time.Time{}
+	}
+	key := addr + " " + fingerprint
+	if at, seen := t.audited[key]; seen && now.Sub(at) < refusalAuditWindow {
+		return false
+	}
+	fromAddr := 0
+	for k, at := range t.audited {
+		switch {
+		case now.Sub(at) >= refusalAuditWindow:
+			delete(t.audited, k)
+		case strings.HasPrefix(k, addr+" "):
+			fromAddr++
+		}
+	}
+	if fromAddr >= refusalsAudited || len(t.audited) >= maxAudited {
+		return false
+	}
+	t.audited[key] = now
+	return true
+}
 
 func (t *followerTable) entry(key string, now time.Time) *followerEntry {
 	if t.m == nil {
@@ -67,10 +97,17 @@ func (t *followerTable) entry(key string, now time.Time) *followerEntry {
 	}
 	e := t.m[key]
 	if e == nil {
-		if len(t.m) >= maxFollowers { // forget the longest unseen
+		if len(t.m) >= maxFollowers { // forget the longest unseen, a refused caller first
 			var old string
+			older := func(v *followerEntry) bool {
+				o := t.m[old]
+				if v.st.Refused != o.st.Refused {
+					return v.st.Refused
+				}
+				return v.st.LastSeen.Before(o.st.LastSeen)
+			}
 			for k, v := range t.m {
-				if v.polls == 0 && (old == "" || v.st.LastSeen.Before(t.m[old].st.LastSeen)) {
+				if v.polls == 0 && (old == "" || older(v)) {
 					old = k
 				}
 			}
@@ -107,36 +144,38 @@ func (c *Core) FollowerPolled(p FollowerPoll) (done func()) {
 
 // CallerRefused records a call on the link between directors that showed
 // no trusted client certificate: it was refused before its token was
-// looked at. It is logged, shown in status among the followers, and
-// audited once per (address, certificate) and 15 minutes.
+// looked at. Status shows it among the followers (the latest
+// refusalsAudited certificates per address); it is logged and audited once per (address, certificate) and
+// 15 minutes, at most refusalsAudited certificates per address (a caller
+// making new certificates cannot grow the audit or the log without bound).
 func (c *Core) CallerRefused(ctx context.Context, addr, fingerprint string, why error) {
 	now := c.now()
-	key := "refused " + addr + " " + fingerprint
 	t := &c.followers
 	t.mu.Lock()
-	e := t.entry(key, now)
-	e.st = FollowerStatus{Name: addr, Address: addr, Fingerprint: fingerprint, LastSeen: now, Error: why.Error(), Refused: true}
-	if t.audited == nil {
-		t.audited = map[string]time.Time{}
-	}
-	at, seen := t.audited[key]
-	audit := !seen || now.Sub(at) >= refusalAuditWindow
-	if audit {
-		if len(t.audited) >= maxFollowers {
-			for k, v := range t.audited {
-				if now.Sub(v) >= refusalAuditWindow {
-					delete(t.audited, k)
-				}
+	key := "refused " + addr + " " + fingerprint
+	if t.m[key] == nil { // at most refusalsAudited certificates shown per address
+		var mine []string
+		for k := range t.m {
+			if strings.HasPrefix(k, "refused "+addr+" ") {
+				mine = append(mine, k)
 			}
 		}
-		t.audited[key] = now
+		slices.SortFunc(mine, func(a, b string) int { return t.m[a].st.LastSeen.Compare(t.m[b].st.LastSeen) })
+		for len(mine) >= refusalsAudited {
+			delete(t.m, mine[0])
+			mine = mine[1:]
+		}
 	}
+	e := t.entry(key, now)
+	e.st = FollowerStatus{Name: addr, Address: addr, Fingerprint: fingerprint, LastSeen: now, Error: why.Error(), Refused: true}
+	audit := t.shouldAudit(addr, fingerprint, now)
 	t.mu.Unlock()
-	c.log.Warn("a call between directors was refused: no trusted client certificate; its token was not looked at",
-		"addr", addr, "fingerprint", fingerprint, "err", why)
 	if !audit {
+		c.log.Debug("a call between directors was refused again", "addr", addr, "fingerprint", fingerprint, "err", why)
 		return
 	}
+	c.log.Warn("a call between directors was refused: no trusted client certificate; its token was not looked at",
+		"addr", addr, "fingerprint", fingerprint, "err", why)
 	en := store.AuditEntry{Actor: "(director)", Via: "api", ClientAddr: addr, Action: "replication caller refused",
 		Target: orDefault(fingerprint, "no certificate"), Outcome: store.OutcomeFailure, Detail: why.Error()}
 	if _, err := c.store.WriteAudit(context.WithoutCancel(ctx), en); err != nil {

@@ -176,17 +176,27 @@ func TestDirectorCallsNeedABelievedClientCertificate(t *testing.T) {
 			}
 		}
 	}
-	if refusedRows == 0 || followers != 2 {
+	if refusedRows != 4 || followers != 2 { // none, unpinned, caOther, and pinned once the CA replaced the pins
 		t.Errorf("status followers: %+v", st.Followers)
 	}
-	// Audited once per (address, certificate), however many retries: no
-	// certificate, unpinned, caOther, and pinned once the CA replaced the pins.
+	// A caller that makes a new certificate for each try grows neither
+	// the audit nor the status past their bounds.
+	for range 6 {
+		fresh, _ := trusttest.SelfSigned(t, "d9", net.ParseIP("198.18.0.9"))
+		refused(t, &fresh, "neither pinned nor signed")
+	}
+	// Audited once per (address, certificate), however many retries, and at
+	// most 4 certificates per address: no certificate, unpinned, caOther,
+	// and pinned once the CA replaced the pins.
 	es, err := g.Store.Audit(ctx, store.AuditFilter{Contains: "replication caller refused"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(es) != 4 {
 		t.Errorf("%d audit rows for the refused callers, want 4: %+v", len(es), es)
+	}
+	if st, err := g.Core.Status(ctx); err != nil || len(st.Followers) != 2+4 {
+		t.Errorf("status after new certificates: %d rows, %v (want the 2 followers and 4 refused certificates)", len(st.Followers), err)
 	}
 	for _, e := range es {
 		if e.Outcome != store.OutcomeFailure || e.ClientAddr != "127.0.0.1" {
