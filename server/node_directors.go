@@ -129,7 +129,7 @@ func nextCert(b []byte) (*x509.Certificate, []byte, bool) {
 // refuseOnFollower refuses a local change on a follower: edits are made on
 // the source, whose every revision reaches this director.
 func (c *Core) refuseOnFollower(a Actor) error {
-	if replicated(a.Name) {
+	if strings.HasPrefix(a.Name, ReplicatedAuthor) {
 		return nil
 	}
 	n, err := c.store.Node(context.Background())
@@ -148,7 +148,8 @@ type PeerDial struct {
 	Trust      trust.Directors
 }
 
-func peerDial(n store.Node) PeerDial {
+// PeerDialOf is how the node settings n reach the director they follow.
+func PeerDialOf(n store.Node) PeerDial {
 	d := PeerDial{URL: n.PeerURL, Token: n.PeerToken}
 	if n.PeerFingerprint != "" {
 		d.Trust.Pins = []string{n.PeerFingerprint}
@@ -164,14 +165,4 @@ func peerDial(n store.Node) PeerDial {
 type FollowerReport struct {
 	Hash, Error string
 	Node        string // its node address
-}
-
-// followerReport is what this replicator tells the director it follows.
-func (p *replicator) followerReport(ctx context.Context) FollowerReport {
-	p.mu.Lock()
-	r := FollowerReport{Error: p.st.Error}
-	p.mu.Unlock()
-	r.Hash, _, _ = p.c.store.SyncedHash(ctx)
-	r.Node = p.c.NodeName(ctx)
-	return r
 }

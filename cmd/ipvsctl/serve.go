@@ -17,8 +17,10 @@ import (
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
 	"github.com/ipvsctl/ipvsctl/server/client"
+	"github.com/ipvsctl/ipvsctl/server/daemon"
 	"github.com/ipvsctl/ipvsctl/server/httpd"
 	"github.com/ipvsctl/ipvsctl/server/metrics"
+	"github.com/ipvsctl/ipvsctl/server/redundancy"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -154,7 +156,7 @@ func parseServeFlags(env *cliEnv, args []string) (f *serveFlags, g *globalFlags,
 // side (auth, metrics, the panel, the options of the handlers).
 type serveParts struct {
 	core    *server.Core
-	daemon  *server.Daemon
+	daemon  *daemon.Daemon
 	auth    *auth.Auth
 	metrics *metrics.Metrics
 	panel   interface{ RunSampler(context.Context) }
@@ -165,15 +167,15 @@ func newServeParts(ctx context.Context, cfg server.Config, st *store.Store, f *s
 	p := &serveParts{auth: auth.New(st, auth.Config{TrustedProxies: f.proxies, Log: log})}
 	cfg.Auth = p.auth // the API's user and token writes share the logins' hashing limits
 	p.core = server.New(cfg)
-	p.daemon = server.NewDaemon(p.core, log)
+	p.daemon = daemon.New(p.core, st, log)
 	p.daemon.Interval = f.interval
-	p.daemon.Hooks.Peer = func(d server.PeerDial) (server.Peer, error) {
+	redundancy.Attach(p.daemon, redundancy.Hooks{Peer: func(d server.PeerDial) (server.Peer, error) {
 		own, err := client.LoadIdentity(cfg.IdentityCert, f.identityKey)
 		if err != nil {
 			return nil, err
 		}
 		return client.NewPeer(d, own)
-	}
+	}})
 	context.AfterFunc(ctx, p.core.EndLongPolls) // a peer's long poll must not hold up the shutdown
 	p.metrics = metrics.New(p.core)
 	p.daemon.OnReconcile(p.metrics.Reconciled)
