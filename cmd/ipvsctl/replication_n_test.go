@@ -145,22 +145,19 @@ func waitFor(t *testing.T, within time.Duration, what string, ok func() bool) {
 	}
 }
 
-// peerToken makes a viewer and its token on db before the daemon runs:
-// the role check the followers present.
+// peerToken is the viewer token seedAccounts made on db before the daemon
+// runs: the role check the followers present.
 func peerToken(t *testing.T, db string) string {
 	t.Helper()
+	seedAccounts(t, db)
 	ctx := context.Background()
 	st, err := store.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	a := auth.New(st, auth.Config{Params: auth.CheapParams()})
-	root := &auth.Principal{User: "root", Role: auth.Admin, Via: "cli"}
-	if err := a.AddUser(ctx, root, "followers", auth.Viewer, "correct horse battery"); err != nil {
-		t.Fatal(err)
-	}
-	tok, _, err := a.CreateToken(ctx, root, "followers", "", 0)
+	tok, _, err := auth.New(st, auth.Config{Params: auth.CheapParams()}).CreateToken(ctx,
+		&auth.Principal{User: "root", Role: auth.Admin, Via: "cli"}, auth.Viewer.String(), "followers", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,20 +58,7 @@ func directorsCardOf(node *server.NodeView, followers []server.FollowerStatus, n
 		add("Pair CA", "%s", node.PeerCA)
 	}
 	if r := node.Redundancy; r != nil && r.Replication != nil {
-		rp := r.Replication
-		v := "from " + rp.Peer + ": "
-		switch {
-		case !rp.Connected:
-			v += "not connected"
-		case rp.InSync:
-			v += fmt.Sprintf("in sync at its revision %d", rp.PeerRevision)
-		default:
-			v += fmt.Sprintf("%.0f s behind its revision %d", rp.LagSeconds, rp.PeerRevision)
-		}
-		if rp.Error != "" {
-			v += "; " + rp.Error
-		}
-		add("Desired state", "%s", v)
+		add("Desired state", "%s", replicationFact(r.Replication))
 	}
 	for _, f := range followers {
 		row := followerRow{Name: f.Name, Fingerprint: f.Fingerprint, Error: f.Error,
