@@ -26,7 +26,7 @@ promtool check rules docs/prometheus/alerts.yml
 # A count of executions, not a duration: Go 1.26's fuzzer can fail a target with a bare "context deadline
 # exceeded" when a -fuzztime duration ends while a worker is busy (go.dev/issue/75804, fixed in Go 1.27).
 fuzztime=${FUZZTIME:-100000x}
-echo "== fuzz: each importer, the fast document decoder against encoding/json, the store's reverse deltas, the VRRP HMAC advert decoder, the panel's redirect paths, certificate fingerprints, $fuzztime each"
+echo "== fuzz: each importer, the fast document decoder against encoding/json, the store's reverse deltas, the VRRP HMAC advert decoder, the panel's redirect paths, certificate fingerprints, pair CAs, $fuzztime each"
 for target in FuzzImportIpvsadm FuzzImportJSON FuzzImportLVSCF FuzzImportKeepalived; do
 	go test -run "^$" -fuzz "^$target\$" -fuzztime "$fuzztime" -fuzzminimizetime 50x ./ipvsmgr/formats
 done
@@ -35,6 +35,7 @@ go test -run "^$" -fuzz "^FuzzReverseDelta\$" -fuzztime "$fuzztime" -fuzzminimiz
 go test -run "^$" -fuzz "^FuzzParseAuthAdvert\$" -fuzztime "$fuzztime" -fuzzminimizetime 50x ./ipvsmgr/vrrp
 go test -run "^$" -fuzz "^FuzzLocalPath\$" -fuzztime "$fuzztime" -fuzzminimizetime 50x ./server/panel
 go test -run "^$" -fuzz "^FuzzParseFingerprint\$" -fuzztime "$fuzztime" -fuzzminimizetime 50x ./server/trust
+go test -run "^$" -fuzz "^FuzzParseCA\$" -fuzztime "$fuzztime" -fuzzminimizetime 50x ./server/trust
 if [ "${1:-}" = "--no-vm" ]; then
 	scripts/package/test.sh --no-vm
 	exit 0

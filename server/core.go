@@ -103,7 +103,8 @@ type Core struct {
 	// resultsGen counts the changes of the stored real-server results: this
 	// core's saves, and in the daemon another process's (noticeResults).
 	resultsGen atomic.Int64
-	accounts   *auth.Auth // users and tokens (core_users.go)
+	accounts   *auth.Auth    // users and tokens (core_users.go)
+	followers  followerTable // the directors following this one (followers.go)
 }
 
 // Config configures a Core.

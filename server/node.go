@@ -45,6 +45,12 @@ type NodeSettings struct {
 	RouterID  string `json:"router_id"`
 	BGPSource string `json:"bgp_source"`
 	Drained   bool   `json:"drained"`
+	// Replication is pair, source or follower (node_directors.go); PeerCA
+	// names the pair CA's certificates ("" for none); FollowerFingerprints
+	// are the directors that may follow this one.
+	Replication          string   `json:"replication"`
+	PeerCA               string   `json:"peer_ca,omitempty"`
+	FollowerFingerprints []string `json:"follower_fingerprints,omitempty"`
 }
 
 // NodePatch changes the node settings that are set.
@@ -60,6 +66,11 @@ type NodePatch struct {
 	RouterID            *string `json:"router_id,omitempty"`
 	BGPSource           *string `json:"bgp_source,omitempty"`
 	Drained             *bool   `json:"drained,omitempty"`
+	// Replication, PeerCA (PEM text, "" to clear) and FollowerFingerprints:
+	// see NodeSettings.
+	Replication          *string   `json:"replication,omitempty"`
+	PeerCA               *string   `json:"peer_ca,omitempty"`
+	FollowerFingerprints *[]string `json:"follower_fingerprints,omitempty"`
 }
 
 // NodeView is the node settings with what the director's redundancy is
@@ -75,7 +86,8 @@ type NodeView struct {
 func nodeSettings(n store.Node) NodeSettings {
 	s := NodeSettings{Priority: n.Priority, Role: n.Role, PeerURL: n.PeerURL, PeerTokenSet: n.PeerToken != "", Address: n.Address,
 		PeerFingerprint: n.PeerFingerprint, AllowReplicatedExec: n.AllowReplicatedExec,
-		RouterID: n.RouterID, BGPSource: n.BGPSource, Drained: n.BGPDrained}
+		RouterID: n.RouterID, BGPSource: n.BGPSource, Drained: n.BGPDrained,
+		Replication: n.Replication, PeerCA: caSubjects(n.PeerCA), FollowerFingerprints: n.FollowerFingerprints}
 	if !n.UpdatedAt.IsZero() {
 		at := n.UpdatedAt
 		s.UpdatedAt = &at
@@ -167,8 +179,11 @@ func (c *Core) SetNode(ctx context.Context, a Actor, p NodePatch) (view *NodeVie
 		}
 		detail = append(detail, "peer_fingerprint "+orDefault(n.PeerFingerprint, `""`))
 	}
-	if strings.HasPrefix(n.PeerURL, "https://") && n.PeerFingerprint == "" {
-		return nil, errorf(CodeBadInput, "peer_fingerprint: the https:// peer %s needs its certificate's fingerprint (ipvsctl node show on the peer prints it): no system root is trusted", n.PeerURL)
+	if err := setNodeDirectors(&n, p, &detail); err != nil {
+		return nil, err
+	}
+	if strings.HasPrefix(n.PeerURL, "https://") && n.PeerFingerprint == "" && n.PeerCA == "" {
+		return nil, errorf(CodeBadInput, "peer_fingerprint: the https:// peer %s needs its certificate's fingerprint (ipvsctl node show on the peer prints it) or a pair CA (--peer-ca): no system root is trusted", n.PeerURL)
 	}
 	if p.AllowReplicatedExec != nil {
 		n.AllowReplicatedExec = *p.AllowReplicatedExec

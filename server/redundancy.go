@@ -200,6 +200,9 @@ func (c *Core) refuseOnBackup(a Actor) error {
 	if strings.HasPrefix(a.Name, ReplicatedAuthor) {
 		return nil
 	}
+	if err := c.refuseOnFollower(a); err != nil {
+		return err
+	}
 	backup, master, peer := c.red.backup()
 	if !backup {
 		return nil

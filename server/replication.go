@@ -18,8 +18,9 @@ type PeerState struct {
 // Peer is the other director's API, as replication uses it (package client).
 type Peer interface {
 	// WaitState answers the peer's current revision as soon as it is newer
-	// than after, or after about 25 s anyway.
-	WaitState(ctx context.Context, after int64) (*PeerState, error)
+	// than after, or after about 25 s anyway; me is what this director has
+	// (the source shows it in its status).
+	WaitState(ctx context.Context, after int64, me FollowerReport) (*PeerState, error)
 }
 
 // LongPollWait is how long GET /api/v1/state?after=N waits for a newer revision.

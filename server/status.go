@@ -67,6 +67,8 @@ type StatusView struct {
 	// BGP is what the director announces and whether its Maglev inputs
 	// match the other directors' (absent without a daemon or settings.bgp).
 	BGP *BGPStatus `json:"bgp,omitempty"`
+	// Followers are the directors following this one (a source's).
+	Followers []FollowerStatus `json:"followers,omitempty"`
 }
 
 // PollInterval is how often the daemon reads the kernel's table: IPVS sums
@@ -102,6 +104,9 @@ func (c *Core) Status(ctx context.Context) (*StatusView, error) {
 	v.RealServers = rs
 	v.Redundancy = c.redundancyStatus()
 	v.BGP = c.bgpStatus()
+	if v.Followers, err = c.Followers(ctx); err != nil {
+		return nil, err
+	}
 	return v, nil
 }
 

@@ -215,7 +215,7 @@ func completeWords(words []string, getenv func(string) string) (string, []string
 		name, _, hasVal := strings.Cut(strings.TrimLeft(w, "-"), "=")
 		if !hasVal && d.takesValue(name) {
 			if j == len(rest)-1 {
-				return flagValue(name)
+				return flagValue(name, cur)
 			}
 			j++
 		}
@@ -244,11 +244,14 @@ func completeWords(words []string, getenv func(string) string) (string, []string
 	return "words", nil
 }
 
-// flagValue completes a flag's value: a path for the flags that take files.
-func flagValue(name string) (string, []string) {
+// flagValue completes a flag's value: a path for the flags that take
+// files, the choices of one that takes a word.
+func flagValue(name, cur string) (string, []string) {
 	switch name {
-	case "f", "targets", "identity", "known-hosts", "tls-cert", "tls-key", "db":
+	case "f", "targets", "identity", "known-hosts", "tls-cert", "tls-key", "db", "peer-ca":
 		return "files", nil
+	case "replication":
+		return "words", matching([]string{server.ReplicationPair, server.ReplicationSource, server.ReplicationFollower}, cur)
 	}
 	return "words", nil
 }

@@ -115,7 +115,7 @@ func commands() map[string]command {
 			examples: map[string]string{"": "charts web r1 --range day --json"}},
 		"audit": {summary: "list the audit record: every change and every login attempt", run: runAudit,
 			examples: map[string]string{"": "audit --actor bob --since 24h"}},
-		"node": {summary: "this director's own settings (VRRP priority, role, peer; BGP router ID, source, drain)", run: runNode, subs: []string{"set", "show", "drain", "undrain"},
+		"node": {summary: "this director's own settings (VRRP priority, role, peer, replication source or follower; BGP router ID, source, drain)", run: runNode, subs: []string{"set", "show", "drain", "undrain"},
 			examples: map[string]string{"set": "node set --priority 150", "show": "node show --json", "drain": "node drain", "undrain": "node undrain"}},
 		"version": {summary: "print the version, the commit and the Go version", run: runVersion, where: here},
 		"help":    {summary: "show a command's synopsis, description and flags", run: runHelp, where: here},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,13 +14,15 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/httpd"
+	"github.com/ipvsctl/ipvsctl/server/trust"
 )
 
-const nodeUsage = "usage: ipvsctl node set [--priority N] [--role auto|master|backup] [--peer-url URL --peer-token T --peer-fingerprint FP] [--allow-replicated-exec] [--address IP] [--router-id IP] [--bgp-source IP]\n" +
+const nodeUsage = "usage: ipvsctl node set [--priority N] [--role auto|master|backup] [--replication pair|source|follower] [--peer-url URL --peer-token T --peer-fingerprint FP] [--peer-ca FILE] [--follower-fingerprint FP,...] [--allow-replicated-exec] [--address IP] [--router-id IP] [--bgp-source IP]\n" +
 	"       ipvsctl node show [--json]\n" +
 	"       ipvsctl node drain [--no-wait] [--wait-max D] | undrain\n" +
-	"\nThis director's own part in a redundant pair, kept outside the replicated revisions: its VRRP\n" +
-	"priority, a forced role, the peer it replicates the desired state from, and its own address.\n" +
+	"\nThis director's own part in a redundant pair or a group of N, kept outside the replicated revisions:\n" +
+	"its VRRP priority, a forced role, the peer or source it replicates the desired state from (or, on a\n" +
+	"source, the followers it lets in), whom it believes on that link (pins, a pair CA), and its own address.\n" +
 	"Run 'ipvsctl node VERB --help' for a verb's flags."
 
 func runNode(env *cliEnv, args []string) int {
@@ -45,16 +48,19 @@ func runNode(env *cliEnv, args []string) int {
 }
 
 func nodeSet(env *cliEnv, args []string) int {
-	fs, g := env.newFlagSet("node set", "[--priority N] [--role auto|master|backup] [--peer-url URL --peer-token T --peer-fingerprint FP] [--allow-replicated-exec] [--address IP] [--router-id IP] [--bgp-source IP]",
+	fs, g := env.newFlagSet("node set", "[--priority N] [--role auto|master|backup] [--replication pair|source|follower] [--peer-url URL --peer-token T --peer-fingerprint FP] [--peer-ca FILE] [--follower-fingerprint FP,...] [--allow-replicated-exec] [--address IP] [--router-id IP] [--bgp-source IP]",
 		"Change this director's node settings; only the flags given change. A running daemon takes them up\n"+
 			"at once: a new priority goes into the running VRRP instance (its next advert; no restart), a new\n"+
 			"role restarts it (a master resigns first).")
 	priority := fs.Int("priority", 0, "VRRP priority 1..255 (default 100; 255 is the address owner)")
 	role := fs.String("role", "", "auto (VRRP elects), master (priority 255) or backup (never carries the VIPs)")
-	peerURL := fs.String("peer-url", "", "the other director's API (https://198.18.0.2:3636), which the desired state is replicated from (\"\" for none)")
+	peerURL := fs.String("peer-url", "", "the other director's API (https://198.18.0.2:3636), or the source's on a follower, which the desired state is replicated from (\"\" for none)")
 	peerToken := fs.String("peer-token", "", "an API token (viewer at least) of the other director")
 	address := fs.String("address", "", "this director's own address among settings.redundancy.peers (\"\": found from its interfaces)")
-	peerFP := fs.String("peer-fingerprint", "", "the SHA-256 fingerprint of the peer's certificate (its node show prints it); the only thing an https:// peer is trusted on")
+	peerFP := fs.String("peer-fingerprint", "", "the SHA-256 fingerprint of the peer's (or the source's) certificate (its node show prints it): an https:// peer is believed on it or the pair CA, both ways, never on system roots")
+	replication := fs.String("replication", "", "pair (the two directors of a VRRP pair follow each other), source (edits are made here; followers take them) or follower (takes the source's at --peer-url, refuses local edits)")
+	peerCA := fs.String("peer-ca", "", "a pair CA (PEM file) whose certificates are believed, for the address they are used from, besides the pins (\"\" to remove it)")
+	followerFPs := fs.String("follower-fingerprint", "", "comma-separated SHA-256 fingerprints of the directors allowed to follow this one (their node show prints them; \"\" for none)")
 	allowExec := fs.Bool("allow-replicated-exec", false, "take exec checks (programs run as root here) from the peer's replicated state (default off: refused)")
 	routerID := fs.String("router-id", "", "BGP router ID, an IPv4 address (\"\": --bgp-source, --address or the first global IPv4 address)")
 	bgpSource := fs.String("bgp-source", "", "the address BGP sessions are opened from, the routes' next hop (\"\": the kernel's choice)")
@@ -86,10 +92,25 @@ func nodeSet(env *cliEnv, args []string) int {
 			p.RouterID = routerID
 		case "bgp-source":
 			p.BGPSource = bgpSource
+		case "replication":
+			p.Replication = replication
+		case "follower-fingerprint":
+			fps := splitList(*followerFPs)
+			p.FollowerFingerprints = &fps
 		}
 	})
+	if *peerCA != "" {
+		b, err := os.ReadFile(*peerCA)
+		if err != nil {
+			return env.fail("node set", fmt.Errorf("peer-ca: %w", err), true)
+		}
+		pem := string(b)
+		p.PeerCA = &pem
+	} else if flagGiven(fs, "peer-ca") {
+		p.PeerCA = peerCA
+	}
 	if p == (server.NodePatch{}) {
-		fmt.Fprintln(env.stderr, "ipvsctl node set: give at least one of --priority, --role, --peer-url, --peer-token, --peer-fingerprint, --allow-replicated-exec, --address, --router-id, --bgp-source")
+		fmt.Fprintln(env.stderr, "ipvsctl node set: give at least one of --priority, --role, --replication, --peer-url, --peer-token, --peer-fingerprint, --peer-ca, --follower-fingerprint, --allow-replicated-exec, --address, --router-id, --bgp-source")
 		return exitUsage
 	}
 	ctx := context.Background()
@@ -153,6 +174,9 @@ func printNode(w io.Writer, v *server.NodeView) {
 	fmt.Fprintf(w, "peer:        %s\n", peer)
 	if v.PeerURL != "" || v.PeerFingerprint != "" {
 		fmt.Fprintf(w, "peer pin:    %s\n", orDefault(v.PeerFingerprint, "none (an http:// peer on loopback only)"))
+	}
+	if v.Replication != "" && v.Replication != server.ReplicationPair || v.PeerCA != "" || len(v.FollowerFingerprints) > 0 {
+		fmt.Fprintf(w, "directors:   %s\n", directorsLine(v))
 	}
 	fmt.Fprintf(w, "replicated exec checks: %s\n", map[bool]string{true: "allowed", false: "refused"}[v.AllowReplicatedExec])
 	fmt.Fprintf(w, "fingerprint: %s\n", orDefault(v.Fingerprint, "none yet (serve makes this director's certificate on its first start with TLS)"))
@@ -255,4 +279,66 @@ func replicationLine(r *server.ReplicationStatus) string {
 		s += fmt.Sprintf(", last change arrived %.3fs after it was made", r.LastCopySeconds)
 	}
 	return s
+}
+
+// directorsLine says how this director takes part in replication between
+// directors and whom it believes there.
+func directorsLine(v *server.NodeView) string {
+	s := orDefault(v.Replication, server.ReplicationPair)
+	switch v.Replication {
+	case server.ReplicationFollower:
+		s += " of " + orDefault(v.PeerURL, "(no --peer-url)") + ", local edits refused"
+	case server.ReplicationSource:
+		s += ", edits are made here"
+	}
+	if len(v.FollowerFingerprints) > 0 {
+		s += "; followers pinned: " + strings.Join(v.FollowerFingerprints, ", ")
+	}
+	if v.PeerCA != "" {
+		s += "; pair CA: " + v.PeerCA
+	}
+	return s
+}
+
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// followerLine is one director following this one (or refused), as status prints it.
+func followerLine(f server.FollowerStatus) string {
+	id := shortFingerprint(f.Fingerprint)
+	if f.Refused {
+		return fmt.Sprintf("%s [%s] refused at %s: %s", f.Address, id, f.LastSeen.Local().Format(time.DateTime), f.Error)
+	}
+	s := f.Name
+	if f.Address != f.Name {
+		s += " (" + f.Address + ")"
+	}
+	s += " [" + id + "]"
+	switch {
+	case f.InSync:
+		s += ", in sync"
+	default:
+		s += fmt.Sprintf(", behind by %.1fs", f.LagSeconds)
+	}
+	s += fmt.Sprintf(", has revision %d", f.Revision)
+	if f.Connected {
+		s += ", connected"
+	} else {
+		s += fmt.Sprintf(", last seen %s ago", time.Since(f.LastSeen).Round(100*time.Millisecond))
+	}
+	if f.Error != "" {
+		s += "; its error: " + f.Error
+	}
+	return s
+}
+
+// shortFingerprint is enough of a fingerprint to tell directors apart.
+func shortFingerprint(fp string) string {
+	if len(fp) > len(trust.Prefix)+16 {
+		return fp[:len(trust.Prefix)+16] + "…"
+	}
+	return orDefault(fp, "no certificate")
 }

@@ -34,6 +34,7 @@ type serveFlags struct {
 	ssh                          serveSSHFlags
 	proxies                      []netip.Prefix          // trustedProxies, parsed
 	killAt                       redundancy.TakeoverStep // the fault matrix's (env IPVSCTL_FAULT_KILL_AT): serve_faults.go
+	identityKey                  string                  // the key of cfg.IdentityCert, shown to the peers as a client certificate
 	fs                           *flag.FlagSet
 }
 
@@ -80,6 +81,7 @@ func runServe(env *cliEnv, args []string) int {
 	cfg := env.coreConfig(st, g.db)
 	cfg.RealServerSSH = rsSSH
 	cfg.IdentityCert = orDefault(f.tlsCert, idCert)
+	f.identityKey = orDefault(f.tlsKey, idKey)
 	p, err := newServeParts(ctx, cfg, st, f, log)
 	if err != nil {
 		return env.fail("serve", err, false)
@@ -171,9 +173,17 @@ func newServeParts(ctx context.Context, cfg server.Config, st *store.Store, f *s
 	p.core = server.New(cfg)
 	p.daemon = daemon.New(p.core, st, log)
 	p.daemon.Interval = f.interval
-	redundancy.Attach(p.daemon, redundancy.Hooks{Peer: func(url, token, fp string) (server.Peer, error) { return client.NewPeer(url, token, fp) },
+	// Another director is reached with this one's certificate as the client's.
+	dial := func(d server.PeerDial) (*client.Client, error) {
+		own, err := client.LoadIdentity(cfg.IdentityCert, f.identityKey)
+		if err != nil {
+			return nil, err
+		}
+		return client.NewPeer(d, own)
+	}
+	redundancy.Attach(p.daemon, redundancy.Hooks{Peer: func(d server.PeerDial) (server.Peer, error) { return dial(d) },
 		AtStep: killAtStep(f.killAt, log)})
-	p.daemon.Directors = func(url, token, fp string) (daemon.NodeReader, error) { return client.NewPeer(url, token, fp) }
+	p.daemon.Directors = func(d server.PeerDial) (daemon.NodeReader, error) { return dial(d) }
 	context.AfterFunc(ctx, p.core.EndLongPolls) // a peer's long poll must not hold up the shutdown
 	p.metrics = metrics.New(p.core)
 	p.daemon.OnReconcile(p.metrics.Reconciled)

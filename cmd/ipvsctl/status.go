@@ -51,6 +51,13 @@ func printStatus(env *cliEnv, v *server.StatusView) {
 	if v.BGP != nil {
 		fmt.Fprintf(env.stdout, "BGP: %s\n", bgpLine(v.BGP))
 	}
+	for _, f := range v.Followers {
+		label := "Follower"
+		if f.Refused {
+			label = "Refused director"
+		}
+		fmt.Fprintf(env.stdout, "%s: %s\n", label, followerLine(f))
+	}
 	fmt.Fprintf(env.stdout, "IP Virtual Server table: %d services (timeouts tcp %ds, tcpfin %ds, udp %ds)\n",
 		len(v.Services), v.Timeouts.TCP, v.Timeouts.TCPFin, v.Timeouts.UDP)
 	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)

@@ -34,7 +34,7 @@ func (c *Client) SetNode(ctx context.Context, _ server.Actor, p server.NodePatch
 
 // WaitState is the long poll replication makes: the daemon's current
 // revision, as soon as it is newer than after (or after about 25 s).
-func (c *Client) WaitState(ctx context.Context, after int64) (*server.PeerState, error) {
+func (c *Client) WaitState(ctx context.Context, after int64, me server.FollowerReport) (*server.PeerState, error) {
 	u := c.base + "/api/v1/state?" + url.Values{"after": {strconv.FormatInt(after, 10)}}.Encode()
 	req, err := http.NewRequestWithContext(ctx, "GET", u, nil)
 	if err != nil {
@@ -42,6 +42,15 @@ func (c *Client) WaitState(ctx context.Context, after int64) (*server.PeerState,
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if me.Hash != "" {
+		req.Header.Set(httpd.HeaderFollowerHash, me.Hash)
+	}
+	if me.Error != "" {
+		req.Header.Set(httpd.HeaderFollowerError, headerValue(me.Error, 512))
+	}
+	if me.Node != "" {
+		req.Header.Set(httpd.HeaderNode, me.Node)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -85,3 +94,18 @@ func (c *Client) WaitState(ctx context.Context, after int64) (*server.PeerState,
 }
 
 var _ server.Peer = (*Client)(nil)
+
+// headerValue is s as a header may carry it: no control characters, at
+// most n bytes.
+func headerValue(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > n {
+		s = s[:n]
+	}
+	return s
+}

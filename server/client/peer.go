@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"errors"
 	"net/http"
 	"net/url"
@@ -11,28 +12,38 @@ import (
 	"github.com/ipvsctl/ipvsctl/server/trust"
 )
 
-// NewPeer is the other director's API as replication calls it: over
-// https:// it believes only a certificate of fingerprint (checked in the
-// TLS handshake, before any request, so a peer that fails never sees the
-// token); http:// only on loopback (tests). No proxy, no redirect.
-func NewPeer(base, token, fingerprint string) (*Client, error) {
+// NewPeer is the API of the director replication follows: over https:// it
+// believes only a certificate d.Trust believes (its pin, or the pair CA's
+// for the URL's host; checked in the TLS handshake, before any request, so
+// a peer that fails never sees the token) and shows own, this director's
+// certificate, as its client certificate (the peer believes it the same
+// way before it looks at the token); http:// only on loopback (tests).
+// No proxy, no redirect.
+func NewPeer(d server.PeerDial, own *tls.Certificate) (*Client, error) {
+	base := d.URL
 	if err := trust.CheckPeerURL(base); err != nil {
 		return nil, &server.Error{Code: server.CodeBadInput, Msg: "peer_url: " + err.Error()}
 	}
 	tr := &http.Transport{Proxy: nil, ForceAttemptHTTP2: true, TLSHandshakeTimeout: 10 * time.Second,
 		IdleConnTimeout: 90 * time.Second, MaxIdleConns: 4}
 	if u, _ := url.Parse(base); u.Scheme == "https" {
-		if fingerprint == "" {
-			return nil, &server.Error{Code: server.CodeBadInput, Msg: "peer_fingerprint: the https:// peer " + base + " has no pinned fingerprint"}
+		if d.Trust.Empty() {
+			return nil, &server.Error{Code: server.CodeBadInput, Msg: "peer_fingerprint: the https:// peer " + base + " has no pinned fingerprint and there is no pair CA"}
 		}
-		fp, err := trust.ParseFingerprint(fingerprint)
-		if err != nil {
-			return nil, &server.Error{Code: server.CodeBadInput, Msg: "peer_fingerprint: " + err.Error()}
-		}
-		tr.TLSClientConfig = trust.PinnedConfig(fp, nil)
+		tr.TLSClientConfig = d.Trust.ClientConfig(u.Hostname(), own, nil)
 	}
 	hc := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return errors.New("the peer answered with a redirect, which replication does not follow")
 	}}
-	return &Client{base: strings.TrimRight(base, "/"), token: token, hc: hc}, nil
+	return &Client{base: strings.TrimRight(base, "/"), token: d.Token, hc: hc}, nil
+}
+
+// LoadIdentity reads a director's certificate and key (serve's identity)
+// for NewPeer.
+func LoadIdentity(cert, key string) (*tls.Certificate, error) {
+	c, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return nil, errors.Join(errors.New("load this director's certificate "+cert), err)
+	}
+	return &c, nil
 }

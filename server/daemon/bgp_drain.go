@@ -107,7 +107,12 @@ type NodeReader interface {
 }
 
 // directorRef is another director of the BGP group, as this one knows it.
-type directorRef struct{ url, token, fingerprint string }
+type directorRef struct{ url, token, fingerprint, ca string }
+
+// dial is how ref is reached, with the trust the node settings give it.
+func (ref directorRef) dial() server.PeerDial {
+	return server.PeerDialOf(store.Node{PeerURL: ref.url, PeerToken: ref.token, PeerFingerprint: ref.fingerprint, PeerCA: ref.ca})
+}
 
 // otherDirectors are the directors this one knows: today the peer it
 // replicates from (node set --peer-url), with its token and pinned
@@ -116,7 +121,7 @@ func otherDirectors(n store.Node) []directorRef {
 	if n.PeerURL == "" {
 		return nil
 	}
-	return []directorRef{{url: n.PeerURL, token: n.PeerToken, fingerprint: n.PeerFingerprint}}
+	return []directorRef{{url: n.PeerURL, token: n.PeerToken, fingerprint: n.PeerFingerprint, ca: n.PeerCA}}
 }
 
 // askDirectors asks the other directors for their fingerprints every
@@ -153,7 +158,7 @@ func (r *bgpRunner) askOnce(ctx context.Context, clients map[directorRef]NodeRea
 				out[i].Error = "this daemon cannot reach other directors"
 				continue
 			}
-			c, err := r.d.Directors(ref.url, ref.token, ref.fingerprint)
+			c, err := r.d.Directors(ref.dial())
 			if err != nil {
 				out[i].Error = err.Error()
 				continue

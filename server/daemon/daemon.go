@@ -31,10 +31,10 @@ type Daemon struct {
 	// Check, if set, runs each health check instead of the real checkers (tests).
 	Check func(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result
 	// Directors reaches another director of a BGP group (package client's
-	// NewPeer: believed only if its certificate has fingerprint; an http://
-	// url is loopback, for tests), to compare Maglev fingerprints; nil:
-	// none is asked.
-	Directors func(url, token, fingerprint string) (NodeReader, error)
+	// NewPeer: believed only by the dial's pins or pair CA; an http:// url
+	// is loopback, for tests), to compare Maglev fingerprints; nil: none is
+	// asked.
+	Directors func(server.PeerDial) (NodeReader, error)
 
 	sk       *sharedKernel // the kernel session, the core's runtime
 	runners  []func(ctx context.Context)

@@ -32,9 +32,13 @@ func (a *api) waitState(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	defer release()
+	defer a.followerPolled(r, after)()
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(server.LongPollWait + 30*time.Second))
 	h, err := a.core.WaitHead(r.Context(), after, server.LongPollWait)
 	if err != nil {
+		return err
+	}
+	if err := a.stillBelieved(r); err != nil {
 		return err
 	}
 	hd := w.Header()

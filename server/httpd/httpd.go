@@ -17,6 +17,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
 	"github.com/ipvsctl/ipvsctl/server/panel"
+	"github.com/ipvsctl/ipvsctl/server/trust"
 )
 
 // MaxBody bounds a request body: a director's whole document (1,000
@@ -49,7 +50,7 @@ func Handler(o Options) (http.Handler, error) {
 		return nil, err
 	}
 	r := chi.NewRouter()
-	r.Use(securityHeaders, auth.MaxBody(MaxBody), crossOrigin)
+	r.Use(securityHeaders, auth.MaxBody(MaxBody), crossOrigin, o.directorsOnly)
 	o.register(r, func(role auth.Role, h http.Handler) http.Handler { return o.Auth.Guard(role, h) })
 	return r, nil
 }
@@ -201,6 +202,7 @@ func (s *Server) Run(ctx context.Context, tlsCert, tlsKey string, tlsOn []bool) 
 			defer wg.Done()
 			var err error
 			if i < len(tlsOn) && tlsOn[i] {
+				srv.TLSConfig = trust.ServerConfig() // asks for a director's client certificate (peers.go)
 				err = srv.ServeTLS(s.lns[i], tlsCert, tlsKey)
 			} else {
 				err = srv.Serve(s.lns[i])

@@ -79,6 +79,7 @@ func New(core *server.Core) *Metrics {
 	f(m.requestDur)
 	f(&table{core: core})
 	f(&redundancy{core: core})
+	f(&followers{core: core})
 	f(&bgpCollector{core: core})
 	f(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ipvsctl_kernel_reads_total",
 		Help: "Reads of the kernel's whole IPVS table (the snapshot poll, reconciles, diffs); never one per request."},

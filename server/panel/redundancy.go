@@ -84,19 +84,7 @@ func redundancyCardOf(cfg *ipvsmgr.Redundancy, node *server.NodeView) *redundanc
 		add("Connection sync", "%s", v)
 	}
 	if rp := st.Replication; rp != nil {
-		v := "from " + rp.Peer + ": "
-		switch {
-		case !rp.Connected:
-			v += "not connected"
-		case rp.InSync:
-			v += fmt.Sprintf("in sync at its revision %d", rp.PeerRevision)
-		default:
-			v += fmt.Sprintf("%.0f s behind its revision %d", rp.LagSeconds, rp.PeerRevision)
-		}
-		if rp.Error != "" {
-			v += "; " + rp.Error
-		}
-		add("Desired state", "%s", v)
+		add("Desired state", "%s", replicationFact(rp))
 	}
 	for i := len(st.Transitions) - 1; i >= 0 && len(c.Transitions) < cardTransitions; i-- {
 		c.Transitions = append(c.Transitions, st.Transitions[i])
@@ -121,4 +109,22 @@ func noneIfEmpty(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// replicationFact is what replication from the peer (or source) does, on
+// the Redundancy and Directors cards.
+func replicationFact(rp *server.ReplicationStatus) string {
+	v := "from " + rp.Peer + ": "
+	switch {
+	case !rp.Connected:
+		v += "not connected"
+	case rp.InSync:
+		v += fmt.Sprintf("in sync at its revision %d", rp.PeerRevision)
+	default:
+		v += fmt.Sprintf("%.0f s behind its revision %d", rp.LagSeconds, rp.PeerRevision)
+	}
+	if rp.Error != "" {
+		v += "; " + rp.Error
+	}
+	return v
 }

@@ -2,14 +2,19 @@ package panel
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
 	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/panel/browsertest"
 )
 
 // The settings page's Redundancy card: not configured, configured (the
@@ -288,4 +293,71 @@ func TestRedundancyFormKeepsAuth(t *testing.T) {
 	if r := cur.Settings.Redundancy; r == nil || r.VRID != 52 || !reflect.DeepEqual(r.Auth, authBlock) {
 		t.Fatalf("stored %+v", r)
 	}
+}
+
+// The Directors card: hidden on a director that is only a pair's peer;
+// on a source, each follower's state and the directors it refused.
+func TestDirectorsCard(t *testing.T) {
+	e := newEnv(t)
+	e.seed(t, webState())
+	if page := e.get(t, "vic", "/settings").Body; strings.Contains(page, `id="directors"`) {
+		t.Fatal("the Directors card on a director with no replication between directors")
+	}
+	fp := "sha256:" + strings.Repeat("ab", 32)
+	src := server.ReplicationSource
+	if _, err := e.core.SetNode(t.Context(), server.Actor{Name: "root", Via: "cli"}, server.NodePatch{Replication: &src, FollowerFingerprints: &[]string{fp}}); err != nil {
+		t.Fatal(err)
+	}
+	head, err := e.st.Head(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := e.core.FollowerPolled(server.FollowerPoll{Fingerprint: fp, Addr: "198.18.0.2", Node: "198.18.0.2", After: head.Revision, Hash: head.Hash})
+	defer done()
+	e.core.CallerRefused(t.Context(), "198.18.0.66", "", errorString("peer not trusted: the caller showed no certificate"))
+	page := e.get(t, "vic", "/settings").Body
+	i := strings.Index(page, `id="directors"`)
+	if i < 0 {
+		t.Fatal("no Directors card on a source")
+	}
+	card := page[i:]
+	for _, want := range []string{"<dd class=\"wrap\">source: edits are made here, followers take them</dd>", "<dd class=\"wrap\">" + fp + "</dd>",
+		"<td>198.18.0.2</td><td class=\"wrap\"><code>" + fp + "</code></td><td><span class=\"state st-up\">in sync</span></td><td>connected</td>",
+		"<td>198.18.0.66</td>", "<span class=\"state st-down\">refused</span>", "the caller showed no certificate"} {
+		if !strings.Contains(card, want) {
+			t.Errorf("the Directors card lacks %q: %s", want, excerpt(card))
+		}
+	}
+}
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+// TestBrowserDirectors shows the Directors card of a source in headless
+// Chromium: it fits the window with full fingerprints (directors.png).
+func TestBrowserDirectors(t *testing.T) {
+	if testing.Short() {
+		testenv.OptIn(t, "browser test skipped in -short mode")
+	}
+	e := newEnv(t)
+	e.seed(t, webState())
+	fp := "sha256:" + strings.Repeat("ab", 32)
+	src := server.ReplicationSource
+	if _, err := e.core.SetNode(t.Context(), server.Actor{Name: "root", Via: "cli"}, server.NodePatch{Replication: &src, FollowerFingerprints: &[]string{fp}}); err != nil {
+		t.Fatal(err)
+	}
+	done := e.core.FollowerPolled(server.FollowerPoll{Fingerprint: fp, Addr: "198.18.0.2", Node: "198.18.0.2", After: 0})
+	done()
+	e.core.CallerRefused(t.Context(), "198.18.0.66", "sha256:"+strings.Repeat("cd", 32), errorString("peer not trusted: the caller's certificate's fingerprint is sha256:"+strings.Repeat("cd", 32)+", not the pinned "+fp))
+	srv := httptest.NewServer(e.h)
+	t.Cleanup(srv.Close)
+	b := browsertest.Start(t, 60*time.Second)
+	b.Login(srv.URL+"/settings", "alice", "pw-alice", "#directors")
+	if s := b.Text("#directors"); !strings.Contains(s, "behind") || !strings.Contains(s, "refused") || !strings.Contains(s, "198.18.0.66") {
+		t.Errorf("Directors card: %q", s)
+	}
+	b.FitsWidth("the settings page with the Directors card")
+	b.Do("scroll to the card", chromedp.ScrollIntoView(chromedp.CSS("#directors")))
+	b.ShotWindow("directors")
 }

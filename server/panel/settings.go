@@ -3,6 +3,7 @@ package panel
 import (
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/server"
@@ -16,6 +17,7 @@ type settingsData struct {
 	Drafted    bool
 	Kernel     *server.Snapshot
 	Redundancy *redundancyCard
+	Directors  *directorsCard // replication between directors (directors.go)
 	// RedForm edits settings.redundancy, NodeForm this director's priority.
 	RedForm, NodeForm *form
 }
@@ -72,6 +74,8 @@ func (p *Panel) showSettings(w http.ResponseWriter, r *http.Request, u who, stat
 	if st, _, err := p.core.State(ctx); err == nil {
 		d.Redundancy = redundancyCardOf(st.Settings.Redundancy, node)
 	}
+	followers, _ := p.core.Followers(ctx) // the card shows what it can without
+	d.Directors = directorsCardOf(node, followers, time.Now())
 	pg.Data = d
 	p.render(w, r, status, "settings", pg)
 }

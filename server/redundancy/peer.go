@@ -3,6 +3,7 @@ package redundancy
 import (
 	"context"
 
+	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/replication"
 )
 
@@ -12,7 +13,7 @@ func (r *redRunner) followPeer(ctx context.Context) {
 	cur := r.rep
 	r.mu.Unlock()
 	want := r.node.PeerURL
-	if cur != nil && cur.Follows(want, r.node.PeerToken, r.node.PeerFingerprint, r.node.AllowReplicatedExec) {
+	if cur != nil && cur.Follows(r.node) {
 		return
 	}
 	r.stopReplication()
@@ -23,13 +24,14 @@ func (r *redRunner) followPeer(ctx context.Context) {
 		r.log.Warn("node peer_url is set but this daemon cannot reach peers; no replication", "peer", want)
 		return
 	}
-	p, err := r.h.Peer(want, r.node.PeerToken, r.node.PeerFingerprint)
+	p, err := r.h.Peer(server.PeerDialOf(r.node))
 	if err != nil {
 		r.log.Error("replication peer", "peer", want, "err", err)
 		return
 	}
-	rep := replication.Start(ctx, replication.Config{Core: r.c, Store: r.store, Log: r.log.With("peer", want), Peer: p,
-		URL: want, Token: r.node.PeerToken, Fingerprint: r.node.PeerFingerprint, AllowExec: r.node.AllowReplicatedExec})
+	cfg := replication.ConfigOf(r.node)
+	cfg.Core, cfg.Store, cfg.Log, cfg.Peer = r.c, r.store, r.log.With("peer", want), p
+	rep := replication.Start(ctx, cfg)
 	r.mu.Lock()
 	r.rep = rep
 	r.mu.Unlock()

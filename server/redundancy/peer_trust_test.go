@@ -2,13 +2,7 @@ package redundancy_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,7 +15,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/httpd"
 	"github.com/ipvsctl/ipvsctl/server/store"
-	"github.com/ipvsctl/ipvsctl/server/trust"
+	"github.com/ipvsctl/ipvsctl/server/trust/trusttest"
 )
 
 // roguePeer answers replication's long poll with a document of its choice,
@@ -100,38 +94,14 @@ func canonical(t *testing.T, doc string) string {
 // identity is a director's own self-signed certificate, as serve makes it.
 func identity(t *testing.T) (tls.Certificate, string) {
 	t.Helper()
-	certPEM, keyPEM, err := trust.NewCertificate("d2", []net.IP{net.ParseIP("198.18.0.2")}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, trust.Fingerprint(c.Certificate[0])
+	return trusttest.SelfSigned(t, "d2", net.ParseIP("198.18.0.2"))
 }
 
 // caSigned is a certificate for another name, signed by a CA of its own:
 // valid in every respect but the pin.
 func caSigned(t *testing.T, name string) tls.Certificate {
 	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "Some CA"}, IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		KeyUsage: x509.KeyUsageDigitalSignature, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der, caDER}, PrivateKey: key}
+	return trusttest.NewCA(t, "Some CA").Issue(t, name, trusttest.Loopback(), name)
 }
 
 const plainState = `{"services": [{"name": "web", "address": "198.18.0.100", "port": 80, "scheduler": "rr",

@@ -2,6 +2,7 @@ package redundancy_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -186,8 +187,9 @@ type director struct {
 	sd     *fakekernel.SyncDaemons
 	srv    *httptest.Server
 	token  string
-	link   atomic.Bool // the VRRP interface is up
-	httpUp atomic.Bool // the API answers (false: a split)
+	own    *tls.Certificate // shown to the peer it follows (nil: none)
+	link   atomic.Bool      // the VRRP interface is up
+	httpUp atomic.Bool      // the API answers (false: a split)
 	// listenedWithVIP: VRRP was started while the VIP was still up.
 	listenedWithVIP atomic.Bool
 	logs            *lockedBuffer
@@ -279,7 +281,7 @@ func (d *director) start(h *hub, log *slog.Logger) {
 		LinkUp:      func(string) (bool, error) { return d.link.Load(), nil },
 		LocalAddrs:  func() ([]netip.Addr, error) { return []netip.Addr{netip.MustParseAddr(d.addr)}, nil },
 		SyncDaemons: func(*server.KernelConn) ipvsmgr.SyncDaemons { return d.sd },
-		Peer:        func(url, token, fp string) (server.Peer, error) { return client.NewPeer(url, token, fp) },
+		Peer:        func(pd server.PeerDial) (server.Peer, error) { return client.NewPeer(pd, d.own) },
 		Tick:        20 * time.Millisecond,
 		AtStep:      d.atStep,
 	})

@@ -37,10 +37,10 @@ type Hooks struct {
 	LocalAddrs func() ([]netip.Addr, error)
 	// SyncDaemons is the kernel's connection sync daemon (the driver's).
 	SyncDaemons func(*server.KernelConn) ipvsmgr.SyncDaemons
-	// Peer is the other director's API (package client), believed only if
-	// its certificate has fingerprint (an http:// url is loopback, for
-	// tests); nil: no replication.
-	Peer func(url, token, fingerprint string) (server.Peer, error)
+	// Peer is the API of the director this one follows (package client),
+	// believed only as PeerDial.Trust says (an http:// url is loopback,
+	// for tests); nil: no replication.
+	Peer func(server.PeerDial) (server.Peer, error)
 	// Tick is how often the director's own health is looked at (default 200 ms).
 	Tick time.Duration
 	// AtStep, if set, is called as a takeover passes each TakeoverStep (the

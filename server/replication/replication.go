@@ -27,10 +27,13 @@ type replicator struct {
 	url   string
 	token string
 	pin   string // the peer's certificate fingerprint
+	ca    string // the pair CA (PEM)
 	// allowExec: documents with new exec checks may be taken (node setting).
 	allowExec bool
-	cancel    context.CancelFunc
-	done      chan struct{}
+	// follower takes the source's every revision (server.ReplicationFollower).
+	follower bool
+	cancel   context.CancelFunc
+	done     chan struct{}
 
 	mu        sync.Mutex
 	st        server.ReplicationStatus
@@ -45,11 +48,20 @@ type Config struct {
 	Store *store.Store
 	Log   *slog.Logger
 	Peer  server.Peer // the peer's API
-	// URL, Token and Fingerprint are the node settings the peer was
+	// URL, Token, Fingerprint and CA are the node settings the peer was
 	// reached with (Follows compares them).
-	URL, Token, Fingerprint string
+	URL, Token, Fingerprint, CA string
 	// AllowExec: documents with new exec checks may be taken (node setting).
 	AllowExec bool
+	// Follower: this director follows a source (node set --replication
+	// follower): it takes the source's every revision, no conflict rule.
+	Follower bool
+}
+
+// ConfigOf is the part of Config the node settings give.
+func ConfigOf(n store.Node) Config {
+	return Config{URL: n.PeerURL, Token: n.PeerToken, Fingerprint: n.PeerFingerprint, CA: n.PeerCA,
+		AllowExec: n.AllowReplicatedExec, Follower: n.Replication == server.ReplicationFollower}
 }
 
 // Replicator follows the peer's desired state until Stop.
@@ -59,7 +71,7 @@ type Replicator struct{ p *replicator }
 func Start(ctx context.Context, cfg Config) *Replicator {
 	rctx, cancel := context.WithCancel(ctx)
 	rep := &replicator{c: cfg.Core, store: cfg.Store, log: cfg.Log, peer: cfg.Peer, url: cfg.URL, token: cfg.Token,
-		pin: cfg.Fingerprint, allowExec: cfg.AllowExec, cancel: cancel, done: make(chan struct{})}
+		pin: cfg.Fingerprint, ca: cfg.CA, allowExec: cfg.AllowExec, follower: cfg.Follower, cancel: cancel, done: make(chan struct{})}
 	rep.st = server.ReplicationStatus{Peer: cfg.URL, Conflicts: []server.Conflict{}}
 	if h, at, err := cfg.Store.SyncedHash(ctx); err == nil && h != "" {
 		rep.syncedAt = at
@@ -72,9 +84,10 @@ func Start(ctx context.Context, cfg Config) *Replicator {
 }
 
 // Follows says the replicator was started with these node settings.
-func (r *Replicator) Follows(url, token, fingerprint string, allowExec bool) bool {
-	p := r.p
-	return p.url == url && p.token == token && p.pin == fingerprint && p.allowExec == allowExec
+func (r *Replicator) Follows(n store.Node) bool {
+	p, c := r.p, ConfigOf(n)
+	return p.url == c.URL && p.token == c.Token && p.pin == c.Fingerprint && p.ca == c.CA && p.allowExec == c.AllowExec &&
+		p.follower == c.Follower
 }
 
 // Stop stops following and waits for it.
@@ -101,7 +114,7 @@ func (p *replicator) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		asked := time.Now()
 		wctx, cancel := context.WithTimeout(ctx, server.LongPollWait+15*time.Second)
-		ps, err := p.peer.WaitState(wctx, after)
+		ps, err := p.peer.WaitState(wctx, after, p.followerReport(ctx))
 		cancel()
 		if ctx.Err() != nil {
 			return
@@ -217,6 +230,9 @@ func (p *replicator) consider(ctx context.Context, ps *server.PeerState) error {
 	future := ps.At.After(now.Add(MaxClockSkew))
 	if mineDiverged && peerChanged && future {
 		adopt = false
+	}
+	if p.follower { // the source's revision is the one to have
+		adopt, future = true, false
 	}
 	var refusal string
 	if adopt && !p.allowExec {
@@ -353,4 +369,15 @@ func hostOf(u string) string {
 		return u
 	}
 	return pu.Hostname()
+}
+
+// followerReport is what this replicator tells the director it follows
+// with each poll (the source shows it in its status).
+func (p *replicator) followerReport(ctx context.Context) server.FollowerReport {
+	p.mu.Lock()
+	r := server.FollowerReport{Error: p.st.Error}
+	p.mu.Unlock()
+	r.Hash, _, _ = p.store.SyncedHash(ctx)
+	r.Node = p.c.NodeName(ctx)
+	return r
 }

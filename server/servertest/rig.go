@@ -34,8 +34,11 @@ type Rig struct {
 	Kernel *fakekernel.Kernel
 	Host   *fakekernel.Host
 	URL    string // the API over TCP
-	Socket string // the local CLI's socket
-	Tokens map[auth.Role]string
+	// Handler is the API's and the panel's handler, for a test that
+	// serves it its own way (TLS).
+	Handler http.Handler
+	Socket  string // the local CLI's socket
+	Tokens  map[auth.Role]string
 	// Password is every test user's password; the users are named admin, operator and viewer.
 	Password string
 }
@@ -73,7 +76,7 @@ func Start(t testing.TB, with ...Option) *Rig {
 	d := daemon.New(g.Core, st, log)
 	redundancy.Attach(d, redundancy.Hooks{})
 	d.Interval, d.Poll, d.Snapshot = time.Hour, 20*time.Millisecond, 50*time.Millisecond
-	d.Directors = func(url, token, fp string) (daemon.NodeReader, error) { return client.NewPeer(url, token, fp) }
+	d.Directors = func(dl server.PeerDial) (daemon.NodeReader, error) { return client.NewPeer(dl, nil) } // loopback http: no certificate
 	root := &auth.Principal{User: "root", Role: auth.Admin, Via: "cli"}
 	for _, role := range []auth.Role{auth.Admin, auth.Operator, auth.Viewer} {
 		if err := g.Auth.AddUser(ctx, root, role.String(), role, g.Password); err != nil {
@@ -100,6 +103,7 @@ func Start(t testing.TB, with ...Option) *Rig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	g.Handler = h
 	ts := httptest.NewServer(h)
 	g.URL = ts.URL
 	g.Socket = g.DB + ".sock"

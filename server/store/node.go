@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -27,19 +28,24 @@ type Node struct {
 	RouterID   string
 	BGPSource  string
 	BGPDrained bool
+	// Replication is pair, source or follower (0015_node_directors.sql);
+	// PeerCA a pair CA (PEM); FollowerFingerprints the followers' pins.
+	Replication          string
+	PeerCA               string
+	FollowerFingerprints []string
 }
 
 // DefaultNode is a director's settings before any node set.
-func DefaultNode() Node { return Node{Priority: 100, Role: "auto"} }
+func DefaultNode() Node { return Node{Priority: 100, Role: "auto", Replication: "pair"} }
 
 // Node returns this director's settings (the defaults while never set).
 func (s *Store) Node(ctx context.Context) (Node, error) {
 	n := DefaultNode()
-	var at string
+	var at, followers string
 	err := s.db.QueryRowContext(ctx, `SELECT priority, role, peer_url, peer_token, address, updated_at, peer_fingerprint, allow_replicated_exec,
-		router_id, bgp_source, bgp_drained FROM node WHERE id = 1`).
+		router_id, bgp_source, bgp_drained, replication, peer_ca, follower_fingerprints FROM node WHERE id = 1`).
 		Scan(&n.Priority, &n.Role, &n.PeerURL, &n.PeerToken, &n.Address, &at, &n.PeerFingerprint, &n.AllowReplicatedExec,
-			&n.RouterID, &n.BGPSource, &n.BGPDrained)
+			&n.RouterID, &n.BGPSource, &n.BGPDrained, &n.Replication, &n.PeerCA, &followers)
 	if errors.Is(err, sql.ErrNoRows) {
 		return n, nil
 	}
@@ -47,6 +53,7 @@ func (s *Store) Node(ctx context.Context) (Node, error) {
 		return n, fmt.Errorf("read node settings: %w", busy(err))
 	}
 	n.UpdatedAt = parseTime(at)
+	n.FollowerFingerprints = strings.Fields(followers)
 	return n, nil
 }
 
@@ -55,15 +62,19 @@ func (s *Store) SaveNode(ctx context.Context, n Node) error {
 	if n.UpdatedAt.IsZero() {
 		n.UpdatedAt = time.Now()
 	}
+	if n.Replication == "" {
+		n.Replication = "pair"
+	}
 	_, err := s.db.ExecContext(ctx, `INSERT INTO node (id, priority, role, peer_url, peer_token, address, updated_at,
-			peer_fingerprint, allow_replicated_exec, router_id, bgp_source, bgp_drained)
-		VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			peer_fingerprint, allow_replicated_exec, router_id, bgp_source, bgp_drained, replication, peer_ca, follower_fingerprints)
+		VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET priority = excluded.priority, role = excluded.role, peer_url = excluded.peer_url,
 			peer_token = excluded.peer_token, address = excluded.address, updated_at = excluded.updated_at,
 			peer_fingerprint = excluded.peer_fingerprint, allow_replicated_exec = excluded.allow_replicated_exec,
-			router_id = excluded.router_id, bgp_source = excluded.bgp_source, bgp_drained = excluded.bgp_drained`,
+			router_id = excluded.router_id, bgp_source = excluded.bgp_source, bgp_drained = excluded.bgp_drained,
+			replication = excluded.replication, peer_ca = excluded.peer_ca, follower_fingerprints = excluded.follower_fingerprints`,
 		n.Priority, n.Role, n.PeerURL, n.PeerToken, n.Address, dbTime(n.UpdatedAt), n.PeerFingerprint, n.AllowReplicatedExec,
-		n.RouterID, n.BGPSource, n.BGPDrained)
+		n.RouterID, n.BGPSource, n.BGPDrained, n.Replication, n.PeerCA, strings.Join(n.FollowerFingerprints, " "))
 	if err != nil {
 		return fmt.Errorf("save node settings: %w", busy(err))
 	}
@@ -125,4 +136,18 @@ func (s *Store) SaveSyncedHash(ctx context.Context, hash string, at time.Time) e
 		return fmt.Errorf("save replication state: %w", busy(err))
 	}
 	return nil
+}
+
+// FirstRevisionAfter is when the first revision after rev was made (ok is
+// false while there is none): how long a director that has rev is behind.
+func (s *Store) FirstRevisionAfter(ctx context.Context, rev int64) (at time.Time, ok bool, err error) {
+	var v string
+	err = s.db.QueryRowContext(ctx, `SELECT created_at FROM revisions WHERE id > ? ORDER BY id LIMIT 1`, rev).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("read the revision after %d: %w", rev, busy(err))
+	}
+	return parseTime(v), true, nil
 }

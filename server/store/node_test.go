@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -21,7 +22,8 @@ func TestNodeSettingsAcrossReopen(t *testing.T) {
 		t.Fatalf("defaults: %+v, %v", n, err)
 	}
 	want := Node{Priority: 150, Role: "backup", PeerURL: "https://198.18.0.2:3636", PeerToken: "secret", Address: "198.18.0.3",
-		PeerFingerprint: "sha256:" + strings.Repeat("ab", 32), AllowReplicatedExec: true}
+		PeerFingerprint: "sha256:" + strings.Repeat("ab", 32), AllowReplicatedExec: true,
+		Replication: "source", PeerCA: "-----BEGIN CERTIFICATE-----\n", FollowerFingerprints: []string{"sha256:" + strings.Repeat("cd", 32), "sha256:" + strings.Repeat("ef", 32)}}
 	if err := s.SaveNode(ctx, want); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +40,7 @@ func TestNodeSettingsAcrossReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	got.UpdatedAt = want.UpdatedAt
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("read back %+v, want %+v", got, want)
 	}
 }

@@ -1,9 +1,13 @@
-// Package trust is how the directors of a pair know each other: each has
-// its own key and self-signed certificate (made on first start, its
-// addresses and host name in the SAN), and a peer is believed only when the
-// certificate it shows has the SHA-256 fingerprint its operator was given
-// (ipvsctl node set --peer-fingerprint). No system root is consulted: a
-// certificate any CA signed for another name is refused like any other.
+// Package trust is how the directors of a pair (or of N) know each other:
+// each has its own key and certificate (self-signed, made on first start,
+// its addresses and host name in the SAN; or the operator's), and a peer
+// is believed only when the certificate it shows has a SHA-256 fingerprint
+// its operator pinned (ipvsctl node set --peer-fingerprint,
+// --follower-fingerprint) or the pair CA signed it for the address it is
+// used at (--peer-ca). Both ways: the caller checks the called director's
+// server certificate, the called one the caller's client certificate
+// (mutual.go). No system root is consulted: a certificate any other CA
+// signed is refused like any other.
 package trust
 
 import (

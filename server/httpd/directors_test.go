@@ -1,0 +1,209 @@
+package httpd_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/auth"
+	"github.com/ipvsctl/ipvsctl/server/httpd"
+	"github.com/ipvsctl/ipvsctl/server/servertest"
+	"github.com/ipvsctl/ipvsctl/server/store"
+	"github.com/ipvsctl/ipvsctl/server/trust"
+	"github.com/ipvsctl/ipvsctl/server/trust/trusttest"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// directorTLS serves g's handler over real TLS on loopback with cert, as
+// serve does (a client certificate asked for, none required).
+func directorTLS(t *testing.T, g *servertest.Rig, cert tls.Certificate) string {
+	t.Helper()
+	ts := httptest.NewUnstartedServer(g.Handler)
+	ts.TLS = trust.ServerConfig()
+	ts.TLS.Certificates = []tls.Certificate{cert}
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// poll makes replication's long poll (answered at once: after=0 on a
+// store with a revision) as a director showing own, with token.
+func poll(t *testing.T, base string, srvTrust trust.Directors, own *tls.Certificate, token, path string) (int, *httpd.ErrorBody) {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: srvTrust.ClientConfig("127.0.0.1", own, nil)}}
+	defer hc.CloseIdleConnections()
+	req, _ := http.NewRequest("GET", base+path, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.Header.Set(httpd.HeaderNode, "198.18.0.2")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var eb httpd.ErrorBody
+	if resp.StatusCode >= 300 {
+		if err := json.Unmarshal(b, &eb); err != nil {
+			t.Fatalf("%d %s", resp.StatusCode, b)
+		}
+	}
+	return resp.StatusCode, &eb
+}
+
+// A director's call (replication's long poll) must show a client
+// certificate this director believes: pinned with node set, or signed by
+// the pair CA for the address it calls from. Without one it is refused
+// before its token is looked at (403 whatever the token, where a believed
+// director with a wrong token gets 401), logged, shown in status and
+// audited once however often it retries. Operators' calls need no
+// certificate.
+func TestDirectorCallsNeedABelievedClientCertificate(t *testing.T) {
+	ctx := context.Background()
+	logs := &syncBuffer{}
+	g := servertest.Start(t, func(c *server.Config) { c.Log = slog.New(slog.NewTextHandler(logs, nil)) })
+	setUp(t, g)
+	srvCert, srvFP := trusttest.SelfSigned(t, "d1", net.ParseIP("198.18.0.1"))
+	base := directorTLS(t, g, srvCert)
+	toMe := trust.Directors{Pins: []string{srvFP}}
+	viewer := g.Tokens[auth.Viewer]
+	const longPoll = "/api/v1/state?after=0"
+
+	pinned, pinnedFP := trusttest.SelfSigned(t, "d2", net.ParseIP("198.18.0.2"))
+	unpinned, unpinnedFP := trusttest.SelfSigned(t, "d3", net.ParseIP("198.18.0.3"))
+	ca := trusttest.NewCA(t, "pair CA")
+	caHere := ca.Issue(t, "d4", trusttest.Loopback())
+	caOther := ca.Issue(t, "d5", []net.IP{net.ParseIP("198.18.0.66")}, "other.example")
+	admin := server.Actor{Name: "root", Via: "cli"}
+	if _, err := g.Core.SetNode(ctx, admin, server.NodePatch{Replication: ptr("source"), FollowerFingerprints: &[]string{pinnedFP}}); err != nil {
+		t.Fatal(err)
+	}
+
+	refused := func(t *testing.T, own *tls.Certificate, want string) {
+		t.Helper()
+		for _, tok := range []string{viewer, "not-a-token"} {
+			code, eb := poll(t, base, toMe, own, tok, longPoll)
+			if code != http.StatusForbidden || eb.Code != server.CodeForbidden || !strings.Contains(eb.Error, want) {
+				t.Fatalf("token %.8s: %d %+v, want 403 with %q", tok, code, eb, want)
+			}
+		}
+	}
+	believed := func(t *testing.T, own *tls.Certificate) {
+		t.Helper()
+		if code, eb := poll(t, base, toMe, own, "not-a-token", longPoll); code != http.StatusUnauthorized {
+			t.Fatalf("a believed director with a wrong token: %d %+v, want 401 (the token is still the role check)", code, eb)
+		}
+		if code, eb := poll(t, base, toMe, own, viewer, longPoll); code != http.StatusOK {
+			t.Fatalf("a believed director: %d %+v", code, eb)
+		}
+	}
+
+	t.Run("pins", func(t *testing.T) {
+		refused(t, nil, "showed no certificate")
+		refused(t, &unpinned, "not the pinned")
+		refused(t, &caOther, "not the pinned")
+		believed(t, &pinned)
+	})
+	t.Run("pair CA", func(t *testing.T) {
+		if _, err := g.Core.SetNode(ctx, admin, server.NodePatch{PeerCA: ptr(string(ca.PEM)), FollowerFingerprints: &[]string{}}); err != nil {
+			t.Fatal(err)
+		}
+		refused(t, nil, "showed no certificate")
+		refused(t, &pinned, "neither pinned nor signed by the pair CA") // no longer pinned
+		refused(t, &caOther, "not for 127.0.0.1")
+		believed(t, &caHere)
+	})
+
+	// Operators and the panel show no certificate and need none.
+	for _, path := range []string{"/api/v1/status", "/api/v1/state", "/healthz"} {
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: toMe.ClientConfig("127.0.0.1", nil, nil)}}
+		req, _ := http.NewRequest("GET", base+path, nil)
+		req.Header.Set("Authorization", "Bearer "+viewer)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("an operator's %s without a client certificate: %d", path, resp.StatusCode)
+		}
+	}
+
+	// Status on this director shows the refused callers and the believed ones.
+	st, err := g.Core.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refusedRows, followers int
+	for _, f := range st.Followers {
+		if f.Refused {
+			refusedRows++
+			if f.Address != "127.0.0.1" || f.Error == "" {
+				t.Errorf("refused caller shown as %+v", f)
+			}
+		} else {
+			followers++
+			// It asked for after=0 and said no hash: behind since revision 1.
+			if f.Name != "198.18.0.2" || f.InSync || f.LagSeconds <= 0 || f.Revision != 0 || f.Connected {
+				t.Errorf("follower shown as %+v", f)
+			}
+		}
+	}
+	if refusedRows != 4 || followers != 2 { // none, unpinned, caOther, and pinned once the CA replaced the pins
+		t.Errorf("status followers: %+v", st.Followers)
+	}
+	// A caller that makes a new certificate for each try grows neither
+	// the audit nor the status past their bounds.
+	for range 6 {
+		fresh, _ := trusttest.SelfSigned(t, "d9", net.ParseIP("198.18.0.9"))
+		refused(t, &fresh, "neither pinned nor signed")
+	}
+	// Audited once per (address, certificate), however many retries, and at
+	// most 4 certificates per address: no certificate, unpinned, caOther,
+	// and pinned once the CA replaced the pins.
+	es, err := g.Store.Audit(ctx, store.AuditFilter{Contains: "replication caller refused"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 4 {
+		t.Errorf("%d audit rows for the refused callers, want 4: %+v", len(es), es)
+	}
+	if st, err := g.Core.Status(ctx); err != nil || len(st.Followers) != 2+4 {
+		t.Errorf("status after new certificates: %d rows, %v (want the 2 followers and 4 refused certificates)", len(st.Followers), err)
+	}
+	for _, e := range es {
+		if e.Outcome != store.OutcomeFailure || e.ClientAddr != "127.0.0.1" {
+			t.Errorf("audit row %+v", e)
+		}
+	}
+	if !strings.Contains(logs.String(), "refused") || !strings.Contains(logs.String(), unpinnedFP) {
+		t.Error("the refusals are not logged with the caller's fingerprint")
+	}
+}
