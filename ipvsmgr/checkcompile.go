@@ -121,6 +121,9 @@ type SorryPolicy struct {
 	// Hysteresis widens the quorum both ways once the sorry server is in
 	// or out (ApplyHealthTo).
 	Hysteresis int
+	// QuorumUp and QuorumDown are the programs to run when the service
+	// gains or loses its quorum (QuorumHeld); nil: none.
+	QuorumUp, QuorumDown []string
 }
 
 // checks validates the check-related fields of a service and its servers
@@ -137,6 +140,8 @@ func (v *validator) checks(field string, svc *Service, vs *VirtualService, d *De
 	if q := max(svc.Quorum, 1); svc.Hysteresis < 0 || svc.Hysteresis >= q {
 		v.addf(field+".hysteresis", "%d is out of range 0..%d (below the quorum, %d)", svc.Hysteresis, q-1, q)
 	}
+	v.quorumCommand(field+".quorum_up", svc.QuorumUp)
+	v.quorumCommand(field+".quorum_down", svc.QuorumDown)
 	var sorry *Destination
 	if svc.SorryServer != nil {
 		sorry = v.sorryServer(field+".sorry_server", svc, vs, cmp.Or(svc.Forwarding, defaultFwd, "dr"))
@@ -189,12 +194,34 @@ func (v *validator) checks(field string, svc *Service, vs *VirtualService, d *De
 		}
 		d.Checks = append(d.Checks, sc)
 	}
-	if enabled && (svc.Check != nil || hasServerCheck || sorry != nil || svc.Quorum > 0) {
+	if enabled && (svc.Check != nil || hasServerCheck || sorry != nil || svc.Quorum > 0 || svc.QuorumUp != nil || svc.QuorumDown != nil) {
 		q := svc.Quorum
 		if q == 0 {
 			q = 1
 		}
-		d.Sorry = append(d.Sorry, SorryPolicy{Service: vs.Key, Dest: sorry, Quorum: q, Hysteresis: svc.Hysteresis})
+		d.Sorry = append(d.Sorry, SorryPolicy{Service: vs.Key, Dest: sorry, Quorum: q, Hysteresis: svc.Hysteresis,
+			QuorumUp: svc.QuorumUp, QuorumDown: svc.QuorumDown})
+	}
+}
+
+// quorumCommand validates a quorum_up or quorum_down program: an absolute
+// path (it runs as root from the daemon, with no shell and no PATH to
+// trust) and its arguments.
+func (v *validator) quorumCommand(field string, cmd []string) {
+	if cmd == nil {
+		return
+	}
+	if len(cmd) == 0 || cmd[0] == "" {
+		v.addf(field, "empty: want a program and its arguments (omit it for none)")
+		return
+	}
+	if !strings.HasPrefix(cmd[0], "/") {
+		v.addf(field+"[0]", "%q is not an absolute path (the program runs as root: name it in full)", cmd[0])
+	}
+	for i, a := range cmd {
+		if strings.IndexByte(a, 0) >= 0 {
+			v.addf(fmt.Sprintf("%s[%d]", field, i), "%q holds a NUL byte", a)
+		}
 	}
 }
 

@@ -445,6 +445,12 @@ func (d *fastDecoder) service(s *Service) {
 		case "hysteresis":
 			d.once(seen, 19)
 			s.Hysteresis = d.int()
+		case "quorum_up":
+			d.once(seen, 20)
+			s.QuorumUp = d.strings()
+		case "quorum_down":
+			d.once(seen, 21)
+			s.QuorumDown = d.strings()
 		case "servers":
 			d.once(seen, 14)
 			if d.null() {
@@ -628,6 +634,8 @@ func AppendService(b []byte, s *Service) []byte {
 	}
 	o.num("quorum", int64(s.Quorum))
 	o.num("hysteresis", int64(s.Hysteresis))
+	list(o, "quorum_up", s.QuorumUp, appendString)
+	list(o, "quorum_down", s.QuorumDown, appendString)
 	o.str("group", s.Group)
 	o.field("servers")
 	if s.Servers == nil {

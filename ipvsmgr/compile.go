@@ -190,7 +190,7 @@ func (v *validator) compileService(field string, svc *Service, network string) (
 		return nil, false
 	}
 	c = &compiled{vs: vs, vip: vipAddr, enabled: svc.IsEnabled()}
-	if svc.Check != nil || svc.SorryServer != nil || svc.Quorum != 0 || svc.Hysteresis != 0 || serversHaveHealth(svc.Servers) {
+	if svc.Check != nil || svc.SorryServer != nil || svc.Quorum != 0 || svc.Hysteresis != 0 || svc.QuorumUp != nil || svc.QuorumDown != nil || serversHaveHealth(svc.Servers) {
 		part := &Desired{}
 		v.checks(field, svc, vs, part, svc.IsEnabled(), network)
 		c.checks, c.sorry = part.Checks, part.Sorry

@@ -151,8 +151,73 @@ func sorryThreshold(pol *SorryPolicy, inKernel *VirtualService) int {
 	if pol.Hysteresis == 0 || inKernel == nil {
 		return pol.Quorum
 	}
-	if hasDest(inKernel.Dests, pol.Dest.Key) {
-		return pol.Quorum + pol.Hysteresis // lost: regained at quorum+hysteresis
+	return QuorumThreshold(!hasDest(inKernel.Dests, pol.Dest.Key), pol.Quorum, pol.Hysteresis)
+}
+
+// QuorumThreshold is keepalived's update_quorum_state threshold: the
+// number of healthy servers a service needs to hold its quorum, the quorum
+// moved by the hysteresis away from the side the service is on (held: it
+// keeps it down to quorum-hysteresis; lost: it regains it at
+// quorum+hysteresis).
+func QuorumThreshold(held bool, quorum, hysteresis int) int {
+	if held {
+		return quorum - hysteresis
 	}
-	return pol.Quorum - pol.Hysteresis
+	return quorum + hysteresis
+}
+
+// QuorumHeld is whether a service holds its quorum with healthy servers up,
+// given whether it held it before (keepalived's update_quorum_state; none
+// up is always lost).
+func QuorumHeld(held bool, healthy, quorum, hysteresis int) bool {
+	return healthy > 0 && healthy >= QuorumThreshold(held, quorum, hysteresis)
+}
+
+// QuorumAtStart is the side a service starts on (keepalived's
+// set_quorum_states: held with quorum+hysteresis healthy servers).
+func QuorumAtStart(healthy, quorum, hysteresis int) bool {
+	return QuorumHeld(false, healthy, quorum, hysteresis)
+}
+
+// HealthyCounts is, for each service of t with a quorum policy in d, the
+// number of its real servers the view has in with a weight (what the
+// quorum counts), and whether every checked server of it has a known
+// health yet (a quorum decided on servers not checked yet would be noise).
+func HealthyCounts(t *Table, d *Desired, view *HealthView) map[ServiceKey]QuorumCount {
+	out := make(map[ServiceKey]QuorumCount, len(d.Sorry))
+	if view == nil {
+		return out
+	}
+	checks := make(map[ServerRef]*ServerCheck, len(d.Checks))
+	for i := range d.Checks {
+		checks[d.Checks[i].Ref] = &d.Checks[i]
+	}
+	pols := make(map[ServiceKey]bool, len(d.Sorry))
+	for i := range d.Sorry {
+		pols[d.Sorry[i].Service] = true
+	}
+	for _, s := range t.Services {
+		if !pols[s.Key] {
+			continue
+		}
+		qc := QuorumCount{Known: true}
+		for _, dst := range s.Dests {
+			c := checks[ServerRef{Service: s.Key, Server: dst.Key}]
+			if c != nil && c.Forced == HealthUnknown && c.Checked() && !view.NoChecks && !c.StartHealthy &&
+				view.Servers[c.Ref].State == HealthUnknown {
+				qc.Known = false
+			}
+			if want, in := healthOf(dst, c, view); in && want.Weight > 0 {
+				qc.Healthy++
+			}
+		}
+		out[s.Key] = qc
+	}
+	return out
+}
+
+// QuorumCount is one service's count for its quorum (HealthyCounts).
+type QuorumCount struct {
+	Healthy int
+	Known   bool
 }

@@ -204,6 +204,14 @@ type Service struct {
 	// it leaves when Quorum+Hysteresis servers are up; it comes in when
 	// fewer than Quorum-Hysteresis are. Below Quorum.
 	Hysteresis int `json:"hysteresis,omitempty"`
+	// QuorumUp and QuorumDown (keepalived's quorum_up/quorum_down) are
+	// programs and their arguments the daemon runs, as root, when the
+	// service gains or loses its quorum (the sorry server's rule, with the
+	// hysteresis): on the change only; at start-up only a service with a
+	// sorry server that starts below its quorum runs QuorumDown, as
+	// keepalived's "Starting with quorum down".
+	QuorumUp   []string `json:"quorum_up,omitempty"`
+	QuorumDown []string `json:"quorum_down,omitempty"`
 	// Group names the set of services this one belongs to (keepalived's
 	// virtual_server_group): its members share their settings and real
 	// servers, and an export to keepalived writes them back as one group.

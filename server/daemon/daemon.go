@@ -35,11 +35,15 @@ type Daemon struct {
 	// is loopback, for tests), to compare Maglev fingerprints; nil: none is
 	// asked.
 	Directors func(server.PeerDial) (NodeReader, error)
+	// QuorumTimeout bounds a service's quorum_up/quorum_down program; 0
+	// means DefaultQuorumTimeout.
+	QuorumTimeout time.Duration
 
 	sk       *sharedKernel // the kernel session, the core's runtime
 	runners  []func(ctx context.Context)
 	store    *store.Store
 	health   *daemonHealth
+	quorum   quorumWatch
 	onRepair func(changes int)
 	// results is the digest of the stored real-server results the loop last
 	// saw (set once seen): another process's verify moves the core's count.
@@ -83,6 +87,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		defer func() { <-done }()
 	}
 	healthDone := d.startHealth(ctx)
+	defer d.quorum.wg.Wait() // the quorum programs end with ctx (their timeout's kill)
 	defer func() { <-healthDone }()
 	// BGP withdraws its routes first when ctx ends (LIFO defers).
 	bgpDone := d.startBGP(ctx)
@@ -117,6 +122,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			case err == nil && (rev != lastRev || opened || time.Since(lastRun) >= interval):
 				d.reconcile(ctx, rev, rev != lastRev, opened)
 				lastRev, lastRun = rev, time.Now()
+				d.checkQuorum(ctx)
 			}
 		}
 		select {
@@ -125,6 +131,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-tick.C:
 		case <-d.health.wake:
 			d.healthChanged(ctx)
+			d.checkQuorum(ctx)
 		}
 	}
 }

@@ -37,6 +37,7 @@ type Metrics struct {
 	requestDur *prometheus.HistogramVec
 	checkDur   *prometheus.HistogramVec
 	healthTr   *prometheus.CounterVec
+	quorumRuns *prometheus.CounterVec
 }
 
 // New registers the metrics of core's daemon.
@@ -68,6 +69,10 @@ func New(core *server.Core) *Metrics {
 		Help: "Changes of a real server's health state (to up or down) since the daemon started."}, append(append([]string{}, rsLabels...), "to"))
 	f(m.checkDur)
 	f(m.healthTr)
+	m.quorumRuns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ipvsctl_quorum_programs_total",
+		Help: "Runs of a service's quorum_up or quorum_down program, by outcome (failed: a non-zero exit status, a timeout, or no start)."},
+		[]string{"local_address", "local_port", "proto", "local_mark", "program", "outcome"})
+	f(m.quorumRuns)
 	f(m.reconcile)
 	f(m.recErrors)
 	f(m.recFailed)
@@ -112,6 +117,20 @@ func (m *Metrics) Repaired(changes int) {
 // Checked records one health check run (daemon.Daemon.OnCheck).
 func (m *Metrics) Checked(spec *ipvsmgr.CheckSpec, r health.Result) {
 	m.checkDur.WithLabelValues(spec.Type, r.Outcome.String()).Observe(r.Duration.Seconds())
+}
+
+// QuorumRun counts one run of a service's quorum_up or quorum_down
+// program (daemon.Daemon.OnQuorumRun), by its outcome.
+func (m *Metrics) QuorumRun(svc ipvsmgr.ServiceKey, up, failed bool) {
+	which, outcome := "quorum_down", "ok"
+	if up {
+		which = "quorum_up"
+	}
+	if failed {
+		outcome = "failed"
+	}
+	l := refLabels(ipvsmgr.ServerRef{Service: svc})
+	m.quorumRuns.WithLabelValues(l[0], l[1], l[4], l[5], which, outcome).Inc()
 }
 
 // HealthEvent counts a change of a server's state (daemon.Daemon.OnHealthEvent).

@@ -29,13 +29,14 @@ func newPrograms(mine, peer []byte) string {
 	}
 	for _, p := range programsOf(ps) {
 		if cmd, ok := have[p[0]]; !ok || cmd != p[1] {
-			return fmt.Sprintf("%s %s is an exec check this director does not run", p[0], p[1])
+			return fmt.Sprintf("%s %s is a program (an exec check or a quorum command) this director does not run", p[0], p[1])
 		}
 	}
 	return ""
 }
 
-// programsOf lists a document's exec checks: [where, command] pairs, where
+// programsOf lists a document's exec checks and quorum programs (which run
+// as root as well): [where, command] pairs, where
 // names the service and server (by name or address) rather than an index,
 // so that a reordering is no new program.
 func programsOf(st *ipvsmgr.State) [][2]string {
@@ -49,6 +50,11 @@ func programsOf(st *ipvsmgr.State) [][2]string {
 	for _, svc := range st.Services {
 		sv := "services[" + orDefault(svc.Name, svc.Address) + "]"
 		add(sv+".check", svc.Check)
+		for name, cmd := range map[string][]string{"quorum_up": svc.QuorumUp, "quorum_down": svc.QuorumDown} {
+			if len(cmd) > 0 {
+				out = append(out, [2]string{sv + "." + name, fmt.Sprintf("%q", cmd)})
+			}
+		}
 		for _, srv := range svc.Servers {
 			add(sv+".servers["+orDefault(srv.Name, srv.Address)+"].check", srv.Check)
 		}

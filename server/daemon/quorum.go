@@ -1,0 +1,170 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+)
+
+// QuorumRun is one run of a service's quorum_up or quorum_down program.
+type QuorumRun struct {
+	Service ipvsmgr.ServiceKey
+	// Up: quorum_up (the quorum gained), else quorum_down.
+	Up bool
+	// AtStart: keepalived's "Starting with quorum down".
+	AtStart         bool
+	Healthy, Quorum int
+	Hysteresis      int
+	Command         []string
+	ExitCode        int // -1: it did not start, or was killed (timeout)
+	Err             string
+	Started         time.Time
+	Elapsed         time.Duration
+}
+
+// DefaultQuorumTimeout bounds a quorum program's run.
+const DefaultQuorumTimeout = 30 * time.Second
+
+// quorumWatch keeps which side of its quorum each service with a quorum
+// policy is on, and runs its program on a change (keepalived's
+// update_quorum_state): in a goroutine of its own, with a timeout, so that a
+// slow program never holds up a reconcile.
+type quorumWatch struct {
+	mu   sync.Mutex
+	held map[ipvsmgr.ServiceKey]bool
+	wg   sync.WaitGroup
+	// onRun hears of every run once it ended (metrics).
+	onRun func(QuorumRun)
+}
+
+// OnQuorumRun calls f after every quorum_up/quorum_down run (metrics). Set it before Run.
+func (d *Daemon) OnQuorumRun(f func(QuorumRun)) { d.quorum.onRun = f }
+
+// checkQuorum compares each service's healthy servers with its quorum
+// (the sorry server's rule, ipvsmgr.QuorumHeld) and starts the programs of
+// those whose side changed. A service is first decided once all its checked
+// servers have a health; it then starts on keepalived's side
+// (set_quorum_states), and runs quorum_down at once only if it has a sorry
+// server and starts below its quorum, as keepalived does.
+func (d *Daemon) checkQuorum(ctx context.Context) {
+	_, des := d.sk.current()
+	if des == nil {
+		return
+	}
+	des = d.sk.overlay(des)
+	if len(des.Sorry) == 0 {
+		return
+	}
+	counts := ipvsmgr.HealthyCounts(des.Table, des, des.Health)
+	q := &d.quorum
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.held == nil {
+		q.held = map[ipvsmgr.ServiceKey]bool{}
+	}
+	seen := make(map[ipvsmgr.ServiceKey]bool, len(des.Sorry))
+	for i := range des.Sorry {
+		pol := &des.Sorry[i]
+		c, ok := counts[pol.Service]
+		if !ok {
+			continue // not in the kernel (disabled, a backup's)
+		}
+		seen[pol.Service] = true
+		was, known := q.held[pol.Service]
+		if !known {
+			if !c.Known {
+				continue
+			}
+			now := ipvsmgr.QuorumAtStart(c.Healthy, pol.Quorum, pol.Hysteresis)
+			q.held[pol.Service] = now
+			if !now && pol.Dest != nil {
+				d.startQuorumRun(ctx, pol, false, true, c.Healthy)
+			}
+			continue
+		}
+		now := ipvsmgr.QuorumHeld(was, c.Healthy, pol.Quorum, pol.Hysteresis)
+		if now == was {
+			continue
+		}
+		q.held[pol.Service] = now
+		d.startQuorumRun(ctx, pol, now, false, c.Healthy)
+	}
+	for k := range q.held {
+		if !seen[k] {
+			delete(q.held, k) // gone: decided afresh if it comes back
+		}
+	}
+}
+
+// startQuorumRun logs the change and runs its program, if any, in the
+// background.
+func (d *Daemon) startQuorumRun(ctx context.Context, pol *ipvsmgr.SorryPolicy, up, atStart bool, healthy int) {
+	what := "lost quorum"
+	cmd := pol.QuorumDown
+	if up {
+		what, cmd = "gained quorum", pol.QuorumUp
+	}
+	if atStart {
+		what = "starting with quorum down"
+	}
+	d.Log.Info("service "+what, "service", pol.Service.String(), "healthy", healthy,
+		"quorum", pol.Quorum, "hysteresis", pol.Hysteresis, "threshold", ipvsmgr.QuorumThreshold(!up, pol.Quorum, pol.Hysteresis))
+	if len(cmd) == 0 {
+		return
+	}
+	run := QuorumRun{Service: pol.Service, Up: up, AtStart: atStart, Healthy: healthy, Quorum: pol.Quorum,
+		Hysteresis: pol.Hysteresis, Command: cmd}
+	timeout := orDuration(d.QuorumTimeout, DefaultQuorumTimeout)
+	q := &d.quorum
+	q.wg.Add(1)
+	go func() {
+		defer q.wg.Done()
+		d.runQuorum(ctx, run, timeout)
+	}()
+}
+
+// runQuorum runs one quorum program to its end or its timeout and logs its
+// exit status.
+func (d *Daemon) runQuorum(ctx context.Context, run QuorumRun, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, run.Command[0], run.Command[1:]...)
+	cmd.WaitDelay = time.Second
+	out, err := cmd.CombinedOutput()
+	run.Started, run.Elapsed = start, time.Since(start)
+	run.ExitCode = -1
+	if cmd.ProcessState != nil {
+		run.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	name := "quorum_down"
+	if run.Up {
+		name = "quorum_up"
+	}
+	attrs := []any{"service", run.Service.String(), "program", name, "command", run.Command,
+		"exit status", run.ExitCode, "elapsed", run.Elapsed.Round(time.Millisecond)}
+	if len(out) > 0 {
+		attrs = append(attrs, "output", string(out[:min(len(out), 512)]))
+	}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		d.Log.Info("quorum program ran", attrs...)
+	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		run.Err = "timed out after " + timeout.String()
+		d.Log.Error("quorum program timed out; killed", append(attrs, "timeout", timeout)...)
+	case errors.As(err, &ee):
+		run.Err = err.Error()
+		d.Log.Warn("quorum program failed", attrs...)
+	default:
+		run.Err = err.Error()
+		d.Log.Error("quorum program did not run", append(attrs, "err", err)...)
+	}
+	if f := d.quorum.onRun; f != nil {
+		f(run)
+	}
+}
