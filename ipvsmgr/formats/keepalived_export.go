@@ -383,6 +383,12 @@ func (x *kaExporter) virtualServer(b kaBlock) {
 		}
 	}
 	x.quorum(svc, field)
+	if len(svc.QuorumUp) > 0 {
+		fmt.Fprintf(x.w, "    quorum_up %s\n", kaNotifyLine(svc.QuorumUp))
+	}
+	if len(svc.QuorumDown) > 0 {
+		fmt.Fprintf(x.w, "    quorum_down %s\n", kaNotifyLine(svc.QuorumDown))
+	}
 	if !svc.IsEnabled() {
 		x.bad("%s.enabled: keepalived has no disabled virtual_server", field)
 	}
@@ -692,6 +698,17 @@ func kaCommand(argv []string) string {
 		words[i] = a
 	}
 	return `"` + strings.Join(words, " ") + `"`
+}
+
+// kaNotifyLine writes a quorum program as notify_script_init reads it: one
+// quoted command line (a single word too, so that a word after it is never
+// read as a user).
+func kaNotifyLine(argv []string) string {
+	c := kaCommand(argv)
+	if !strings.HasPrefix(c, `"`) {
+		c = `"` + c + `"`
+	}
+	return c
 }
 
 // kaStatusList writes status codes, runs of consecutive ones as ranges.

@@ -159,6 +159,23 @@ func kaPort(s string) (int, error) {
 	return p, nil
 }
 
+// kaNotifyCommand reads a notify script as keepalived's notify_script_init
+// does: its first word (usually quoted) is the command line, split again
+// into the program and its arguments; words after it are a user and group
+// to run it as. Not ok with those (ipvsctl runs its programs as root only:
+// the statement is kept, not run with more rights than keepalived gave it),
+// or with no program.
+func kaNotifyCommand(rest string) ([]string, bool) {
+	words, err := ipvsmgr.SplitCommand(rest)
+	if err != nil || len(words) != 1 {
+		return nil, false
+	}
+	if words, err = ipvsmgr.SplitCommand(words[0]); err != nil || len(words) == 0 {
+		return nil, false
+	}
+	return words, true
+}
+
 // vsStatement takes one statement of a virtual_server block (real servers
 // are read after all of them, since they inherit the checker settings).
 func (k *kaImporter) vsStatement(v *kaVS, c *kaNode) error {
@@ -229,6 +246,20 @@ func (k *kaImporter) vsStatement(v *kaVS, c *kaNode) error {
 		v.quorum = c
 	case "hysteresis":
 		v.hyst = c // mapped with the quorum (keepalived_fix.go), else kept
+	case "quorum_up", "quorum_down":
+		cmd, ok := kaNotifyCommand(c.rest())
+		if !ok {
+			// A user to run it as (`"prog args" user`), or no program:
+			// kept, not run as root by mistake.
+			k.keep(v.scope, c)
+			return nil
+		}
+		if kw == "quorum_up" {
+			v.svc.QuorumUp = cmd
+		} else {
+			v.svc.QuorumDown = cmd
+		}
+		set(kw)
 	case "alpha":
 		v.checks.alpha = true
 	default:

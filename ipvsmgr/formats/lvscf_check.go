@@ -200,6 +200,12 @@ func lvsCheckProblems(svc *ipvsmgr.Service, f string, bad func(string, ...any)) 
 	if svc.Quorum > 1 || svc.Hysteresis > 0 {
 		bad("%s.quorum: lvs.cf has no quorum or hysteresis", f)
 	}
+	if svc.QuorumUp != nil {
+		bad("%s.quorum_up: lvs.cf has no quorum programs", f)
+	}
+	if svc.QuorumDown != nil {
+		bad("%s.quorum_down: lvs.cf has no quorum programs", f)
+	}
 	c := svc.Check
 	if c == nil {
 		return
