@@ -123,7 +123,7 @@ type SorryPolicy struct {
 	Hysteresis int
 	// QuorumUp and QuorumDown are the programs to run when the service
 	// gains or loses its quorum (QuorumHeld); nil: none.
-	QuorumUp, QuorumDown []string
+	QuorumUp, QuorumDown Argv
 }
 
 // checks validates the check-related fields of a service and its servers
@@ -207,7 +207,7 @@ func (v *validator) checks(field string, svc *Service, vs *VirtualService, d *De
 // quorumCommand validates a quorum_up or quorum_down program: an absolute
 // path (it runs as root from the daemon, with no shell and no PATH to
 // trust) and its arguments.
-func (v *validator) quorumCommand(field string, cmd []string) {
+func (v *validator) quorumCommand(field string, cmd Argv) {
 	if cmd == nil {
 		return
 	}

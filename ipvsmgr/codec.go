@@ -447,10 +447,10 @@ func (d *fastDecoder) service(s *Service) {
 			s.Hysteresis = d.int()
 		case "quorum_up":
 			d.once(seen, 20)
-			s.QuorumUp = d.strings()
+			d.strict(&s.QuorumUp)
 		case "quorum_down":
 			d.once(seen, 21)
-			s.QuorumDown = d.strings()
+			d.strict(&s.QuorumDown)
 		case "servers":
 			d.once(seen, 14)
 			if d.null() {

@@ -210,8 +210,8 @@ type Service struct {
 	// hysteresis): on the change only; at start-up only a service with a
 	// sorry server that starts below its quorum runs QuorumDown, as
 	// keepalived's "Starting with quorum down".
-	QuorumUp   []string `json:"quorum_up,omitempty"`
-	QuorumDown []string `json:"quorum_down,omitempty"`
+	QuorumUp   Argv `json:"quorum_up,omitempty"`
+	QuorumDown Argv `json:"quorum_down,omitempty"`
 	// Group names the set of services this one belongs to (keepalived's
 	// virtual_server_group): its members share their settings and real
 	// servers, and an export to keepalived writes them back as one group.

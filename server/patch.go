@@ -30,6 +30,10 @@ type ServicePatch struct {
 	SorryServer *ipvsmgr.SorryServer `json:"sorry_server,omitempty"`
 	Quorum      *int                 `json:"quorum,omitempty"`
 	Hysteresis  *int                 `json:"hysteresis,omitempty"`
+	// QuorumUp and QuorumDown set the programs run when the service gains
+	// or loses its quorum (a list, or one command line); [] removes one.
+	QuorumUp   *ipvsmgr.Argv `json:"quorum_up,omitempty"`
+	QuorumDown *ipvsmgr.Argv `json:"quorum_down,omitempty"`
 	// Group sets the service's group ("" takes it out of one).
 	Group *string `json:"group,omitempty"`
 }
@@ -72,6 +76,14 @@ func (p *ServicePatch) ApplyTo(s *ipvsmgr.Service) {
 	set(&s.Quorum, p.Quorum)
 	set(&s.Group, p.Group)
 	set(&s.Hysteresis, p.Hysteresis)
+	for _, q := range []struct{ dst, p *ipvsmgr.Argv }{{&s.QuorumUp, p.QuorumUp}, {&s.QuorumDown, p.QuorumDown}} {
+		if q.p != nil {
+			*q.dst = nil
+			if len(*q.p) > 0 {
+				*q.dst = append(ipvsmgr.Argv{}, *q.p...)
+			}
+		}
+	}
 }
 
 // checkOrNil is a copy of c, or nil for an empty check (which removes one).

@@ -22,6 +22,8 @@ type health struct {
 	Sorry      ipvsmgr.SorryServer
 	Quorum     int
 	Hysteresis int
+	// QuorumUp and QuorumDown are the service's quorum programs.
+	QuorumUp, QuorumDown ipvsmgr.Argv
 }
 
 // checkRow is one field of the check form. For lists the check types that
@@ -171,7 +173,13 @@ func checkRows(serverForm bool, inherit, current string) []checkRow {
 		checkRow{Name: "quorum", Label: "Quorum", Hint: "real servers up below which the sorry server comes in (default 1)",
 			field: func(h *health) any { return &h.Quorum }},
 		checkRow{Name: "hysteresis", Label: "Hysteresis", Hint: "servers: the sorry server comes in below quorum-hysteresis and leaves at quorum+hysteresis (below the quorum)",
-			field: func(h *health) any { return &h.Hysteresis }})
+			field: func(h *health) any { return &h.Hysteresis }},
+		checkRow{Name: "quorum_up", Label: "Quorum up program", Raw: true,
+			Hint:  "run as root when the service regains its quorum: an absolute path and its arguments, never run by a shell; empty: none",
+			field: func(h *health) any { return &h.QuorumUp }},
+		checkRow{Name: "quorum_down", Label: "Quorum down program", Raw: true,
+			Hint:  "run as root when the service loses its quorum (below quorum-hysteresis); empty: none",
+			field: func(h *health) any { return &h.QuorumDown }})
 	return rows
 }
 

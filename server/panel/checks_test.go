@@ -277,6 +277,8 @@ func TestCheckFormErrorsBesideFields(t *testing.T) {
 		{"/services/web", svc("group", "edge{1}"), "group", "a group name cannot hold a quote, a brace"},
 		{"/services/web", svc("check_type", "tcp", "quorum", "2", "hysteresis", "2"), "hysteresis", "2 is out of range 0..1 (below the quorum, 2)"},
 		{"/services/web", svc("check_type", "telnet"), "check_type", "not a check type"},
+		{"/services/web", svc("check_type", "tcp", "quorum_down", "notify.sh down"), "quorum_down", "is not an absolute path"},
+		{"/services/web", svc("check_type", "tcp", "quorum_up", `/bin/true "unterminated`), "quorum_up", "unterminated"},
 		{"/services/web", svc("check_type", "file", "check_file", "weights/web"), "check_file", "is not an absolute path"},
 		{"/services/web", svc("check_type", "file", "check_file", "/run/w", "check_file_weight", "70000"), "check_file_weight", "70000 is out of range -65535..65535"},
 		{"/services/web", svc("check_type", "file", "check_file", "/run/w", "check_file_weight", "heavy"), "check_file_weight", "not a whole number"},

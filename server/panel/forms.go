@@ -65,7 +65,7 @@ func serviceForm(s *ipvsmgr.Service) *form {
 	}
 	typ := formType(s.Check, false)
 	h := healthOf(s.Check, s.SorryServer, s.Quorum)
-	h.Hysteresis = s.Hysteresis
+	h.Hysteresis, h.QuorumUp, h.QuorumDown = s.Hysteresis, s.QuorumUp, s.QuorumDown
 	f.fillHealth(h, checkRows(false, "", typ), typ)
 	return f
 }
@@ -104,6 +104,7 @@ func parseServiceForm(r *http.Request) (*form, ipvsmgr.Service) {
 	}
 	h := f.readHealth(r, checkRows(false, "", ""), false, "")
 	s.Check, s.SorryServer, s.Quorum, s.Hysteresis = h.checkOf(), h.sorryOf(), h.Quorum, h.Hysteresis
+	s.QuorumUp, s.QuorumDown = h.QuorumUp, h.QuorumDown
 	return f, s
 }
 
@@ -152,7 +153,8 @@ func patchOf(s *ipvsmgr.Service) server.ServicePatch {
 	return server.ServicePatch{Name: &s.Name, Protocol: &s.Protocol, Address: &s.Address, Port: &s.Port, FWMark: &s.FWMark,
 		Match: &match, Interface: &s.Interface, Scheduler: &s.Scheduler, SchedulerFlags: &flags, OnePacket: &s.OnePacket,
 		Persistence: &s.Persistence, PersistenceNetmask: &s.PersistenceNetmask, Forwarding: &s.Forwarding, Enabled: s.Enabled,
-		Check: checkPatch(s.Check), SorryServer: sorry, Quorum: &s.Quorum, Group: &s.Group, Hysteresis: &s.Hysteresis}
+		Check: checkPatch(s.Check), SorryServer: sorry, Quorum: &s.Quorum, Group: &s.Group, Hysteresis: &s.Hysteresis,
+		QuorumUp: &s.QuorumUp, QuorumDown: &s.QuorumDown}
 }
 
 // checkPatch is the patch's check for a form's: an empty one removes it.

@@ -40,6 +40,21 @@ func TestServiceFormGroup(t *testing.T) {
 	if page := e.get(t, "alice", "/services/web/edit").Body; !strings.Contains(page, `name="hysteresis" value="1"`) {
 		t.Errorf("the edit form does not draw the hysteresis")
 	}
+	// The quorum programs, through the same form: a command line, read as
+	// an exec check's, drawn back quoted; emptied, none.
+	r = e.post(t, "alice", "/services/web", svcForm("name", "web", "address", "198.18.0.100", "port", "80", "scheduler", "wrr",
+		"check_type", "tcp", "quorum_up", "/usr/local/sbin/notify up 'web 1'", "quorum_down", "/usr/local/sbin/notify down"))
+	if st, _, _ = e.core.State(ctx); r.Code != http.StatusSeeOther || strings.Join(st.Services[0].QuorumUp, "|") != "/usr/local/sbin/notify|up|web 1" ||
+		strings.Join(st.Services[0].QuorumDown, "|") != "/usr/local/sbin/notify|down" {
+		t.Fatalf("quorum programs: %d %q %q", r.Code, st.Services[0].QuorumUp, st.Services[0].QuorumDown)
+	}
+	if page := e.get(t, "alice", "/services/web/edit").Body; !strings.Contains(page, `name="quorum_up" value="/usr/local/sbin/notify up &#39;web 1&#39;"`) {
+		t.Errorf("the edit form does not draw quorum_up: %s", excerpt(page))
+	}
+	r = e.post(t, "alice", "/services/web", svcForm("name", "web", "address", "198.18.0.100", "port", "80", "scheduler", "wrr", "check_type", "tcp"))
+	if st, _, _ = e.core.State(ctx); r.Code != http.StatusSeeOther || st.Services[0].QuorumUp != nil || st.Services[0].QuorumDown != nil {
+		t.Fatalf("quorum programs not removed: %d %+v", r.Code, st.Services[0])
+	}
 	form("")
 	if st, _, _ = e.core.State(ctx); st.Services[0].Group != "" {
 		t.Errorf("group not cleared: %q", st.Services[0].Group)

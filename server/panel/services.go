@@ -210,7 +210,7 @@ func (p *Panel) serviceShow(w http.ResponseWriter, r *http.Request, u who) {
 	}
 	typ := formType(svc.Check, false)
 	h := healthOf(svc.Check, svc.SorryServer, svc.Quorum)
-	h.Hysteresis = svc.Hysteresis
+	h.Hysteresis, h.QuorumUp, h.QuorumDown = svc.Hysteresis, svc.QuorumUp, svc.QuorumDown
 	d.CheckFacts = checkFacts(h, checkRows(false, "", typ))
 	for i := range svc.Servers {
 		d.Testable = append(d.Testable, testable(svc, &svc.Servers[i]))

@@ -50,9 +50,9 @@ func programsOf(st *ipvsmgr.State) [][2]string {
 	for _, svc := range st.Services {
 		sv := "services[" + orDefault(svc.Name, svc.Address) + "]"
 		add(sv+".check", svc.Check)
-		for name, cmd := range map[string][]string{"quorum_up": svc.QuorumUp, "quorum_down": svc.QuorumDown} {
+		for name, cmd := range map[string]ipvsmgr.Argv{"quorum_up": svc.QuorumUp, "quorum_down": svc.QuorumDown} {
 			if len(cmd) > 0 {
-				out = append(out, [2]string{sv + "." + name, fmt.Sprintf("%q", cmd)})
+				out = append(out, [2]string{sv + "." + name, fmt.Sprintf("%q", []string(cmd))})
 			}
 		}
 		for _, srv := range svc.Servers {
