@@ -33,10 +33,10 @@ func TestKeepalivedQuorumProgramsRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := st.Services[0]
-	if want := []string{"/usr/local/sbin/notify.sh", "up", "web 1"}; !reflect.DeepEqual(svc.QuorumUp, want) {
+	if want := []string{"/usr/local/sbin/notify.sh", "up", "web 1"}; !reflect.DeepEqual([]string(svc.QuorumUp), want) {
 		t.Errorf("quorum_up = %q, want %q", svc.QuorumUp, want)
 	}
-	if want := []string{"/usr/local/sbin/notify-down.sh"}; !reflect.DeepEqual(svc.QuorumDown, want) {
+	if want := []string{"/usr/local/sbin/notify-down.sh"}; !reflect.DeepEqual([]string(svc.QuorumDown), want) {
 		t.Errorf("quorum_down = %q, want %q", svc.QuorumDown, want)
 	}
 	if len(st.Imported) != 0 {
