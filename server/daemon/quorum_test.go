@@ -195,3 +195,79 @@ func TestDaemonRunsQuorumProgramsOnTheChange(t *testing.T) {
 		t.Errorf("healthy at the runs: %d, %d; want 0, 3", runs[0].Healthy, runs[1].Healthy)
 	}
 }
+
+// A quorum program that hangs is killed at its timeout and reported so,
+// and the reconciles go on meanwhile: servers coming back are in the kernel
+// while it still runs.
+func TestQuorumProgramTimeoutDoesNotBlock(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	st, err := store.Open(ctx, filepath.Join(dir, "ipvsctl.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	started := filepath.Join(dir, "started")
+	doc := fmt.Sprintf(`{"services": [{"name": "web", "address": "198.18.0.100", "port": 80,
+  "check": {"type": "tcp", "interval": 0.1, "timeout": 0.1, "rise": 1, "fall": 1, "on_failure": "remove"},
+  "quorum_down": ["/bin/sh", "-c", "touch %s; sleep 20"],
+  "servers": [{"name": "r1", "address": "198.18.0.11"}]}]}`, started)
+	k := fakekernel.New()
+	checks := &fakeChecks{fail: map[string]string{}}
+	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) {
+		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
+	}})
+	d := New(core, st, slog.New(slog.DiscardHandler))
+	d.Interval, d.Poll = time.Hour, time.Hour
+	d.Check = checks.run
+	d.QuorumTimeout = 2 * time.Second
+	runs := make(chan QuorumRun, 4)
+	d.OnQuorumRun(func(r QuorumRun) { runs <- r })
+	dctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(dctx) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	r := &healthRig{t: t, ctx: ctx, k: k}
+	state, err := ipvsmgr.DecodeState(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := core.ApplyState(ctx, server.Actor{Name: "t", Via: "test"}, state, "test", server.WriteOptions{NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	r.waitWeights("r1 in", map[string]uint32{"198.18.0.11": 1})
+	checks.set("198.18.0.11:80", "connection refused")
+	r.waitWeights("r1 out", map[string]uint32{})
+	for {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("quorum_down never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	checks.set("198.18.0.11:80", "")
+	r.waitWeights("r1 back while quorum_down still runs", map[string]uint32{"198.18.0.11": 1})
+	if len(runs) != 0 {
+		t.Fatal("the run ended before the server came back: the test proves nothing")
+	}
+	select {
+	case run := <-runs:
+		if run.Up || run.Err != "timed out after 2s" || run.ExitCode != -1 {
+			t.Errorf("run %+v, want quorum_down timed out", run)
+		}
+		if el := time.Since(start); el > 10*time.Second {
+			t.Errorf("killed after %v", el)
+		}
+	case <-ctx.Done():
+		t.Fatal("the hung program was never reported")
+	}
+}
