@@ -1,0 +1,243 @@
+//go:build vmtest
+
+package vmtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
+)
+
+// ecmpRound is one bed of the ECMP benchmark: a scheduler and how the
+// router learns of a dead director (BFD at an interval x 3, or the BGP hold
+// timer alone).
+type ecmpRound struct {
+	scheduler string
+	bfd       time.Duration // 0: no BFD, the hold timer only
+}
+
+func (r ecmpRound) detection() string {
+	if r.bfd == 0 {
+		return fmt.Sprintf("hold %d s", benchHold)
+	}
+	return fmt.Sprintf("BFD %s x 3", r.bfd)
+}
+
+// benchHold is the BGP hold time of the benchmark's sessions (FRR's
+// keepalive 1 s): the smallest FRR accepts with a keepalive.
+const benchHold = 3
+
+type ecmpResult struct {
+	ecmpRound
+	flaps      []string // BFD or BGP sessions that went down in the steady window
+	stall      time.Duration
+	gone       time.Duration
+	first      time.Duration
+	n, kept    int
+	deadCarry  int // connections the dead director carried
+	deadLost   int
+	otherLost  int // connections through a surviving director lost
+	moved      int // connections that changed director without dying
+	firstError string
+}
+
+// TestBenchECMP is scripts/bench-ecmp.sh: for each round a fresh ECMP bed
+// (three directors, FRR, three DR real servers) with 300 long-lived
+// connections; a steady window counts the BFD sessions that flap and the
+// VM's longest scheduling stall, then director 1 is SIGKILLed and its link
+// cut: the time until its route is gone at FRR, until a new connection is
+// answered, and the share of long-lived connections kept, mh beside wlc,
+// beside the theory. Skipped unless IPVSCTL_BENCH_ECMP=1.
+// IPVSCTL_BENCH_ROUNDS lists rounds as SCHEDULER:BFD-SECONDS or
+// SCHEDULER:hold (default mh:0.3,wlc:0.3,mh:hold,wlc:hold);
+// IPVSCTL_BENCH_STEADY is the steady window in seconds (default 30).
+func TestBenchECMP(t *testing.T) {
+	if os.Getenv("IPVSCTL_BENCH_ECMP") != "1" {
+		testenv.OptIn(t, "IPVSCTL_BENCH_ECMP=1 runs it (scripts/bench-ecmp.sh)")
+	}
+	rounds, err := parseRounds(os.Getenv("IPVSCTL_BENCH_ROUNDS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steady := 30 * time.Second
+	if v := os.Getenv("IPVSCTL_BENCH_STEADY"); v != "" {
+		s, err := strconv.Atoi(v)
+		if err != nil || s < 0 {
+			t.Fatalf("IPVSCTL_BENCH_STEADY=%s: want whole seconds", v)
+		}
+		steady = time.Duration(s) * time.Second
+	}
+	var res []ecmpResult
+	for _, r := range rounds {
+		t.Run(r.scheduler+" "+r.detection(), func(t *testing.T) { res = append(res, benchECMPRound(t, r, steady)) })
+	}
+	printECMP(res, steady)
+}
+
+func parseRounds(v string) ([]ecmpRound, error) {
+	if v == "" {
+		v = "mh:0.3,wlc:0.3,mh:hold,wlc:hold"
+	}
+	var out []ecmpRound
+	for _, f := range strings.Split(v, ",") {
+		sched, det, ok := strings.Cut(f, ":")
+		if !ok || (sched != "mh" && sched != "wlc" && sched != "sh" && sched != "rr") {
+			return nil, fmt.Errorf("IPVSCTL_BENCH_ROUNDS=%s: %q is not SCHEDULER:BFD-SECONDS or SCHEDULER:hold", v, f)
+		}
+		r := ecmpRound{scheduler: sched}
+		if det != "hold" {
+			s, err := strconv.ParseFloat(det, 64)
+			if err != nil || s < 0.01 || s > 10 {
+				return nil, fmt.Errorf("IPVSCTL_BENCH_ROUNDS=%s: BFD interval %q is not 0.01..10 seconds", v, det)
+			}
+			r.bfd = time.Duration(s * float64(time.Second))
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func benchECMPRound(t *testing.T, r ecmpRound, steady time.Duration) ecmpResult {
+	res := ecmpResult{ecmpRound: r}
+	e := newECMP(t, ecmpOpts{bfd: r.bfd, noBFD: r.bfd == 0, hold: benchHold})
+	e.up(bgpDocWith(bgpOpts{scheduler: r.scheduler, bfd: r.bfd.Seconds(), hold: benchHold}))
+	e.base.answerWait = 500 * time.Millisecond
+	rt := e.routes()
+	hs := e.holdMany(bgpLongLived, time.Second)
+	res.n = len(hs)
+
+	// The steady window: the sessions that go down, and the longest the
+	// test process waited past a 10 ms sleep (the VM starved of CPU).
+	bfd0 := e.bfdPeers()
+	bgp0 := e.bgpUps()
+	ctx, cancel := context.WithCancel(context.Background())
+	stall := make(chan time.Duration, 1)
+	go func() { stall <- stallProbe(ctx, 10*time.Millisecond) }()
+	time.Sleep(steady)
+	cancel()
+	res.stall = <-stall
+	for addr, p := range e.bfdPeers() {
+		if d := p.Down - bfd0[addr].Down; d > 0 {
+			res.flaps = append(res.flaps, fmt.Sprintf("BFD %s down %dx (diagnostic %q, remote %q)", addr, d, p.Diagnostic, p.RemoteDiag))
+		}
+	}
+	for addr, n := range e.bgpUps() {
+		if d := n - bgp0[addr]; d > 0 {
+			res.flaps = append(res.flaps, fmt.Sprintf("BGP %s re-established %dx", addr, d))
+		}
+	}
+	waitFor(t, "three nexthops before the kill", 60*time.Second, func() bool { return len(rt.hops()) == 3 })
+
+	carriers := e.carriers(hs)
+	before := echoedNow(hs)
+	killed := time.Now()
+	e.ds[0].stop(syscall.SIGKILL)
+	e.link(e.dirs[0], false)
+	gone := rt.goneAt(bgpDirectors[0], 3*benchHold*time.Second+30*time.Second)
+	if gone.IsZero() {
+		t.Fatalf("the dead director's nexthop still at the router: %v", rt.hops())
+	}
+	res.gone = gone.Sub(killed)
+	first, err := e.base.firstAnswer(killed, 30*time.Second)
+	if err != nil {
+		res.firstError = err.Error()
+	} else {
+		res.first = first.Sub(killed)
+	}
+	kept := keptSince(hs, before, 3, 30*time.Second)
+	after := e.carriers(hs)
+	for i, k := range kept {
+		dead := carriers[i] == 0
+		if dead {
+			res.deadCarry++
+		}
+		switch {
+		case k:
+			res.kept++
+			if !dead && after[i] != carriers[i] {
+				res.moved++
+			}
+		case dead:
+			res.deadLost++
+		default:
+			res.otherLost++
+		}
+	}
+	t.Logf("%+v", res)
+	return res
+}
+
+// bgpUps is FRR's count of established transitions per neighbour.
+func (e *ecmp) bgpUps() map[string]int {
+	out := map[string]int{}
+	sum := e.vtysh("show bgp neighbors json")
+	for _, a := range bgpDirectors {
+		// "connectionsEstablished":N within the neighbour's object.
+		i := strings.Index(sum, `"`+a+`":{`)
+		if i < 0 {
+			continue
+		}
+		j := strings.Index(sum[i:], `"connectionsEstablished":`)
+		if j < 0 {
+			continue
+		}
+		rest := sum[i+j+len(`"connectionsEstablished":`):]
+		end := strings.IndexAny(rest, ",}")
+		out[a], _ = strconv.Atoi(strings.TrimSpace(rest[:end]))
+	}
+	return out
+}
+
+// printECMP prints the table. The theory: under mh every director maps a
+// flow to the same real server, so with sloppy_tcp a flow that reaches
+// another director goes on (about none lost); under a scheduler that is not
+// a consistent hash the director that takes a flow over picks a real server
+// on its own, the old one only by chance (1 in 3 here), so about 2/3 of the
+// flows the dead director carried (1/N of all) break, and as many of the
+// flows the router's hash-threshold ECMP moves between the survivors.
+func printECMP(res []ecmpResult, steady time.Duration) {
+	fmt.Printf("\nECMP over 3 directors (FRR 8.4, layer-4 hash), DR to 3 real servers, sloppy_tcp; %d long-lived connections\n", bgpLongLived)
+	fmt.Printf("(a line a second each); director 1 SIGKILLed and its link cut. Steady window %s before the kill.\n", steady)
+	fmt.Printf("gone: its route gone at FRR; answer: the first new connection answered; lost: connections that broke,\n")
+	fmt.Printf("of those the dead director carried and of the others; theory: what the scheduler predicts lost.\n")
+	fmt.Printf("%-5s %-15s %7s %7s %13s %10s %6s %7s %7s  %s\n", "sched", "detection", "gone", "answer", "kept", "dead lost", "other", "theory", "stall", "sessions down in the window")
+	keptBy := map[string]float64{}
+	for _, r := range res {
+		theory := "~0"
+		if r.scheduler != "mh" && r.scheduler != "sh" {
+			theory = fmt.Sprintf("~%d", (r.deadCarry*2+1)/3)
+		}
+		answer := fmt.Sprintf("%.2fs", r.first.Seconds())
+		if r.firstError != "" {
+			answer = "none"
+		}
+		flaps := "none"
+		if len(r.flaps) > 0 {
+			flaps = strings.Join(r.flaps, "; ")
+		}
+		share := 100 * float64(r.kept) / float64(max(r.n, 1))
+		keptBy[r.scheduler+" "+r.detection()] = share
+		fmt.Printf("%-5s %-15s %6.2fs %7s %4d (%5.1f%%) %4d of %3d %6d %7s %5dms  %s\n", r.scheduler, r.detection(), r.gone.Seconds(), answer,
+			r.kept, share, r.deadLost, r.deadCarry, r.otherLost, theory, r.stall.Milliseconds(), flaps)
+	}
+	for _, r := range res {
+		if r.scheduler != "mh" {
+			continue
+		}
+		if w, ok := keptBy["wlc "+r.detection()]; ok && w > 0 {
+			fmt.Printf("kept, mh / wlc with %s: %.1f%% / %.1f%% = %.2fx\n", r.detection(), keptBy["mh "+r.detection()], w, keptBy["mh "+r.detection()]/w)
+		}
+	}
+	for _, r := range res {
+		if r.moved > 0 {
+			fmt.Printf("%s %s: %d kept connections changed director (ECMP re-hash) and kept their real server\n", r.scheduler, r.detection(), r.moved)
+		}
+	}
+}
