@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ECMP benchmark (in the VM test bed, one run): three ipvsctl directors announce a VIP over BGP to FRR 8.4, which
-# spreads flows over them by layer-4 ECMP; DR to three real servers; 300 long-lived connections (a line a second
+# spreads flows over them by layer-4 ECMP; DR to three real servers; 300 long-lived connections (a line every 3 s
 # each). Per round a fresh bed: a steady window counts the BFD and BGP sessions that went down and the VM's longest
 # scheduling stall; then one director is SIGKILLed and its link cut: the time until its route is gone at FRR, until
 # a new connection is answered, and the share of long-lived connections kept, mh beside wlc, beside the theory.

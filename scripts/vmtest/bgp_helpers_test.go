@@ -49,7 +49,7 @@ func bgpDocWith(o bgpOpts) string {
 		extra += fmt.Sprintf(`"scheduler": %q, `, o.scheduler)
 	}
 	if o.check {
-		extra += fmt.Sprintf(`"check": {"type": "http", "path": "/", "port": %d, "interval": 2, "timeout": 1.5, "rise": 2, "fall": 3}, `, bgpCheckPort)
+		extra += fmt.Sprintf(`"check": {"type": "http", "path": "/", "port": %d, "interval": 3, "timeout": 2.5, "rise": 2, "fall": 3}, `, bgpCheckPort)
 	}
 	if o.quorum > 0 {
 		extra += fmt.Sprintf(`"quorum": %d, `, o.quorum)
@@ -256,7 +256,7 @@ func (e *ecmp) serveChecks() {
 
 // holdMany opens n long-lived connections to the VIP's echo port from the
 // client, a line every `every` on each, and waits until each has echoed two.
-// The connections open 20 ms apart, a connection that fails to open is
+// The connections open 50 ms apart, a connection that fails to open is
 // tried again (up to 5 times): opening them is not what is tested, and a VM
 // starved of CPU loses a handshake now and then.
 func (e *ecmp) holdMany(n int, every time.Duration) []*holder {
@@ -280,7 +280,7 @@ func (e *ecmp) holdMany(n int, every time.Duration) []*holder {
 			}
 			retried++
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
 	waitFor(e.t, fmt.Sprintf("%d long-lived connections to echo", n), 60*time.Second, func() bool {
 		for _, h := range hs {
