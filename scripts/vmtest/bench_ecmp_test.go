@@ -172,6 +172,10 @@ func benchECMPRound(t *testing.T, r ecmpRound, steady time.Duration) ecmpResult 
 		default:
 			res.otherLost++
 		}
+		if !k {
+			ec, gap, err := hs[i].state()
+			t.Logf("lost connection %d (director %d, then %d): echoed %d (was %d), max gap %s, err %v", i, carriers[i]+1, after[i]+1, ec, before[i], gap, err)
+		}
 	}
 	t.Logf("%+v", res)
 	return res

@@ -371,8 +371,8 @@ func (h *holder) close() {
 }
 
 // firstAnswer polls http://VIP/ from the client: a new connection every
-// 10 ms (each in its own goroutine, 200 ms to connect, 300 ms to answer,
-// or l.answerWait each)
+// 10 ms (each in its own goroutine, 200 ms to connect, 300 ms to answer;
+// with l.answerWait every 50 ms, that long each)
 // until one started at or after from is answered; it returns when that
 // answer came.
 func (l *lab) firstAnswer(from time.Time, limit time.Duration) (time.Time, error) {
@@ -380,7 +380,11 @@ func (l *lab) firstAnswer(from time.Time, limit time.Duration) (time.Time, error
 	got := make(chan ans, 1)
 	stop := make(chan struct{})
 	defer close(stop)
-	tick := time.NewTicker(10 * time.Millisecond)
+	every := 10 * time.Millisecond
+	if l.answerWait > 0 {
+		every = 50 * time.Millisecond // fewer dials in flight, each waiting longer
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	deadline := time.After(limit)
 	for {
