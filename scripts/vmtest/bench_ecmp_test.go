@@ -118,11 +118,24 @@ func benchECMPRound(t *testing.T, r ecmpRound, steady time.Duration) ecmpResult 
 	bfd0 := e.bfdPeers()
 	bgp0 := e.bgpUps()
 	ctx, cancel := context.WithCancel(context.Background())
-	stall := make(chan time.Duration, 1)
-	go func() { stall <- stallProbe(ctx, 10*time.Millisecond) }()
+	type probed struct {
+		worst time.Duration
+		long  []stall
+	}
+	stalls := make(chan probed, 1)
+	go func() { w, l := stallProbe(ctx, 10*time.Millisecond); stalls <- probed{w, l} }()
+	began := time.Now()
 	time.Sleep(steady)
 	cancel()
-	res.stall = <-stall
+	p := <-stalls
+	res.stall = p.worst
+	if r.bfd > 0 {
+		for _, d := range e.ds {
+			for _, s := range bfdDowns(d, began, time.Now(), 3*r.bfd, p.long) {
+				t.Logf("BFD down in the steady window: %s", s)
+			}
+		}
+	}
 	for addr, p := range e.bfdPeers() {
 		if d := p.Down - bfd0[addr].Down; d > 0 {
 			res.flaps = append(res.flaps, fmt.Sprintf("BFD %s down %dx (diagnostic %q, remote %q)", addr, d, p.Diagnostic, p.RemoteDiag))

@@ -381,14 +381,58 @@ func (r *routes) goneAt(dead string, limit time.Duration) time.Time {
 	return time.Time{}
 }
 
+// stall is one time stallProbe overslept by at least 200 ms.
+type stall struct {
+	at time.Time // when it woke
+	d  time.Duration
+}
+
 // stallProbe sleeps `every` in a loop until ctx ends and returns the
-// longest it overslept: how long the VM (or this process) went without CPU.
-func stallProbe(ctx context.Context, every time.Duration) time.Duration {
+// longest it overslept, and each oversleep of 200 ms or more: how long the
+// VM (or this process) went without CPU.
+func stallProbe(ctx context.Context, every time.Duration) (time.Duration, []stall) {
 	var worst time.Duration
+	var long []stall
 	for ctx.Err() == nil {
 		t0 := time.Now()
 		time.Sleep(every)
-		worst = max(worst, time.Since(t0)-every)
+		over := time.Since(t0) - every
+		worst = max(worst, over)
+		if over >= 200*time.Millisecond {
+			long = append(long, stall{time.Now(), over})
+		}
 	}
-	return worst
+	return worst, long
+}
+
+// bfdDowns are the BFD losses in a director's daemon log between from and
+// to, each with the side that noticed it ("GoBGP expired": it heard nothing
+// from FRR for its detection time; "FRR said down": FRR heard nothing from
+// it) and the longest stall of stalls in the detection time before it.
+func bfdDowns(d *director, from, to time.Time, detect time.Duration, stalls []stall) []string {
+	var out []string
+	for _, line := range strings.Split(d.logs.String(), "\n") {
+		var who string
+		switch {
+		case strings.Contains(line, "msg=Expired"):
+			who = "GoBGP expired"
+		case strings.Contains(line, `msg="Remote peer signaled BFD down"`):
+			who = "FRR said down"
+		default:
+			continue
+		}
+		ts, _, _ := strings.Cut(strings.TrimPrefix(line, "time="), " ")
+		at, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil || at.Before(from) || at.After(to) {
+			continue
+		}
+		var worst time.Duration
+		for _, s := range stalls {
+			if !s.at.Before(at.Add(-detect)) && !s.at.After(at.Add(time.Second)) {
+				worst = max(worst, s.d)
+			}
+		}
+		out = append(out, fmt.Sprintf("%s %s at %s (longest stall around it %s)", d.addr, who, at.Format("15:04:05.000"), worst.Round(time.Millisecond)))
+	}
+	return out
 }

@@ -38,9 +38,22 @@ func TestBGPECMPDirectorLossAndRejoin(t *testing.T) {
 	e.up(bgpDocWith(bgpOpts{bfd: bgpBFD.Seconds(), hold: 9, check: true, quorum: 2}))
 	e.base.answerWait = 500 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
-	stall := make(chan time.Duration, 1)
-	go func() { stall <- stallProbe(ctx, 10*time.Millisecond) }()
-	defer func() { cancel(); t.Logf("the test process's longest stall past a 10 ms sleep: %s", <-stall) }()
+	began := time.Now()
+	probed := make(chan []stall, 1)
+	go func() {
+		worst, long := stallProbe(ctx, 10*time.Millisecond)
+		t.Logf("the test process's longest stall past a 10 ms sleep: %s (%d of 200 ms or more)", worst, len(long))
+		probed <- long
+	}()
+	defer func() {
+		cancel()
+		long := <-probed
+		for _, d := range e.ds {
+			for _, s := range bfdDowns(d, began, time.Now(), 3*bgpBFD, long) {
+				t.Logf("BFD down: %s", s)
+			}
+		}
+	}()
 	rt := e.routes()
 	hs := e.holdMany(bgpLongLived, bgpLineEvery)
 	carriers := e.carriers(hs)
