@@ -55,6 +55,7 @@ func TestBGPECMPDirectorLossAndRejoin(t *testing.T) {
 		}
 	}()
 	rt := e.routes()
+	e.settle(10 * time.Second)
 	hs := e.holdMany(bgpLongLived, bgpLineEvery)
 	carriers := e.carriers(hs)
 	t.Logf("long-lived connections per director: %v", perDirector(carriers))
