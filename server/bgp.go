@@ -1,9 +1,6 @@
 package server
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -77,161 +74,15 @@ func setNodeBGP(n *store.Node, p NodePatch, detail *[]string) error {
 	return nil
 }
 
-// BGPWithdrawWait is how long a stopping director waits, its routes
-// withdrawn, before it closes the sessions.
-const BGPWithdrawWait = time.Second
+// BGPWake is poked when the node settings of the BGP speaker change.
+func (c *Core) BGPWake() <-chan struct{} { return c.bgp.wakeC() }
 
-// startBGP runs the BGP speaker while the desired state has settings.bgp:
-// every half second, and at once when the node settings change, it decides
-// which VIPs the director can serve and announces exactly those. When ctx
-// ends it withdraws every route, waits BGPWithdrawWait and stops.
-func (d *Daemon) startBGP(ctx context.Context) <-chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		(&bgpRunner{d: d}).run(ctx)
-	}()
-	return done
-}
+// SetBGPStatus is the BGP runner's latest status (nil outside BGP mode).
+func (c *Core) SetBGPStatus(st *BGPStatus) { c.bgp.status.Store(st) }
 
-type bgpRunner struct {
-	d       *Daemon
-	sp      *bgp.Speaker
-	key     string
-	warnRev int64
-	warn    []ipvsmgr.Problem
-}
-
-func (r *bgpRunner) run(ctx context.Context) {
-	c := r.d.Core
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	defer r.stop(BGPWithdrawWait)
-	for {
-		r.step(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		case <-c.bgp.wakeC():
-		}
+func poke(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
 	}
-}
-
-func (r *bgpRunner) stop(wait time.Duration) {
-	if r.sp == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), wait+5*time.Second)
-	defer cancel()
-	r.d.Log.Info("BGP: withdrawing every route and stopping")
-	r.sp.Stop(ctx, wait)
-	r.sp, r.key = nil, ""
-}
-
-func (r *bgpRunner) step(ctx context.Context) {
-	c, sk := r.d.Core, r.d.Core.shared
-	rev, desired := sk.current()
-	if desired == nil || desired.Settings.BGP == nil {
-		r.stop(BGPWithdrawWait)
-		c.bgp.status.Store(nil)
-		return
-	}
-	st := &BGPStatus{At: time.Now()}
-	defer func() { c.bgp.status.Store(st) }()
-	node, err := c.store.Node(ctx)
-	if err != nil {
-		st.Error = err.Error()
-		return
-	}
-	st.Drained = node.BGPDrained
-	r.warnings(ctx, rev)
-	st.Warnings = r.warn
-	cfg, err := bgpConfig(*desired.Settings.BGP, node)
-	if err != nil {
-		r.stop(BGPWithdrawWait)
-		st.Error = err.Error()
-		return
-	}
-	st.RouterID = cfg.RouterID.String()
-	if cfg.Source.IsValid() {
-		st.Source = cfg.Source.String()
-	}
-	if key := configKey(cfg); key != r.key {
-		r.stop(0) // a changed configuration: the new sessions announce again
-		sp, err := bgp.Start(ctx, cfg, r.d.Log)
-		if err != nil {
-			st.Error = err.Error()
-			return
-		}
-		r.sp, r.key = sp, key
-		r.d.Log.Info("BGP: speaker started", "asn", cfg.Settings.ASN, "router_id", cfg.RouterID.String(), "peers", len(cfg.Settings.Peers))
-	}
-	last := sk.lastReconcile()
-	dir := bgp.Director{IPVS: sk.isOpen(), ReconcileErr: last.Err, Failures: len(last.Failures), Drained: node.BGPDrained}
-	if last.At.IsZero() {
-		dir.ReconcileErr = "none yet"
-	}
-	eff := ipvsmgr.ApplyHealth(desired.Table, desired, desired.Health)
-	st.VIPs = bgp.Decide(dir, bgp.Services(desired, eff))
-	var prefixes []netip.Prefix
-	for _, v := range st.VIPs {
-		if v.Announce {
-			prefixes = append(prefixes, v.Prefix)
-		}
-	}
-	if err := r.sp.Announce(prefixes); err != nil {
-		st.Error = err.Error()
-	}
-	st.Announced = len(r.sp.Announced())
-	if st.Peers, err = r.sp.Peers(ctx); err != nil && st.Error == "" {
-		st.Error = err.Error()
-	}
-}
-
-// warnings keeps the BGP warnings of revision rev, logged once each.
-func (r *bgpRunner) warnings(ctx context.Context, rev int64) {
-	if rev == r.warnRev {
-		return
-	}
-	doc, _, err := r.d.Core.store.Current(ctx)
-	if err != nil {
-		return
-	}
-	r.warnRev, r.warn = rev, ipvsmgr.BGPWarnings(doc)
-	for _, w := range r.warn {
-		r.d.Log.Warn("BGP mode: settings move flows between directors", "field", w.Field, "why", w.Message)
-	}
-}
-
-// bgpConfig is the speaker's configuration: the router ID from the node
-// settings, else the node address, else the first global IPv4 address of
-// the host's interfaces.
-func bgpConfig(s ipvsmgr.BGP, n store.Node) (bgp.Config, error) {
-	cfg := bgp.Config{Settings: s}
-	if n.BGPSource != "" {
-		cfg.Source, _ = netip.ParseAddr(n.BGPSource)
-	}
-	for _, cand := range []string{n.RouterID, n.BGPSource, n.Address} {
-		if a, err := netip.ParseAddr(cand); err == nil && a.Is4() {
-			cfg.RouterID = a
-			return cfg, nil
-		}
-	}
-	addrs, err := localAddrs()
-	if err != nil {
-		return cfg, fmt.Errorf("find a BGP router ID: %w", err)
-	}
-	for _, a := range addrs {
-		if a.Is4() && a.IsGlobalUnicast() {
-			cfg.RouterID = a
-			return cfg, nil
-		}
-	}
-	return cfg, fmt.Errorf("no IPv4 address for the BGP router ID: set one with node set --router-id")
-}
-
-func configKey(cfg bgp.Config) string {
-	b, _ := json.Marshal(cfg)
-	return string(b)
 }

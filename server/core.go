@@ -1,6 +1,11 @@
-// Package server is ipvsctl's core and daemon: one Core whose methods are
-// every change and every read the CLI, the API and the panel make, the store
-// under it, and the daemon that keeps the kernel matching the stored state.
+// Package server is ipvsctl's core: one Core whose methods are every change
+// and every read the CLI, the API and the panel make, over the store. The
+// kernel is reached through one Runtime (runtime.go): the daemon's kernel
+// session once a daemon attaches (package server/daemon), else the local
+// one of a CLI. The rooms beside it (server/daemon, server/redundancy,
+// server/replication) import the core, never the reverse; what they need of
+// it is exported methods and small handles (Role, RoleOverlay, SetBGPStatus),
+// not its fields.
 package server
 
 import (
@@ -10,9 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -88,12 +91,12 @@ type Core struct {
 	lockPath string
 	now      func() time.Time
 
-	shared *sharedKernel // the daemon's kernel, reconciler and snapshot; nil in a CLI
-	red    *redState     // the director's VRRP role (redundancy.go)
-	bgp    bgpState      // the BGP runner's status (bgp.go)
-
-	writeMu sync.Mutex // the daemon's writes, one at a time, on cur
-	cur     *current   // the daemon's copy of the current state
+	// rt is the kernel session: the daemon's once one attaches
+	// (AttachRuntime), else the local one (runtime.go).
+	rt  Runtime
+	w   stateWriter // how the current state is read and written (current.go)
+	red *redState   // the director's VRRP role (redundancy.go)
+	bgp bgpState    // the BGP runner's status (bgp.go)
 
 	rsSSH    RealServerSSH // how real servers are reached (realserver.go)
 	identity string        // this director's certificate file (node.go)
@@ -135,29 +138,14 @@ func New(cfg Config) *Core {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	c.accounts = newAccounts(cfg, c)
+	c.rt, c.w = localRuntime{c}, storeWriter{c}
 	return c
 }
 
 // State returns the stored desired state and its revision: in the daemon,
 // a copy of the one it holds (no decoding of the document per request).
 func (c *Core) State(ctx context.Context) (*ipvsmgr.State, int64, error) {
-	if c.shared == nil {
-		return c.store.Current(ctx)
-	}
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	cur, err := c.loadCurrent(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
-	st := *cur.st
-	st.Services = slices.Clone(cur.st.Services)
-	for i := range st.Services {
-		s := &st.Services[i]
-		s.Servers, s.Match, s.SchedulerFlags = slices.Clone(s.Servers), slices.Clone(s.Match), slices.Clone(s.SchedulerFlags)
-	}
-	st.Imported = slices.Clone(cur.st.Imported)
-	return &st, cur.rev, nil
+	return c.w.state(ctx)
 }
 
 // Apply replaces the desired state with the document (a new revision unless
@@ -174,11 +162,11 @@ func (c *Core) Apply(ctx context.Context, a Actor, doc io.Reader, label string, 
 	if err := c.refuseOnBackup(a); err != nil {
 		return nil, err
 	}
-	lock, wait, err := c.beginReconcile(ctx, o)
+	apply, release, err := c.rt.BeginWrite(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	defer lock.unlock()
+	defer release()
 	stored := c.readStored(ctx)
 	st, err := ipvsmgr.DecodeState(doc)
 	if err != nil {
@@ -188,7 +176,7 @@ func (c *Core) Apply(ctx context.Context, a Actor, doc io.Reader, label string, 
 	if err != nil {
 		return nil, err
 	}
-	return c.replace(ctx, a, label, st, desired, o, wait, stored)
+	return c.replace(ctx, a, label, st, desired, o, apply, stored)
 }
 
 // ApplyState is Apply for a document already decoded (an import).
@@ -215,31 +203,12 @@ func (c *Core) applyState(ctx context.Context, a Actor, action string, st *ipvsm
 	if err != nil {
 		return nil, err
 	}
-	lock, wait, err := c.beginReconcile(ctx, o)
+	apply, release, err := c.rt.BeginWrite(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	defer lock.unlock()
-	return c.replace(ctx, a, label, st, desired, o, wait, c.readStored(ctx))
-}
-
-// beginReconcile takes the kernel lock and starts reading the kernel's table
-// (unless NoApply), so that the read overlaps with decoding and storing.
-func (c *Core) beginReconcile(ctx context.Context, o WriteOptions) (*kernelLock, func() (*KernelConn, error), error) {
-	if o.NoApply {
-		return nil, nil, nil
-	}
-	if c.shared != nil {
-		return nil, nil, nil // the daemon's reconcile reads under its own lock
-	}
-	var lock *kernelLock
-	if c.lockPath != "" {
-		var err error
-		if lock, err = lockKernel(ctx, c.lockPath, 30*time.Second); err != nil {
-			return nil, nil, err
-		}
-	}
-	return lock, prefetch(ctx, c.open), nil
+	defer release()
+	return c.replace(ctx, a, label, st, desired, o, apply, c.readStored(ctx))
 }
 
 // storedDoc is the current document as read when a write began; parsed
@@ -276,7 +245,7 @@ func (c *Core) readStored(ctx context.Context) func() (*storedDoc, error) {
 }
 
 func (c *Core) replace(ctx context.Context, a Actor, label string, doc *ipvsmgr.State, desired *ipvsmgr.Desired, o WriteOptions,
-	wait func() (*KernelConn, error), stored func() (*storedDoc, error)) (*WriteResult, error) {
+	apply ApplyFunc, stored func() (*storedDoc, error)) (*WriteResult, error) {
 	sd, err := stored()
 	if err != nil {
 		return nil, err
@@ -318,16 +287,10 @@ func (c *Core) replace(ctx context.Context, a Actor, label string, doc *ipvsmgr.
 			return nil, err
 		}
 		res.Revision, res.Changed = rev, changed
-		if c.shared != nil {
-			c.writeMu.Lock()
-			if c.cur == nil || c.cur.rev < rev {
-				c.cur = &current{rev: rev, st: doc, enc: encServices}
-			}
-			c.writeMu.Unlock()
-		}
+		c.w.replaced(rev, doc, encServices)
 		break
 	}
-	return c.afterCommit(ctx, res, desired, o, wait, nil)
+	return c.afterCommit(ctx, res, desired, o, apply, nil)
 }
 
 // Write makes edits as one change of the stored desired state (one
@@ -357,69 +320,26 @@ func (c *Core) Write(ctx context.Context, a Actor, o WriteOptions, edits ...Edit
 		return nil, err
 	}
 	change := batch(edits)
-	lock, wait, err := c.beginReconcile(ctx, o)
+	apply, release, err := c.rt.BeginWrite(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	defer lock.unlock()
+	defer release()
 	var desired *ipvsmgr.Desired
-	if c.shared != nil {
-		var only []ipvsmgr.ServiceKey
-		res, desired, only, summary, err = c.updateCurrent(ctx, a, o, change)
-		if err != nil {
-			return nil, err
-		}
-		return c.afterCommit(ctx, res, desired, o, wait, only)
-	}
-	res = &WriteResult{}
-	res.Revision, res.Changed, err = c.store.Update(ctx, a.Name, a.Via, func(cur *ipvsmgr.State, base int64) (string, error) {
-		if err := o.stale(base); err != nil {
-			return "", err
-		}
-		ed, err := change(cur)
-		if summary = ed.summary; err != nil {
-			return "", err
-		}
-		if desired, err = ipvsmgr.Compile(cur); err != nil {
-			return "", err
-		}
-		return summary, nil
-	})
+	var only []ipvsmgr.ServiceKey
+	res, desired, only, summary, err = c.w.update(ctx, a, o, change)
 	if err != nil {
 		return nil, err
 	}
-	return c.afterCommit(ctx, res, desired, o, wait, nil)
+	return c.afterCommit(ctx, res, desired, o, apply, only)
 }
 
-// afterCommit tells the daemon of a new revision and reconciles; only
+// afterCommit has the runtime make the kernel match a new revision; only
 // names the services the change touched (nil: any may have changed).
-func (c *Core) afterCommit(ctx context.Context, res *WriteResult, desired *ipvsmgr.Desired, o WriteOptions, wait func() (*KernelConn, error), only []ipvsmgr.ServiceKey) (*WriteResult, error) {
-	if c.shared != nil {
-		c.shared.offer(res.Revision, desired, !o.NoApply)
-	}
-	if o.NoApply {
-		return res, nil
-	}
-	if c.shared != nil {
-		got, err := c.shared.reconcileWaiting(ctx, o, only)
-		if err != nil {
-			res.Failures = append(res.Failures, ipvsmgr.Failure{Service: "kernel", Change: "reconcile", Err: err.Error()})
-			return res, nil
-		}
-		res.Result, res.Applied, res.Counts = *got, true, changeCounts(got.Applied)
-		return res, nil
-	}
-	kc, err := wait()
-	if err != nil {
+func (c *Core) afterCommit(ctx context.Context, res *WriteResult, desired *ipvsmgr.Desired, o WriteOptions, apply ApplyFunc, only []ipvsmgr.ServiceKey) (*WriteResult, error) {
+	if err := apply(ctx, res, desired, o, only); err != nil {
 		return res, err
 	}
-	defer kc.Close()
-	desired = withoutDaemon(c.roleOverlay(desired)) // without the daemon: no VRRP (no VIPs on a redundant director), no checks
-	got, err := reconcileWaiting(ctx, kc.reconciler(c.store, c.log), desired, o)
-	if err != nil {
-		return res, err
-	}
-	res.Result, res.Applied, res.Counts = *got, true, changeCounts(got.Applied)
 	return res, nil
 }
 
@@ -438,13 +358,13 @@ func withoutDaemon(d *ipvsmgr.Desired) *ipvsmgr.Desired {
 
 // reconcileWaiting makes the kernel match desired, waiting for drains unless told not to.
 func reconcileWaiting(ctx context.Context, rec *ipvsmgr.Reconciler, desired *ipvsmgr.Desired, o WriteOptions) (*ipvsmgr.Result, error) {
-	return waitDrains(ctx, o, func(bool) (*ipvsmgr.Result, error) { return rec.Reconcile(ctx, desired) })
+	return WaitDrains(ctx, o, func(bool) (*ipvsmgr.Result, error) { return rec.Reconcile(ctx, desired) })
 }
 
-// waitDrains reconciles (first true the first time), then, unless told not
+// WaitDrains reconciles (first true the first time), then, unless told not
 // to wait, again every second while real servers drain, adding up what the
 // reconciles did.
-func waitDrains(ctx context.Context, o WriteOptions, reconcile func(first bool) (*ipvsmgr.Result, error)) (*ipvsmgr.Result, error) {
+func WaitDrains(ctx context.Context, o WriteOptions, reconcile func(first bool) (*ipvsmgr.Result, error)) (*ipvsmgr.Result, error) {
 	res, err := reconcile(true)
 	if err != nil {
 		return nil, err

@@ -22,10 +22,10 @@ type DiffResult struct {
 // Diff is what making the kernel match the stored state (or doc, when not
 // nil) would change.
 func (c *Core) Diff(ctx context.Context, doc io.Reader) (*DiffResult, error) {
-	if sk := c.shared; sk != nil && doc == nil {
+	if doc == nil {
 		// The daemon's newest desired state, against its snapshot: no read
 		// of the store or the kernel, whatever the number of viewers.
-		if p, ok, err := sk.planCurrent(ctx); ok || err != nil {
+		if p, ok, err := c.rt.PlanKnown(ctx); ok || err != nil {
 			return diffResult(p), err
 		}
 	}
@@ -43,18 +43,7 @@ func (c *Core) Diff(ctx context.Context, doc io.Reader) (*DiffResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	var p *ipvsmgr.Planned
-	desired = c.roleOverlay(desired)
-	if sk := c.shared; sk != nil {
-		p, err = sk.plan(ctx, sk.withHealth(desired), nil)
-	} else {
-		kc, oerr := c.open()
-		if oerr != nil {
-			return nil, oerr
-		}
-		defer kc.Close()
-		p, err = kc.reconciler(c.store, c.log).Plan(ctx, withoutDaemon(desired))
-	}
+	p, err := c.rt.Plan(ctx, c.RoleOverlay(desired))
 	if err != nil {
 		return nil, err
 	}
@@ -174,20 +163,18 @@ func (c *Core) Restore(ctx context.Context) (*WriteResult, error) {
 		return nil, fmt.Errorf("stored desired state (revision %d): %w", rev, err)
 	}
 	res := &WriteResult{Revision: rev}
-	lock, wait, err := c.beginReconcile(ctx, WriteOptions{})
+	apply, release, err := c.rt.BeginWrite(ctx, WriteOptions{})
 	if err != nil {
 		return nil, err
 	}
-	defer lock.unlock()
-	if c.shared != nil {
-		return c.afterCommit(ctx, res, desired, WriteOptions{NoWait: true}, nil, nil)
-	}
-	kc, err := wait()
-	if err != nil {
+	defer release()
+	if err := apply(ctx, res, desired, WriteOptions{NoWait: true}, nil); err != nil {
+		if !isOpenError(err) {
+			return res, err
+		}
 		res.Failures = append(res.Failures, ipvsmgr.Failure{Service: "kernel", Change: "open IPVS", Err: err.Error()})
-		return res, nil
 	}
-	return c.afterCommit(ctx, res, desired, WriteOptions{NoWait: true}, func() (*KernelConn, error) { return kc, nil }, nil)
+	return res, nil
 }
 
 // ChangesSince lists what changed from revision rev to the current one: what

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"sync"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/server/store"
@@ -32,15 +33,96 @@ type current struct {
 	cache ipvsmgr.CompileCache
 }
 
-// loadCurrent returns the daemon's copy of the current state, reading it
-// again when another process stored a revision since (c.writeMu held).
-func (c *Core) loadCurrent(ctx context.Context) (*current, error) {
+// stateWriter is how the core reads the current state and writes edits to
+// it: straight on the store (storeWriter, a process that makes one change),
+// or on a copy kept between writes (cachedWriter, the daemon's).
+type stateWriter interface {
+	// state is the current state (a copy the caller may change) and its revision.
+	state(ctx context.Context) (*ipvsmgr.State, int64, error)
+	// update makes change as one revision; it also names the services the
+	// change touched, for the reconcile (nil when any may have changed).
+	update(ctx context.Context, a Actor, o WriteOptions, change func(cur *ipvsmgr.State) (edit, error)) (*WriteResult, *ipvsmgr.Desired, []ipvsmgr.ServiceKey, string, error)
+	// replaced is told of a whole document stored as revision rev.
+	replaced(rev int64, doc *ipvsmgr.State, enc [][]byte)
+}
+
+// storeWriter writes on the store, decoding the current state each time.
+type storeWriter struct{ c *Core }
+
+func (w storeWriter) state(ctx context.Context) (*ipvsmgr.State, int64, error) {
+	return w.c.store.Current(ctx)
+}
+
+func (w storeWriter) update(ctx context.Context, a Actor, o WriteOptions, change func(cur *ipvsmgr.State) (edit, error)) (*WriteResult, *ipvsmgr.Desired, []ipvsmgr.ServiceKey, string, error) {
+	var summary string
+	var desired *ipvsmgr.Desired
+	res := &WriteResult{}
+	var err error
+	res.Revision, res.Changed, err = w.c.store.Update(ctx, a.Name, a.Via, func(cur *ipvsmgr.State, base int64) (string, error) {
+		if err := o.stale(base); err != nil {
+			return "", err
+		}
+		ed, err := change(cur)
+		if summary = ed.summary; err != nil {
+			return "", err
+		}
+		if desired, err = ipvsmgr.Compile(cur); err != nil {
+			return "", err
+		}
+		return summary, nil
+	})
+	if err != nil {
+		return nil, nil, nil, summary, err
+	}
+	return res, desired, nil, summary, nil
+}
+
+func (storeWriter) replaced(int64, *ipvsmgr.State, [][]byte) {}
+
+// cachedWriter is the daemon's: a write starts from its copy of the current
+// state (the current type) instead of decoding, validating and encoding a
+// director's whole document.
+type cachedWriter struct {
+	c   *Core
+	mu  sync.Mutex // one write at a time, on cur
+	cur *current
+}
+
+func (w *cachedWriter) state(ctx context.Context) (*ipvsmgr.State, int64, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	cur, err := w.loadCurrent(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	st := *cur.st
+	st.Services = slices.Clone(cur.st.Services)
+	for i := range st.Services {
+		s := &st.Services[i]
+		s.Servers, s.Match, s.SchedulerFlags = slices.Clone(s.Servers), slices.Clone(s.Match), slices.Clone(s.SchedulerFlags)
+	}
+	st.Imported = slices.Clone(cur.st.Imported)
+	return &st, cur.rev, nil
+}
+
+func (w *cachedWriter) replaced(rev int64, doc *ipvsmgr.State, enc [][]byte) {
+	w.mu.Lock()
+	if w.cur == nil || w.cur.rev < rev {
+		w.cur = &current{rev: rev, st: doc, enc: enc}
+	}
+	w.mu.Unlock()
+}
+
+// loadCurrent returns the copy of the current state, reading it again
+// when another process stored a revision since (w.mu held).
+func (w *cachedWriter) loadCurrent(ctx context.Context) (*current, error) {
+	c := w.c
 	rev, err := c.store.CurrentRevision(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if c.cur != nil && c.cur.rev == rev {
-		return c.cur, nil
+	if w.cur != nil && w.cur.rev == rev {
+		return w.cur, nil
 	}
 	st, rev, err := c.store.Current(ctx)
 	if err != nil {
@@ -50,26 +132,24 @@ func (c *Core) loadCurrent(ctx context.Context) (*current, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.cur = &current{rev: rev, st: st, enc: enc}
-	return c.cur, nil
+	w.cur = &current{rev: rev, st: st, enc: enc}
+	return w.cur, nil
 }
 
-// updateCurrent is update for the daemon: the change is made on a copy of
-// its current state, and only the service it touched is encoded and
-// compiled again.
-// It also names the services the change touched, for the reconcile (nil
-// when any may have changed).
-func (c *Core) updateCurrent(ctx context.Context, a Actor, o WriteOptions, change func(cur *ipvsmgr.State) (edit, error)) (*WriteResult, *ipvsmgr.Desired, []ipvsmgr.ServiceKey, string, error) {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	reloaded := c.cur == nil
+// update: the change is made on a copy of the current state, and only the
+// service it touched is encoded and compiled again.
+func (w *cachedWriter) update(ctx context.Context, a Actor, o WriteOptions, change func(cur *ipvsmgr.State) (edit, error)) (*WriteResult, *ipvsmgr.Desired, []ipvsmgr.ServiceKey, string, error) {
+	c := w.c
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	reloaded := w.cur == nil
 	for attempt := 0; ; attempt++ {
-		if c.cur != nil && attempt == 0 {
-			if rev, err := c.store.CurrentRevision(ctx); err == nil && rev != c.cur.rev {
+		if w.cur != nil && attempt == 0 {
+			if rev, err := c.store.CurrentRevision(ctx); err == nil && rev != w.cur.rev {
 				reloaded = true
 			}
 		}
-		cur, err := c.loadCurrent(ctx)
+		cur, err := w.loadCurrent(ctx)
 		if err != nil {
 			return nil, nil, nil, "", err
 		}
@@ -98,13 +178,13 @@ func (c *Core) updateCurrent(ctx context.Context, a Actor, o WriteOptions, chang
 		rev, changed, err := c.commit(ctx, a, cur, &next, enc, from, ed.summary)
 		var stale *store.StaleError
 		if errors.As(err, &stale) && attempt < 50 {
-			c.cur, reloaded = nil, true // another process wrote: read it again
+			w.cur, reloaded = nil, true // another process wrote: read it again
 			continue
 		}
 		if err != nil {
 			return nil, nil, nil, ed.summary, err
 		}
-		c.cur = &current{rev: rev, st: &next, enc: enc, cache: cur.cache}
+		w.cur = &current{rev: rev, st: &next, enc: enc, cache: cur.cache}
 		return &WriteResult{Revision: rev, Changed: changed}, desired, touchedKeys(cur, &next, ed, reloaded), ed.summary, nil
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server/realserver"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -50,6 +51,7 @@ func CodeOf(err error) Code {
 	var e *Error
 	var ve *ipvsmgr.ValidationError
 	var stale *store.StaleError
+	var input *realserver.InputError
 	switch {
 	case err == nil:
 		return ""
@@ -62,6 +64,8 @@ func CodeOf(err error) Code {
 		return CodeInvalid
 	case errors.As(err, &stale):
 		return CodeStale
+	case errors.As(err, &input):
+		return CodeBadInput
 	case errors.Is(err, store.ErrBusy):
 		return CodeBusy
 	case errors.Is(err, store.ErrDiskFull), errors.Is(err, store.ErrCorrupt):

@@ -40,10 +40,8 @@ const noDaemon = "no daemon: checks run in ipvsctl serve"
 
 // desiredFor is revision rev's compiled state: the daemon's when it has it.
 func (c *Core) desiredFor(rev int64, st *ipvsmgr.State) (*ipvsmgr.Desired, error) {
-	if c.shared != nil {
-		if r, d := c.shared.current(); r == rev && d != nil {
-			return d, nil
-		}
+	if r, d := c.rt.Known(); r == rev && d != nil {
+		return d, nil
 	}
 	return ipvsmgr.Compile(st)
 }
@@ -52,8 +50,8 @@ func (c *Core) desiredFor(rev int64, st *ipvsmgr.State) (*ipvsmgr.Desired, error
 // forced health, and of the sorry servers, by server.
 func (c *Core) healthStatuses(desired *ipvsmgr.Desired) map[ipvsmgr.ServerRef]*HealthStatus {
 	var running map[ipvsmgr.ServerRef]*health.Status
-	if c.shared != nil && c.shared.health != nil {
-		list := c.shared.health.Status()
+	list, checking := c.rt.Checks()
+	if checking {
 		running = make(map[ipvsmgr.ServerRef]*health.Status, len(list))
 		for i := range list {
 			running[list[i].Ref] = &list[i]
@@ -62,7 +60,7 @@ func (c *Core) healthStatuses(desired *ipvsmgr.Desired) map[ipvsmgr.ServerRef]*H
 	out := make(map[ipvsmgr.ServerRef]*HealthStatus, len(desired.Checks)+len(desired.Sorry))
 	for i := range desired.Checks {
 		sc := &desired.Checks[i]
-		out[sc.Ref] = statusOf(sc, running, c.shared != nil)
+		out[sc.Ref] = statusOf(sc, running, checking)
 	}
 	for _, p := range desired.Sorry {
 		if p.Dest == nil {
@@ -232,12 +230,13 @@ func (c *Core) Health(ctx context.Context, q HealthQuery) ([]HealthReport, error
 	}
 	hs := c.healthStatuses(desired)
 	inKernel := c.kernelRefs()
+	_, checking := c.rt.Checks()
 	out := []HealthReport{}
 	for i := range checks {
 		sc := &checks[i]
 		h := hs[sc.Ref]
 		if h == nil { // a server not in the daemon's revision yet
-			h = statusOf(sc, nil, c.shared != nil)
+			h = statusOf(sc, nil, checking)
 		}
 		r := HealthReport{Service: sc.ServiceName, Address: sc.Ref.Server.String(), HealthStatus: *h}
 		if inKernel != nil {
@@ -265,10 +264,7 @@ func (c *Core) Health(ctx context.Context, q HealthQuery) ([]HealthReport, error
 // kernelRefs is every real server of the daemon's kernel snapshot (nil
 // without a daemon).
 func (c *Core) kernelRefs() map[ipvsmgr.ServerRef]bool {
-	if c.shared == nil {
-		return nil
-	}
-	snap := c.shared.snap.Load()
+	snap := c.rt.Snapshot()
 	if snap == nil || snap.Table == nil {
 		return nil
 	}
@@ -341,11 +337,7 @@ func (c *Core) CheckServer(ctx context.Context, a Actor, svcID, id string) (res 
 	if !sc.Checked() {
 		return nil, errorf(CodeBadInput, "real server %q of %q has no check to run (type none)", id, svcID)
 	}
-	run := (&health.Checker{}).Run
-	if c.shared != nil && c.shared.check != nil {
-		run = c.shared.check
-	}
-	r := run(ctx, &sc.Spec)
+	r := c.rt.Check(ctx, &sc.Spec)
 	res = &CheckResult{Service: sc.ServiceName, Server: sc.ServerName, Check: sc.Spec.Type, Target: sc.Spec.Target.String(),
 		Outcome: r.Outcome.String(), Reason: r.Reason, Duration: r.Duration.Seconds()}
 	if r.Weight >= 0 {

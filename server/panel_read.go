@@ -16,20 +16,13 @@ import (
 // Snapshot returns the daemon's last kernel snapshot; nil without a daemon
 // or before its first poll.
 func (c *Core) Snapshot() *Snapshot {
-	if c.shared == nil {
-		return nil
-	}
-	return c.shared.snap.Load()
+	return c.rt.Snapshot()
 }
 
 // LastReconcile returns the daemon's last reconcile; ok is false without a
 // daemon or before its first reconcile.
 func (c *Core) LastReconcile() (rep ReconcileReport, ok bool) {
-	if c.shared == nil {
-		return rep, false
-	}
-	rep = c.shared.lastReconcile()
-	return rep, !rep.At.IsZero()
+	return c.rt.LastReconcile()
 }
 
 // CurrentRevision is the number of the stored desired state's revision.

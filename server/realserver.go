@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ipvsctl/ipvsctl/arpguard"
+	"github.com/ipvsctl/ipvsctl/server/realserver"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -62,7 +63,7 @@ func (c *Core) RealServers(ctx context.Context) ([]RealServerPrep, error) {
 	if err != nil {
 		return nil, err
 	}
-	return realServerPreps(st, recs), nil
+	return realserver.Preps(st, recs, ServiceID), nil
 }
 
 // RealServerSSHUnavailable says why this process cannot log in to real
@@ -91,7 +92,7 @@ func (c *Core) PrepareRealServers(ctx context.Context, a Actor, op string, sel R
 	given := len(sel.Targets) > 0
 	if given {
 		targets = sel.Targets
-		if err := badInput(CheckTargets(targets, op != RealServerUndo)); err != nil {
+		if err := badInput(realserver.CheckTargets(targets, op != RealServerUndo)); err != nil {
 			return nil, err
 		}
 	} else if targets, rep.Skipped, err = c.stateTargets(ctx, sel.RIPs); err != nil {
@@ -233,4 +234,16 @@ func PrepSummary(rep *RealServerReport) string {
 		s += fmt.Sprintf("; %d not %s (%s: %s)", n, done, rep.Skipped[0].RIP, rep.Skipped[0].Problem)
 	}
 	return s
+}
+
+// RealServerPrep is one real-server address of the desired state as its
+// preparation sees it (package realserver).
+type RealServerPrep = realserver.Prep
+
+// badInput marks err as an error in what was asked, keeping its message.
+func badInput(err error) error {
+	if err == nil || CodeOf(err) != CodeInternal {
+		return err
+	}
+	return &Error{Code: CodeBadInput, Msg: err.Error()}
 }

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/ssh"
-
 	"github.com/ipvsctl/ipvsctl/arpguard"
 	"github.com/ipvsctl/ipvsctl/arpguard/sshtest"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server/realserver"
 	"github.com/ipvsctl/ipvsctl/server/store"
+	"golang.org/x/crypto/ssh"
 )
 
 // prepCore is a core over a new store holding state, logging in to real
@@ -57,7 +57,7 @@ func TestRealServerPreps(t *testing.T) {
 		{Result: arpguard.Result{Target: "198.18.0.11:22", Host: "198.18.0.11:22", Action: "verify", State: arpguard.StateDrift, At: at.Add(time.Minute)}},
 		{Result: arpguard.Result{Target: "198.18.1.14:22", Host: "198.18.1.14:22", Action: "push", State: arpguard.StatePrepared, At: at}, Spec: natSpec},
 	}
-	preps := realServerPreps(st, recs)
+	preps := realserver.Preps(st, recs, ServiceID)
 	if len(preps) != 4 {
 		t.Fatalf("%d addresses, want 4: %+v", len(preps), preps)
 	}

@@ -171,12 +171,12 @@ func (r *redState) backup() (bool, string, string) {
 	return any, r.master, r.peer
 }
 
-// roleOverlay is the desired state as this director's role allows: with
+// RoleOverlay is the desired state as this director's role allows: with
 // settings.redundancy, only the families it is master of keep their VIPs
 // (a backup, a director in fault, and a CLI or boot restore without the
 // daemon's VRRP carry none, so the reconciler removes what it added); the
 // others stand by, for the ledger's intent.
-func (c *Core) roleOverlay(d *ipvsmgr.Desired) *ipvsmgr.Desired {
+func (c *Core) RoleOverlay(d *ipvsmgr.Desired) *ipvsmgr.Desired {
 	if d == nil || d.Settings.Redundancy == nil || len(d.VIPs) == 0 {
 		return d
 	}
@@ -221,47 +221,66 @@ func (c *Core) redundancyStatus() *RedundancyStatus {
 	return f()
 }
 
+// Role is the core's knowledge of the director's VRRP role, which the
+// daemon's redundancy runner keeps.
+func (c *Core) Role() *RoleState { return (*RoleState)(c.red) }
+
+// RoleState is the director's VRRP role as the redundancy runner tells the
+// core of it.
+type RoleState redState
+
+// SetStatus makes f what RedundancyStatus answers (nil: none).
+func (r *RoleState) SetStatus(f func() *RedundancyStatus) {
+	r.mu.Lock()
+	r.status = f
+	r.mu.Unlock()
+}
+
+// NodeChanged is poked when the node settings change.
+func (r *RoleState) NodeChanged() <-chan struct{} { return r.node }
+
+// SetActive says whether a runner manages VRRP (settings.redundancy), the
+// role node set --role forces ("" for none) and the peer's URL.
+func (r *RoleState) SetActive(active bool, forced, peer string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.active, r.forced = active, forced
+	if active {
+		r.peer = peer
+	}
+}
+
+// SetRole is a family's VRRP state (true: IPv4), and the master's address
+// when known.
+func (r *RoleState) SetRole(v4 bool, s vrrp.State, master string) {
+	(*redState)(r).setRole(v4, s, master)
+}
+
+// ClearRoles forgets every family's state (VRRP stopped).
+func (r *RoleState) ClearRoles() {
+	r.mu.Lock()
+	clear(r.roles)
+	r.mu.Unlock()
+}
+
+// Roles is the forced role and a copy of each family's state.
+func (r *RoleState) Roles() (forced string, roles map[bool]vrrp.State) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	roles = make(map[bool]vrrp.State, len(r.roles))
+	for k, v := range r.roles {
+		roles[k] = v
+	}
+	return r.forced, roles
+}
+
+// Backup says whether this director is a backup, and who the master is and
+// the peer's URL.
+func (r *RoleState) Backup() (bool, string, string) { return (*redState)(r).backup() }
+
 // EndLongPolls answers every waiting GET /api/v1/state?after=N at once: the
 // daemon is stopping, and its HTTP shutdown waits for requests in flight.
 func (c *Core) EndLongPolls() { c.red.pollsOnce.Do(func() { close(c.red.pollsDone) }) }
-
-func familyName(v4 bool) string {
-	if v4 {
-		return "ipv4"
-	}
-	return "ipv6"
-}
-
-// vipsOf are the VIPs of one family.
-func vipsOf(vips []ipvsmgr.VIP, v4 bool) []ipvsmgr.VIP {
-	var out []ipvsmgr.VIP
-	for _, v := range vips {
-		if v.Addr.Unmap().Is4() == v4 {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-func roleOrder(s vrrp.State) int {
-	switch s {
-	case vrrp.Master:
-		return 3
-	case vrrp.Fault:
-		return 2
-	case vrrp.Backup:
-		return 1
-	}
-	return 0
-}
-
-func secondsSince(now, t time.Time) *float64 {
-	if t.IsZero() {
-		return nil
-	}
-	s := now.Sub(t).Seconds()
-	return &s
-}
 
 // RedundancyStatus is what the daemon's VRRP and replication are doing (nil
 // without a daemon, or when neither is configured).

@@ -41,9 +41,8 @@ type RenderKey struct {
 func (c *Core) KeyNow() RenderKey {
 	s := c.Snapshot()
 	k := RenderKey{Snap: s, Stale: s == nil || time.Since(s.At) > 2*PollInterval, Results: c.resultsGen.Load()}
-	if sk := c.shared; sk != nil {
-		k.Rev, k.Reconciles, k.Health = sk.knownRev.Load(), sk.reconciles.Load(), sk.healthGen.Load()
-	}
+	n := c.rt.Counters()
+	k.Rev, k.Reconciles, k.Health = n.Rev, n.Reconciles, n.Health
 	return k
 }
 

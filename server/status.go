@@ -73,23 +73,9 @@ const PollInterval = 2 * time.Second
 // Status returns the kernel's table: the daemon's snapshot, or (without a
 // daemon) a read of the kernel now.
 func (c *Core) Status(ctx context.Context) (*StatusView, error) {
-	var snap *Snapshot
-	if c.shared != nil {
-		if snap = c.shared.snap.Load(); snap == nil {
-			c.shared.poll(ctx)
-			snap = c.shared.snap.Load()
-		}
-	} else {
-		kc, err := c.open()
-		if err != nil {
-			return nil, err
-		}
-		defer kc.Close()
-		t, err := kc.Kernel.Table(ctx)
-		if err != nil {
-			return nil, err
-		}
-		snap = &Snapshot{Table: t, At: c.now()}
+	snap, err := c.rt.Table(ctx)
+	if err != nil {
+		return nil, err
 	}
 	v := viewOf(snap.Table)
 	v.Kernel = KernelState{Available: snap.Table != nil, ReadAt: snap.At, Age: c.now().Sub(snap.At).Seconds()}
@@ -118,10 +104,8 @@ func (c *Core) Status(ctx context.Context) (*StatusView, error) {
 // currentDesired is the current revision compiled: the daemon's, which it
 // holds already, or (without a daemon) the store's.
 func (c *Core) currentDesired(ctx context.Context) (int64, *ipvsmgr.Desired, error) {
-	if c.shared != nil {
-		if rev, d := c.shared.current(); d != nil {
-			return rev, d, nil
-		}
+	if rev, d := c.rt.Known(); d != nil {
+		return rev, d, nil
 	}
 	st, rev, err := c.store.Current(ctx)
 	if err != nil {

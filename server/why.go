@@ -214,16 +214,11 @@ func (c *Core) whyFacts(ctx context.Context, svcID, id string) (*whyFacts, error
 // whySnapshot is the daemon's snapshot; without a daemon (the CLI on the
 // database) one read of the kernel.
 func (c *Core) whySnapshot(ctx context.Context) *Snapshot {
-	if snap := c.Snapshot(); snap != nil || c.shared != nil {
-		return snap
-	}
-	kc, err := c.open()
+	snap, err := c.rt.Table(ctx)
 	if err != nil {
 		return &Snapshot{At: c.now(), Err: err}
 	}
-	defer kc.Close()
-	t, err := kc.Kernel.Table(ctx)
-	return &Snapshot{Table: t, At: c.now(), Err: err}
+	return snap
 }
 
 // whyVIP finds the service's VIP and whether it is on its interface.
@@ -234,14 +229,14 @@ func (c *Core) whyVIP(ctx context.Context, d *ipvsmgr.Desired, f *whyFacts) {
 	if f.vip == nil {
 		return
 	}
-	over := c.roleOverlay(d)
+	over := c.RoleOverlay(d)
 	for _, v := range over.Standby {
 		if v == *f.vip {
 			f.standby = true
 			return
 		}
 	}
-	host, closeFn, err := c.hostReader()
+	host, closeFn, err := c.rt.Host()
 	if err != nil {
 		f.vipErr = err
 		return
@@ -262,25 +257,6 @@ func (c *Core) whyVIP(ctx context.Context, d *ipvsmgr.Desired, f *whyFacts) {
 	}
 	up := seen.Up[*f.vip]
 	f.vipUp = &up
-}
-
-// hostReader is how the host's addresses are read: the daemon's, or one
-// opened for this read.
-func (c *Core) hostReader() (ipvsmgr.Host, func(), error) {
-	if c.shared != nil {
-		c.shared.mu.Lock()
-		conn := c.shared.conn
-		c.shared.mu.Unlock()
-		if conn == nil {
-			return nil, func() {}, c.shared.unavailableNow()
-		}
-		return conn.Host, func() {}, nil
-	}
-	kc, err := c.open()
-	if err != nil {
-		return nil, func() {}, err
-	}
-	return kc.Host, kc.Close, nil
 }
 
 func hostOnly(hostport string) string {

@@ -7,8 +7,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 func runAudit(env *cliEnv, args []string) int {
@@ -30,7 +30,7 @@ func runAudit(env *cliEnv, args []string) int {
 	if *limit < 1 {
 		return env.fail("audit", &auth.InvalidError{Field: "limit", Message: strconv.Itoa(*limit) + " is not a positive number"}, true)
 	}
-	f := store.AuditFilter{Actor: *actor, Action: *action, Limit: *limit}
+	f := server.AuditFilter{Actor: *actor, Action: *action, Limit: *limit}
 	if *since != "" {
 		if d, err := time.ParseDuration(*since); err == nil && d > 0 {
 			f.Since = time.Now().Add(-d)
@@ -68,7 +68,7 @@ func runAudit(env *cliEnv, args []string) int {
 }
 
 // repeats says how many attempts an aggregated row stands for.
-func repeats(e store.AuditEntry) string {
+func repeats(e server.AuditEntry) string {
 	if e.Repeats <= 1 || e.LastAt == nil {
 		return ""
 	}

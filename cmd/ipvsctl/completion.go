@@ -289,7 +289,7 @@ func storedNames(db, service string) []string {
 		return nil
 	}
 	defer st.Close()
-	state, _, err := st.Current(ctx)
+	state, _, err := server.New(server.Config{Store: st}).State(ctx)
 	if err != nil || state == nil {
 		return nil
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/arpguard"
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/client"
+	"github.com/ipvsctl/ipvsctl/server/realserver"
 	"github.com/ipvsctl/ipvsctl/server/store"
 	"golang.org/x/crypto/ssh"
 )
@@ -90,9 +91,9 @@ func (f *targetFlags) targets(validate bool) ([]arpguard.Target, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read targets: %w", err)
 		}
-		return server.ParseTargets(*f.file, b, validate)
+		return realserver.ParseTargets(*f.file, b, validate)
 	}
-	return server.TargetList{
+	return realserver.TargetList{
 		RIPs: splitList(*f.rips), VIPs: splitList(*f.vips), SSHPort: *f.port, Mode: *f.mode, Interface: *f.iface,
 		Gateway: *f.gateway, Route: *f.route, ClientPrefixes: splitList(*f.clients),
 	}.Targets(validate)

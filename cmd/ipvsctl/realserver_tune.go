@@ -12,7 +12,7 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/arpguard"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/tune"
-	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/realserver"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -56,7 +56,7 @@ func runRealserverTune(env *cliEnv, args []string) int {
 	if fs.NArg() > 0 {
 		return env.fail(name, fmt.Errorf("unexpected argument %q", fs.Arg(0)), true)
 	}
-	targets, err := server.TargetList{RIPs: splitList(*rips), SSHPort: *sshPort, Mode: "dr-sysctl"}.Targets(false)
+	targets, err := realserver.TargetList{RIPs: splitList(*rips), SSHPort: *sshPort, Mode: "dr-sysctl"}.Targets(false)
 	if err != nil {
 		return env.fail(name, err, true)
 	}

@@ -17,8 +17,10 @@ import (
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
 	"github.com/ipvsctl/ipvsctl/server/client"
+	"github.com/ipvsctl/ipvsctl/server/daemon"
 	"github.com/ipvsctl/ipvsctl/server/httpd"
 	"github.com/ipvsctl/ipvsctl/server/metrics"
+	"github.com/ipvsctl/ipvsctl/server/redundancy"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -152,7 +154,7 @@ func parseServeFlags(env *cliEnv, args []string) (f *serveFlags, g *globalFlags,
 // side (auth, metrics, the panel, the options of the handlers).
 type serveParts struct {
 	core    *server.Core
-	daemon  *server.Daemon
+	daemon  *daemon.Daemon
 	auth    *auth.Auth
 	metrics *metrics.Metrics
 	panel   interface{ RunSampler(context.Context) }
@@ -163,9 +165,9 @@ func newServeParts(ctx context.Context, cfg server.Config, st *store.Store, f *s
 	p := &serveParts{auth: auth.New(st, auth.Config{TrustedProxies: f.proxies, Log: log})}
 	cfg.Auth = p.auth // the API's user and token writes share the logins' hashing limits
 	p.core = server.New(cfg)
-	p.daemon = server.NewDaemon(p.core, log)
+	p.daemon = daemon.New(p.core, st, log)
 	p.daemon.Interval = f.interval
-	p.daemon.Hooks.Peer = func(url, token, fp string) (server.Peer, error) { return client.NewPeer(url, token, fp) }
+	redundancy.Attach(p.daemon, redundancy.Hooks{Peer: func(url, token, fp string) (server.Peer, error) { return client.NewPeer(url, token, fp) }})
 	context.AfterFunc(ctx, p.core.EndLongPolls) // a peer's long poll must not hold up the shutdown
 	p.metrics = metrics.New(p.core)
 	p.daemon.OnReconcile(p.metrics.Reconciled)
@@ -240,7 +242,7 @@ func (p *serveParts) run(ctx context.Context, srv *httpd.Server, f *serveFlags, 
 	daemonDone := make(chan error, 1)
 	go func() { daemonDone <- p.daemon.Run(daemonCtx) }()
 	go p.panel.RunSampler(daemonCtx)
-	go p.core.RunRetention(daemonCtx, store.Retention{MaxAge: time.Duration(f.retainDays) * 24 * time.Hour,
+	go p.core.RunRetention(daemonCtx, server.Retention{MaxAge: time.Duration(f.retainDays) * 24 * time.Hour,
 		MaxBytes: int64(f.retainMB) << 20}, time.Hour)
 	err := srv.Run(ctx, f.tlsCert, f.tlsKey, tlsOn)
 	stopDaemon()

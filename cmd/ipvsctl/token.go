@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/server"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 const tokenUsage = "usage: ipvsctl token create --user NAME [--name N] [--expires 720h] | token list [--json] | token revoke ID|PREFIX|NAME\n" +
@@ -118,7 +117,7 @@ func timeOr(t *time.Time, none string) string {
 	return t.Local().Format(time.DateTime)
 }
 
-func tokenState(t *store.Token, now time.Time) string {
+func tokenState(t *server.Token, now time.Time) string {
 	switch {
 	case t.RevokedAt != nil:
 		return "revoked"

@@ -15,7 +15,6 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 const userUsage = "usage: ipvsctl user add NAME --role admin|operator|viewer [--password-stdin] | user passwd NAME [--password-stdin]\n" +
@@ -124,7 +123,7 @@ func userWrite(env *cliEnv, verb string, args []string) int {
 // bad usage (2), anything else a failure (1).
 func userFail(env *cliEnv, verb string, err error) int {
 	var inv *auth.InvalidError
-	invalid := errors.As(err, &inv) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) || server.IsUserError(err)
+	invalid := errors.As(err, &inv) || errors.Is(err, server.ErrNotFound) || errors.Is(err, server.ErrExists) || server.IsUserError(err)
 	return env.fail(strings.TrimSpace("user "+verb), err, invalid)
 }
 

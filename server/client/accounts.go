@@ -5,12 +5,11 @@ import (
 	"net/url"
 
 	"github.com/ipvsctl/ipvsctl/server"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 // Users lists the daemon's users.
-func (c *Client) Users(ctx context.Context) ([]store.User, error) {
-	var out []store.User
+func (c *Client) Users(ctx context.Context) ([]server.User, error) {
+	var out []server.User
 	if _, err := c.do(ctx, "GET", "/api/v1/users", nil, nil, nil, &out); err != nil {
 		return nil, err
 	}
@@ -42,8 +41,8 @@ func (c *Client) RemoveUser(ctx context.Context, _ server.Actor, name string) er
 }
 
 // Tokens lists the daemon's API tokens (never a secret).
-func (c *Client) Tokens(ctx context.Context) ([]store.Token, error) {
-	var out []store.Token
+func (c *Client) Tokens(ctx context.Context) ([]server.Token, error) {
+	var out []server.Token
 	if _, err := c.do(ctx, "GET", "/api/v1/tokens", nil, nil, nil, &out); err != nil {
 		return nil, err
 	}
@@ -60,8 +59,8 @@ func (c *Client) CreateToken(ctx context.Context, _ server.Actor, req server.Tok
 }
 
 // RevokeToken revokes a token by id, prefix or name.
-func (c *Client) RevokeToken(ctx context.Context, _ server.Actor, ref string) (*store.Token, error) {
-	var out store.Token
+func (c *Client) RevokeToken(ctx context.Context, _ server.Actor, ref string) (*server.Token, error) {
+	var out server.Token
 	if _, err := c.do(ctx, "POST", "/api/v1/tokens/"+esc(ref)+"/revoke", nil, nil, nil, &out); err != nil {
 		return nil, err
 	}

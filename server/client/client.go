@@ -19,7 +19,6 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/httpd"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 // Client is a daemon's API.
@@ -237,8 +236,8 @@ func (c *Client) Status(ctx context.Context) (*server.StatusView, error) {
 	return &v, nil
 }
 
-func (c *Client) History(ctx context.Context, limit int) ([]store.Revision, error) {
-	var revs []store.Revision
+func (c *Client) History(ctx context.Context, limit int) ([]server.Revision, error) {
+	var revs []server.Revision
 	if _, err := c.do(ctx, "GET", "/api/v1/history", url.Values{"limit": {strconv.Itoa(limit)}}, nil, nil, &revs); err != nil {
 		return nil, err
 	}
@@ -259,7 +258,7 @@ func (c *Client) Export(ctx context.Context, format string, w io.Writer) error {
 }
 
 // Audit lists audit records, newest first.
-func (c *Client) Audit(ctx context.Context, f store.AuditFilter) ([]store.AuditEntry, error) {
+func (c *Client) Audit(ctx context.Context, f server.AuditFilter) ([]server.AuditEntry, error) {
 	q := url.Values{}
 	if f.Actor != "" {
 		q.Set("actor", f.Actor)
@@ -273,7 +272,7 @@ func (c *Client) Audit(ctx context.Context, f store.AuditFilter) ([]store.AuditE
 	if !f.Since.IsZero() {
 		q.Set("since", f.Since.Format(time.RFC3339))
 	}
-	var out []store.AuditEntry
+	var out []server.AuditEntry
 	if _, err := c.do(ctx, "GET", "/api/v1/audit", q, nil, nil, &out); err != nil {
 		return nil, err
 	}

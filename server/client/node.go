@@ -12,7 +12,6 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/httpd"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 // NodeSettings returns the daemon's node settings and redundancy status.
@@ -57,11 +56,11 @@ func (c *Client) WaitState(ctx context.Context, after int64) (*server.PeerState,
 		return nil, fmt.Errorf("read the state of %s: %w", c.base, err)
 	}
 	h := resp.Header
-	ps := &server.PeerState{Head: store.Head{Author: h.Get(httpd.HeaderRevisionAuthor), Hash: h.Get(httpd.HeaderContentHash), Document: doc},
+	ps := &server.PeerState{Head: server.Head{Author: h.Get(httpd.HeaderRevisionAuthor), Hash: h.Get(httpd.HeaderContentHash), Document: doc},
 		Node: h.Get(httpd.HeaderNode)}
 	ps.Revision, _ = strconv.ParseInt(strings.Trim(h.Get("ETag"), `"`), 10, 64)
 	ps.At, _ = time.Parse(time.RFC3339Nano, h.Get(httpd.HeaderRevisionAt))
-	if ps.Revision > 0 && store.DocumentHash(doc) != ps.Hash {
+	if ps.Revision > 0 && server.DocumentHash(doc) != ps.Hash {
 		return nil, fmt.Errorf("the state of %s arrived damaged (its hash differs)", c.base)
 	}
 	return ps, nil

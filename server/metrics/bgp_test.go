@@ -14,6 +14,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/bgp/bgptest"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
 	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/daemon"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -32,7 +33,7 @@ func TestBGPMetrics(t *testing.T) {
 	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) {
 		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
 	}})
-	d := server.NewDaemon(core, slog.New(slog.DiscardHandler))
+	d := daemon.New(core, st, slog.New(slog.DiscardHandler))
 	d.Interval, d.Poll, d.Snapshot = 50*time.Millisecond, 10*time.Millisecond, 50*time.Millisecond
 	m := New(core)
 	a := server.Actor{Name: "t", Via: "test"}

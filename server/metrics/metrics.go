@@ -88,7 +88,7 @@ func New(core *server.Core) *Metrics {
 	return m
 }
 
-// Reconciled records one reconcile (server.Daemon.OnReconcile).
+// Reconciled records one reconcile (daemon.Daemon.OnReconcile).
 func (m *Metrics) Reconciled(r server.ReconcileReport) {
 	m.reconcile.Observe(r.Duration.Seconds())
 	m.draining.Set(float64(r.Retiring))
@@ -102,18 +102,18 @@ func (m *Metrics) Reconciled(r server.ReconcileReport) {
 	}
 }
 
-// Repaired records a repair of the kernel's drift (server.Daemon.OnRepair).
+// Repaired records a repair of the kernel's drift (daemon.Daemon.OnRepair).
 func (m *Metrics) Repaired(changes int) {
 	m.repairs.Inc()
 	m.repaired.Add(float64(changes))
 }
 
-// Checked records one health check run (server.Daemon.OnCheck).
+// Checked records one health check run (daemon.Daemon.OnCheck).
 func (m *Metrics) Checked(spec *ipvsmgr.CheckSpec, r health.Result) {
 	m.checkDur.WithLabelValues(spec.Type, r.Outcome.String()).Observe(r.Duration.Seconds())
 }
 
-// HealthEvent counts a change of a server's state (server.Daemon.OnHealthEvent).
+// HealthEvent counts a change of a server's state (daemon.Daemon.OnHealthEvent).
 func (m *Metrics) HealthEvent(e health.Event) {
 	if e.From == e.To {
 		return // a weight or fault change

@@ -19,6 +19,8 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/tune"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/vrrp"
 	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/daemon"
+	"github.com/ipvsctl/ipvsctl/server/redundancy"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -188,7 +190,7 @@ func newEnvTimed(t testing.TB, realistic bool, with ...func(*server.Config)) *en
 type envOptions struct {
 	realistic bool
 	core      []func(*server.Config)
-	daemon    func(*server.Daemon)
+	daemon    func(*daemon.Daemon)
 	panel     func(*Panel) // before its sampler starts
 }
 
@@ -210,10 +212,10 @@ func newEnvOf(t testing.TB, o envOptions) *env {
 		f(&cfg)
 	}
 	core := server.New(cfg)
-	d := server.NewDaemon(core, log)
+	d := daemon.New(core, st, log)
 	d.Interval, d.Poll, d.Snapshot = 200*time.Millisecond, 20*time.Millisecond, 50*time.Millisecond
 	// A seeded pair's VRRP must not speak on the host's interfaces.
-	d.Hooks.Listen = func(vrrp.ConnConfig) (vrrp.Conn, error) { return nil, errors.New("panel tests speak no VRRP") }
+	redundancy.Attach(d, redundancy.Hooks{Listen: func(vrrp.ConnConfig) (vrrp.Conn, error) { return nil, errors.New("panel tests speak no VRRP") }})
 	if realistic {
 		d.Interval, d.Poll, d.Snapshot = 10*time.Second, time.Second, server.PollInterval
 	}

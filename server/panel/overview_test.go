@@ -16,6 +16,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/arpguard"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/daemon"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -24,7 +25,7 @@ import (
 // hour apart): a page that shows a change then shows it because its key
 // has it, not because the snapshot moved under it every 50 ms.
 func newEnvStill(t *testing.T, core ...func(*server.Config)) *env {
-	return newEnvOf(t, envOptions{core: core, daemon: func(d *server.Daemon) { d.Snapshot, d.Interval = time.Hour, time.Hour },
+	return newEnvOf(t, envOptions{core: core, daemon: func(d *daemon.Daemon) { d.Snapshot, d.Interval = time.Hour, time.Hour },
 		panel: func(p *Panel) { p.sampler.every = time.Hour }})
 }
 

@@ -17,8 +17,10 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
+	"github.com/ipvsctl/ipvsctl/server/daemon"
 	"github.com/ipvsctl/ipvsctl/server/httpd"
 	"github.com/ipvsctl/ipvsctl/server/metrics"
+	"github.com/ipvsctl/ipvsctl/server/redundancy"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -67,7 +69,8 @@ func Start(t testing.TB, with ...Option) *Rig {
 	g.Auth = auth.New(st, auth.Config{Params: auth.CheapParams(), Log: log})
 	cfg.Auth = g.Auth
 	g.Core = server.New(cfg)
-	d := server.NewDaemon(g.Core, log)
+	d := daemon.New(g.Core, st, log)
+	redundancy.Attach(d, redundancy.Hooks{})
 	d.Interval, d.Poll, d.Snapshot = time.Hour, 20*time.Millisecond, 50*time.Millisecond
 	root := &auth.Principal{User: "root", Role: auth.Admin, Via: "cli"}
 	for _, role := range []auth.Role{auth.Admin, auth.Operator, auth.Viewer} {

@@ -1,4 +1,4 @@
-package server_test
+package redundancy_test
 
 import (
 	"context"

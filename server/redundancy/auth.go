@@ -1,4 +1,4 @@
-package server
+package redundancy
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package server_test
+package redundancy_test
 
 import (
 	"context"
@@ -24,8 +24,10 @@ import (
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
 	"github.com/ipvsctl/ipvsctl/server/client"
+	"github.com/ipvsctl/ipvsctl/server/daemon"
 	"github.com/ipvsctl/ipvsctl/server/httpd"
 	"github.com/ipvsctl/ipvsctl/server/metrics"
+	"github.com/ipvsctl/ipvsctl/server/redundancy"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -262,10 +264,10 @@ func (d *director) start(h *hub, log *slog.Logger) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(d.logs, nil))
 	}
-	dm := server.NewDaemon(d.core, log)
+	dm := daemon.New(d.core, d.st, log)
 	dm.Interval, dm.Poll, dm.Snapshot = time.Hour, 20*time.Millisecond, 50*time.Millisecond
 	dm.OnReconcile(func(server.ReconcileReport) { d.reconciles.Add(1) })
-	dm.Hooks = server.RedundancyHooks{
+	redundancy.Attach(dm, redundancy.Hooks{
 		Listen: func(cfg vrrp.ConnConfig) (vrrp.Conn, error) {
 			if d.hasVIP() {
 				d.listenedWithVIP.Store(true)
@@ -278,7 +280,7 @@ func (d *director) start(h *hub, log *slog.Logger) {
 		SyncDaemons: func(*server.KernelConn) ipvsmgr.SyncDaemons { return d.sd },
 		Peer:        func(url, token, fp string) (server.Peer, error) { return client.NewPeer(url, token, fp) },
 		Tick:        20 * time.Millisecond,
-	}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel, d.done = cancel, make(chan error, 1)
 	go func() { d.done <- dm.Run(ctx) }()

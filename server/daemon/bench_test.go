@@ -1,4 +1,4 @@
-package server_test
+package daemon_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
 	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/daemon"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -49,7 +50,7 @@ func BenchmarkWeightChangeThroughDaemon(b *testing.B) {
 	core := server.New(server.Config{Store: st, Log: slog.New(slog.DiscardHandler), OpenKernel: func() (*server.KernelConn, error) {
 		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
 	}})
-	d := server.NewDaemon(core, slog.New(slog.DiscardHandler))
+	d := daemon.New(core, st, slog.New(slog.DiscardHandler))
 	d.Interval = time.Hour
 	go d.Run(ctx)
 	a := server.Actor{Name: "bench", Via: "api"}

@@ -1,4 +1,4 @@
-package server
+package daemon
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/health"
+	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -55,17 +56,17 @@ type healthRig struct {
 	ctx    context.Context
 	st     *store.Store
 	k      *fakekernel.Kernel
-	core   *Core
+	core   *server.Core
 	checks *fakeChecks
 	stop   func()
 }
 
 func startHealthDaemon(t *testing.T, ctx context.Context, st *store.Store, k *fakekernel.Kernel, checks *fakeChecks) *healthRig {
 	t.Helper()
-	core := New(Config{Store: st, OpenKernel: func() (*KernelConn, error) {
-		return &KernelConn{Kernel: k, Close: func() {}}, nil
+	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) {
+		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
 	}})
-	d := NewDaemon(core, slog.New(slog.DiscardHandler))
+	d := New(core, st, slog.New(slog.DiscardHandler))
 	// Hours: only a health change can make the reconciles this test waits for.
 	d.Interval, d.Poll = time.Hour, time.Hour
 	d.Check = checks.run
@@ -139,7 +140,7 @@ func TestDaemonAppliesHealthAtOnceAndKeepsIt(t *testing.T) {
 	}
 	// A write through the core: its own reconcile already uses the health
 	// view, so the servers, not checked yet, are out and the sorry server in.
-	if _, err := r.core.ApplyState(ctx, Actor{Name: "t", Via: "test"}, state, "test", WriteOptions{NoWait: true}); err != nil {
+	if _, err := r.core.ApplyState(ctx, server.Actor{Name: "t", Via: "test"}, state, "test", server.WriteOptions{NoWait: true}); err != nil {
 		t.Fatal(err)
 	}
 	r.waitWeights("both servers up after their first pass", map[string]uint32{"198.18.0.11": 3, "198.18.0.12": 2})
@@ -149,7 +150,7 @@ func TestDaemonAppliesHealthAtOnceAndKeepsIt(t *testing.T) {
 
 	// An unrelated edit reconciles with the health view: r2 stays out.
 	w := 4
-	if _, err := r.core.PatchServer(ctx, Actor{Name: "t", Via: "test"}, "web", "r1", ServerPatch{Weight: &w}, WriteOptions{NoWait: true}); err != nil {
+	if _, err := r.core.PatchServer(ctx, server.Actor{Name: "t", Via: "test"}, "web", "r1", server.ServerPatch{Weight: &w}, server.WriteOptions{NoWait: true}); err != nil {
 		t.Fatal(err)
 	}
 	if got := r.weights(); !equalWeights(got, map[string]uint32{"198.18.0.11": 4}) {
@@ -218,11 +219,11 @@ func TestReconcileWithoutDaemonKeepsCheckedServersIn(t *testing.T) {
 	}
 	defer st.Close()
 	k := fakekernel.New()
-	core := New(Config{Store: st, OpenKernel: func() (*KernelConn, error) {
-		return &KernelConn{Kernel: k, Close: func() {}}, nil
+	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) {
+		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
 	}})
 	doc := strings.Replace(checkedDoc, `"weight": 2}`, `"weight": 2, "health": "down"}`, 1)
-	if _, err := core.Apply(ctx, Actor{Name: "t", Via: "test"}, strings.NewReader(doc), "test", WriteOptions{NoWait: true}); err != nil {
+	if _, err := core.Apply(ctx, server.Actor{Name: "t", Via: "test"}, strings.NewReader(doc), "test", server.WriteOptions{NoWait: true}); err != nil {
 		t.Fatal(err)
 	}
 	r := &healthRig{t: t, ctx: ctx, k: k}

@@ -1,4 +1,4 @@
-package server
+package daemon
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/bgp/bgptest"
+	"github.com/ipvsctl/ipvsctl/server"
 )
 
 // TestDaemonAnnouncesWhatItCanServe runs the daemon on a fake kernel with
@@ -19,9 +20,9 @@ func TestDaemonAnnouncesWhatItCanServe(t *testing.T) {
 	d.Interval, d.Poll = 50*time.Millisecond, 10*time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	a := Actor{Name: "t", Via: "test"}
+	a := server.Actor{Name: "t", Via: "test"}
 	rid, src := "198.18.0.1", "127.0.0.1"
-	if _, err := core.SetNode(ctx, a, NodePatch{RouterID: &rid, BGPSource: &src}); err != nil {
+	if _, err := core.SetNode(ctx, a, server.NodePatch{RouterID: &rid, BGPSource: &src}); err != nil {
 		t.Fatal(err)
 	}
 	runCtx, stop := context.WithCancel(ctx)
@@ -38,7 +39,7 @@ func TestDaemonAnnouncesWhatItCanServe(t *testing.T) {
 	}
 	apply := func(st *ipvsmgr.State) {
 		t.Helper()
-		if _, err := core.ApplyState(ctx, a, st, "test", WriteOptions{NoWait: true}); err != nil {
+		if _, err := core.ApplyState(ctx, a, st, "test", server.WriteOptions{NoWait: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -64,9 +65,11 @@ func TestDaemonAnnouncesWhatItCanServe(t *testing.T) {
 
 	apply(state("down")) // r2 forced down: 1 of 2 up, below quorum
 	wait("the VIP withdrawn below quorum", func() bool { return !routed() })
-	if s := core.BGPStatus(); len(s.VIPs) != 1 || s.VIPs[0].Reason != "below quorum: web has 1 of 2 real servers up" {
-		t.Errorf("why not: %+v", s.VIPs)
-	}
+	// The status is stored after the step that withdrew the route.
+	wait("the status to say why", func() bool {
+		s := core.BGPStatus()
+		return s != nil && len(s.VIPs) == 1 && s.VIPs[0].Reason == "below quorum: web has 1 of 2 real servers up"
+	})
 	if !r.Established(t) {
 		t.Error("the session went down with the route; only the route should")
 	}
@@ -74,12 +77,12 @@ func TestDaemonAnnouncesWhatItCanServe(t *testing.T) {
 	wait("the VIP announced again", routed)
 
 	drained := true
-	if _, err := core.SetNode(ctx, a, NodePatch{Drained: &drained}); err != nil {
+	if _, err := core.SetNode(ctx, a, server.NodePatch{Drained: &drained}); err != nil {
 		t.Fatal(err)
 	}
 	wait("the VIP withdrawn by the drain", func() bool { return !routed() })
 	drained = false
-	if _, err := core.SetNode(ctx, a, NodePatch{Drained: &drained}); err != nil {
+	if _, err := core.SetNode(ctx, a, server.NodePatch{Drained: &drained}); err != nil {
 		t.Fatal(err)
 	}
 	wait("the VIP announced after undrain", routed)

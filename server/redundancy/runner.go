@@ -1,4 +1,4 @@
-package server
+package redundancy
 
 import (
 	"context"
@@ -15,16 +15,18 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/vishvananda/netlink"
-
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/vrrp"
+	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/daemon"
+	"github.com/ipvsctl/ipvsctl/server/replication"
 	"github.com/ipvsctl/ipvsctl/server/store"
+	"github.com/vishvananda/netlink"
 )
 
-// RedundancyHooks are how the daemon's VRRP and replication reach the host
+// Hooks are how the daemon's VRRP and replication reach the host
 // and the peer; a nil hook is the host's (tests give fakes).
-type RedundancyHooks struct {
+type Hooks struct {
 	// Listen opens one virtual router's adverts (vrrp.Listen).
 	Listen func(vrrp.ConnConfig) (vrrp.Conn, error)
 	// Announcer sends gratuitous ARPs / unsolicited NAs (vrrp.NewAnnouncer).
@@ -34,16 +36,16 @@ type RedundancyHooks struct {
 	// LocalAddrs are the host's own addresses, dropped from the peers.
 	LocalAddrs func() ([]netip.Addr, error)
 	// SyncDaemons is the kernel's connection sync daemon (the driver's).
-	SyncDaemons func(*KernelConn) ipvsmgr.SyncDaemons
+	SyncDaemons func(*server.KernelConn) ipvsmgr.SyncDaemons
 	// Peer is the other director's API (package client), believed only if
 	// its certificate has fingerprint (an http:// url is loopback, for
 	// tests); nil: no replication.
-	Peer func(url, token, fingerprint string) (Peer, error)
+	Peer func(url, token, fingerprint string) (server.Peer, error)
 	// Tick is how often the director's own health is looked at (default 200 ms).
 	Tick time.Duration
 }
 
-func (h *RedundancyHooks) defaults() {
+func (h *Hooks) defaults() {
 	if h.Listen == nil {
 		h.Listen = func(cfg vrrp.ConnConfig) (vrrp.Conn, error) { return vrrp.Listen(cfg) }
 	}
@@ -54,10 +56,10 @@ func (h *RedundancyHooks) defaults() {
 		h.LinkUp = linkUp
 	}
 	if h.LocalAddrs == nil {
-		h.LocalAddrs = localAddrs
+		h.LocalAddrs = daemon.LocalAddrs
 	}
 	if h.SyncDaemons == nil {
-		h.SyncDaemons = func(kc *KernelConn) ipvsmgr.SyncDaemons { return syncDaemonsOf(kc.Kernel) }
+		h.SyncDaemons = func(kc *server.KernelConn) ipvsmgr.SyncDaemons { return syncDaemonsOf(kc.Kernel) }
 	}
 	if h.Tick == 0 {
 		h.Tick = 200 * time.Millisecond
@@ -74,28 +76,15 @@ func linkUp(name string) (bool, error) {
 	return a.Flags&net.FlagUp != 0 && (a.OperState == netlink.OperUp || a.OperState == netlink.OperUnknown), nil
 }
 
-func localAddrs() ([]netip.Addr, error) {
-	as, err := net.InterfaceAddrs()
-	if err != nil {
-		return nil, err
-	}
-	var out []netip.Addr
-	for _, a := range as {
-		if p, err := netip.ParsePrefix(a.String()); err == nil {
-			out = append(out, p.Addr())
-		}
-	}
-	return out, nil
-}
-
 // redRunner runs the director's VRRP: one instance per address family that
 // has VIPs, the director's own health as their fault, the sync daemon
 // switched with the role, and the reconcile told of each change of role.
 type redRunner struct {
-	c   *Core
-	sk  *sharedKernel
-	log *slog.Logger
-	h   RedundancyHooks
+	c     *server.Core
+	store *store.Store
+	sk    *daemon.Session
+	log   *slog.Logger
+	h     Hooks
 
 	wake    chan struct{}
 	restart atomic.Bool // an instance stopped on its own: start again
@@ -117,11 +106,11 @@ type redRunner struct {
 	mu          sync.Mutex // guards what status reads: below, and node, fault and insts (written under it)
 	red         *ipvsmgr.Redundancy
 	vips        []ipvsmgr.VIP
-	transitions []RedundancyTransition
+	transitions []server.RedundancyTransition
 	counts      map[string]int
-	sync        SyncDaemonStatus
+	sync        server.SyncDaemonStatus
 	syncStarted map[ipvsmgr.SyncState]ipvsmgr.SyncDaemon
-	rep         *replicator
+	rep         *replication.Replicator
 
 	// The adverts' authentication (redundancy_auth.go): the key files as
 	// last read (the runner's goroutine only), and the configuration the
@@ -151,18 +140,16 @@ type runningInst struct {
 	authFP string
 }
 
-func newRedRunner(d *Daemon) *redRunner {
-	h := d.Hooks
+// Attach has d run the director's VRRP, its sync daemon and replication
+// (the runner starts and stops with d.Run); h are how they reach the host
+// and the peer (zero: the host's, without replication). Call it before Run.
+func Attach(d *daemon.Daemon, h Hooks) {
 	h.defaults()
-	r := &redRunner{c: d.Core, sk: d.Core.shared, log: d.Log, h: h, wake: make(chan struct{}, 1),
+	r := &redRunner{c: d.Core, store: d.Store(), sk: d.Session(), log: d.Log, h: h, wake: make(chan struct{}, 1),
 		insts: map[bool]*runningInst{}, counts: map[string]int{}, syncStarted: map[ipvsmgr.SyncState]ipvsmgr.SyncDaemon{}}
-	r.c.red.mu.Lock()
-	r.c.red.status = r.status
-	r.c.red.mu.Unlock()
-	r.sk.mu.Lock()
-	r.sk.newDesired = r.poke
-	r.sk.mu.Unlock()
-	return r
+	r.c.Role().SetStatus(r.status)
+	r.sk.OnNewDesired(r.poke)
+	d.AddRunner(r.run)
 }
 
 func (r *redRunner) poke() {
@@ -202,7 +189,7 @@ func (r *redRunner) run(ctx context.Context) {
 			return
 		case <-tick:
 		case <-r.wake:
-		case <-r.c.red.node:
+		case <-r.c.Role().NodeChanged():
 			r.nodeRead = false
 		}
 	}
@@ -212,7 +199,7 @@ func (r *redRunner) run(ctx context.Context) {
 // health, and makes VRRP, the sync daemon and replication follow them.
 func (r *redRunner) step(ctx context.Context) {
 	if !r.nodeRead {
-		n, err := r.c.store.Node(ctx)
+		n, err := r.store.Node(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.log.Error("read node settings", "err", err)
@@ -225,9 +212,7 @@ func (r *redRunner) step(ctx context.Context) {
 	}
 	r.followPeer(ctx)
 	sk := r.sk
-	sk.mu.Lock()
-	desired, kc, openErr, last := sk.desired, sk.conn, sk.openErr, sk.last
-	sk.mu.Unlock()
+	desired, kc, openErr, last := sk.View()
 	if desired == nil || desired.Settings.Redundancy == nil {
 		if len(r.insts) > 0 || r.key != "" {
 			r.log.Info("settings.redundancy removed: VRRP stops")
@@ -235,9 +220,7 @@ func (r *redRunner) step(ctx context.Context) {
 			r.stopSyncDaemons(ctx)
 			r.key = ""
 		}
-		r.c.red.mu.Lock()
-		r.c.red.active, r.c.red.forced = false, ""
-		r.c.red.mu.Unlock()
+		r.c.Role().SetActive(false, "", "")
 		r.mu.Lock()
 		r.red, r.vips = nil, nil
 		r.mu.Unlock()
@@ -247,9 +230,7 @@ func (r *redRunner) step(ctx context.Context) {
 	r.mu.Lock()
 	r.red, r.vips = &red, desired.VIPs
 	r.mu.Unlock()
-	r.c.red.mu.Lock()
-	r.c.red.active, r.c.red.forced, r.c.red.peer = true, map[bool]string{true: r.node.Role}[r.node.Role != "auto"], r.node.PeerURL
-	r.c.red.mu.Unlock()
+	r.c.Role().SetActive(true, map[bool]string{true: r.node.Role}[r.node.Role != "auto"], r.node.PeerURL)
 
 	// Keys before the fault: a director whose signing key came back has it
 	// before it takes part again.
@@ -268,7 +249,7 @@ func (r *redRunner) step(ctx context.Context) {
 		// master, and so do those of its intent that are up (a takeover's
 		// whose record the crash stopped). No family is master yet, so the
 		// reconcile removes them.
-		if _, err := sk.reconcile(ctx, true, nil); err != nil {
+		if _, err := sk.Reconcile(ctx); err != nil {
 			if ctx.Err() == nil {
 				r.log.Error("remove VIPs before VRRP starts", "err", err)
 			}
@@ -289,7 +270,7 @@ func (r *redRunner) step(ctx context.Context) {
 	}
 	r.followPriority()
 	if r.behind.Swap(false) {
-		if _, err := sk.reconcile(ctx, true, nil); err != nil && ctx.Err() == nil {
+		if _, err := sk.Reconcile(ctx); err != nil && ctx.Err() == nil {
 			r.log.Error("reconcile after a change of role", "err", err)
 		}
 	}
@@ -299,12 +280,12 @@ func (r *redRunner) step(ctx context.Context) {
 }
 
 // health is why this director cannot be master now ("" when it can).
-func (r *redRunner) health(kc *KernelConn, openErr error, last ReconcileReport, red *ipvsmgr.Redundancy) string {
+func (r *redRunner) health(kc *server.KernelConn, openErr error, last server.ReconcileReport, red *ipvsmgr.Redundancy) string {
 	if kc == nil {
 		if openErr == nil {
 			return "kernel IPVS not open yet"
 		}
-		return unavailable(openErr).Error()
+		return daemon.Unavailable(openErr).Error()
 	}
 	if last.Err != "" {
 		return "reconcile failed: " + last.Err
@@ -391,7 +372,7 @@ func (r *redRunner) startInstances(ctx context.Context, red *ipvsmgr.Redundancy,
 			continue
 		}
 		if r.node.Role == "backup" {
-			r.c.red.setRole(v4, vrrp.Backup, "")
+			r.c.Role().SetRole(v4, vrrp.Backup, "")
 			r.behind.Store(true) // no transition moved the VIPs
 			continue
 		}
@@ -494,18 +475,16 @@ func (r *redRunner) onTransition(ri *runningInst) func(vrrp.Transition) {
 		if t.To == vrrp.Master && ri.primary.IsValid() {
 			master = ri.primary.String()
 		}
-		r.c.red.setRole(ri.v4, t.To, master)
+		r.c.Role().SetRole(ri.v4, t.To, master)
 		r.mu.Lock()
 		vips := vipsOf(r.vips, ri.v4)
 		r.counts[t.To.String()]++
-		r.transitions = append(r.transitions, RedundancyTransition{At: t.At, Family: familyName(ri.v4), From: t.From.String(), To: t.To.String(), Reason: t.Reason})
+		r.transitions = append(r.transitions, server.RedundancyTransition{At: t.At, Family: familyName(ri.v4), From: t.From.String(), To: t.To.String(), Reason: t.Reason})
 		if len(r.transitions) > 64 {
 			r.transitions = slices.Clone(r.transitions[len(r.transitions)-64:])
 		}
 		r.mu.Unlock()
-		r.sk.mu.Lock()
-		rec := r.sk.rec
-		r.sk.mu.Unlock()
+		rec := r.sk.Reconciler()
 		if rec != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), vipMoveTimeout)
 			var fails []ipvsmgr.Failure
@@ -583,14 +562,12 @@ func (r *redRunner) stopInstances() {
 		delete(r.insts, v4)
 		r.mu.Unlock()
 	}
-	r.c.red.mu.Lock()
-	clear(r.c.red.roles)
-	r.c.red.mu.Unlock()
+	r.c.Role().ClearRoles()
 }
 
 // switchSyncDaemon runs the master sync daemon on a master and the backup
 // one elsewhere, as settings.redundancy.sync_daemon asks.
-func (r *redRunner) switchSyncDaemon(ctx context.Context, kc *KernelConn, red *ipvsmgr.Redundancy) {
+func (r *redRunner) switchSyncDaemon(ctx context.Context, kc *server.KernelConn, red *ipvsmgr.Redundancy) {
 	r.mu.Lock()
 	r.sync.Enabled = red.SyncDaemon
 	r.mu.Unlock()
@@ -659,9 +636,8 @@ func (r *redRunner) setSyncErr(msg string) {
 }
 
 func (r *redRunner) rolesMaster() bool {
-	r.c.red.mu.Lock()
-	defer r.c.red.mu.Unlock()
-	for _, s := range r.c.red.roles {
+	_, roles := r.c.Role().Roles()
+	for _, s := range roles {
 		if s == vrrp.Master {
 			return true
 		}
@@ -679,9 +655,7 @@ func (r *redRunner) stopSyncDaemons(ctx context.Context) {
 	if len(started) == 0 {
 		return
 	}
-	r.sk.mu.Lock()
-	kc := r.sk.conn
-	r.sk.mu.Unlock()
+	kc := r.sk.Conn()
 	if kc == nil {
 		return
 	}
@@ -708,17 +682,17 @@ func maps2slice(m map[ipvsmgr.SyncState]ipvsmgr.SyncDaemon) []ipvsmgr.SyncState 
 }
 
 // status is the redundancy part of the status view.
-func (r *redRunner) status() *RedundancyStatus {
+func (r *redRunner) status() *server.RedundancyStatus {
 	r.mu.Lock()
 	red, vips := r.red, slices.Clone(r.vips)
-	s := &RedundancyStatus{Transitions: slices.Clone(r.transitions), SyncDaemon: r.sync, VIPs: []string{}, Families: []FamilyStatus{}}
+	s := &server.RedundancyStatus{Transitions: slices.Clone(r.transitions), SyncDaemon: r.sync, VIPs: []string{}, Families: []server.FamilyStatus{}}
 	s.SyncDaemon.Running = slices.Clone(r.sync.Running)
 	s.TransitionCounts = maps.Clone(r.counts)
 	rep, node, fault := r.rep, r.node, r.fault
 	s.AuthError = r.authErr
 	r.mu.Unlock()
 	if rep != nil {
-		s.Replication = rep.status()
+		s.Replication = rep.Status()
 	}
 	if red == nil {
 		if s.Replication == nil {
@@ -728,7 +702,7 @@ func (r *redRunner) status() *RedundancyStatus {
 		return s
 	}
 	if s.Transitions == nil {
-		s.Transitions = []RedundancyTransition{}
+		s.Transitions = []server.RedundancyTransition{}
 	}
 	if s.SyncDaemon.Running == nil {
 		s.SyncDaemon.Running = []string{}
@@ -737,12 +711,7 @@ func (r *redRunner) status() *RedundancyStatus {
 	for _, v := range vips {
 		s.VIPs = append(s.VIPs, v.Addr.String())
 	}
-	r.c.red.mu.Lock()
-	forced, roles := r.c.red.forced, map[bool]vrrp.State{}
-	for k, v := range r.c.red.roles {
-		roles[k] = v
-	}
-	r.c.red.mu.Unlock()
+	forced, roles := r.c.Role().Roles()
 	s.Forced = forced != ""
 	s.Priority = node.Priority
 	if node.Role == "master" {
@@ -755,7 +724,7 @@ func (r *redRunner) status() *RedundancyStatus {
 		if !ok {
 			continue
 		}
-		fs := FamilyStatus{Family: familyName(v4), State: st.String()}
+		fs := server.FamilyStatus{Family: familyName(v4), State: st.String()}
 		if ri := r.instFor(v4); ri != nil {
 			is := ri.inst.Status()
 			if is.Master.IsValid() {
@@ -816,4 +785,42 @@ func syncDaemonsOf(k ipvsmgr.Kernel) ipvsmgr.SyncDaemons {
 		k = u.Unwrap()
 	}
 	return nil
+}
+
+func familyName(v4 bool) string {
+	if v4 {
+		return "ipv4"
+	}
+	return "ipv6"
+}
+
+// vipsOf are the VIPs of one family.
+func vipsOf(vips []ipvsmgr.VIP, v4 bool) []ipvsmgr.VIP {
+	var out []ipvsmgr.VIP
+	for _, v := range vips {
+		if v.Addr.Unmap().Is4() == v4 {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func roleOrder(s vrrp.State) int {
+	switch s {
+	case vrrp.Master:
+		return 3
+	case vrrp.Fault:
+		return 2
+	case vrrp.Backup:
+		return 1
+	}
+	return 0
+}
+
+func secondsSince(now, t time.Time) *float64 {
+	if t.IsZero() {
+		return nil
+	}
+	s := now.Sub(t).Seconds()
+	return &s
 }

@@ -1,4 +1,4 @@
-package server
+package daemon
 
 import (
 	"context"
@@ -6,11 +6,13 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
+	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -24,10 +26,10 @@ func TestDaemonFollowsRevisionsAndRepairs(t *testing.T) {
 	defer st.Close()
 	k := fakekernel.New()
 	logs := &syncWriter{b: &strings.Builder{}}
-	core := New(Config{Store: st, OpenKernel: func() (*KernelConn, error) {
-		return &KernelConn{Kernel: k, Close: func() {}}, nil
+	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) {
+		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
 	}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	d := NewDaemon(core, slog.New(slog.NewTextHandler(logs, nil)))
+	d := New(core, st, slog.New(slog.NewTextHandler(logs, nil)))
 	d.Interval, d.Poll = 50*time.Millisecond, 10*time.Millisecond
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
@@ -66,7 +68,7 @@ func TestDaemonFollowsRevisionsAndRepairs(t *testing.T) {
 
 // daemonOnFake is a core over a new database at path and its daemon (not
 // started) on a fake kernel.
-func daemonOnFake(t *testing.T) (*Core, *Daemon, string, *fakekernel.Kernel) {
+func daemonOnFake(t *testing.T) (*server.Core, *Daemon, string, *fakekernel.Kernel) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "ipvsctl.db")
 	st, err := store.Open(context.Background(), path)
@@ -75,8 +77,8 @@ func daemonOnFake(t *testing.T) (*Core, *Daemon, string, *fakekernel.Kernel) {
 	}
 	t.Cleanup(func() { st.Close() })
 	k := fakekernel.New()
-	core := New(Config{Store: st, OpenKernel: func() (*KernelConn, error) { return &KernelConn{Kernel: k, Close: func() {}}, nil }})
-	return core, NewDaemon(core, slog.New(slog.DiscardHandler)), path, k
+	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) { return &server.KernelConn{Kernel: k, Close: func() {}}, nil }})
+	return core, New(core, st, slog.New(slog.DiscardHandler)), path, k
 }
 
 // The daemon's writes start from its copy of the current state: a revision
@@ -87,11 +89,11 @@ func TestDaemonWriteKeepsAnotherProcessRevision(t *testing.T) {
 	core, d, path, k := daemonOnFake(t)
 	d.Interval, d.Poll = time.Hour, 10*time.Millisecond
 	go d.Run(ctx)
-	for !core.shared.isOpen() && ctx.Err() == nil {
+	for !d.sk.isOpen() && ctx.Err() == nil {
 		time.Sleep(5 * time.Millisecond)
 	}
-	a := Actor{Name: "t", Via: "api"}
-	if _, err := core.AddService(ctx, a, ipvsmgr.Service{Name: "web", Address: "198.18.0.100", Port: 80}, WriteOptions{}); err != nil {
+	a := server.Actor{Name: "t", Via: "api"}
+	if _, err := core.AddService(ctx, a, ipvsmgr.Service{Name: "web", Address: "198.18.0.100", Port: 80}, server.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Another process (a CLI with --no-apply, or an older ipvsctl) stores a revision.
@@ -106,10 +108,10 @@ func TestDaemonWriteKeepsAnotherProcessRevision(t *testing.T) {
 		t.Fatal(err)
 	}
 	other.Close()
-	if _, err := core.AddServer(ctx, a, "web", ipvsmgr.Server{Address: "198.18.0.11"}, WriteOptions{}); err != nil {
+	if _, err := core.AddServer(ctx, a, "web", ipvsmgr.Server{Address: "198.18.0.11"}, server.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cur, rev, err := core.store.Current(ctx)
+	cur, rev, err := d.store.Current(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,14 +142,14 @@ func TestStatusReadersShareOneKernelRead(t *testing.T) {
 	}
 	defer st.Close()
 	k := fakekernel.New()
-	core := New(Config{Store: st, OpenKernel: func() (*KernelConn, error) {
-		return &KernelConn{Kernel: k, Close: func() {}}, nil
+	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) {
+		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
 	}})
-	NewDaemon(core, slog.New(slog.DiscardHandler))
-	if err := core.shared.connect(); err != nil {
+	d := New(core, st, slog.New(slog.DiscardHandler))
+	if err := d.sk.connect(); err != nil {
 		t.Fatal(err)
 	}
-	core.shared.poll(ctx)
+	d.sk.poll(ctx)
 	if n := core.KernelReads(); n != 1 {
 		t.Fatalf("one poll made %d kernel reads", n)
 	}
@@ -158,5 +160,17 @@ func TestStatusReadersShareOneKernelRead(t *testing.T) {
 	}
 	if n := core.KernelReads(); n != 1 {
 		t.Fatalf("50 status reads after one poll: %d kernel reads, want 1", n)
+	}
+}
+
+// The daemon counts its reads through a wrapper: the driver behind it is
+// still found (its sync daemons: package redundancy unwraps it).
+func TestReadCounterUnwrapsToTheDriver(t *testing.T) {
+	fk := fakekernel.New()
+	var reads atomic.Int64
+	var k ipvsmgr.Kernel = &countedKernel{Kernel: fk, reads: &reads}
+	u, ok := k.(interface{ Unwrap() ipvsmgr.Kernel })
+	if !ok || u.Unwrap() != fk {
+		t.Fatal("the counted kernel hides its driver")
 	}
 }

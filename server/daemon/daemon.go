@@ -1,4 +1,4 @@
-package server
+package daemon
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/health"
+	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 // Daemon keeps the kernel matching the stored desired state: at once when a
@@ -18,20 +20,20 @@ import (
 // applied at once and kept in the store. Where the kernel has no IPVS it
 // keeps serving the desired state and retries in the background.
 type Daemon struct {
-	Core     *Core
+	Core     *server.Core
 	Log      *slog.Logger
 	Interval time.Duration // full reconcile period; 0 means 10 s
 	Poll     time.Duration // how often to look for a revision stored elsewhere; 0 means 1 s
 	Snapshot time.Duration // kernel table poll; 0 means PollInterval
 	Retry    time.Duration // how often to retry opening the kernel; 0 means 5 s
 	// OnKernel, if set, is called once the kernel is open (before the first reconcile).
-	OnKernel func(*KernelConn)
-	// Hooks are how VRRP and replication reach the host and the peer
-	// (redundancy_runner.go); zero means the host's, without replication.
-	Hooks RedundancyHooks
+	OnKernel func(*server.KernelConn)
 	// Check, if set, runs each health check instead of the real checkers (tests).
 	Check func(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result
 
+	sk       *sharedKernel // the kernel session, the core's runtime
+	runners  []func(ctx context.Context)
+	store    *store.Store
 	health   *daemonHealth
 	onRepair func(changes int)
 	// results is the digest of the stored real-server results the loop last
@@ -42,16 +44,17 @@ type Daemon struct {
 	}
 }
 
-// NewDaemon makes c the daemon's core: its writes reconcile through the
+// New makes c the daemon's core: its writes reconcile through the
 // daemon's one kernel connection, and its reads use the daemon's snapshot.
-func NewDaemon(c *Core, log *slog.Logger) *Daemon {
+func New(c *server.Core, st *store.Store, log *slog.Logger) *Daemon {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := &Daemon{Core: c, Log: log, health: newDaemonHealth()}
-	sk := &sharedKernel{open: c.open, store: c.store, log: c.log, ready: make(chan struct{}), check: d.runCheck, overlay: c.roleOverlay}
+	d := &Daemon{Core: c, Log: log, store: st, health: newDaemonHealth()}
+	sk := &sharedKernel{open: c.OpenKernel, store: st, log: c.Log(), ready: make(chan struct{}), check: d.runCheck, overlay: c.RoleOverlay}
 	sk.health = health.NewRunner(health.Config{OnCheck: d.checked, Notify: d.notify, Log: log})
-	c.shared = sk
+	d.sk = sk
+	c.AttachRuntime(sk)
 	return d
 }
 
@@ -65,24 +68,27 @@ func orDuration(d, def time.Duration) time.Duration {
 // Run reconciles and runs the health checks until ctx is cancelled, then
 // closes the kernel.
 func (d *Daemon) Run(ctx context.Context) error {
-	sk := d.Core.shared
+	sk := d.sk
 	defer sk.close()
-	// VRRP stops before the kernel closes: a master resigns, then its VIPs go.
-	redDone := make(chan struct{})
-	go func() { defer close(redDone); newRedRunner(d).run(ctx) }()
-	defer func() { <-redDone }()
+	// The runners (VRRP) stop before the kernel closes: a master resigns,
+	// then its VIPs go.
+	for _, run := range d.runners {
+		done := make(chan struct{})
+		go func() { defer close(done); run(ctx) }()
+		defer func() { <-done }()
+	}
 	healthDone := d.startHealth(ctx)
 	defer func() { <-healthDone }()
 	// BGP withdraws its routes first when ctx ends (LIFO defers).
 	bgpDone := d.startBGP(ctx)
 	defer func() { <-bgpDone }()
 	interval, poll := orDuration(d.Interval, 10*time.Second), orDuration(d.Poll, time.Second)
-	go d.pollKernel(ctx, orDuration(d.Snapshot, PollInterval))
+	go d.pollKernel(ctx, orDuration(d.Snapshot, server.PollInterval))
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	var lastTry, lastRun time.Time
 	lastRev := int64(-1)
-	watch := d.Core.store.Watch()
+	watch := d.store.Watch()
 	defer watch.Close()
 	for {
 		opened := false // the kernel has just been opened: a restore, whatever the revision
@@ -99,7 +105,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.noticeResults(ctx)
 		}
 		if changed || opened || lastRev < 0 || time.Since(lastRun) >= interval {
-			rev, err := d.Core.store.CurrentRevision(ctx)
+			rev, err := d.store.CurrentRevision(ctx)
 			switch {
 			case err != nil && ctx.Err() == nil:
 				d.Log.Error("read desired state revision", "err", err)
@@ -119,7 +125,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 }
 
 func (d *Daemon) openKernel(ctx context.Context) {
-	sk := d.Core.shared
+	sk := d.sk
 	sk.mu.Lock()
 	first := sk.openErr == nil
 	sk.mu.Unlock()
@@ -144,7 +150,7 @@ func (d *Daemon) openKernel(ctx context.Context) {
 // just been opened (restore) it always does: a write made while the daemon
 // was starting could not reconcile its own revision.
 func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision, restore bool) {
-	sk := d.Core.shared
+	sk := d.sk
 	sk.mu.Lock()
 	stale := rev > sk.rev || sk.desired == nil
 	ours := newRevision && rev <= sk.reconciling && !restore
@@ -153,7 +159,7 @@ func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision, restore 
 		return // a write through the core made it and reconciles it itself
 	}
 	if stale {
-		st, cur, err := d.Core.store.Current(ctx)
+		st, cur, err := d.store.Current(ctx)
 		if err != nil {
 			d.Log.Error("read desired state", "err", err)
 			return
@@ -192,7 +198,7 @@ func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision, restore 
 // verify stores them from its own process) move its count too, so that no
 // view keyed on it shows the ones before.
 func (d *Daemon) noticeResults(ctx context.Context) {
-	h, err := d.Core.store.ResultsDigest(ctx)
+	h, err := d.store.ResultsDigest(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			d.Log.Error("read real-server results", "err", err)
@@ -200,7 +206,7 @@ func (d *Daemon) noticeResults(ctx context.Context) {
 		return
 	}
 	if !d.results.seen || h != d.results.digest {
-		d.Core.resultsGen.Add(1)
+		d.Core.ResultsChanged()
 	}
 	d.results.digest, d.results.seen = h, true
 }
@@ -209,7 +215,7 @@ func (d *Daemon) pollKernel(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		d.Core.shared.poll(ctx)
+		d.sk.poll(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -223,4 +229,15 @@ func (d *Daemon) pollKernel(ctx context.Context, every time.Duration) {
 func (d *Daemon) OnRepair(f func(changes int)) { d.onRepair = f }
 
 // OnReconcile calls f after every reconcile of the daemon's (metrics).
-func (d *Daemon) OnReconcile(f func(ReconcileReport)) { d.Core.shared.onReconcile = f }
+func (d *Daemon) OnReconcile(f func(server.ReconcileReport)) { d.sk.onReconcile = f }
+
+// AddRunner has run run beside the daemon's loop from the start of Run
+// until its ctx ends; Run waits for it before it closes the kernel (the
+// redundancy runner: a master resigns, then its VIPs go). Call it before Run.
+func (d *Daemon) AddRunner(run func(ctx context.Context)) { d.runners = append(d.runners, run) }
+
+// Store is the daemon's store, for its runners.
+func (d *Daemon) Store() *store.Store { return d.store }
+
+// Session is the daemon's kernel session, for its runners.
+func (d *Daemon) Session() *Session { return &Session{sk: d.sk} }

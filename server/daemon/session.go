@@ -1,4 +1,4 @@
-package server
+package daemon
 
 import (
 	"context"
@@ -11,42 +11,24 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/health"
+	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
-
-// Snapshot is the kernel's table as the daemon's poller last read it: every
-// reader (API, panel, metrics) shares it, and none reads the kernel itself.
-type Snapshot struct {
-	Table *ipvsmgr.Table
-	At    time.Time // when it was read
-	Err   error     // why the last read failed (Table is then the one before)
-}
-
-// ReconcileReport is the outcome of the daemon's last reconcile.
-type ReconcileReport struct {
-	Revision int64
-	At       time.Time
-	Duration time.Duration
-	Changes  int
-	Failures []ipvsmgr.Failure
-	Retiring int
-	Err      string
-}
 
 // sharedKernel is the daemon's one kernel connection, its reconciler, the
 // newest desired state it knows of, and the snapshot.
 type sharedKernel struct {
-	open  func() (*KernelConn, error)
+	open  func() (*server.KernelConn, error)
 	store *store.Store
 	log   *slog.Logger
 
 	mu   sync.Mutex // one reconcile at a time; guards the fields below
-	conn *KernelConn
+	conn *server.KernelConn
 	rec  *ipvsmgr.Reconciler
 	// reader is what the poll reads the table through: a connection of
 	// its own (readConn) when one could be opened.
 	reader   ipvsmgr.Kernel
-	readConn *KernelConn
+	readConn *server.KernelConn
 	openErr  error
 	rev      int64
 	desired  *ipvsmgr.Desired
@@ -54,7 +36,7 @@ type sharedKernel struct {
 	// itself: the daemon's loop leaves it to the write, whose answer then
 	// lists the kernel changes it made.
 	reconciling int64
-	last        ReconcileReport
+	last        server.ReconcileReport
 	ready       chan struct{} // closed once the kernel is open
 	// newDesired is told of each new desired state (under mu: it must
 	// return at once); the redundancy runner, which ticks only while it has
@@ -66,7 +48,7 @@ type sharedKernel struct {
 	health *health.Runner
 	check  func(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result
 
-	snap atomic.Pointer[Snapshot]
+	snap atomic.Pointer[server.Snapshot]
 	// planMu guards the last plan a diff made of the snapshot (plan): the
 	// viewers polling share it.
 	planMu     sync.Mutex
@@ -83,8 +65,8 @@ type sharedKernel struct {
 	// the poll interval and the reconciles.
 	kernelReads atomic.Int64
 	// onReconcile, if set, hears of every reconcile (metrics).
-	onReconcile func(ReconcileReport)
-	// overlay lays the director's VRRP role over the desired state (Core.roleOverlay).
+	onReconcile func(server.ReconcileReport)
+	// overlay lays the director's VRRP role over the desired state (Core.RoleOverlay).
 	overlay func(*ipvsmgr.Desired) *ipvsmgr.Desired
 }
 
@@ -97,6 +79,9 @@ const knownFor = 10 * time.Second
 
 // unavailable says why the kernel is not open (the caller holds mu).
 func (sk *sharedKernel) unavailable() error { return unavailable(sk.openErr) }
+
+// Unavailable says why the kernel is not open.
+func Unavailable(openErr error) error { return unavailable(openErr) }
 
 func unavailable(openErr error) error {
 	if openErr == nil {
@@ -136,7 +121,7 @@ func (sk *sharedKernel) connect() error {
 	counted := *kc
 	counted.Kernel = &countedKernel{Kernel: kc.Kernel, reads: &sk.kernelReads}
 	sk.conn, sk.openErr = &counted, nil
-	sk.rec = sk.conn.reconciler(&cachedLedger{LedgerStore: sk.store}, sk.log)
+	sk.rec = &ipvsmgr.Reconciler{Kernel: sk.conn.Kernel, Host: sk.conn.Host, Ledger: &cachedLedger{LedgerStore: sk.store}, Log: sk.log}
 	// The poll reads over a connection of its own: a write does not wait
 	// behind the poll's read of a large table.
 	sk.reader = sk.conn.Kernel
@@ -224,14 +209,14 @@ func (sk *sharedKernel) reconcile(ctx context.Context, known bool, only []ipvsmg
 	} else {
 		res, err = sk.rec.Reconcile(ctx, desired)
 	}
-	rep := ReconcileReport{Revision: sk.rev, At: start, Duration: time.Since(start)}
+	rep := server.ReconcileReport{Revision: sk.rev, At: start, Duration: time.Since(start)}
 	if err != nil {
 		rep.Err = err.Error()
 	} else {
 		rep.Changes, rep.Failures, rep.Retiring = len(res.Changes), res.Failures, len(res.Retiring)
 		// What the kernel has now is known without reading it again: the
 		// table the reconcile read, with its changes.
-		sk.snap.Store(&Snapshot{Table: res.Table, At: time.Now()})
+		sk.snap.Store(&server.Snapshot{Table: res.Table, At: time.Now()})
 	}
 	sk.last = rep
 	sk.reconciles.Add(1)
@@ -260,7 +245,7 @@ func (sk *sharedKernel) plan(ctx context.Context, desired, base *ipvsmgr.Desired
 		if snap != nil && snap.Err != nil {
 			return nil, fmt.Errorf("read kernel IPVS table: %w", snap.Err)
 		}
-		return nil, errorf(CodeUnavailable, "the kernel's table has not been read yet: the daemon is starting")
+		return nil, server.Errorf(server.CodeUnavailable, "the kernel's table has not been read yet: the daemon is starting")
 	}
 	key := planKey{snap: snap, base: base, health: sk.healthGen.Load()}
 	sk.planMu.Lock()
@@ -282,7 +267,7 @@ func (sk *sharedKernel) plan(ctx context.Context, desired, base *ipvsmgr.Desired
 
 // planKey is what a plan of the IPVS table is a function of.
 type planKey struct {
-	snap   *Snapshot
+	snap   *server.Snapshot
 	base   *ipvsmgr.Desired
 	health int64
 }
@@ -304,8 +289,8 @@ func (sk *sharedKernel) planCurrent(ctx context.Context) (p *ipvsmgr.Planned, ok
 // reconcileWaiting reconciles, then again every second while real servers
 // drain, unless told not to wait.
 // only names the services the write changed (nil: any).
-func (sk *sharedKernel) reconcileWaiting(ctx context.Context, o WriteOptions, only []ipvsmgr.ServiceKey) (*ipvsmgr.Result, error) {
-	return waitDrains(ctx, o, func(first bool) (*ipvsmgr.Result, error) {
+func (sk *sharedKernel) reconcileWaiting(ctx context.Context, o server.WriteOptions, only []ipvsmgr.ServiceKey) (*ipvsmgr.Result, error) {
+	return server.WaitDrains(ctx, o, func(first bool) (*ipvsmgr.Result, error) {
 		if first {
 			return sk.reconcile(ctx, true, only)
 		}
@@ -319,7 +304,7 @@ func (sk *sharedKernel) poll(ctx context.Context) {
 	sk.mu.Lock()
 	kc, reader, openErr := sk.conn, sk.reader, sk.openErr
 	sk.mu.Unlock()
-	next := &Snapshot{At: time.Now()}
+	next := &server.Snapshot{At: time.Now()}
 	if kc == nil {
 		next.Err = unavailable(openErr)
 	} else if t, err := reader.Table(ctx); err != nil {
@@ -355,17 +340,124 @@ func (k *countedKernel) Table(ctx context.Context) (*ipvsmgr.Table, error) {
 	return k.Kernel.Table(ctx)
 }
 
-// KernelReads is how many times the daemon has read the kernel's whole
-// table (0 without a daemon).
-func (c *Core) KernelReads() int64 {
-	if c.shared == nil {
-		return 0
-	}
-	return c.shared.kernelReads.Load()
-}
-
-func (sk *sharedKernel) lastReconcile() ReconcileReport {
+func (sk *sharedKernel) lastReconcile() server.ReconcileReport {
 	sk.mu.Lock()
 	defer sk.mu.Unlock()
 	return sk.last
+}
+
+// The kernel session is the daemon's core's Runtime.
+
+func (sk *sharedKernel) BeginWrite(_ context.Context, _ server.WriteOptions) (server.ApplyFunc, func(), error) {
+	return sk.apply, func() {}, nil // the daemon's reconcile reads under its own lock
+}
+
+// apply tells the daemon of a new revision and reconciles it, unless NoApply.
+func (sk *sharedKernel) apply(ctx context.Context, res *server.WriteResult, desired *ipvsmgr.Desired, o server.WriteOptions, only []ipvsmgr.ServiceKey) error {
+	sk.offer(res.Revision, desired, !o.NoApply)
+	if o.NoApply {
+		return nil
+	}
+	got, err := sk.reconcileWaiting(ctx, o, only)
+	if err != nil {
+		res.Failures = append(res.Failures, ipvsmgr.Failure{Service: "kernel", Change: "reconcile", Err: err.Error()})
+		return nil
+	}
+	res.Reconciled(got)
+	return nil
+}
+
+func (sk *sharedKernel) Known() (int64, *ipvsmgr.Desired) { return sk.current() }
+
+func (sk *sharedKernel) Table(ctx context.Context) (*server.Snapshot, error) {
+	snap := sk.snap.Load()
+	if snap == nil {
+		sk.poll(ctx)
+		snap = sk.snap.Load()
+	}
+	return snap, nil
+}
+
+func (sk *sharedKernel) Snapshot() *server.Snapshot { return sk.snap.Load() }
+
+func (sk *sharedKernel) LastReconcile() (server.ReconcileReport, bool) {
+	rep := sk.lastReconcile()
+	return rep, !rep.At.IsZero()
+}
+
+func (sk *sharedKernel) Plan(ctx context.Context, desired *ipvsmgr.Desired) (*ipvsmgr.Planned, error) {
+	return sk.plan(ctx, sk.withHealth(desired), nil)
+}
+
+func (sk *sharedKernel) PlanKnown(ctx context.Context) (*ipvsmgr.Planned, bool, error) {
+	return sk.planCurrent(ctx)
+}
+
+func (sk *sharedKernel) Host() (ipvsmgr.Host, func(), error) {
+	sk.mu.Lock()
+	conn := sk.conn
+	sk.mu.Unlock()
+	if conn == nil {
+		return nil, func() {}, sk.unavailableNow()
+	}
+	return conn.Host, func() {}, nil
+}
+
+func (sk *sharedKernel) Checks() ([]health.Status, bool) {
+	if sk.health == nil {
+		return nil, true
+	}
+	return sk.health.Status(), true
+}
+
+func (sk *sharedKernel) Check(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result {
+	if sk.check == nil {
+		return (&health.Checker{}).Run(ctx, spec)
+	}
+	return sk.check(ctx, spec)
+}
+
+func (sk *sharedKernel) Counters() server.RuntimeCounters {
+	return server.RuntimeCounters{Rev: sk.knownRev.Load(), Reconciles: sk.reconciles.Load(), Health: sk.healthGen.Load(),
+		KernelReads: sk.kernelReads.Load()}
+}
+
+// Session is the kernel session as the daemon's runners (redundancy) see it.
+type Session struct{ sk *sharedKernel }
+
+// View is the newest desired state known (nil before one), the kernel
+// connection (nil while it is not open), why it is not, and the last
+// reconcile's report.
+func (s *Session) View() (desired *ipvsmgr.Desired, kc *server.KernelConn, openErr error, last server.ReconcileReport) {
+	sk := s.sk
+	sk.mu.Lock()
+	defer sk.mu.Unlock()
+	return sk.desired, sk.conn, sk.openErr, sk.last
+}
+
+// Conn is the kernel connection; nil while it is not open.
+func (s *Session) Conn() *server.KernelConn {
+	s.sk.mu.Lock()
+	defer s.sk.mu.Unlock()
+	return s.sk.conn
+}
+
+// Reconciler is the session's reconciler; nil while the kernel is not open.
+func (s *Session) Reconciler() *ipvsmgr.Reconciler {
+	s.sk.mu.Lock()
+	defer s.sk.mu.Unlock()
+	return s.sk.rec
+}
+
+// Reconcile makes the kernel match the newest desired state known,
+// planned against the snapshot.
+func (s *Session) Reconcile(ctx context.Context) (*ipvsmgr.Result, error) {
+	return s.sk.reconcile(ctx, true, nil)
+}
+
+// OnNewDesired has f told of each new desired state; f must return at once.
+func (s *Session) OnNewDesired(f func()) {
+	s.sk.mu.Lock()
+	s.sk.newDesired = f
+	s.sk.mu.Unlock()
 }

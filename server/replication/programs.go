@@ -1,4 +1,4 @@
-package server
+package replication
 
 import (
 	"bytes"
@@ -55,4 +55,11 @@ func programsOf(st *ipvsmgr.State) [][2]string {
 	}
 	slices.SortFunc(out, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
 	return out
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

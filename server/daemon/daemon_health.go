@@ -1,4 +1,4 @@
-package server
+package daemon
 
 import (
 	"context"
@@ -65,7 +65,7 @@ func (d *Daemon) notify(e health.Event) {
 	h.pending = append(h.pending, e)
 	h.unsaved = append(h.unsaved, e)
 	h.mu.Unlock()
-	d.Core.shared.healthGen.Add(1) // after the runner's status has it: a view keyed on it shows it
+	d.sk.healthGen.Add(1) // after the runner's status has it: a view keyed on it shows it
 	poke(h.wake)
 	poke(h.saveNow)
 	if f := h.onEvent; f != nil {
@@ -86,8 +86,8 @@ func poke(c chan struct{}) {
 // starts the checks and the writer of their transitions. done is closed
 // once both have stopped, after ctx ends.
 func (d *Daemon) startHealth(ctx context.Context) (done <-chan struct{}) {
-	sk := d.Core.shared
-	if st, rev, err := d.Core.store.Current(ctx); err != nil {
+	sk := d.sk
+	if st, rev, err := d.store.Current(ctx); err != nil {
 		d.Log.Error("read desired state", "err", err)
 	} else if desired, err := ipvsmgr.Compile(st); err != nil {
 		d.Log.Error("stored desired state is invalid", "revision", rev, "err", err)
@@ -95,7 +95,7 @@ func (d *Daemon) startHealth(ctx context.Context) (done <-chan struct{}) {
 		sk.offer(rev, desired, false)
 	}
 	saved := map[ipvsmgr.ServerRef]store.HealthTransition{}
-	if cur, err := d.Core.store.CurrentHealth(ctx); err != nil {
+	if cur, err := d.store.CurrentHealth(ctx); err != nil {
 		d.Log.Error("read the health kept from the last run; checked servers start unknown", "err", err)
 	} else {
 		prev := make(map[ipvsmgr.ServerRef]health.Restored, len(cur))
@@ -146,7 +146,7 @@ func (d *Daemon) healthChanged(ctx context.Context) {
 	if n == 0 {
 		return
 	}
-	sk := d.Core.shared
+	sk := d.sk
 	res, err := sk.reconcile(ctx, true, nil)
 	if err != nil {
 		if sk.isOpen() && ctx.Err() == nil {
@@ -180,7 +180,7 @@ func (d *Daemon) saveTransitions(ctx context.Context, last map[ipvsmgr.ServerRef
 			last[e.Ref] = tr
 			trs = append(trs, tr)
 		}
-		if err := d.Core.store.SaveHealthTransitions(ctx, trs); err != nil {
+		if err := d.store.SaveHealthTransitions(ctx, trs); err != nil {
 			d.Log.Error("keep health transitions", "count", len(trs), "err", err)
 		}
 	}

@@ -1,4 +1,4 @@
-package server
+package daemon
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
+	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -27,16 +28,16 @@ func TestDiffInTheDaemonReadsTheSnapshot(t *testing.T) {
 	defer st.Close()
 	k, host := fakekernel.New(), fakekernel.NewHost()
 	log := slog.New(slog.DiscardHandler)
-	core := New(Config{Store: st, Log: log, OpenKernel: func() (*KernelConn, error) {
-		return &KernelConn{Kernel: k, Host: host, Close: func() {}}, nil
+	core := server.New(server.Config{Store: st, Log: log, OpenKernel: func() (*server.KernelConn, error) {
+		return &server.KernelConn{Kernel: k, Host: host, Close: func() {}}, nil
 	}})
-	d := NewDaemon(core, log)
+	d := New(core, st, log)
 	d.Interval, d.Poll, d.Snapshot = time.Hour, time.Hour, time.Hour
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	a := Actor{Name: "t", Via: "cli"}
+	a := server.Actor{Name: "t", Via: "cli"}
 	doc := `{"services":[{"name":"web","address":"198.18.0.100","port":80,"interface":"eth0","servers":[{"address":"198.18.0.11"}]}]}`
-	if _, err := core.Apply(ctx, a, strings.NewReader(doc), "t", WriteOptions{}); err != nil {
+	if _, err := core.Apply(ctx, a, strings.NewReader(doc), "t", server.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The daemon opens the kernel and restores in its own goroutine: until
@@ -97,20 +98,20 @@ func TestWriteBeforeTheKernelOpensIsRestored(t *testing.T) {
 	k, host := fakekernel.New(), fakekernel.NewHost()
 	openable := make(chan struct{})
 	log := slog.New(slog.DiscardHandler)
-	core := New(Config{Store: st, Log: log, OpenKernel: func() (*KernelConn, error) {
+	core := server.New(server.Config{Store: st, Log: log, OpenKernel: func() (*server.KernelConn, error) {
 		select {
 		case <-openable:
-			return &KernelConn{Kernel: k, Host: host, Close: func() {}}, nil
+			return &server.KernelConn{Kernel: k, Host: host, Close: func() {}}, nil
 		default:
 			return nil, ipvsmgr.ErrIPVSUnavailable
 		}
 	}})
-	d := NewDaemon(core, log)
+	d := New(core, st, log)
 	d.Interval, d.Snapshot, d.Retry, d.Poll = time.Hour, time.Hour, 10*time.Millisecond, 10*time.Millisecond
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
 	doc := `{"services":[{"name":"web","address":"198.18.0.100","port":80,"servers":[{"address":"198.18.0.11"}]}]}`
-	if _, err := core.Apply(ctx, Actor{Name: "t", Via: "cli"}, strings.NewReader(doc), "t", WriteOptions{}); err != nil {
+	if _, err := core.Apply(ctx, server.Actor{Name: "t", Via: "cli"}, strings.NewReader(doc), "t", server.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond) // the daemon tries, and fails, to open the kernel

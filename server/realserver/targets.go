@@ -1,4 +1,11 @@
-package server
+// Package realserver is the real servers' preparation as the director
+// sees it: the targets the realserver verbs name (on the command line or in
+// a --targets file), and each real-server address of the desired state with
+// the target a verify from the state checks (Preps). It is pure: the core's
+// verbs (server.Core.PrepareRealServers, RealServers) reach the real servers
+// through package arpguard and keep the results in the store; this package
+// imports neither the core nor the kernel.
+package realserver
 
 import (
 	"bytes"
@@ -117,18 +124,24 @@ func parseAddrs(field string, ss []string) ([]netip.Addr, error) {
 	return out, nil
 }
 
-// badInput marks err as an error in what was asked, keeping its message.
+// InputError is an error in what was asked (the core answers it as bad
+// input), keeping its message.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
 func badInput(err error) error {
-	if err == nil || CodeOf(err) != CodeInternal {
-		return err
+	if err == nil {
+		return nil
 	}
-	return &Error{Code: CodeBadInput, Msg: err.Error()}
+	return &InputError{Err: err}
 }
 
-// RealServerPrep is one real-server address of the desired state as its
+// Prep is one real-server address of the desired state as its
 // preparation sees it: the VIPs it must hold, the mode its forwarding
 // needs, the target a verify from here checks, and its last result.
-type RealServerPrep struct {
+type Prep struct {
 	RIP      string   `json:"rip"`
 	VIPs     []string `json:"vips"`
 	Services []string `json:"services"`
@@ -148,10 +161,11 @@ type RealServerPrep struct {
 // defaultInterface is the realserver verbs' --interface default.
 const defaultInterface = "eth0"
 
-// realServerPreps lists each real-server address of st once, in the order
-// of the desired state, with the records stored for it.
-func realServerPreps(st *ipvsmgr.State, recs []store.RealServerRecord) []RealServerPrep {
-	byRIP := map[string]*RealServerPrep{}
+// Preps lists each real-server address of st once, in the order of the
+// desired state, with the records stored for it; serviceID names a service
+// as the verbs do.
+func Preps(st *ipvsmgr.State, recs []store.RealServerRecord, serviceID func(*ipvsmgr.Service) string) []Prep {
+	byRIP := map[string]*Prep{}
 	fwds := map[string][]string{}
 	var order []string
 	for i := range st.Services {
@@ -160,7 +174,7 @@ func realServerPreps(st *ipvsmgr.State, recs []store.RealServerRecord) []RealSer
 			rs := &svc.Servers[j]
 			p := byRIP[rs.Address]
 			if p == nil {
-				p = &RealServerPrep{RIP: rs.Address}
+				p = &Prep{RIP: rs.Address}
 				byRIP[rs.Address] = p
 				order = append(order, rs.Address)
 			}
@@ -171,10 +185,10 @@ func realServerPreps(st *ipvsmgr.State, recs []store.RealServerRecord) []RealSer
 			if svc.Address != "" && !slices.Contains(p.VIPs, svc.Address) {
 				p.VIPs = append(p.VIPs, svc.Address)
 			}
-			p.Services = append(p.Services, ServiceID(svc))
+			p.Services = append(p.Services, serviceID(svc))
 		}
 	}
-	out := make([]RealServerPrep, 0, len(order))
+	out := make([]Prep, 0, len(order))
 	for _, rip := range order {
 		p := byRIP[rip]
 		last, spec := recordsOf(rip, recs)
@@ -214,7 +228,7 @@ func recordFor(r *store.RealServerRecord, rip string) bool {
 
 // prepTarget is the mode and the target for a real server whose services
 // forward with fwds, from what was remembered of its last push (spec).
-func prepTarget(p *RealServerPrep, fwds []string, spec *arpguard.Target) (string, *arpguard.Target, string) {
+func prepTarget(p *Prep, fwds []string, spec *arpguard.Target) (string, *arpguard.Target, string) {
 	var modes []string
 	for _, fwd := range fwds {
 		m := map[string]arpguard.Mode{"dr": arpguard.ModeDRSysctl, "tun": arpguard.ModeTUN, "nat": arpguard.ModeNAT}[fwd]

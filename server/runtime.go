@@ -1,0 +1,214 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/health"
+)
+
+// Runtime is the part of a director that outlives one call: the daemon's
+// kernel session, its snapshot and its checks (package server/daemon). The
+// core reaches the kernel only through it. A Core without a daemon (the CLI
+// on the database) has the local one: each call opens the kernel, reads or
+// reconciles once, and closes it; no checks run.
+type Runtime interface {
+	// BeginWrite starts a write's kernel half before the write stores
+	// anything (the CLI takes the kernel lock and starts reading the table,
+	// so that the read overlaps with decoding and storing). apply finishes
+	// it once the revision is stored; release is called in any case.
+	BeginWrite(ctx context.Context, o WriteOptions) (apply ApplyFunc, release func(), err error)
+	// Known is the newest desired state the runtime holds, with the
+	// checks' view over it, and its revision; d is nil when it holds none.
+	Known() (rev int64, d *ipvsmgr.Desired)
+	// Table is the kernel's table: the snapshot (read now if there is none
+	// yet), or one read of the kernel.
+	Table(ctx context.Context) (*Snapshot, error)
+	// Snapshot is the last table read; nil without a daemon or before its
+	// first poll.
+	Snapshot() *Snapshot
+	// LastReconcile is the daemon's last reconcile; ok is false without
+	// one.
+	LastReconcile() (rep ReconcileReport, ok bool)
+	// Plan is what a reconcile of desired (the role laid over it) would
+	// change. PlanKnown is Plan for Known's state; ok is false when there
+	// is none.
+	Plan(ctx context.Context, desired *ipvsmgr.Desired) (*ipvsmgr.Planned, error)
+	PlanKnown(ctx context.Context) (p *ipvsmgr.Planned, ok bool, err error)
+	// Host is the host half for a read (the VIPs on their interfaces);
+	// done is called after it.
+	Host() (h ipvsmgr.Host, done func(), err error)
+	// Checks is what the running checks say; running is false where none
+	// run. Check runs one check now.
+	Checks() (st []health.Status, running bool)
+	Check(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result
+	// Counters are what views are keyed on (RenderKey), and the reads of
+	// the kernel's whole table.
+	Counters() RuntimeCounters
+}
+
+// ApplyFunc makes the kernel match desired (of res.Revision) after a write
+// stored it, filling res (Reconciled); only names the services the write
+// touched (nil: any).
+type ApplyFunc func(ctx context.Context, res *WriteResult, desired *ipvsmgr.Desired, o WriteOptions, only []ipvsmgr.ServiceKey) error
+
+// RuntimeCounters are the runtime's change counters.
+type RuntimeCounters struct {
+	Rev         int64 // the newest revision known
+	Reconciles  int64
+	Health      int64 // the checks' changes and new sets of checks
+	KernelReads int64
+}
+
+// Reconciled records a reconcile's result in a write's.
+func (r *WriteResult) Reconciled(got *ipvsmgr.Result) {
+	r.Result, r.Applied, r.Counts = *got, true, changeCounts(got.Applied)
+}
+
+// AttachRuntime makes rt the core's runtime (a daemon attaching): the core
+// then also keeps its copy of the current state, which a write starts from
+// instead of decoding the whole document (a process that lives long enough
+// for it to pay). Call it before the core serves anything.
+func (c *Core) AttachRuntime(rt Runtime) {
+	c.rt = rt
+	c.w = &cachedWriter{c: c}
+}
+
+// OpenKernel opens the kernel as the core was configured to: for the
+// daemon's session, which attaches as the runtime. A handler never opens
+// the kernel (STYLE's wall): it calls the core's verbs and reads.
+func (c *Core) OpenKernel() (*KernelConn, error) { return c.open() }
+
+// Log is the core's logger.
+func (c *Core) Log() *slog.Logger { return c.log }
+
+// localRuntime is the runtime of a process without a daemon.
+type localRuntime struct{ c *Core }
+
+// kernelOpenError is the kernel failing to open for a write's reconcile.
+type kernelOpenError struct{ err error }
+
+func (e *kernelOpenError) Error() string { return e.err.Error() }
+func (e *kernelOpenError) Unwrap() error { return e.err }
+
+func (l localRuntime) BeginWrite(ctx context.Context, o WriteOptions) (ApplyFunc, func(), error) {
+	if o.NoApply {
+		return func(context.Context, *WriteResult, *ipvsmgr.Desired, WriteOptions, []ipvsmgr.ServiceKey) error {
+			return nil
+		}, func() {}, nil
+	}
+	c := l.c
+	var lock *kernelLock
+	if c.lockPath != "" {
+		var err error
+		if lock, err = lockKernel(ctx, c.lockPath, 30*time.Second); err != nil {
+			return nil, nil, err
+		}
+	}
+	wait := prefetch(ctx, c.open)
+	apply := func(ctx context.Context, res *WriteResult, desired *ipvsmgr.Desired, o WriteOptions, _ []ipvsmgr.ServiceKey) error {
+		if o.NoApply {
+			return nil
+		}
+		kc, err := wait()
+		if err != nil {
+			return &kernelOpenError{err}
+		}
+		defer kc.Close()
+		desired = withoutDaemon(c.RoleOverlay(desired)) // without the daemon: no VRRP (no VIPs on a redundant director), no checks
+		got, err := reconcileWaiting(ctx, kc.reconciler(c.store, c.log), desired, o)
+		if err != nil {
+			return err
+		}
+		res.Reconciled(got)
+		return nil
+	}
+	return apply, lock.unlock, nil
+}
+
+func (localRuntime) Known() (int64, *ipvsmgr.Desired) { return 0, nil }
+
+func (l localRuntime) Table(ctx context.Context) (*Snapshot, error) {
+	kc, err := l.c.open()
+	if err != nil {
+		return nil, err
+	}
+	defer kc.Close()
+	t, err := kc.Kernel.Table(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Snapshot{Table: t, At: l.c.now()}, nil
+}
+
+func (localRuntime) Snapshot() *Snapshot { return nil }
+
+func (localRuntime) LastReconcile() (ReconcileReport, bool) { return ReconcileReport{}, false }
+
+func (l localRuntime) Plan(ctx context.Context, desired *ipvsmgr.Desired) (*ipvsmgr.Planned, error) {
+	kc, err := l.c.open()
+	if err != nil {
+		return nil, err
+	}
+	defer kc.Close()
+	return kc.reconciler(l.c.store, l.c.log).Plan(ctx, withoutDaemon(desired))
+}
+
+func (localRuntime) PlanKnown(context.Context) (*ipvsmgr.Planned, bool, error) {
+	return nil, false, nil
+}
+
+func (l localRuntime) Host() (ipvsmgr.Host, func(), error) {
+	kc, err := l.c.open()
+	if err != nil {
+		return nil, func() {}, err
+	}
+	return kc.Host, kc.Close, nil
+}
+
+func (localRuntime) Checks() ([]health.Status, bool) { return nil, false }
+
+func (localRuntime) Check(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result {
+	return (&health.Checker{}).Run(ctx, spec)
+}
+
+func (localRuntime) Counters() RuntimeCounters { return RuntimeCounters{} }
+
+// isOpenError says err is the kernel failing to open for a write.
+func isOpenError(err error) bool {
+	var oe *kernelOpenError
+	return errors.As(err, &oe)
+}
+
+// Snapshot is the kernel's table as the daemon's poller last read it: every
+// reader (API, panel, metrics) shares it, and none reads the kernel itself.
+type Snapshot struct {
+	Table *ipvsmgr.Table
+	At    time.Time // when it was read
+	Err   error     // why the last read failed (Table is then the one before)
+}
+
+// ReconcileReport is the outcome of the daemon's last reconcile.
+type ReconcileReport struct {
+	Revision int64
+	At       time.Time
+	Duration time.Duration
+	Changes  int
+	Failures []ipvsmgr.Failure
+	Retiring int
+	Err      string
+}
+
+// KernelReads is how many times the daemon has read the kernel's whole
+// table (0 without a daemon).
+func (c *Core) KernelReads() int64 { return c.rt.Counters().KernelReads }
+
+// ResultsChanged tells the core that another process stored real-server
+// results (the daemon noticed): views keyed on them are made again.
+func (c *Core) ResultsChanged() { c.resultsGen.Add(1) }
+
+// Errorf is an error with a code, for the rooms beside the core.
+func Errorf(code Code, format string, args ...any) error { return errorf(code, format, args...) }
