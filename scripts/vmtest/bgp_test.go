@@ -102,6 +102,13 @@ func newECMP(t *testing.T, o ecmpOpts) *ecmp {
 	base.ns(base.cli, "ip addr add "+bgpClient+"/24 dev eth0")
 	base.ns(base.cli, "ip link set eth0 up")
 	base.ns(base.cli, "ip route add default via 198.19.1.1")
+	// The router's layer-4 hash is the client socket's own hash here (a veth
+	// keeps skb->hash across namespaces, and fib_multipath_hash takes an L4
+	// hash it finds), which TCP picks anew on a retransmission timeout: a
+	// flow would move between directors on a retransmit, which a router on
+	// another host never sees (mh hides it; under wlc 168 of 300 flows broke
+	// with no director lost). txrehash=0 keeps each socket's hash.
+	base.ns(base.cli, "sysctl -qw net.core.txrehash=0")
 	base.ns(e.rtr, "sysctl -qw net.ipv4.ip_forward=1 net.ipv4.fib_multipath_hash_policy=1")
 	t.Cleanup(func() {
 		for _, f := range base.stopFn {
