@@ -37,6 +37,9 @@ type ecmp struct {
 	dirs   []*lab
 	ds     []*director
 	checks *checkFaults // the real servers' check answers (serveChecks)
+	// tolerateBroken: holdMany goes on with the connections that did not
+	// break while opening (the benchmark's wlc rounds, where a flap breaks some).
+	tolerateBroken bool
 }
 
 // ecmpOpts are the router's timers.
