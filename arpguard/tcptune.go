@@ -15,30 +15,45 @@ import (
 )
 
 // A real server behind a busy director takes many short connections: its
-// accept queues, SYN backlog, ephemeral ports, TIME_WAIT table and socket
-// buffers decide how many it keeps up with. TCPSettings are those sysctls
-// with the floor each should have; push raises those below it (never
-// lowers one), records what it replaced and undo puts that back.
+// accept queues, SYN backlog, ephemeral ports, TIME_WAIT table, socket
+// buffers and file limits decide how many it keeps up with. TCPSettings are
+// those sysctls with the floor each should have; push raises those below it
+// (never lowers one), records what it replaced and undo puts that back.
 type TCPSetting struct {
-	Key  string // dotted sysctl name
-	Want string // the value push writes
-	Why  string
+	Key    string // dotted sysctl name
+	Want   string // the value push writes
+	Why    string
+	Source string // where the setting and its meaning are documented
+	// Host marks a setting of the whole host rather than of a network
+	// namespace: a real server that is a namespace (a container) may not
+	// see it, and then only its host can change it.
+	Host bool
 	// ok reports whether the value now is good enough.
 	ok func(cur string) bool
 }
 
-const srcRealServer = "Documentation/networking/ip-sysctl.rst"
+const (
+	srcIPSysctl  = "Documentation/networking/ip-sysctl.rst"
+	srcNetSysctl = "Documentation/admin-guide/sysctl/net.rst"
+	srcFSSysctl  = "Documentation/admin-guide/sysctl/fs.rst"
+)
 
-// TCPSettings are the real-server sysctls tune looks at; each one is per
-// network namespace in Linux, so a namespace's own are changed.
+// TCPSettings are the real-server sysctls tune looks at: the network
+// namespace's own TCP settings first, then the host-wide buffer caps,
+// input queue and file limits.
 func TCPSettings() []TCPSetting {
 	return []TCPSetting{
-		{"net.core.somaxconn", "4096", "caps every listen() backlog: a burst of connections the director sends beyond it is dropped (SYNs retried after 1 s, 3 s...)", atLeast(0, 4096)},
-		{"net.ipv4.tcp_max_syn_backlog", "8192", "half-open connections held per listener while handshakes complete; past it SYNs are dropped or answered with cookies", atLeast(0, 8192)},
-		{"net.ipv4.ip_local_port_range", "10000 65000", "ephemeral ports for the real server's own outgoing connections (to databases, upstreams): at a few thousand a second the default 28,000 run out within a TIME_WAIT", portSpan(40000)},
-		{"net.ipv4.tcp_max_tw_buckets", "262144", "TIME_WAIT sockets kept; past it they are destroyed early and the kernel logs 'time wait bucket table overflow'", atLeast(0, 262144)},
-		{"net.ipv4.tcp_rmem", "4096 131072 16777216", "the receive buffer autotuning may grow a socket to (third figure): 16 MiB covers a fast client far away", atLeast(2, 16777216)},
-		{"net.ipv4.tcp_wmem", "4096 16384 16777216", "the send buffer autotuning may grow a socket to (third figure): 16 MiB keeps a long fat pipe full", atLeast(2, 16777216)},
+		{"net.core.somaxconn", "4096", "caps every listen() backlog: a burst of connections the director sends beyond it is dropped (SYNs retried after 1 s, 3 s...)", srcIPSysctl, false, atLeast(0, 4096)},
+		{"net.ipv4.tcp_max_syn_backlog", "8192", "half-open connections held per listener while handshakes complete; past it SYNs are dropped or answered with cookies", srcIPSysctl, false, atLeast(0, 8192)},
+		{"net.ipv4.ip_local_port_range", "10000 65000", "ephemeral ports for the real server's own outgoing connections (to databases, upstreams): at a few thousand a second the default 28,000 run out within a TIME_WAIT", srcIPSysctl, false, portSpan(40000)},
+		{"net.ipv4.tcp_max_tw_buckets", "262144", "TIME_WAIT sockets kept; past it they are destroyed early and the kernel logs 'time wait bucket table overflow'", srcIPSysctl, false, atLeast(0, 262144)},
+		{"net.ipv4.tcp_rmem", "4096 131072 16777216", "the receive buffer autotuning may grow a socket to (third figure): 16 MiB covers a fast client far away", srcIPSysctl, false, atLeast(2, 16777216)},
+		{"net.ipv4.tcp_wmem", "4096 16384 16777216", "the send buffer autotuning may grow a socket to (third figure): 16 MiB keeps a long fat pipe full", srcIPSysctl, false, atLeast(2, 16777216)},
+		{"net.core.rmem_max", "16777216", "the largest receive buffer an application may set with SO_RCVBUF (a server that sets its own, as many proxies do, is held to it; autotuning is not); the host's on older kernels, a namespace's on newer ones", srcNetSysctl, true, atLeast(0, 16777216)},
+		{"net.core.wmem_max", "16777216", "the largest send buffer an application may set with SO_SNDBUF; the host's on older kernels, a namespace's on newer ones", srcNetSysctl, true, atLeast(0, 16777216)},
+		{"net.core.netdev_max_backlog", "16384", "packets queued per CPU between the NIC and the stack; past it input is dropped (the second column of /proc/net/softnet_stat counts them) when a burst from the director arrives faster than a CPU takes it", srcNetSysctl, true, atLeast(0, 16384)},
+		{"fs.file-max", "2097152", "open files on the whole host; every connection is one, and at the limit accept() fails with ENFILE for every process", srcFSSysctl, true, atLeast(0, 2097152)},
+		{"fs.nr_open", "1048576", "the most a process's open-files limit (RLIMIT_NOFILE, systemd's LimitNOFILE=) can be raised to", srcFSSysctl, true, atLeast(0, 1048576)},
 	}
 }
 
@@ -74,14 +89,18 @@ func (p Paths) TuneSysctlConf() string {
 }
 
 // RenderTuneCheck is the read-only script that prints, one per line,
-// "sysctl KEY VALUE", "listen ADDR:PORT BACKLOG PID" (Send-Q of a
+// "sysctl KEY VALUE" ("sysctl KEY -" for one this namespace does not
+// see), "readonly KEY" for a host setting it may not write, "listen ADDR:PORT BACKLOG PID" (Send-Q of a
 // listening socket is its backlog) and "nofile PID SOFT HARD".
 func RenderTuneCheck() string {
 	var b strings.Builder
 	b.WriteString("#!/bin/sh\n# ipvsctl realserver tune check: read-only\nset -u\n")
 	for _, s := range TCPSettings() {
 		p := procPath(strings.ReplaceAll(s.Key, ".", "/"))
-		fmt.Fprintf(&b, "printf 'sysctl %s %%s\\n' \"$(tr -s '\\t ' '  ' < %s)\"\n", s.Key, p)
+		fmt.Fprintf(&b, "if [ -r %[2]s ]; then printf 'sysctl %[1]s %%s\\n' \"$(tr -s '\\t ' '  ' < %[2]s)\"; else echo 'sysctl %[1]s -'; fi\n", s.Key, p)
+		if s.Host {
+			fmt.Fprintf(&b, "[ ! -e %[2]s ] || [ -w %[2]s ] || echo 'readonly %[1]s'\n", s.Key, p)
+		}
 	}
 	b.WriteString(`ss -lntpH 2>/dev/null | while read -r state recvq sendq local peer proc; do
   pid=$(printf '%s' "${proc:-}" | sed -n 's/.*pid=\([0-9]*\).*/\1/p')
@@ -103,8 +122,9 @@ func RenderTunePush(p Paths) string {
 	fmt.Fprintf(&b, "conf=$(mktemp)\nprintf '# Written by ipvsctl realserver tune push; ipvsctl realserver tune undo removes it.\\n' > \"$conf\"\n")
 	for _, s := range TCPSettings() {
 		proc := procPath(strings.ReplaceAll(s.Key, ".", "/"))
-		fmt.Fprintf(&b, "cur=$(tr -s '\\t ' '  ' < %s)\n", proc)
-		fmt.Fprintf(&b, "if %s; then\n", shellCheck(s, "$cur"))
+		// A host-wide setting a namespace does not see (or may not write) is its host's to change.
+		fmt.Fprintf(&b, "if [ ! -w %s ]; then :\n", proc)
+		fmt.Fprintf(&b, "elif cur=$(tr -s '\\t ' '  ' < %s); %s; then\n", proc, shellCheck(s, "$cur"))
 		// Set by an earlier push: it stays in the file at the value it has.
 		fmt.Fprintf(&b, "  if grep -q %s %s; then printf '%s = %%s\\n' \"$cur\" >> \"$conf\"; fi\n",
 			shq("^"+s.Key+"\t"), shq(p.TuneJournal()), s.Key)
@@ -157,13 +177,15 @@ type Listener struct {
 
 // TuneReading is what a check read on one real server.
 type TuneReading struct {
-	Sysctls   map[string]string
+	Sysctls map[string]string
+	// ReadOnly are the host settings this namespace sees but may not write.
+	ReadOnly  map[string]bool
 	Listeners []Listener
 }
 
 // ParseTuneCheck reads the check script's output.
 func ParseTuneCheck(out string) (*TuneReading, error) {
-	r := &TuneReading{Sysctls: map[string]string{}}
+	r := &TuneReading{Sysctls: map[string]string{}, ReadOnly: map[string]bool{}}
 	nofile := map[int]string{}
 	for line := range strings.Lines(out) {
 		f := strings.Fields(line)
@@ -173,6 +195,8 @@ func ParseTuneCheck(out string) (*TuneReading, error) {
 		switch f[0] {
 		case "sysctl":
 			r.Sysctls[f[1]] = strings.Join(f[2:], " ")
+		case "readonly":
+			r.ReadOnly[f[1]] = true
 		case "listen":
 			if len(f) != 4 {
 				continue
@@ -210,8 +234,13 @@ func TuneFindings(r *TuneReading, ports []int) []tune.Finding {
 	var out []tune.Finding
 	for _, s := range TCPSettings() {
 		cur := r.Sysctls[s.Key]
-		f := tune.Finding{Setting: s.Key, Current: cur, Recommended: s.Want, Why: s.Why, Source: srcRealServer, Kind: tune.KindSysctl, Value: s.Want, Status: tune.OK}
-		if !s.ok(cur) {
+		f := tune.Finding{Setting: s.Key, Current: cur, Recommended: s.Want, Why: s.Why, Source: s.Source, Kind: tune.KindSysctl, Value: s.Want, Status: tune.OK}
+		switch {
+		case cur == "-" && s.Host:
+			f.Status, f.Why = tune.Info, "not visible in this real server's namespace: the host's setting, change it on the host ("+s.Why+")"
+		case r.ReadOnly[s.Key] && !s.ok(cur):
+			f.Status, f.Why = tune.Info, "read-only in this real server's namespace: the host's setting, change it on the host ("+s.Why+")"
+		case !s.ok(cur):
 			f.Status = tune.Change
 		}
 		out = append(out, f)

@@ -22,6 +22,51 @@ type BGP struct {
 	Communities []string `json:"communities,omitempty"`
 	// MED is the multi-exit discriminator of every route.
 	MED int `json:"med,omitempty"`
+	// Drain is how node drain takes a director out (nil: the defaults).
+	Drain *BGPDrain `json:"drain,omitempty"`
+}
+
+// BGPDrain is how node drain takes a director out without dropping
+// traffic: de-prefer its routes (prepend its AS, so that the routers send
+// new flows to the other directors and keep this one as a fallback) or
+// withdraw them; then wait until no new connection has reached its VIPs
+// for Quiet seconds, at most Timeout seconds.
+type BGPDrain struct {
+	// Mode is "prepend" (the default) or "withdraw".
+	Mode string `json:"mode,omitempty"`
+	// Prepend is how many more times the AS is put in the path (0: 3).
+	Prepend int `json:"prepend,omitempty"`
+	// Quiet is the seconds without a new connection that make the director
+	// drained (0: 10); Timeout bounds the wait (0: 300).
+	Quiet   float64 `json:"quiet,omitempty"`
+	Timeout float64 `json:"timeout,omitempty"`
+}
+
+// Drain modes.
+const (
+	DrainPrepend  = "prepend"
+	DrainWithdraw = "withdraw"
+)
+
+// DrainPolicy is settings.bgp.drain with its defaults filled in.
+func (b BGP) DrainPolicy() BGPDrain {
+	d := BGPDrain{}
+	if b.Drain != nil {
+		d = *b.Drain
+	}
+	if d.Mode == "" {
+		d.Mode = DrainPrepend
+	}
+	if d.Prepend == 0 {
+		d.Prepend = 3
+	}
+	if d.Quiet == 0 {
+		d.Quiet = 10
+	}
+	if d.Timeout == 0 {
+		d.Timeout = 300
+	}
+	return d
 }
 
 // BGPPeer is one upstream router.
@@ -51,6 +96,10 @@ const (
 	maxMED        = 1<<32 - 1
 	maxMD5Key     = 80 // TCP_MD5SIG_MAXKEYLEN
 	maxBFDSeconds = 60.0
+	// maxPrepend keeps a de-preferred path within what routers accept
+	// (FRR's maxas-limit and most filters allow far more than 16 hops).
+	maxPrepend      = 16
+	maxDrainSeconds = 86400.0
 )
 
 // ParseCommunity reads a standard community "ASN:VALUE" (each 0..65535).
@@ -104,6 +153,21 @@ func (v *validator) bgpSettings(field string, b *BGP) {
 		}
 	}
 	v.rangeCheck(field+".med", b.MED, 0, maxMED)
+	if d := b.Drain; d != nil {
+		f := field + ".drain"
+		if d.Mode != "" && d.Mode != DrainPrepend && d.Mode != DrainWithdraw {
+			v.addf(f+".mode", "%q is not prepend or withdraw", d.Mode)
+		}
+		v.rangeCheck(f+".prepend", d.Prepend, 0, maxPrepend)
+		if q := d.Quiet; math.IsNaN(q) || q < 0 || q > maxDrainSeconds {
+			v.addf(f+".quiet", "%v is out of range 0..%v seconds (0 for 10)", q, maxDrainSeconds)
+		}
+		if t := d.Timeout; math.IsNaN(t) || t < 0 || t > maxDrainSeconds {
+			v.addf(f+".timeout", "%v is out of range 0..%v seconds (0 for 300)", t, maxDrainSeconds)
+		} else if p := b.DrainPolicy(); p.Timeout < p.Quiet {
+			v.addf(f+".timeout", "%v seconds is shorter than the quiet window of %v seconds: the drain could never be seen", p.Timeout, p.Quiet)
+		}
+	}
 }
 
 // BGPWarnings lists the services of a BGP-mode state whose settings would

@@ -81,3 +81,41 @@ func TestBGPWarnings(t *testing.T) {
 		t.Errorf("warnings without BGP: %v", w)
 	}
 }
+
+func TestBGPDrainSettings(t *testing.T) {
+	bad := `{"settings": {"bgp": {"asn": 65001, "peers": [{"address": "198.18.0.1", "asn": 65000}],
+	  "drain": {"mode": "shout", "prepend": 17, "quiet": -1, "timeout": 90000}}}, "services": []}`
+	st, err := DecodeState(strings.NewReader(bad))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Compile(st)
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v, want a ValidationError", err)
+	}
+	var fields []string
+	for _, p := range ve.Problems {
+		fields = append(fields, p.Field)
+	}
+	want := []string{"settings.bgp.drain.mode", "settings.bgp.drain.prepend", "settings.bgp.drain.quiet", "settings.bgp.drain.timeout"}
+	if diff := cmp.Diff(want, fields); diff != "" {
+		t.Errorf("problem fields (-want +got):\n%s\n%v", diff, err)
+	}
+	if !strings.Contains(err.Error(), `"shout" is not prepend or withdraw`) {
+		t.Errorf("error %q does not name the bad mode", err)
+	}
+	short := `{"settings": {"bgp": {"asn": 65001, "peers": [{"address": "198.18.0.1", "asn": 65000}], "drain": {"quiet": 30, "timeout": 20}}}, "services": []}`
+	if st, err = DecodeState(strings.NewReader(short)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Compile(st); err == nil || !strings.Contains(err.Error(), "settings.bgp.drain.timeout: 20 seconds is shorter than the quiet window of 30 seconds") {
+		t.Errorf("err = %v, want the timeout refused as shorter than the quiet window", err)
+	}
+	if got, want := (BGP{}).DrainPolicy(), (BGPDrain{Mode: "prepend", Prepend: 3, Quiet: 10, Timeout: 300}); got != want {
+		t.Errorf("default drain policy = %+v, want %+v", got, want)
+	}
+	if got := (BGP{Drain: &BGPDrain{Mode: "withdraw", Quiet: 2}}).DrainPolicy(); got.Mode != "withdraw" || got.Quiet != 2 || got.Prepend != 3 {
+		t.Errorf("drain policy = %+v, want withdraw, quiet 2, the default prepend", got)
+	}
+}

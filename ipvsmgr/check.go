@@ -12,7 +12,8 @@ import (
 // overrides the service's. A zero or absent field is "not set": the server
 // inherits it, and a field nobody sets takes its default (CheckDefaults).
 type Check struct {
-	// Type is tcp, http, https, send_expect, dns, exec, agent, smtp or none.
+	// Type is tcp, http, https, send_expect, dns, exec, agent, smtp, ping,
+	// file or none.
 	Type string `json:"type,omitempty"`
 	// Interval and Timeout are seconds (fractions allowed, down to 0.1).
 	Interval float64 `json:"interval,omitempty"`
@@ -38,6 +39,9 @@ type Check struct {
 	SlowStart *float64 `json:"slow_start,omitempty"`
 	// StartHealthy puts a newly added server in before its first pass.
 	StartHealthy *bool `json:"start_healthy,omitempty"`
+	// Warmup bounds the random delay before a new server's first check
+	// (keepalived's warmup), seconds: absent, the interval; 0, at once.
+	Warmup *float64 `json:"warmup,omitempty"`
 
 	// http and https.
 	Method       string `json:"method,omitempty"`
@@ -73,11 +77,23 @@ type Check struct {
 	// UseRegex ("*": any output).
 	Command       Argv  `json:"command,omitempty"`
 	DynamicWeight *bool `json:"dynamic_weight,omitempty"`
+
+	// ping (keepalived's PING_CHECK): an ICMP echo to the server (or
+	// Address), passing on the reply.
+
+	// file (keepalived's FILE_CHECK with its track_file): File holds a
+	// number, read each interval; FileWeight (default 1, -65535..65535)
+	// multiplies it, negated with FileReverse. With FileWeight 0 a non-zero
+	// number is down (zero with FileReverse); else a product of -65535 or
+	// less is down and any other is added to the server's weight.
+	File        string `json:"file,omitempty"`
+	FileWeight  *int   `json:"file_weight,omitempty"`
+	FileReverse *bool  `json:"file_reverse,omitempty"`
 }
 
 // CheckTypes lists the check types.
 func CheckTypes() []string {
-	return []string{"tcp", "http", "https", "send_expect", "dns", "exec", "agent", "smtp", "none"}
+	return []string{"tcp", "http", "https", "send_expect", "dns", "exec", "agent", "smtp", "ping", "file", "none"}
 }
 
 // Check defaults, for what neither a service's nor a server's check sets.
@@ -215,6 +231,9 @@ func mergeChecks(svc, srv *Check) Check {
 	if srv.StartHealthy != nil {
 		out.StartHealthy = srv.StartHealthy
 	}
+	if srv.Warmup != nil {
+		out.Warmup = srv.Warmup
+	}
 	set(&out.Method, srv.Method)
 	set(&out.Path, srv.Path)
 	set(&out.Host, srv.Host)
@@ -240,6 +259,13 @@ func mergeChecks(svc, srv *Check) Check {
 	}
 	if srv.DynamicWeight != nil {
 		out.DynamicWeight = srv.DynamicWeight
+	}
+	set(&out.File, srv.File)
+	if srv.FileWeight != nil {
+		out.FileWeight = srv.FileWeight
+	}
+	if srv.FileReverse != nil {
+		out.FileReverse = srv.FileReverse
 	}
 	return out
 }
@@ -279,3 +305,7 @@ func EncodeEscapes(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, "\r", `\r`, "\n", `\n`, "\t", `\t`)
 	return r.Replace(s)
 }
+
+// MergedCheck is the check a server runs: the service's with the server's
+// fields laid over it.
+func MergedCheck(svc, srv *Check) Check { return mergeChecks(svc, srv) }

@@ -98,7 +98,12 @@ func TestCheckValidationNamesFieldAndValue(t *testing.T) {
 	cases := []struct {
 		name, doc, field, msg string
 	}{
-		{"type", svc(`,"check":{"type":"ping"}`, ""), "services[0].check.type", `"ping" is not a check type`},
+		{"type", svc(`,"check":{"type":"icmp"}`, ""), "services[0].check.type", `"icmp" is not a check type`},
+		{"file missing", svc(`,"check":{"type":"file"}`, ""), "services[0].servers[0].check.file", "missing: a file check needs the file to read"},
+		{"file relative", svc(`,"check":{"type":"file","file":"weights/a"}`, ""), "services[0].check.file", `"weights/a" is not an absolute path`},
+		{"file_weight", svc(`,"check":{"type":"file","file":"/run/w","file_weight":70000}`, ""), "services[0].check.file_weight", "70000 is out of range -65535..65535"},
+		{"file on tcp", svc(`,"check":{"type":"tcp","file":"/run/w"}`, ""), "services[0].check.file", "only for file checks, not tcp"},
+		{"file_reverse on ping", svc(`,"check":{"type":"ping","file_reverse":true}`, ""), "services[0].check.file_reverse", "only for file checks, not ping"},
 		{"interval too small", svc(`,"check":{"type":"tcp","interval":0.05}`, ""), "services[0].check.interval", "0.05 is out of range 0.1..86400 seconds"},
 		{"timeout negative", svc(`,"check":{"type":"tcp","timeout":-1}`, ""), "services[0].check.timeout", "-1 is out of range"},
 		{"rise", svc(`,"check":{"type":"tcp","rise":-2}`, ""), "services[0].check.rise", "-2 is out of range 1..1000"},

@@ -27,8 +27,10 @@ type CheckSpec struct {
 	// 0: Interval.
 	FastInterval time.Duration `json:",omitempty"`
 	DownInterval time.Duration `json:",omitempty"`
-	Rise         int
-	Fall         int
+	// Warmup bounds the random delay of the first check; nil: Interval.
+	Warmup *time.Duration `json:",omitempty"`
+	Rise   int
+	Fall   int
 
 	Method       string
 	Path         string
@@ -50,6 +52,10 @@ type CheckSpec struct {
 
 	Command       []string // %h and %p substituted
 	DynamicWeight bool
+
+	File        string `json:",omitempty"`
+	FileWeight  int    `json:",omitempty"`
+	FileReverse bool   `json:",omitempty"`
 }
 
 // Key is a canonical text of the spec: equal specs have equal keys.
@@ -112,6 +118,9 @@ type SorryPolicy struct {
 	Service ServiceKey
 	Dest    *Destination // nil: no sorry server
 	Quorum  int
+	// Hysteresis widens the quorum both ways once the sorry server is in
+	// or out (ApplyHealthTo).
+	Hysteresis int
 }
 
 // checks validates the check-related fields of a service and its servers
@@ -124,6 +133,9 @@ func (v *validator) checks(field string, svc *Service, vs *VirtualService, d *De
 	}
 	if svc.Quorum < 0 || svc.Quorum > 65535 {
 		v.rangeCheck(field+".quorum", svc.Quorum, 0, 65535)
+	}
+	if q := max(svc.Quorum, 1); svc.Hysteresis < 0 || svc.Hysteresis >= q {
+		v.addf(field+".hysteresis", "%d is out of range 0..%d (below the quorum, %d)", svc.Hysteresis, q-1, q)
 	}
 	var sorry *Destination
 	if svc.SorryServer != nil {
@@ -182,7 +194,7 @@ func (v *validator) checks(field string, svc *Service, vs *VirtualService, d *De
 		if q == 0 {
 			q = 1
 		}
-		d.Sorry = append(d.Sorry, SorryPolicy{Service: vs.Key, Dest: sorry, Quorum: q})
+		d.Sorry = append(d.Sorry, SorryPolicy{Service: vs.Key, Dest: sorry, Quorum: q, Hysteresis: svc.Hysteresis})
 	}
 }
 
@@ -283,6 +295,9 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 	if c.SlowStart != nil && (*c.SlowStart < 0 || *c.SlowStart > 86400) {
 		v.addf(field+".slow_start", "%v is out of range 0..86400 seconds", *c.SlowStart)
 	}
+	if c.Warmup != nil && (*c.Warmup < 0 || *c.Warmup > 86400 || math.IsNaN(*c.Warmup)) {
+		v.addf(field+".warmup", "%v is out of range 0..86400 seconds", *c.Warmup)
+	}
 	only := func(leaf string, set bool, types ...string) {
 		if set && typ != "" && !slices.Contains(types, typ) {
 			v.addf(field+"."+leaf, "only for %s checks, not %s", strings.Join(types, " and "), typ)
@@ -353,6 +368,15 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 		}
 	}
 	only("dynamic_weight", c.DynamicWeight != nil, "exec")
+	only("file", c.File != "", "file")
+	if c.File != "" && (!strings.HasPrefix(c.File, "/") || strings.IndexByte(c.File, 0) >= 0) {
+		v.addf(field+".file", "%q is not an absolute path", c.File)
+	}
+	only("file_weight", c.FileWeight != nil, "file")
+	if c.FileWeight != nil {
+		v.rangeCheck(field+".file_weight", *c.FileWeight, -65535, 65535)
+	}
+	only("file_reverse", c.FileReverse != nil, "file")
 }
 
 func validDNSName(s string) bool {
@@ -380,6 +404,10 @@ func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *Server
 	spec.DownInterval = seconds(c.DownInterval, 0)
 	spec.Timeout = seconds(c.Timeout, DefaultCheckTimeout)
 	spec.Rise, spec.Fall = cmp.Or(c.Rise, DefaultCheckRise), cmp.Or(c.Fall, DefaultCheckFall)
+	if c.Warmup != nil {
+		w := time.Duration(math.Round(*c.Warmup * float64(time.Second)))
+		spec.Warmup = &w
+	}
 	addr := key.Addr
 	if c.Address != "" {
 		if a, err := parseAddr(c.Address); err == nil {
@@ -397,7 +425,7 @@ func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *Server
 			v.addf(where+".port", "missing: an agent check needs the agent's port")
 			ok = false
 		}
-	case "exec":
+	case "exec", "ping", "file":
 	default:
 		if port == 0 {
 			v.addf(where+".port", "missing: a fwmark service's real servers have no port to check; set one")
@@ -437,6 +465,19 @@ func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *Server
 		}
 	case "smtp":
 		spec.Name = cmp.Or(c.Name, "localhost")
+	case "ping":
+		spec.Target = netip.AddrPortFrom(addr, 0) // one echo per address
+	case "file":
+		if c.File == "" {
+			v.addf(where+".file", "missing: a file check needs the file to read")
+			ok = false
+		}
+		spec.File, spec.FileWeight = c.File, 1
+		if c.FileWeight != nil {
+			spec.FileWeight = *c.FileWeight
+		}
+		spec.FileReverse = c.FileReverse != nil && *c.FileReverse
+		spec.Target = netip.AddrPortFrom(addr, port)
 	case "exec":
 		if len(c.Command) == 0 {
 			v.addf(where+".command", "missing: an exec check needs a command")

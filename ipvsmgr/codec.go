@@ -439,6 +439,12 @@ func (d *fastDecoder) service(s *Service) {
 		case "quorum":
 			d.once(seen, 17)
 			s.Quorum = d.int()
+		case "group":
+			d.once(seen, 18)
+			s.Group = d.str()
+		case "hysteresis":
+			d.once(seen, 19)
+			s.Hysteresis = d.int()
 		case "servers":
 			d.once(seen, 14)
 			if d.null() {
@@ -621,6 +627,8 @@ func AppendService(b []byte, s *Service) []byte {
 		o.b = append(o.b, '}')
 	}
 	o.num("quorum", int64(s.Quorum))
+	o.num("hysteresis", int64(s.Hysteresis))
+	o.str("group", s.Group)
 	o.field("servers")
 	if s.Servers == nil {
 		o.b = append(o.b, "null"...)
@@ -735,6 +743,10 @@ func appendCheck(b []byte, c *Check) []byte {
 		o.b = appendFloat(o.b, *c.SlowStart)
 	}
 	o.boolean("start_healthy", c.StartHealthy)
+	if c.Warmup != nil {
+		o.field("warmup")
+		o.b = appendFloat(o.b, *c.Warmup)
+	}
 	o.str("method", c.Method)
 	o.str("path", c.Path)
 	o.str("host", c.Host)
@@ -751,6 +763,12 @@ func appendCheck(b []byte, c *Check) []byte {
 	o.str("rcode", c.RCode)
 	list(o, "command", c.Command, appendString)
 	o.boolean("dynamic_weight", c.DynamicWeight)
+	o.str("file", c.File)
+	if c.FileWeight != nil {
+		o.field("file_weight")
+		o.b = strconv.AppendInt(o.b, int64(*c.FileWeight), 10)
+	}
+	o.boolean("file_reverse", c.FileReverse)
 	return append(o.b, '}')
 }
 

@@ -182,12 +182,15 @@ func (v *validator) compileService(field string, svc *Service, network string) (
 	if svc.Name != "" {
 		v.name(field+".name", svc.Name)
 	}
+	if svc.Group != "" {
+		v.groupName(field+".group", svc.Group)
+	}
 	vs, vipAddr, ok := v.service(field, svc, network)
 	if !ok {
 		return nil, false
 	}
 	c = &compiled{vs: vs, vip: vipAddr, enabled: svc.IsEnabled()}
-	if svc.Check != nil || svc.SorryServer != nil || svc.Quorum != 0 || serversHaveHealth(svc.Servers) {
+	if svc.Check != nil || svc.SorryServer != nil || svc.Quorum != 0 || svc.Hysteresis != 0 || serversHaveHealth(svc.Servers) {
 		part := &Desired{}
 		v.checks(field, svc, vs, part, svc.IsEnabled(), network)
 		c.checks, c.sorry = part.Checks, part.Sorry

@@ -28,8 +28,25 @@ type HealthView struct {
 // it; a service with fewer than quorum healthy servers gets its sorry
 // server. t is not changed; services that need no change are shared.
 func ApplyHealth(t *Table, d *Desired, view *HealthView) *Table {
+	return ApplyHealthTo(t, d, view, nil)
+}
+
+// ApplyHealthTo is ApplyHealth for a kernel that has actual: a sorry server
+// actual has (its quorum lost) stays until quorum+hysteresis servers are
+// up, one it has not comes in below quorum-hysteresis, as keepalived's
+// hysteresis (the kernel is the memory of which side the service is on).
+// With no actual (nil), or no hysteresis, the sorry server is in below the
+// quorum.
+func ApplyHealthTo(t *Table, d *Desired, view *HealthView, actual *Table) *Table {
 	if view == nil || len(d.Checks) == 0 && len(d.Sorry) == 0 {
 		return t
+	}
+	var inKernel map[ServiceKey]*VirtualService
+	if actual != nil {
+		inKernel = make(map[ServiceKey]*VirtualService, len(actual.Services))
+		for _, s := range actual.Services {
+			inKernel[s.Key] = s
+		}
 	}
 	checks := make(map[ServerRef]*ServerCheck, len(d.Checks))
 	for i := range d.Checks {
@@ -59,7 +76,7 @@ func ApplyHealth(t *Table, d *Desired, view *HealthView) *Table {
 				dests = append(dests, want)
 			}
 		}
-		if pol != nil && pol.Dest != nil && healthy < pol.Quorum && !hasDest(s.Dests, pol.Dest.Key) {
+		if pol != nil && pol.Dest != nil && healthy < sorryThreshold(pol, inKernel[s.Key]) && !hasDest(s.Dests, pol.Dest.Key) {
 			if !changed {
 				changed = true
 				dests = append(make([]*Destination, 0, len(s.Dests)+1), s.Dests...)
@@ -125,4 +142,17 @@ func hasDest(ds []*Destination, k DestKey) bool {
 		}
 	}
 	return false
+}
+
+// sorryThreshold is the number of healthy servers below which the sorry
+// server is in: the quorum, moved by the hysteresis away from the side the
+// kernel is on.
+func sorryThreshold(pol *SorryPolicy, inKernel *VirtualService) int {
+	if pol.Hysteresis == 0 || inKernel == nil {
+		return pol.Quorum
+	}
+	if hasDest(inKernel.Dests, pol.Dest.Key) {
+		return pol.Quorum + pol.Hysteresis // lost: regained at quorum+hysteresis
+	}
+	return pol.Quorum - pol.Hysteresis
 }

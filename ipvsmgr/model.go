@@ -200,7 +200,15 @@ type Service struct {
 	// of its real servers are healthy.
 	SorryServer *SorryServer `json:"sorry_server,omitempty"`
 	Quorum      int          `json:"quorum,omitempty"`
-	Servers     []Server     `json:"servers"`
+	// Hysteresis (keepalived's, in servers): once the sorry server is in,
+	// it leaves when Quorum+Hysteresis servers are up; it comes in when
+	// fewer than Quorum-Hysteresis are. Below Quorum.
+	Hysteresis int `json:"hysteresis,omitempty"`
+	// Group names the set of services this one belongs to (keepalived's
+	// virtual_server_group): its members share their settings and real
+	// servers, and an export to keepalived writes them back as one group.
+	Group   string   `json:"group,omitempty"`
+	Servers []Server `json:"servers"`
 }
 
 // SorryServer is the real server that answers when too few are healthy.

@@ -177,7 +177,7 @@ func plan(d *Desired, actual *Table, led *Ledger, now time.Time) ([]Op, []Retiri
 	want, drains := withRetiring(d.Table, actual, led.Retiring, now, timeout)
 	// After the drains: a server the checks take out goes at once (a dead
 	// server's connections are not worth waiting for).
-	want = ApplyHealth(want, d, d.Health)
+	want = ApplyHealthTo(want, d, d.Health, actual)
 	var opt DiffOptions
 	if d.Settings.KeepForeignServices {
 		owned := make(map[ServiceKey]bool, len(led.Services))

@@ -280,3 +280,13 @@ func (v *validator) name(field, s string) {
 	}
 	v.addf(field, "%q is not a valid name (1..%d printable characters without spaces or control characters; this one has %d)", shown, MaxNameChars, n)
 }
+
+// groupName checks a service's group: a name as names go, and one word of
+// keepalived's syntax (no quote, brace, # or !), since an export writes it
+// as `virtual_server_group NAME`.
+func (v *validator) groupName(field, s string) {
+	v.name(field, s)
+	if strings.ContainsAny(s, "\"{}#!") {
+		v.addf(field, "%q: a group name cannot hold a quote, a brace, # or !", s)
+	}
+}

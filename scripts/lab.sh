@@ -10,7 +10,9 @@
 #        scripts/lab.sh --stop          stop the running lab (from another terminal) and wait until it is gone
 # Environment: IPVSCTL_LAB_DIR (runtime files: lock, pids, credentials, the VM console; default
 #   /run/ipvsctl-lab), IPVSCTL_LAB_LIFETIME (seconds before the VM is stopped anyway, default 14400),
-#   IPVSCTL_LAB_RATE (client requests a second per VIP, default 2), IPVSCTL_LAB_REQUESTS (per VIP, default 10000).
+#   IPVSCTL_LAB_RATE (client requests a second per VIP, default 2), IPVSCTL_LAB_REQUESTS (per VIP, default 10000),
+#   IPVSCTL_LAB_LOADTEST (SECONDS: once ready, the lab runs its load test, scripts/lab/loadtest.sh; its lines go
+#   to the console log; scripts/loadtest.sh --lab sets it and reads them).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -101,7 +103,7 @@ url=http://127.0.0.1:$port
 
 echo "lab.sh: booting the VM (Debian's kernel under QEMU; a minute or two on a busy machine)"
 IPVSCTL_BIN=$bin IPVSCTL_LAB_TRICKLE=$bin_dir/trickle IPVSCTL_LAB_PASSWORD=$password \
-	IPVSCTL_VM_ENV="IPVSCTL_BIN IPVSCTL_LAB_TRICKLE IPVSCTL_LAB_PASSWORD IPVSCTL_LAB_RATE IPVSCTL_LAB_REQUESTS" \
+	IPVSCTL_VM_ENV="IPVSCTL_BIN IPVSCTL_LAB_TRICKLE IPVSCTL_LAB_PASSWORD IPVSCTL_LAB_RATE IPVSCTL_LAB_REQUESTS IPVSCTL_LAB_LOADTEST" \
 	"$root/scripts/vm/run.sh" --mem 1024 --timeout "$lifetime" --hostfwd "127.0.0.1:$port-:3636" -- \
 	"$root/scripts/lab/guest.sh" >"$lab_dir/console.log" 2>&1 &
 vm_pid=$!

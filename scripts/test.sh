@@ -2,7 +2,8 @@
 # Runs every test tier:
 #   1. go test -race ./...   (no root needed: model, diff, fake kernel, netlink encoding, CLI, arpguard generators)
 #   2. the same run as root also covers the host-kernel tests (namespaces, sysctls, sshd in a namespace)
-#   3. scripts/vmtest.sh     (the real IPVS kernel in the VM test bed: real traffic, ipvsadm reading back)
+#   3. scripts/vmtest.sh     (the real IPVS kernel in the VM test bed: real traffic, ipvsadm reading back),
+#      scripts/soak.sh (5 minutes of edits, health flaps, failovers and restarts under traffic, in its own boot)
 #      and the lab (scripts/lab.sh started, checked on 127.0.0.1:3636 through its API, stopped)
 #   4. scripts/package/test.sh (the .deb: contents, control, lintian; with the VM tier, installed and restoring)
 # Usage: scripts/test.sh [--no-vm]
@@ -41,6 +42,8 @@ fi
 echo "== tier 3: VM test bed (Debian kernel with IPVS)"
 scripts/vm/setup.sh >/dev/null
 scripts/vmtest.sh
+echo "== soak: scripts/soak.sh --duration ${IPVSCTL_SOAK_DURATION:-5m}"
+scripts/soak.sh --duration "${IPVSCTL_SOAK_DURATION:-5m}"
 echo "== the lab: scripts/lab.sh on 127.0.0.1:${IPVSCTL_LAB_PORT:-3636}"
 go test -tags labtest -count=1 -v -timeout 8m ./scripts/lab
 echo "== the Debian package (scripts/package.sh): contents, lintian, installed in the VM"

@@ -3,6 +3,8 @@
 # kernel with IPVS, no network device) and runs the tests inside. The first test runs before anything loads
 # ip_vs, to see the error a kernel without IPVS gives.
 # Usage: scripts/vmtest.sh [go test -run regexp]
+# Environment: IPVSCTL_VMTEST_TIMEOUT (seconds for the run's tests, default 1500), IPVSCTL_SOAK_DURATION
+#   (passed in: TestSoak runs only with it, see scripts/soak.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mktemp -d /tmp/ipvsctl-vmtest.XXXXXX)
@@ -24,14 +26,15 @@ strict=${IPVSCTL_STRICT_SKIPS:-}
 if [ "${CI:-}" = true ]; then
 	strict=1
 fi
+tests_timeout=${IPVSCTL_VMTEST_TIMEOUT:-1500}
 cat >"$out/guest.sh" <<GUEST
 #!/bin/sh
 set -e
 export IPVSCTL_BIN=$out/ipvsctl ARPGUARD_TEST_BIN=$out/arpguard.test
-export IPVSCTL_STRICT_SKIPS=$strict
+export IPVSCTL_STRICT_SKIPS=$strict IPVSCTL_SOAK_DURATION=${IPVSCTL_SOAK_DURATION:-}
 cd $root/scripts/vmtest
 $out/vmtest.test -test.v -test.timeout 900s -test.run '^($first)\$'
-$out/vmtest.test -test.v -test.timeout 1500s -test.run '$run' -test.skip '^(TestNoIPVSModuleIsAClearError|TestServeWithoutIPVSModule)\$'
+$out/vmtest.test -test.v -test.timeout ${tests_timeout}s -test.run '$run' -test.skip '^(TestNoIPVSModuleIsAClearError|TestServeWithoutIPVSModule)\$'
 GUEST
 chmod +x "$out/guest.sh"
-"$root/scripts/vm/run.sh" --timeout 2100 -- "$out/guest.sh"
+"$root/scripts/vm/run.sh" --timeout $((tests_timeout + 600)) -- "$out/guest.sh"

@@ -23,6 +23,15 @@ type BGPStatus struct {
 	Announced int `json:"announced"`
 	// Warnings are the services whose settings move flows between directors.
 	Warnings []ipvsmgr.Problem `json:"warnings,omitempty"`
+	// Drain is how far node drain has come (nil while not drained).
+	Drain *bgp.DrainStatus `json:"drain,omitempty"`
+	// Fingerprints are this director's Maglev inputs per BGP-mode service;
+	// Directors what the other directors it knows said of theirs, and
+	// Mismatches where the two differ (Mismatch: there is one).
+	Fingerprints []bgp.ServiceFingerprint   `json:"fingerprints"`
+	Directors    []bgp.DirectorFingerprints `json:"directors,omitempty"`
+	Mismatches   []bgp.Mismatch             `json:"mismatches,omitempty"`
+	Mismatch     bool                       `json:"mismatch"`
 	// Error is why the speaker is not running or could not announce.
 	Error string    `json:"error,omitempty"`
 	At    time.Time `json:"at"`

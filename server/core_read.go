@@ -116,38 +116,20 @@ func (c *Core) Export(ctx context.Context, format string, w io.Writer) error {
 type ImportResult struct {
 	*WriteResult
 	Imported []ipvsmgr.ImportedKey `json:"imported"`
+	// Report is what the import read (import_report.go).
+	Report *ImportReport `json:"report,omitempty"`
 }
 
 // ParseImport reads another tool's configuration into a state, validated.
 func ParseImport(format string, r io.Reader) (*ipvsmgr.State, error) {
-	doc, err := formats.Import(format, r)
-	if err != nil {
-		if CodeOf(err) == CodeInternal {
-			return nil, errorf(CodeBadInput, "%v", err)
-		}
-		return nil, err
-	}
-	if _, err := ipvsmgr.Compile(doc); err != nil {
-		return nil, err
-	}
-	return doc, nil
+	doc, _, err := ParseImportReport(format, r, ImportOptions{})
+	return doc, err
 }
 
-// Import replaces the desired state with another tool's configuration.
+// Import replaces the desired state with another tool's configuration
+// (ImportWith, an empty one allowed).
 func (c *Core) Import(ctx context.Context, a Actor, format, name string, r io.Reader, o WriteOptions) (*ImportResult, error) {
-	doc, err := ParseImport(format, r)
-	if err != nil {
-		return nil, err
-	}
-	res, err := c.ApplyState(ctx, a, doc, fmt.Sprintf("import --format %s %s", format, name), o)
-	if err != nil {
-		return nil, err
-	}
-	imported := doc.Imported
-	if imported == nil {
-		imported = []ipvsmgr.ImportedKey{}
-	}
-	return &ImportResult{WriteResult: res, Imported: imported}, nil
+	return c.ImportWith(ctx, a, format, name, r, ImportOptions{AllowEmpty: true}, o)
 }
 
 // Restore is the boot-time restore: the modules and sysctls the stored state

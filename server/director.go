@@ -47,6 +47,10 @@ type Director interface {
 	Health(ctx context.Context, q HealthQuery) ([]HealthReport, error)
 	CheckServer(ctx context.Context, a Actor, svcID, id string) (*CheckResult, error)
 	PrepareRealServers(ctx context.Context, a Actor, op string, sel RealServerSelection) (*RealServerReport, error)
+	TuneRealServers(ctx context.Context, a Actor, op string, req RealServerTuneRequest) (*RealServerTuneReport, error)
+	StartLoadRun(ctx context.Context, a Actor, s LoadRunStart) (*LoadRun, error)
+	EndLoadRun(ctx context.Context, a Actor, id int64, res LoadResult) (*LoadRun, error)
+	LoadRuns(ctx context.Context, test string) ([]LoadRun, error)
 }
 
 var _ Director = (*Core)(nil)

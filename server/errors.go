@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/formats"
 	"github.com/ipvsctl/ipvsctl/server/realserver"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
@@ -51,12 +52,15 @@ func CodeOf(err error) Code {
 	var e *Error
 	var ve *ipvsmgr.ValidationError
 	var stale *store.StaleError
+	var refused *formats.ParseError
 	var input *realserver.InputError
 	switch {
 	case err == nil:
 		return ""
 	case errors.As(err, &e):
 		return e.Code
+	case errors.As(err, &refused):
+		return CodeBadInput
 	case errors.As(err, &ve):
 		if len(ve.Problems) == 1 && ve.Problems[0].Field == "document" {
 			return CodeMalformed

@@ -29,6 +29,9 @@ type ServicePatch struct {
 	// port removes it.
 	SorryServer *ipvsmgr.SorryServer `json:"sorry_server,omitempty"`
 	Quorum      *int                 `json:"quorum,omitempty"`
+	Hysteresis  *int                 `json:"hysteresis,omitempty"`
+	// Group sets the service's group ("" takes it out of one).
+	Group *string `json:"group,omitempty"`
 }
 
 // ApplyTo sets the patch's fields on s. Giving a firewall mark without a
@@ -67,6 +70,8 @@ func (p *ServicePatch) ApplyTo(s *ipvsmgr.Service) {
 		}
 	}
 	set(&s.Quorum, p.Quorum)
+	set(&s.Group, p.Group)
+	set(&s.Hysteresis, p.Hysteresis)
 }
 
 // checkOrNil is a copy of c, or nil for an empty check (which removes one).

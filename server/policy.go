@@ -26,7 +26,8 @@ func Policy() []Rule {
 		{"rs set", o},
 		{"rs drain", o}, {"rs enable", o}, {"rs disable", o}, {"rs check", o},
 		{"draft stage", a}, {"draft apply", a}, {"draft discard", a}, {"draft show", v},
-		{"why", v}, {"node set", a}, {"realserver", a},
+		{"why", v}, {"node set", a}, {"realserver", a}, {"realserver tune", a},
+		{"loadtest start", a}, {"loadtest end", a},
 	}
 }
 

@@ -94,7 +94,10 @@ type ReplicationStatus struct {
 	LastCopySeconds float64    `json:"last_copy_seconds,omitempty"`
 	LastCopy        *time.Time `json:"last_copy,omitempty"`
 	Error           string     `json:"error,omitempty"`
-	Conflicts       []Conflict `json:"conflicts"`
+	// Failures counts the polls that failed and the answers refused since
+	// replication started (Error says why the last one was).
+	Failures  int64      `json:"failures"`
+	Conflicts []Conflict `json:"conflicts"`
 }
 
 // Conflict is a split's end: both directors had changed the desired state,

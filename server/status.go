@@ -64,6 +64,9 @@ type StatusView struct {
 	Services []StatusService `json:"services"`
 	// Redundancy is the director's part in a redundant pair (absent without settings.redundancy).
 	Redundancy *RedundancyStatus `json:"redundancy,omitempty"`
+	// BGP is what the director announces and whether its Maglev inputs
+	// match the other directors' (absent without a daemon or settings.bgp).
+	BGP *BGPStatus `json:"bgp,omitempty"`
 }
 
 // PollInterval is how often the daemon reads the kernel's table: IPVS sums
@@ -98,6 +101,7 @@ func (c *Core) Status(ctx context.Context) (*StatusView, error) {
 	}
 	v.RealServers = rs
 	v.Redundancy = c.redundancyStatus()
+	v.BGP = c.bgpStatus()
 	return v, nil
 }
 

@@ -39,13 +39,39 @@ type Bed struct {
 	Signer  ssh.Signer    // a key sshd accepts for root
 	rsNS    string
 	client  string
+	// hostFiles are Options.HostSysctls' files, by sysctl.
+	hostFiles map[string]string
 }
 
 var seq atomic.Int32
 
 // Start runs a bed until the test ends; it skips the test without root,
 // ip or Debian's openssh-server.
-func Start(t testing.TB) *Bed {
+func Start(t testing.TB) *Bed { t.Helper(); return StartWith(t, Options{}) }
+
+// Options change what a bed's sshd (and every session it opens) sees.
+type Options struct {
+	// HostSysctls are host-wide sysctls (dotted names, e.g. fs.file-max)
+	// with a value: the bed's sshd runs in a mount namespace where a file
+	// of the bed, holding that value, is bind-mounted over each one's
+	// /proc/sys entry, so that a test may read and write them over SSH
+	// without changing the machine's own (HostSysctl reads the file).
+	HostSysctls map[string]string
+}
+
+// HostSysctl is the value a session wrote to (or the bed set in) host-wide
+// sysctl key, as Options.HostSysctls gave it.
+func (b *Bed) HostSysctl(t testing.TB, key string) string {
+	t.Helper()
+	v, err := os.ReadFile(b.hostFiles[key])
+	if err != nil {
+		t.Fatalf("host sysctl %s of the bed: %v", key, err)
+	}
+	return strings.Join(strings.Fields(string(v)), " ")
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, o Options) *Bed {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		testenv.Need(t, "needs root to create network namespaces")
@@ -101,6 +127,12 @@ PidFile none
 	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
 		t.Fatal(err)
 	}
+	b.hostFiles = map[string]string{}
+	for k, v := range o.HostSysctls {
+		f := filepath.Join(dir, "sysctl-"+k)
+		writeFile(t, f, v+"\n")
+		b.hostFiles[k] = f
+	}
 	b.startSSHD(t, ctx, sshd, cfg)
 	return b
 }
@@ -108,7 +140,13 @@ PidFile none
 func (b *Bed) startSSHD(t testing.TB, ctx context.Context, sshd, cfg string) {
 	t.Helper()
 	var logs syncBuffer
-	cmd := exec.Command("ip", "netns", "exec", b.rsNS, sshd, "-D", "-e", "-f", cfg)
+	// ip netns exec gives sshd a mount namespace of its own (slave to the
+	// host's): the bind mounts stay in it.
+	script := ""
+	for k, f := range b.hostFiles {
+		script += fmt.Sprintf("mount --bind %s /proc/sys/%s\n", f, strings.ReplaceAll(k, ".", "/"))
+	}
+	cmd := exec.Command("ip", "netns", "exec", b.rsNS, "sh", "-ec", script+`exec "$@"`, "sh", sshd, "-D", "-e", "-f", cfg)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

@@ -17,7 +17,7 @@ import (
 
 const nodeUsage = "usage: ipvsctl node set [--priority N] [--role auto|master|backup] [--peer-url URL --peer-token T --peer-fingerprint FP] [--allow-replicated-exec] [--address IP] [--router-id IP] [--bgp-source IP]\n" +
 	"       ipvsctl node show [--json]\n" +
-	"       ipvsctl node drain|undrain\n" +
+	"       ipvsctl node drain [--no-wait] [--wait-max D] | undrain\n" +
 	"\nThis director's own part in a redundant pair, kept outside the replicated revisions: its VRRP\n" +
 	"priority, a forced role, the peer it replicates the desired state from, and its own address.\n" +
 	"Run 'ipvsctl node VERB --help' for a verb's flags."
@@ -255,67 +255,4 @@ func replicationLine(r *server.ReplicationStatus) string {
 		s += fmt.Sprintf(", last change arrived %.3fs after it was made", r.LastCopySeconds)
 	}
 	return s
-}
-
-func nodeDrain(env *cliEnv, verb string, args []string) int {
-	help := "Withdraw every BGP route of this director (the routers move its new flows to the others; its\n" +
-		"established flows reach them too, and mh with sloppy_tcp keeps them going)."
-	if verb == "undrain" {
-		help = "Announce this director's VIPs again after a drain."
-	}
-	fs, g := env.newFlagSet("node "+verb, "", help)
-	if st, ok := env.parseFlags(fs, args); !ok {
-		return st
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(env.stderr, "ipvsctl node %s: takes no arguments\n", verb)
-		return exitUsage
-	}
-	ctx := context.Background()
-	b, err := env.backend(ctx, g)
-	if err != nil {
-		return env.fail("node "+verb, err, false)
-	}
-	defer b.close()
-	drained := verb == "drain"
-	v, err := b.SetNode(ctx, b.actor, server.NodePatch{Drained: &drained})
-	if err != nil {
-		return env.fail("node "+verb, err, false)
-	}
-	printNode(env.stdout, v)
-	return exitOK
-}
-
-// printNodeBGP prints the BGP part of node show, when there is one.
-func printNodeBGP(w io.Writer, v *server.NodeView) {
-	if v.RouterID == "" && v.BGPSource == "" && !v.Drained && v.BGP == nil {
-		return
-	}
-	fmt.Fprintf(w, "router-id:   %s\n", orDefault(v.RouterID, "from the addresses"))
-	fmt.Fprintf(w, "bgp-source:  %s\n", orDefault(v.BGPSource, "the kernel's choice"))
-	fmt.Fprintf(w, "drained:     %t\n", v.Drained)
-	b := v.BGP
-	if b == nil {
-		fmt.Fprintln(w, "bgp:         not running (no daemon, or no settings.bgp)")
-		return
-	}
-	fmt.Fprintf(w, "bgp:         router ID %s, %d prefixes announced", b.RouterID, b.Announced)
-	if b.Error != "" {
-		fmt.Fprintf(w, ", error: %s", b.Error)
-	}
-	fmt.Fprintln(w)
-	for _, p := range b.Peers {
-		bfd := ""
-		if p.BFD != "" {
-			bfd = ", BFD " + p.BFD
-		}
-		fmt.Fprintf(w, "  peer %s AS %d: %s%s, %d advertised, %d received\n", p.Address, p.ASN, p.State, bfd, p.Advertised, p.Received)
-	}
-	for _, d := range b.VIPs {
-		if d.Announce {
-			fmt.Fprintf(w, "  %s announced\n", d.Prefix)
-		} else {
-			fmt.Fprintf(w, "  %s withdrawn: %s\n", d.Prefix, d.Reason)
-		}
-	}
 }

@@ -212,6 +212,18 @@ func runRealserverSSH(env *cliEnv, verb string, args []string) int {
 	return env.printPrepResults(name, rep.Results, *asJSON)
 }
 
+// sshCore is a core over the state database at db with this machine's SSH
+// settings for real servers (the realserver verbs without --server). When
+// the database cannot be opened the core has none (open says why): the
+// real servers are still worked on, nothing is stored or audited.
+func sshCore(ctx context.Context, db string, log *slog.Logger, cfg arpguard.SSHConfig) (core *server.Core, open error, closeDB func()) {
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		return server.New(server.Config{Log: log, RealServerSSH: server.RealServerSSH{SSHConfig: cfg}}), err, func() {}
+	}
+	return server.New(server.Config{Store: st, Log: log, RealServerSSH: server.RealServerSSH{SSHConfig: cfg}}), nil, func() { st.Close() }
+}
+
 // printPrepResults prints a result per real server; the exit status is 1
 // unless every one did what was asked.
 func (e *cliEnv) printPrepResults(name string, rs []arpguard.Result, asJSON bool) int {

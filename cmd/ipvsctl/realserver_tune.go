@@ -12,15 +12,18 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/arpguard"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/tune"
+	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/client"
 	"github.com/ipvsctl/ipvsctl/server/realserver"
 	"golang.org/x/crypto/ssh"
 )
 
-const realserverTuneUsage = "usage: ipvsctl realserver tune check|push|undo --rip IP[,IP...] [--port N[,N...]] [ssh flags]\n" +
-	"\nThe real servers' TCP settings for a busy director over SSH (somaxconn, tcp_max_syn_backlog,\n" +
-	"ip_local_port_range, tcp_max_tw_buckets, tcp_rmem/tcp_wmem), the application's listen backlog and its\n" +
-	"open-files limit: check reads them, push raises those below their floor (now and in sysctl.d, recording\n" +
-	"what it replaced), undo puts that back. Run 'ipvsctl realserver tune --help' for the flags."
+const realserverTuneUsage = "usage: ipvsctl realserver tune check|push|undo [--rip IP[,IP...]] [--port N[,N...]] [ssh flags]\n" +
+	"\nThe real servers' settings for a busy director over SSH: their TCP settings (somaxconn, tcp_max_syn_backlog,\n" +
+	"ip_local_port_range, tcp_max_tw_buckets, tcp_rmem/tcp_wmem), the host-wide buffer caps, input queue and file\n" +
+	"limits (rmem_max/wmem_max, netdev_max_backlog, fs.file-max, fs.nr_open), the application's listen backlog and its\n" +
+	"open-files limit: check reads them, push raises those below their floor (now and in sysctl.d, recording what it\n" +
+	"replaced), undo puts that back; each run is audited. Run 'ipvsctl realserver tune --help' for the flags."
 
 func runRealserverTune(env *cliEnv, args []string) int {
 	args = moveGlobalFlags(args)
@@ -30,13 +33,16 @@ func runRealserverTune(env *cliEnv, args []string) int {
 		verb, args = args[0], args[1:]
 	}
 	const name = "realserver tune"
-	fs, _ := env.newFlagSet(name, "check|push|undo --rip IP[,IP...] [--port N[,N...]] [--ssh-port N] [ssh flags]",
-		"Over SSH, the real servers' TCP settings for a busy director (somaxconn, tcp_max_syn_backlog,\n"+
-			"ip_local_port_range, tcp_max_tw_buckets, tcp_rmem/tcp_wmem), the application's listen backlog (ss -lnt\n"+
-			"Send-Q) and its open-files limit. check reads them (exit 1 unless all are fine); push raises those below\n"+
-			"their floor, now and in sysctl.d, recording what it replaced (idempotent), then reads them back; undo\n"+
-			"puts the recorded values back and removes the files.")
-	rips := fs.String("rip", "", "real server address(es), comma-separated")
+	fs, g := env.newFlagSet(name, "check|push|undo [--rip IP[,IP...]] [--port N[,N...]] [--ssh-port N] [ssh flags]",
+		"Over SSH, the real servers' settings for a busy director: their TCP settings (somaxconn,\n"+
+			"tcp_max_syn_backlog, ip_local_port_range, tcp_max_tw_buckets, tcp_rmem/tcp_wmem), the host-wide buffer caps,\n"+
+			"input queue and file limits (net.core.rmem_max/wmem_max, netdev_max_backlog, fs.file-max, fs.nr_open; a real\n"+
+			"server that is a namespace which does not see one is told it is its host's), the application's listen backlog\n"+
+			"(ss -lnt Send-Q) and its open-files limit. check reads them (exit 1 unless all are fine); push raises those below\n"+
+			"their floor, now and in sysctl.d, recording what it replaced (idempotent), then reads them back; undo puts the\n"+
+			"recorded values back and removes the files. Without --rip, every real server of the stored state. Each run is\n"+
+			"audited (realserver tune check|push|undo); with --server the daemon logs in with its own SSH settings.")
+	rips := fs.String("rip", "", "real server address(es), comma-separated (default: every real server of the stored state)")
 	sshPort := fs.Int("ssh-port", 22, "SSH port of the real servers")
 	ports := fs.String("port", "", "the application's port(s) whose listen backlog is checked (default: every listener but SSH's)")
 	sf := addSSHFlags(fs, env.getenv("HOME"))
@@ -56,47 +62,69 @@ func runRealserverTune(env *cliEnv, args []string) int {
 	if fs.NArg() > 0 {
 		return env.fail(name, fmt.Errorf("unexpected argument %q", fs.Arg(0)), true)
 	}
-	targets, err := realserver.TargetList{RIPs: splitList(*rips), SSHPort: *sshPort, Mode: "dr-sysctl"}.Targets(false)
-	if err != nil {
-		return env.fail(name, err, true)
+	var req server.RealServerTuneRequest
+	if *rips != "" {
+		targets, err := realserver.TargetList{RIPs: splitList(*rips), SSHPort: *sshPort, Mode: "dr-sysctl"}.Targets(false)
+		if err != nil {
+			return env.fail(name, err, true)
+		}
+		req.Targets = targets
 	}
-	var portList []int
 	for _, s := range splitList(*ports) {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 65535 {
 			return env.fail(name, fmt.Errorf("port: %q is not a port 1..65535", s), true)
 		}
-		portList = append(portList, n)
+		req.Ports = append(req.Ports, n)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	actor := server.Actor{Name: env.author(), Via: "cli"}
+	var rep *server.RealServerTuneReport
+	if g.server != "" {
+		// The daemon logs in with its own settings (serve --ssh-*): this machine's do not travel.
+		for _, f := range append([]string{"ssh-port"}, sshFlagNames...) {
+			if flagsGiven(fs)[f] {
+				return env.fail(name, fmt.Errorf("--%s: with --server the daemon logs in to real servers with its own SSH settings (ipvsctl serve --ssh-*)", f), true)
+			}
+		}
+		c, err := client.NewRemote(g.server, g.token, g.caCert)
+		if err != nil {
+			return env.fail(name, err, true)
+		}
+		if rep, err = c.TuneRealServers(ctx, actor, verb, req); err != nil {
+			return env.fail(name, err, false)
+		}
+		return env.printRealserverTune(name, verb, rep, *asJSON)
 	}
 	signer, err := arpguard.LoadSigner(*sf.identity)
 	if err != nil {
 		return env.fail(name, err, true)
 	}
 	log := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	p, err := arpguard.NewPusher(arpguard.SSHConfig{
+	// The run is audited in the state database; without it (and with --rip) the real servers are still tuned.
+	core, open, closeDB := sshCore(ctx, g.db, log, arpguard.SSHConfig{
 		User: *sf.user, Signers: []ssh.Signer{signer}, KnownHostsFile: *sf.knownHosts, AcceptNewHostKeys: *sf.acceptNew,
 		Sudo: arpguard.SudoMode(*sf.sudo), Parallel: *sf.parallel, Timeout: *sf.timeout, Paths: arpguard.DefaultPaths(), Logger: log,
 	})
-	if err != nil {
-		return env.fail(name, err, true)
+	defer closeDB()
+	if open != nil {
+		if len(req.Targets) == 0 {
+			return env.fail(name, fmt.Errorf("no --rip, and the stored state's real servers cannot be read: %w", open), false)
+		}
+		log.Error("the run is not audited", "err", open)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	var rs []arpguard.TuneResult
-	switch verb {
-	case "check":
-		rs = p.TuneCheck(ctx, targets, portList)
-	case "push":
-		rs = p.TunePush(ctx, targets, portList)
-	case "undo":
-		rs = p.TuneUndo(ctx, targets)
+	if rep, err = core.TuneRealServers(ctx, actor, verb, req); err != nil {
+		return env.fail(name, err, false)
 	}
-	return env.printRealserverTune(name, verb, rs, *asJSON)
+	return env.printRealserverTune(name, verb, rep, *asJSON)
 }
 
-// printRealserverTune prints each real server's result and its findings;
-// the exit status is 1 unless every one is fine (or undone).
-func (e *cliEnv) printRealserverTune(name, verb string, rs []arpguard.TuneResult, asJSON bool) int {
+// printRealserverTune prints each real server's result and its findings
+// (--json: the results); the exit status is 1 unless every one is fine (or
+// undone) and none was left out.
+func (e *cliEnv) printRealserverTune(name, verb string, rep *server.RealServerTuneReport, asJSON bool) int {
+	rs := rep.Results
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
@@ -125,11 +153,17 @@ func (e *cliEnv) printRealserverTune(name, verb string, rs []arpguard.TuneResult
 				fmt.Fprintln(e.stdout, tune.Summary(r.Findings))
 			}
 		}
+		for _, sk := range rep.Skipped {
+			fmt.Fprintf(e.stdout, "%s: left out: %s\n", sk.RIP, sk.Problem)
+		}
 	}
 	for _, r := range rs {
 		if !r.OK() {
 			return exitFail
 		}
+	}
+	if len(rep.Skipped) > 0 {
+		return exitFail
 	}
 	return exitOK
 }

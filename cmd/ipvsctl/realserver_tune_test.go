@@ -1,14 +1,24 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/ipvsctl/ipvsctl/arpguard"
+	"github.com/ipvsctl/ipvsctl/arpguard/sshtest"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/tune"
+	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/auth"
+	"github.com/ipvsctl/ipvsctl/server/servertest"
+	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 // TestRealserverTuneCLI: an unreachable real server is reported and fails
@@ -39,7 +49,8 @@ func TestRealserverTuneCLI(t *testing.T) {
 	for _, bad := range [][]string{
 		{"tune", "check", "--rip", "127.0.0.1", "--port", "70000"},
 		{"tune", "check", "--rip", "not-an-address"},
-		{"tune", "check", "--rip", "127.0.0.1", "--server", "https://198.18.0.1:3636"},
+		{"tune", "check", "--rip", "127.0.0.1", "--server", "https://198.18.0.1:3636", "--identity", "/etc/ssh/none"},
+		{"tune", "check", "--rip", "127.0.0.1", "--server", "https://198.18.0.1:3636", "--ssh-port", "2222"},
 		{"tune", "frobnicate"},
 	} {
 		if r := runRealserverCLI(t, home, bad...); r.code != exitUsage {
@@ -48,5 +59,87 @@ func TestRealserverTuneCLI(t *testing.T) {
 	}
 	if r := runRealserverCLI(t, home, "tune", "check", "--rip", "127.0.0.1", "--port", "70000"); !strings.Contains(r.stderr, `"70000"`) {
 		t.Errorf("a bad port is named: %s", r.stderr)
+	}
+}
+
+// TestRealserverTuneThroughTheDaemon (tier 2): realserver tune with
+// --server goes through the daemon's API and core, which logs in to the real
+// sshd in a namespace with its own SSH settings: check finds the small
+// fs.file-max (a file of the bed over /proc/sys, so the machine's stays),
+// push raises it and the namespace's somaxconn (read back there), undo puts
+// both back; each run is audited as its own action, and an operator is
+// refused.
+func TestRealserverTuneThroughTheDaemon(t *testing.T) {
+	b := sshtest.StartWith(t, sshtest.Options{HostSysctls: map[string]string{"fs.file-max": "65536", "fs.nr_open": "1048576"}})
+	b.InRS(t, "sysctl -qw net.core.somaxconn=128")
+	g := servertest.Start(t, servertest.WithRealServerSSH(server.RealServerSSH{SSHConfig: arpguard.SSHConfig{User: "root",
+		Signers: []ssh.Signer{b.Signer}, KnownHostsFile: b.KnownHosts(t, b.HostKey), Dial: b.Dial, Timeout: 30 * time.Second,
+		Paths: arpguard.DefaultPaths().UnderRoot(t.TempDir())}}))
+	run := func(verb string, role auth.Role) (cliRun, []arpguard.TuneResult) {
+		t.Helper()
+		r := runRealserverCLI(t, t.TempDir(), "tune", verb, "--server", g.URL, "--token", g.Tokens[role], "--rip", sshtest.RIP, "--json")
+		var rs []arpguard.TuneResult
+		if role == auth.Admin && (json.Unmarshal([]byte(r.stdout), &rs) != nil || len(rs) != 1) {
+			t.Fatalf("tune %s --server: %+v", verb, r)
+		}
+		return r, rs
+	}
+	finding := func(r arpguard.TuneResult, setting string) tune.Finding {
+		t.Helper()
+		for _, f := range r.Findings {
+			if f.Setting == setting {
+				return f
+			}
+		}
+		t.Fatalf("no %s in %+v", setting, r.Findings)
+		return tune.Finding{}
+	}
+	r, rs := run("check", auth.Admin)
+	if r.code != exitFail || rs[0].State != arpguard.StateDrift {
+		t.Fatalf("check: exit %d, %+v", r.code, rs[0].Result)
+	}
+	if f := finding(rs[0], "fs.file-max"); f.Current != "65536" || f.Status != tune.Change || f.Source != "Documentation/admin-guide/sysctl/fs.rst" {
+		t.Errorf("check: fs.file-max %+v", f)
+	}
+	r, rs = run("push", auth.Admin)
+	if r.code != exitOK || rs[0].State != arpguard.StatePrepared {
+		t.Errorf("push: exit %d, %+v", r.code, rs[0].Result)
+	}
+	if got := b.HostSysctl(t, "fs.file-max"); got != "2097152" {
+		t.Errorf("fs.file-max after push: %s, want 2097152", got)
+	}
+	if got := strings.TrimSpace(b.InRS(t, "sysctl -n net.core.somaxconn")); got != "4096" {
+		t.Errorf("somaxconn in the namespace after push: %s, want 4096", got)
+	}
+	for _, f := range rs[0].Findings {
+		if f.Kind == tune.KindSysctl && f.Status == tune.Change {
+			t.Errorf("after push: %+v", f)
+		}
+	}
+	r, rs = run("undo", auth.Admin)
+	if r.code != exitOK || rs[0].State != arpguard.StateUndone {
+		t.Fatalf("undo: exit %d, %+v", r.code, rs[0].Result)
+	}
+	if got := b.HostSysctl(t, "fs.file-max"); got != "65536" {
+		t.Errorf("fs.file-max after undo: %s, want 65536", got)
+	}
+	if got := strings.TrimSpace(b.InRS(t, "sysctl -n net.core.somaxconn")); got != "128" {
+		t.Errorf("somaxconn after undo: %s, want 128", got)
+	}
+	if r, _ := run("push", auth.Operator); r.code != exitFail || !strings.Contains(r.stderr, "admin") {
+		t.Errorf("push as an operator: %+v", r)
+	}
+	if got := b.HostSysctl(t, "fs.file-max"); got != "65536" {
+		t.Errorf("fs.file-max after an operator's refused push: %s", got)
+	}
+	for _, action := range []string{"realserver tune check", "realserver tune push", "realserver tune undo"} {
+		es, err := g.Store.Audit(context.Background(), store.AuditFilter{Action: action})
+		if err != nil || len(es) != 1 || es[0].Actor != "admin" || es[0].Target != sshtest.RIP+":22" || es[0].Detail == "" {
+			t.Errorf("audit %q: %+v, err %v", action, es, err)
+		}
+	}
+	es, _ := g.Store.Audit(context.Background(), store.AuditFilter{Action: "realserver tune push"})
+	if len(es) == 1 && !strings.Contains(es[0].Detail, "settings changed") {
+		t.Errorf("the push's audit detail says nothing of its changes: %q", es[0].Detail)
 	}
 }

@@ -32,7 +32,8 @@ type serveFlags struct {
 	retainDays, retainMB         int
 	trustedProxies, trustedOrigs string
 	ssh                          serveSSHFlags
-	proxies                      []netip.Prefix // trustedProxies, parsed
+	proxies                      []netip.Prefix          // trustedProxies, parsed
+	killAt                       redundancy.TakeoverStep // the fault matrix's (env IPVSCTL_FAULT_KILL_AT): serve_faults.go
 	fs                           *flag.FlagSet
 }
 
@@ -139,6 +140,9 @@ func parseServeFlags(env *cliEnv, args []string) (f *serveFlags, g *globalFlags,
 		fmt.Fprintln(env.stderr, "ipvsctl serve: give --tls-cert with --tls-key, or --tls-self-signed, or --plain-http")
 		return nil, nil, exitUsage, false
 	}
+	if f.killAt, ok = faultKillAt(env); !ok {
+		return nil, nil, exitUsage, false
+	}
 	for _, s := range splitList(f.trustedProxies) {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
@@ -167,7 +171,9 @@ func newServeParts(ctx context.Context, cfg server.Config, st *store.Store, f *s
 	p.core = server.New(cfg)
 	p.daemon = daemon.New(p.core, st, log)
 	p.daemon.Interval = f.interval
-	redundancy.Attach(p.daemon, redundancy.Hooks{Peer: func(url, token, fp string) (server.Peer, error) { return client.NewPeer(url, token, fp) }})
+	redundancy.Attach(p.daemon, redundancy.Hooks{Peer: func(url, token, fp string) (server.Peer, error) { return client.NewPeer(url, token, fp) },
+		AtStep: killAtStep(f.killAt, log)})
+	p.daemon.Directors = func(url, token, fp string) (daemon.NodeReader, error) { return client.NewPeer(url, token, fp) }
 	context.AfterFunc(ctx, p.core.EndLongPolls) // a peer's long poll must not hold up the shutdown
 	p.metrics = metrics.New(p.core)
 	p.daemon.OnReconcile(p.metrics.Reconciled)

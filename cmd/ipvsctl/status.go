@@ -48,6 +48,9 @@ func printStatus(env *cliEnv, v *server.StatusView) {
 			fmt.Fprintf(env.stdout, "Replication: %s\n", replicationLine(v.Redundancy.Replication))
 		}
 	}
+	if v.BGP != nil {
+		fmt.Fprintf(env.stdout, "BGP: %s\n", bgpLine(v.BGP))
+	}
 	fmt.Fprintf(env.stdout, "IP Virtual Server table: %d services (timeouts tcp %ds, tcpfin %ds, udp %ds)\n",
 		len(v.Services), v.Timeouts.TCP, v.Timeouts.TCPFin, v.Timeouts.UDP)
 	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)

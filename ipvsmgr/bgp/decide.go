@@ -36,6 +36,9 @@ type Decision struct {
 	Prefix   netip.Prefix `json:"prefix"`
 	Announce bool         `json:"announce"`
 	Reason   string       `json:"reason,omitempty"`
+	// Prepend is how many more times the director's AS is in the route's
+	// path (node drain's de-preference); 0 for the plain path.
+	Prepend int `json:"prepend,omitempty"`
 }
 
 // Decide says for each VIP whether to announce it: while the director can
@@ -96,30 +99,36 @@ func Services(d *ipvsmgr.Desired, effective *ipvsmgr.Table) []Service {
 			sorry[p.Service] = p.Dest.Key
 		}
 	}
+	vips := vipsOf(d)
+	var out []Service
+	for _, s := range effective.Services {
+		if vip, ok := vipOf(d, s.Key, vips); ok {
+			out = append(out, service(d, s, vip, quorum, sorry))
+		}
+	}
+	return out
+}
+
+func vipsOf(d *ipvsmgr.Desired) map[netip.Addr]bool {
 	vips := map[netip.Addr]bool{}
 	for _, v := range d.VIPs {
 		vips[v.Addr] = true
 	}
-	var out []Service
-	for _, s := range effective.Services {
-		vip := s.Key.Addr
-		if !vip.IsValid() || !vips[vip] {
-			continue // a fwmark service's VIP is found through its name below
-		}
-		out = append(out, service(d, s, vip, quorum, sorry))
+	return vips
+}
+
+// vipOf is the VIP a service is announced by: its address, or for a fwmark
+// service the address its mark rules match.
+func vipOf(d *ipvsmgr.Desired, k ipvsmgr.ServiceKey, vips map[netip.Addr]bool) (netip.Addr, bool) {
+	if k.FWMark == 0 {
+		return k.Addr, k.Addr.IsValid() && vips[k.Addr]
 	}
-	for _, s := range effective.Services {
-		if s.Key.FWMark == 0 {
-			continue
-		}
-		for _, m := range d.Marks {
-			if m.Mark == s.Key.FWMark && vips[m.Addr] {
-				out = append(out, service(d, s, m.Addr, quorum, sorry))
-				break
-			}
+	for _, m := range d.Marks {
+		if m.Mark == k.FWMark && vips[m.Addr] {
+			return m.Addr, true
 		}
 	}
-	return out
+	return netip.Addr{}, false
 }
 
 func service(d *ipvsmgr.Desired, s *ipvsmgr.VirtualService, vip netip.Addr, quorum map[ipvsmgr.ServiceKey]int, sorry map[ipvsmgr.ServiceKey]ipvsmgr.DestKey) Service {

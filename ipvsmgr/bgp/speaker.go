@@ -41,6 +41,9 @@ type Speaker struct {
 
 	mu        sync.Mutex
 	announced map[netip.Prefix]uuid.UUID
+	// prepend is how many times the director's AS is put in front of its
+	// routes' AS path beside the one eBGP adds (node drain's de-preference).
+	prepend int
 }
 
 // Start runs a BGP speaker with cfg's peers; it announces nothing until Announce.
@@ -114,21 +117,11 @@ func (sp *Speaker) Announce(prefixes []netip.Prefix) error {
 		if _, ok := sp.announced[p]; ok {
 			continue
 		}
-		path, err := sp.path(p)
-		if err != nil {
+		if err := sp.add(p); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		res, err := sp.s.AddPath(apiutil.AddPathRequest{Paths: []*apiutil.Path{path}})
-		if err == nil && len(res) == 1 && res[0].Error != nil {
-			err = res[0].Error
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("announce %s: %w", p, err))
-			continue
-		}
-		sp.announced[p] = res[0].UUID
-		sp.log.Info("BGP: announced", "prefix", p.String())
+		sp.log.Info("BGP: announced", "prefix", p.String(), "prepend", sp.prepend)
 	}
 	for p := range sp.announced {
 		if !want[p] {
@@ -138,6 +131,57 @@ func (sp *Speaker) Announce(prefixes []netip.Prefix) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// SetPrepend re-announces every route with the director's AS n more times
+// in front of its AS path (0: the plain path), so that the routers prefer
+// the other directors' paths to the same VIPs and keep this one as a
+// fallback: node drain's de-preference.
+func (sp *Speaker) SetPrepend(n int) error {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if n == sp.prepend {
+		return nil
+	}
+	sp.prepend = n
+	var errs []error
+	for p := range sp.announced {
+		if err := sp.add(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		sp.log.Info("BGP: AS path prepend", "times", n, "routes", len(sp.announced))
+	}
+	return errors.Join(errs...)
+}
+
+// Prepend is how many times the director's AS is prepended now.
+func (sp *Speaker) Prepend() int {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return sp.prepend
+}
+
+// add announces p with the current attributes (replacing the route of p
+// announced before, if any); the caller holds mu.
+func (sp *Speaker) add(p netip.Prefix) error {
+	path, err := sp.path(p)
+	if err != nil {
+		return err
+	}
+	res, err := sp.s.AddPath(apiutil.AddPathRequest{Paths: []*apiutil.Path{path}})
+	if err == nil && len(res) == 1 && res[0].Error != nil {
+		err = res[0].Error
+	}
+	if err == nil && len(res) != 1 {
+		err = fmt.Errorf("GoBGP answered %d results for one path", len(res))
+	}
+	if err != nil {
+		return fmt.Errorf("announce %s: %w", p, err)
+	}
+	sp.announced[p] = res[0].UUID
+	return nil
 }
 
 func (sp *Speaker) withdraw(p netip.Prefix) error {
@@ -161,6 +205,13 @@ func (sp *Speaker) path(p netip.Prefix) (*apiutil.Path, error) {
 		return nil, fmt.Errorf("route for %s: %w", p, err)
 	}
 	attrs := []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(bgp.BGP_ORIGIN_ATTR_TYPE_IGP)}
+	if sp.prepend > 0 {
+		as := make([]uint32, sp.prepend)
+		for i := range as {
+			as[i] = uint32(sp.cfg.Settings.ASN)
+		}
+		attrs = append(attrs, bgp.NewPathAttributeAsPath([]bgp.AsPathParamInterface{bgp.NewAs4PathParam(bgp.BGP_ASPATH_ATTR_TYPE_SEQ, as)}))
+	}
 	fam := bgp.RF_IPv4_UC
 	if p.Addr().Is4() {
 		nh, err := bgp.NewPathAttributeNextHop(netip.IPv4Unspecified())

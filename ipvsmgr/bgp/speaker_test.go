@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"strings"
@@ -95,4 +96,59 @@ func TestStartRefusesAMissingRouterID(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "router-id") {
 		t.Fatalf("err = %v, want one naming --router-id", err)
 	}
+}
+
+// Drain's de-preference: the router sees the director's AS prepended on the
+// routes already announced and on one announced after, and the plain path
+// again when the prepend is taken off.
+func TestSpeakerPrependsItsASAtARealPeer(t *testing.T) {
+	r := bgptest.StartRouter(t)
+	ctx := context.Background()
+	cfg := Config{
+		Settings: ipvsmgr.BGP{ASN: 65001, Peers: []ipvsmgr.BGPPeer{{Address: "127.0.0.2", Port: r.Port, ASN: 65000, HoldTime: 9}}},
+		RouterID: netip.MustParseAddr("198.18.0.1"),
+		Source:   netip.MustParseAddr("127.0.0.1"),
+	}
+	sp, err := Start(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Stop(ctx, 0)
+	asPath := func(prefix string) string {
+		p, ok := r.ASPath(t, prefix)
+		if !ok {
+			return "none"
+		}
+		return fmt.Sprint(p)
+	}
+	waitPath := func(prefix, want string) {
+		t.Helper()
+		waitFor(t, prefix+" with AS path "+want, func() bool { return asPath(prefix) == want })
+	}
+	if err := sp.Announce([]netip.Prefix{netip.MustParsePrefix("198.18.0.100/32")}); err != nil {
+		t.Fatal(err)
+	}
+	waitPath("198.18.0.100/32", "[65001]")
+	if err := sp.SetPrepend(3); err != nil {
+		t.Fatal(err)
+	}
+	waitPath("198.18.0.100/32", "[65001 65001 65001 65001]")
+	if err := sp.Announce([]netip.Prefix{netip.MustParsePrefix("198.18.0.100/32"), netip.MustParsePrefix("198.18.0.101/32")}); err != nil {
+		t.Fatal(err)
+	}
+	waitPath("198.18.0.101/32", "[65001 65001 65001 65001]")
+	if got := sp.Prepend(); got != 3 {
+		t.Errorf("Prepend() = %d, want 3", got)
+	}
+	if err := sp.SetPrepend(0); err != nil {
+		t.Fatal(err)
+	}
+	waitPath("198.18.0.100/32", "[65001]")
+	waitPath("198.18.0.101/32", "[65001]")
+	// A withdrawal still takes the route away.
+	if err := sp.Announce(nil); err != nil {
+		t.Fatal(err)
+	}
+	waitPath("198.18.0.100/32", "none")
+	waitPath("198.18.0.101/32", "none")
 }

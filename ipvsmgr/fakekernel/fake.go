@@ -78,6 +78,18 @@ func (k *Kernel) SetActive(svc ipvsmgr.ServiceKey, dst ipvsmgr.DestKey, n uint32
 	}
 }
 
+// AddConns counts n more connections scheduled by a service (as traffic
+// would: the kernel's conns counter).
+func (k *Kernel) AddConns(svc ipvsmgr.ServiceKey, n uint64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, s := range k.table.Services {
+		if s.Key == svc {
+			s.Stats.Conns += n
+		}
+	}
+}
+
 // Apply applies ops one by one, as the kernel does with a batch.
 func (k *Kernel) Apply(_ context.Context, ops []ipvsmgr.Op) []error {
 	k.mu.Lock()

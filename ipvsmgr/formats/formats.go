@@ -1,6 +1,6 @@
 // Package formats reads and writes the desired state in the formats of the
 // tools ipvsctl replaces: ipvsadm's save format, Piranha's lvs.cf,
-// keepalived.conf (import only) and ipvsctl's own JSON document.
+// keepalived.conf and ipvsctl's own JSON document.
 //
 // Importers map what the model can hold and keep everything else in
 // State.Imported with its line and scope, so nothing is silently dropped. An
@@ -50,7 +50,7 @@ func (e *ParseError) Error() string {
 // Formats lists the formats Import and Export take.
 func Formats() (importable, exportable []string) {
 	return []string{FormatJSON, FormatIpvsadm, FormatLVSCF, FormatKeepalived},
-		[]string{FormatJSON, FormatIpvsadm, FormatLVSCF}
+		[]string{FormatJSON, FormatIpvsadm, FormatLVSCF, FormatKeepalived}
 }
 
 // Options change how an import reads its input.
@@ -247,7 +247,7 @@ func CheckReplace(current, next *ipvsmgr.State, allowEmpty bool) error {
 	return fmt.Errorf("the import has no virtual services and would remove all %d stored ones (--allow-empty to do that)", len(current.Services))
 }
 
-// Export writes st in format (json | ipvsadm | lvs.cf).
+// Export writes st in format (json | ipvsadm | lvs.cf | keepalived).
 func Export(format string, st *ipvsmgr.State, w io.Writer) error {
 	if st == nil {
 		return errors.New("export: no state")
@@ -260,8 +260,10 @@ func Export(format string, st *ipvsmgr.State, w io.Writer) error {
 		err = exportIpvsadm(st, w)
 	case FormatLVSCF:
 		err = exportLVSCF(st, w)
+	case FormatKeepalived:
+		err = exportKeepalived(st, w)
 	default:
-		return fmt.Errorf("export: unknown format %q (want json, ipvsadm or lvs.cf)", format)
+		return fmt.Errorf("export: unknown format %q (want json, ipvsadm, lvs.cf or keepalived)", format)
 	}
 	if err != nil {
 		return fmt.Errorf("export %s: %w", format, err)

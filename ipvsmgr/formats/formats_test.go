@@ -171,14 +171,14 @@ func TestFormats(t *testing.T) {
 	if d := cmp.Diff([]string{"json", "ipvsadm", "lvs.cf", "keepalived"}, in); d != "" {
 		t.Error(d)
 	}
-	if d := cmp.Diff([]string{"json", "ipvsadm", "lvs.cf"}, out); d != "" {
+	if d := cmp.Diff([]string{"json", "ipvsadm", "lvs.cf", "keepalived"}, out); d != "" {
 		t.Error(d)
 	}
 	if _, err := Import("yaml", strings.NewReader("")); err == nil || !strings.Contains(err.Error(), `"yaml"`) {
 		t.Errorf("unknown import format: %v", err)
 	}
-	if err := Export("keepalived", &ipvsmgr.State{}, &bytes.Buffer{}); err == nil {
-		t.Error("keepalived export: want an error")
+	if err := Export("yaml", &ipvsmgr.State{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), `"yaml"`) {
+		t.Errorf("unknown export format: %v", err)
 	}
 }
 

@@ -140,5 +140,10 @@ func FuzzImportKeepalived(f *testing.F) {
 		}
 		reexport(t, FormatIpvsadm, st)
 		reexport(t, FormatJSON, st)
+		// What exports to keepalived imports back to the same document.
+		var out bytes.Buffer
+		if err := Export(FormatKeepalived, st, &out); err == nil {
+			roundTrip(t, FormatKeepalived, st)
+		}
 	})
 }

@@ -210,6 +210,11 @@ func (p *kaParser) block(parent *kaNode, depth int) ([]*kaNode, error) {
 			return nil, p.lx.errf(t.line, "{ opens a block with no keyword before it")
 		}
 		n := &kaNode{line: t.line, start: lineStart(p.lx.data, t.start), src: p.lx.data}
+		if len(bytes.Trim(p.lx.data[n.start:t.start], " \t\r\f\v")) > 0 {
+			// Not the first thing on its line (`real_server A { TCP_CHECK
+			// {...} }`): its text starts at its keyword.
+			n.start = t.start
+		}
 		for t.kind == 'w' {
 			n.words = append(n.words, t)
 			if t, err = p.next(); err != nil {

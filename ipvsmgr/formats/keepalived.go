@@ -26,6 +26,11 @@ type kaImporter struct {
 	st     *ipvsmgr.State
 	lines  lineIndex
 	groups map[string]*kaGroup
+	// used are the groups a virtual_server names: their services carry
+	// the group's name (Service.Group), so their text is not kept.
+	used map[string]bool
+	// trackFiles are the track_file blocks, by name, for FILE_CHECK.
+	trackFiles map[string]*kaNode
 }
 
 func (k *kaImporter) errf(line int, format string, args ...any) error {
@@ -68,6 +73,15 @@ func parseKeepalived(data []byte, im *importer) (*ipvsmgr.State, lineIndex, erro
 	}
 	// keepalived links a virtual_server to its group once all is read: a
 	// group may come after the virtual_server that names it.
+	k.used, k.trackFiles = map[string]bool{}, map[string]*kaNode{}
+	for _, n := range nodes {
+		if n.word(0) == "virtual_server" && n.word(1) == "group" {
+			k.used[n.word(2)] = true
+		}
+		if (n.word(0) == "track_file" || n.word(0) == "vrrp_track_file") && n.block && k.trackFiles[n.word(1)] == nil {
+			k.trackFiles[n.word(1)] = n
+		}
+	}
 	for _, n := range nodes {
 		if n.word(0) == "virtual_server_group" {
 			if err := k.group(n); err != nil {
@@ -95,7 +109,11 @@ func (k *kaImporter) topLevel(n *kaNode) error {
 	case kw == "virtual_server":
 		return k.virtualServer(n)
 	case kw == "virtual_server_group":
-		k.keep("", n) // read first; kept as written, for the way back
+		// Read first. A group no virtual_server names is kept as written;
+		// a named one lives on in its services' group.
+		if !k.used[n.word(1)] {
+			k.keep("", n)
+		}
 		return nil
 	case kaTopLevel[kw], strings.HasPrefix(kw, "$"), strings.HasPrefix(kw, "@"):
 		// A definition ($NAME=value) or a line for one configuration id

@@ -39,6 +39,8 @@ var kaCheckers = map[string]struct {
 	"DNS_CHECK":  {"dns", 3},
 	"UDP_CHECK":  {"send_expect", 1},
 	"SMTP_CHECK": {"smtp", 1},
+	"PING_CHECK": {"ping", 1},
+	"FILE_CHECK": {"file", 0}, // read by fileCheck: no timing of its own
 }
 
 // kaCheckerKeywords are what keepalived knows inside each checker block
@@ -55,6 +57,8 @@ var kaCheckerKeywords = func() map[string]map[string]bool {
 		"DNS_CHECK":  words(common + "type name"),
 		"UDP_CHECK":  words(common + "payload require_reply min_reply_length max_reply_length"),
 		"SMTP_CHECK": words(common + "helo_name host"),
+		"PING_CHECK": words(common),
+		"FILE_CHECK": words("track_file weight"),
 	}
 }()
 
@@ -64,7 +68,7 @@ var kaURLKeywords = words("path digest status_code virtualhost regex regex_no_ma
 
 // kaOtherCheckers are keepalived's checkers with no ipvsctl check yet: kept
 // whole.
-var kaOtherCheckers = words("PING_CHECK FILE_CHECK BFD_CHECK")
+var kaOtherCheckers = words("BFD_CHECK")
 
 // kaDropped is a checker keepalived ignores with a warning (an HTTP_GET
 // with no url, a MISC_CHECK with no script): neither mapped nor kept.
@@ -74,7 +78,7 @@ var kaDropped = &kaCheck{}
 // and a real_server set for the checkers under them.
 type kaCheckSettings struct {
 	delayLoop, connectTimeout, retry *kaNode
-	delayBeforeRetry                 *kaNode
+	delayBeforeRetry, warmup         *kaNode
 	inhibit, virtualhost             *kaNode
 	alpha                            bool
 }
@@ -91,6 +95,8 @@ func (s *kaCheckSettings) setting(c *kaNode) bool {
 		s.retry = c
 	case "delay_before_retry":
 		s.delayBeforeRetry = c
+	case "warmup":
+		s.warmup = c
 	case "inhibit_on_failure":
 		s.inhibit = c
 	case "virtualhost":
@@ -128,6 +134,9 @@ func (k *kaImporter) checker(scope string, n *kaNode, inherited kaCheckSettings)
 	kind, ok := kaCheckers[n.word(0)]
 	if !ok {
 		return nil, nil
+	}
+	if kind.typ == "file" {
+		return k.fileCheck(scope, n)
 	}
 	r := &kaChecker{k: k, n: n, typ: kind.typ, scope: scope + " " + n.header(), s: inherited,
 		c: &ipvsmgr.Check{Type: kind.typ}, lines: map[string]int{"": n.line, "type": n.line}}
@@ -397,6 +406,11 @@ func (k *kaImporter) timing(c *ipvsmgr.Check, defaultRetry int, s kaCheckSetting
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 			return 0, 0, k.errf(n.line, "%s %q: want a number of seconds", n.word(0), v)
 		}
+		if f < 0.000001 && n.word(0) != "warmup" {
+			// keepalived's timers are 0.000001 s at least.
+			k.warnf(n.line, "%s %s invalid - ignoring", n.word(0), v)
+			return def, line, nil
+		}
 		return f, n.line, nil
 	}
 	var err error
@@ -420,6 +434,17 @@ func (k *kaImporter) timing(c *ipvsmgr.Check, defaultRetry int, s kaCheckSetting
 			c.FastInterval = 0
 			delete(lines, "fast_interval")
 		}
+	}
+	if s.warmup != nil {
+		// keepalived's default warmup is the delay_loop, as ipvsctl's.
+		w, l, err := seconds(s.warmup, 0)
+		if err != nil {
+			return err
+		}
+		if w < 0 {
+			return k.errf(s.warmup.line, "warmup %q: want a number of seconds", s.warmup.word(1))
+		}
+		c.Warmup, lines["warmup"] = &w, l
 	}
 	retry := defaultRetry
 	lines["fall"] = line

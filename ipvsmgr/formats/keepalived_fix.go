@@ -108,6 +108,10 @@ func (k *kaImporter) service(v *kaVS, t kaTarget) error {
 	svc := v.svc
 	svc.SchedulerFlags = slices.Clone(v.svc.SchedulerFlags)
 	svc.Address, svc.Port, svc.FWMark = t.addr, t.port, t.fwmark
+	if v.group != nil {
+		svc.Group = v.group.name
+		lines[field+".group"] = v.n.line
+	}
 	if t.fwmark > 0 {
 		svc.Protocol = ""
 		delete(lines, field+".protocol")
@@ -136,6 +140,8 @@ func (k *kaImporter) service(v *kaVS, t kaTarget) error {
 		if err := k.quorum(&svc, v, field, label, weights, lines); err != nil {
 			return err
 		}
+	} else {
+		k.keepHysteresis(v)
 	}
 	for f, l := range lines {
 		k.lines[f] = l
@@ -281,9 +287,14 @@ func (k *kaImporter) quorum(svc *ipvsmgr.Service, v *kaVS, field, label string, 
 		k.warnf(n.line, "Warning - quorum %d for %s exceeds total weight of real servers %d, reducing quorum to %d", q, label, total, total)
 		q = total
 	}
+	h := -1
 	if v.hyst != nil {
-		if h, err := strconv.Atoi(v.hyst.word(1)); err == nil && h >= q && q > 0 {
-			k.warnf(v.hyst.line, "%s: hysteresis %d >= quorum %d; setting hysteresis to %d", label, h, q, q-1)
+		if hv, err := strconv.Atoi(v.hyst.word(1)); err == nil && hv >= 0 {
+			h = hv
+			if h >= q && q > 0 {
+				k.warnf(v.hyst.line, "%s: hysteresis %d >= quorum %d; setting hysteresis to %d", label, h, q, q-1)
+				h = q - 1
+			}
 		}
 	}
 	w := 0
@@ -291,17 +302,39 @@ func (k *kaImporter) quorum(svc *ipvsmgr.Service, v *kaVS, field, label string, 
 		sw := svc.Servers[i].EffectiveWeight()
 		if i > 0 && sw != w || sw <= 0 {
 			k.keep(v.scope, n)
+			k.keepHysteresis(v)
 			return nil
 		}
 		w = sw
 	}
 	if w == 0 {
 		k.keep(v.scope, n)
+		k.keepHysteresis(v)
 		return nil
 	}
-	if count := (q + w - 1) / w; count > 1 {
+	count := (q + w - 1) / w
+	if count > 1 {
 		svc.Quorum = count
 		lines[field+".quorum"] = n.line
 	}
+	// keepalived's hysteresis is in weights: in servers when the quorum
+	// and it are whole numbers of the servers' one weight.
+	switch {
+	case h < 0:
+		k.keepHysteresis(v)
+	case h > 0 && (q%w != 0 || h%w != 0):
+		k.keepHysteresis(v)
+	case h > 0:
+		svc.Hysteresis = h / w
+		lines[field+".hysteresis"] = v.hyst.line
+	}
 	return nil
+}
+
+// keepHysteresis keeps a hysteresis that is not mapped, once per block.
+func (k *kaImporter) keepHysteresis(v *kaVS) {
+	if v.hyst != nil && !v.hystKept {
+		v.hystKept = true
+		k.keep(v.scope, v.hyst)
+	}
 }

@@ -296,8 +296,13 @@ func TestKeepalivedGroupsAndIncludes(t *testing.T) {
 		rep.Warnings[2].File != "/etc/ka/conf.d/sub/vs.conf" || rep.Warnings[2].Line != 4 {
 		t.Errorf("warnings: %+v", rep.Warnings)
 	}
-	if len(st.Imported) != 1 || st.Imported[0].Key != "virtual_server_group G" || st.Imported[0].Scope != "in /etc/ka/conf.d/a.conf" || st.Imported[0].Line != 1 {
-		t.Errorf("the group is kept, with its file and line: %+v", st.Imported)
+	for _, s := range st.Services {
+		if s.Group != "G" {
+			t.Errorf("%s:%d/%d: group %q, want G", s.Address, s.Port, s.FWMark, s.Group)
+		}
+	}
+	if len(st.Imported) != 0 {
+		t.Errorf("a group its services name is not kept as text: %+v", st.Imported)
 	}
 	// An error in an included file names the file and its line.
 	files["/etc/ka/conf.d/sub/vs.conf"] = "virtual_server group G {\n  lb_kind FAST\n}\n"

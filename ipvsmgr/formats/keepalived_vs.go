@@ -47,19 +47,20 @@ func (t kaTarget) String() string {
 
 // kaVS is a virtual_server block as read, before it is made into services.
 type kaVS struct {
-	n       *kaNode
-	scope   string
-	group   *kaGroup
-	svc     ipvsmgr.Service // the settings every target shares
-	fields  map[string]int  // field -> line, for the settings set
-	weight  int             // the servers' default weight
-	proto   *kaNode
-	sorry   *kaNode
-	quorum  *kaNode
-	hyst    *kaNode
-	servers []*kaRS
-	checks  kaCheckSettings
-	tunnel  kaTunnel // of lvs_method TUN, for the servers that inherit it
+	n        *kaNode
+	scope    string
+	group    *kaGroup
+	svc      ipvsmgr.Service // the settings every target shares
+	fields   map[string]int  // field -> line, for the settings set
+	weight   int             // the servers' default weight
+	proto    *kaNode
+	sorry    *kaNode
+	quorum   *kaNode
+	hyst     *kaNode
+	hystKept bool // the hysteresis is in imported (once for the block)
+	servers  []*kaRS
+	checks   kaCheckSettings
+	tunnel   kaTunnel // of lvs_method TUN, for the servers that inherit it
 }
 
 // kaRS is a real_server block as read.
@@ -227,8 +228,7 @@ func (k *kaImporter) vsStatement(v *kaVS, c *kaNode) error {
 	case "quorum":
 		v.quorum = c
 	case "hysteresis":
-		v.hyst = c
-		k.keep(v.scope, c)
+		v.hyst = c // mapped with the quorum (keepalived_fix.go), else kept
 	case "alpha":
 		v.checks.alpha = true
 	default:

@@ -146,7 +146,8 @@ func (p *lvsParser) parseLine(text string) error {
 	if ok {
 		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
 	} else {
-		// Piranha's own reader also takes `key value`.
+		// Piranha's reader wants `key = value`; `key value` is read as
+		// ipvsctl always has, and the key is still checked below.
 		key = words[0]
 		value = strings.TrimSpace(text[len(key):])
 	}
@@ -154,6 +155,9 @@ func (p *lvsParser) parseLine(text string) error {
 		return p.errf("want KEY = VALUE, got %q", text)
 	}
 	b := p.top()
+	if ok, err := p.knownKey(b, key); !ok {
+		return err
+	}
 	switch {
 	case b == nil:
 		return p.global(key, value)
@@ -374,7 +378,8 @@ func (p *lvsParser) virtualKey(b *lvsBlock, key, value string) error {
 		}
 		b.health[key] = &ipvsmgr.ImportedKey{Source: FormatLVSCF, Line: p.line, Scope: b.scope(nil), Key: key, Value: value}
 	default:
-		// expect_program, sorry_server, load_monitor, vip_nmask...
+		// sorry_server, load_monitor, vip_nmask... (knownKey let only
+		// Piranha's keys through)
 		p.keep(b.scope(nil), key, value)
 	}
 	return nil

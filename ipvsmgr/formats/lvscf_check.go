@@ -197,8 +197,8 @@ func lvsCheckProblems(svc *ipvsmgr.Service, f string, bad func(string, ...any)) 
 	if svc.SorryServer != nil {
 		bad("%s.sorry_server: lvs.cf has no sorry server", f)
 	}
-	if svc.Quorum > 1 {
-		bad("%s.quorum: lvs.cf has no quorum", f)
+	if svc.Quorum > 1 || svc.Hysteresis > 0 {
+		bad("%s.quorum: lvs.cf has no quorum or hysteresis", f)
 	}
 	c := svc.Check
 	if c == nil {
@@ -219,8 +219,8 @@ func lvsCheckProblems(svc *ipvsmgr.Service, f string, bad func(string, ...any)) 
 	if c.Address != "" || c.Port != 0 && svc.FWMark == 0 {
 		bad("%s: lvs.cf checks the real server's own address and port", cf)
 	}
-	if c.SlowStart != nil || c.StartHealthy != nil || c.DynamicWeight != nil {
-		bad("%s: lvs.cf has no slow_start, start_healthy or dynamic_weight", cf)
+	if c.SlowStart != nil || c.StartHealthy != nil || c.DynamicWeight != nil || c.Warmup != nil {
+		bad("%s: lvs.cf has no slow_start, start_healthy, dynamic_weight or warmup", cf)
 	}
 	if c.Protocol == "udp" && svc.Protocol != "udp" || c.Protocol == "tcp" && svc.Protocol == "udp" {
 		bad("%s.protocol: nanny checks with the service's protocol", cf)

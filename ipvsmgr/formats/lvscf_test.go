@@ -56,7 +56,6 @@ virtual web {
      server a {
          address = 198.18.1.11
          port = 8080
-         nmask = 255.255.255.255
      }
 }
 `))
@@ -85,7 +84,6 @@ virtual web {
         active = 1
         port = 8080
         weight = 1
-        nmask = 255.255.255.255
     }
 }
 virtual vs1 {

@@ -60,6 +60,8 @@ type Result struct {
 	// Percent is the share of the configured weight an agent asked for
 	// (-1: none).
 	Percent int
+	// Delta is what a file check adds to the configured weight.
+	Delta int
 }
 
 func pass(reason string) Result {
@@ -102,6 +104,10 @@ func (c *Checker) Run(ctx context.Context, spec *ipvsmgr.CheckSpec) Result {
 		r = checkAgent(ctx, spec)
 	case "smtp":
 		r = checkSMTP(ctx, spec)
+	case "ping":
+		r = checkPing(ctx, spec)
+	case "file":
+		r = checkFile(spec)
 	case "none", "":
 		r = pass("no check")
 	default:

@@ -109,6 +109,7 @@ type probe struct {
 	lastAt  time.Time
 	fault   string
 	dynamic int // exec dynamic weight, -1 none
+	delta   int // what a file check adds to each member's weight
 	percent int // agent percentage, -1 none
 	changes []time.Time
 	members map[ipvsmgr.ServerRef]*member
@@ -166,9 +167,10 @@ func NewRunner(cfg Config) *Runner {
 // Update makes the runner check exactly checks (Desired.Checks of a newly
 // compiled state). A server whose check did not change keeps its health and
 // its schedule; the checks of servers no longer listed stop (a run under way
-// is cancelled). New checks start at a random point of their first interval
-// (after the slack: see probe.slack), so that a thousand new servers are
-// not all checked at once.
+// is cancelled). New checks start at a random point of their warmup (the
+// first interval unless the check says: keepalived's warmup), after the
+// slack (see probe.slack), so that a thousand new servers are not all
+// checked at once.
 func (r *Runner) Update(checks []ipvsmgr.ServerCheck) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -187,8 +189,11 @@ func (r *Runner) Update(checks []ipvsmgr.ServerCheck) {
 				p = &probe{key: key, spec: c.Spec, dynamic: -1, percent: -1, since: now, index: -1}
 				// Not within the slack of now: the first run is a batch's
 				// like any other, not the one under way.
-				slack := p.slack()
-				p.next = now.Add(slack + time.Duration(rand.Int64N(int64(max(c.Spec.Interval-slack, 1)))))
+				slack, warmup := p.slack(), c.Spec.Interval
+				if c.Spec.Warmup != nil {
+					warmup = *c.Spec.Warmup
+				}
+				p.next = now.Add(slack + time.Duration(rand.Int64N(int64(max(warmup-slack, 1)))))
 				heap.Push(&r.queue, p)
 			}
 			p.members, p.slowStart = map[ipvsmgr.ServerRef]*member{}, false
@@ -548,7 +553,7 @@ func (r *Runner) finishAt(ctx context.Context, p *probe, spec *ipvsmgr.CheckSpec
 // record runs the state machine on one result and returns the changes it
 // makes to the probe's members.
 func (r *Runner) record(p *probe, res Result, now time.Time) []Event {
-	from, fault, dynamic, percent := p.state, p.fault, p.dynamic, p.percent
+	from, fault, dynamic, percent, delta := p.state, p.fault, p.dynamic, p.percent, p.delta
 	p.last, p.lastAt = res, now
 	switch res.Outcome {
 	case Fault:
@@ -563,6 +568,7 @@ func (r *Runner) record(p *probe, res Result, now time.Time) []Event {
 		if res.Percent >= 0 {
 			p.percent = res.Percent
 		}
+		p.delta = res.Delta
 		if p.state == ipvsmgr.HealthUnknown || p.state == ipvsmgr.HealthDown && p.passes >= p.spec.Rise {
 			p.transition(ipvsmgr.HealthUp, res.Reason, now, r.flapWindow(p))
 		}
@@ -576,7 +582,7 @@ func (r *Runner) record(p *probe, res Result, now time.Time) []Event {
 	if from != p.state {
 		r.cfg.Log.Info("real server health changed", "target", p.spec.Target.String(), "from", from.String(), "to", p.state.String(), "reason", res.Reason)
 	}
-	if from == p.state && fault == p.fault && dynamic == p.dynamic && percent == p.percent && !p.slowStart && !p.joined {
+	if from == p.state && fault == p.fault && dynamic == p.dynamic && percent == p.percent && delta == p.delta && !p.slowStart && !p.joined {
 		return nil // as most results: no member's health can have changed
 	}
 	p.joined = false
@@ -625,7 +631,8 @@ func (m *member) in() bool {
 }
 
 // health is the server's state and weight at now: the configured weight,
-// replaced by an exec check's dynamic weight, scaled by an agent's
+// replaced by an exec check's dynamic weight, moved by a file check's
+// number (never below 0), scaled by an agent's
 // percentage, ramped during slow start.
 func (m *member) health(now time.Time) ipvsmgr.ServerHealth {
 	p := m.probe
@@ -634,6 +641,7 @@ func (m *member) health(now time.Time) ipvsmgr.ServerHealth {
 	if p.dynamic >= 0 {
 		w = int64(p.dynamic)
 	}
+	w = max(w+int64(p.delta), 0)
 	if p.percent >= 0 {
 		w = (w*int64(p.percent) + 50) / 100
 	}

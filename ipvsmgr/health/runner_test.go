@@ -71,9 +71,15 @@ type harness struct {
 	events []Event
 }
 
-func newHarness(t *testing.T, d *ipvsmgr.Desired) *harness {
+func newHarness(t *testing.T, d *ipvsmgr.Desired) *harness { return newHarnessWith(t, d, nil) }
+
+// newHarnessWith runs check (nil: the script's) for the runner.
+func newHarnessWith(t *testing.T, d *ipvsmgr.Desired, check func(context.Context, *ipvsmgr.CheckSpec) Result) *harness {
 	h := &harness{t: t, clk: NewFakeClock(time.Unix(1_800_000_000, 0)), s: newScript(), results: make(chan struct{}, 1000)}
-	h.r = NewRunner(Config{Check: h.s.check, Clock: h.clk, Notify: func(e Event) {
+	if check == nil {
+		check = h.s.check
+	}
+	h.r = NewRunner(Config{Check: check, Clock: h.clk, Notify: func(e Event) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.events = append(h.events, e)

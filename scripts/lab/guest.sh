@@ -10,8 +10,10 @@
 #   director mgmt0 10.0.2.15: the VM's one NIC (QEMU user network), where the host's 127.0.0.1:3636 arrives
 #
 # Environment (from lab.sh): IPVSCTL_BIN, IPVSCTL_LAB_TRICKLE (scripts/lab/trickle, built), IPVSCTL_LAB_PASSWORD (the admin's), IPVSCTL_LAB_RATE (requests a
-# second per VIP, default 2), IPVSCTL_LAB_REQUESTS (the client's total per VIP, default 10000).
-# Output: "lab: ..." progress lines, then "LAB-READY TOKEN" once serve answers, then serve's log.
+# second per VIP, default 2), IPVSCTL_LAB_REQUESTS (the client's total per VIP, default 10000),
+# IPVSCTL_LAB_LOADTEST (SECONDS: run the load test of scripts/lab/loadtest.sh once the lab is ready).
+# Output: "lab: ..." progress lines, then "LAB-READY TOKEN" once serve answers, then serve's log (and the load
+# test's "LOADTEST ..." lines, ending with "LOADTEST-DONE").
 set -euo pipefail
 
 bin=${IPVSCTL_BIN:?IPVSCTL_BIN is not set (scripts/lab.sh sets it)}
@@ -98,18 +100,32 @@ in_ns director "$bin" apply -f "$here/state.json" | sed 's/^/lab: director: /'
 printf '%s\n' "$password" | in_ns director "$bin" user add admin --role admin --password-stdin | sed 's/^/lab: director: /'
 token=$(in_ns director "$bin" token create --user admin --name lab 2>/dev/null)
 
+# start_serve: `ipvsctl serve` in the director (restoring the stored state into the kernel), until it answers.
 # Plain HTTP: the lab's only way in is the VM's port forwarded to the host's loopback (see scripts/lab.sh).
-say "director: ipvsctl serve --listen :3636 --plain-http"
-in_ns director "$bin" serve --listen :3636 --plain-http --interval 5s 2>&1 &
-serve=$!
-for try in $(seq 120); do
-	in_ns director "$bin" --server http://127.0.0.1:3636 --token "$token" status >/dev/null 2>&1 && break
-	kill -0 "$serve" 2>/dev/null || { say "serve stopped before it answered"; exit 1; }
-	[ "$try" -lt 120 ] || { say "serve did not answer in 60 s"; exit 1; }
-	sleep 0.5
-done
+start_serve() {
+	say "director: ipvsctl serve --listen :3636 --plain-http"
+	# Not through in_ns (a function: its subshell's pid is not serve's): ip netns exec execs serve itself.
+	ip netns exec director "$bin" serve --listen :3636 --plain-http --interval 5s 2>&1 &
+	serve=$!
+	for try in $(seq 120); do
+		in_ns director "$bin" --server http://127.0.0.1:3636 --token "$token" status >/dev/null 2>&1 && return 0
+		kill -0 "$serve" 2>/dev/null || { say "serve stopped before it answered"; exit 1; }
+		[ "$try" -lt 120 ] || { say "serve did not answer in 60 s"; exit 1; }
+		sleep 0.5
+	done
+}
+# stop_serve: SIGTERM, and wait until it has gone (the kernel's table stays as it was).
+stop_serve() {
+	kill -TERM "$serve" 2>/dev/null || true
+	wait "$serve" 2>/dev/null || true
+}
+start_serve
 
 say "client: $rate requests a second to each VIP, $requests each at most"
 in_ns client "$trickle" -rate "$rate" -requests "$requests" http://198.18.0.100/ http://198.18.0.110/ &
 echo "LAB-READY $token"
+if [ -n "${IPVSCTL_LAB_LOADTEST:-}" ]; then
+	# shellcheck source=scripts/lab/loadtest.sh
+	. "$here/loadtest.sh"
+fi
 wait "$serve"

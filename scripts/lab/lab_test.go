@@ -185,13 +185,14 @@ func TestLab(t *testing.T) {
 // waitForLab waits for lab.sh to write lab.env (when the lab is ready) and returns its variables.
 func waitForLab(t *testing.T, labDir string, exited <-chan error, out *syncBuffer) map[string]string {
 	t.Helper()
-	deadline := time.After(240 * time.Second)
+	// lab.sh gives the guest 300 s once the VM boots; the build and the boot come first, slow on a busy machine.
+	deadline := time.After(480 * time.Second)
 	for {
 		select {
 		case err := <-exited:
 			t.Fatalf("lab.sh stopped before the lab was ready: %v\n%s", err, out.String())
 		case <-deadline:
-			t.Fatalf("the lab was not ready after 240 s:\n%s", out.String())
+			t.Fatalf("the lab was not ready after 480 s:\n%s", out.String())
 		case <-time.After(time.Second):
 		}
 		b, err := os.ReadFile(filepath.Join(labDir, "lab.env"))

@@ -34,6 +34,9 @@ type bgpOpts struct {
 // checks (serveChecks).
 const bgpCheckPort = 8090
 
+// bgpDoc is the ECMP tests' state: BFD 1 s x 3, hold time 9 s.
+func bgpDoc() string { return bgpDocWith(bgpOpts{bfd: 1, hold: 9}) }
+
 func bgpDocWith(o bgpOpts) string {
 	var rs []string
 	for i := range 3 {

@@ -289,10 +289,10 @@ func TestBGPECMPThreeDirectors(t *testing.T) {
 		}
 		return true
 	})
-	// node drain withdraws the director's route: its flows move to the
+	// node drain de-prefers the director's route (prepend): its flows move to the
 	// others with no connection reset; undrain brings it back.
 	drainedAt := time.Now()
-	e.dirs[1].cmdOut("node", "drain")
+	e.dirs[1].cmdOut("node", "drain", "--no-wait") // the nexthop is timed here, not the quiet window
 	waitFor(t, "the drained director's nexthop gone", 30*time.Second, func() bool {
 		hops := e.nexthops()
 		return len(hops) == 2 && !slices.Contains(hops, bgpDirectors[1])

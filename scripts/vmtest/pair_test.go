@@ -213,6 +213,7 @@ type director struct {
 	done chan struct{}
 	all  []string // logs of earlier runs
 	args []string // more flags for serve
+	env  []string // more environment for serve (the fault matrix's injection points)
 }
 
 func (p *pair) director(l *lab, addr string) *director {
@@ -233,6 +234,9 @@ func (d *director) start() {
 	d.cmd = exec.Command("ip", append([]string{"netns", "exec", d.l.dir, bin, "--db", d.l.db, "serve", "--listen", d.addr + ":3636"}, d.args...)...)
 	d.logs = &syncBuffer{}
 	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
+	if len(d.env) > 0 {
+		d.cmd.Env = append(os.Environ(), d.env...)
+	}
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -317,6 +317,47 @@ func (c *Client) PrepareRealServers(ctx context.Context, _ server.Actor, op stri
 	return &rep, nil
 }
 
+// TuneRealServers has the daemon check, push or undo the real servers'
+// tuning with its own SSH settings (ipvsctl serve --ssh-*).
+func (c *Client) TuneRealServers(ctx context.Context, _ server.Actor, op string, req server.RealServerTuneRequest) (*server.RealServerTuneReport, error) {
+	var rep server.RealServerTuneReport
+	if _, err := c.do(ctx, "POST", "/api/v1/realservers/tune/"+esc(op), nil, nil, jsonBody(req), &rep); err != nil {
+		return nil, err
+	}
+	return &rep, nil
+}
+
+// StartLoadRun marks a load run's start on the daemon.
+func (c *Client) StartLoadRun(ctx context.Context, _ server.Actor, s server.LoadRunStart) (*server.LoadRun, error) {
+	var run server.LoadRun
+	if _, err := c.do(ctx, "POST", "/api/v1/loadtest/runs", nil, nil, jsonBody(s), &run); err != nil {
+		return nil, err
+	}
+	return &run, nil
+}
+
+// EndLoadRun marks a load run's end with its figures.
+func (c *Client) EndLoadRun(ctx context.Context, _ server.Actor, id int64, res server.LoadResult) (*server.LoadRun, error) {
+	var run server.LoadRun
+	if _, err := c.do(ctx, "POST", "/api/v1/loadtest/runs/"+strconv.FormatInt(id, 10)+"/end", nil, nil, jsonBody(res), &run); err != nil {
+		return nil, err
+	}
+	return &run, nil
+}
+
+// LoadRuns lists a load test's runs ("" for the latest).
+func (c *Client) LoadRuns(ctx context.Context, test string) ([]server.LoadRun, error) {
+	var q url.Values
+	if test != "" {
+		q = url.Values{"test": {test}}
+	}
+	var rs []server.LoadRun
+	if _, err := c.do(ctx, "GET", "/api/v1/loadtest/runs", q, nil, nil, &rs); err != nil {
+		return nil, err
+	}
+	return rs, nil
+}
+
 var _ server.Director = (*Client)(nil)
 
 func (c *Client) SetSettings(ctx context.Context, _ server.Actor, p server.SettingsPatch, o server.WriteOptions) (*server.WriteResult, error) {

@@ -51,16 +51,34 @@ func (c *Client) WaitState(ctx context.Context, after int64) (*server.PeerState,
 	if resp.StatusCode >= 300 {
 		return nil, decodeError(resp)
 	}
-	doc, err := io.ReadAll(io.LimitReader(resp.Body, httpd.MaxBody))
+	// A peer's answer is read only as far as a director's document may go
+	// (httpd.MaxBody): one byte more says it is not one.
+	doc, err := io.ReadAll(io.LimitReader(resp.Body, httpd.MaxBody+1))
 	if err != nil {
 		return nil, fmt.Errorf("read the state of %s: %w", c.base, err)
+	}
+	if len(doc) > httpd.MaxBody {
+		return nil, fmt.Errorf("the state of %s is larger than %d MiB, the most a director's document may be: not read past that",
+			c.base, httpd.MaxBody>>20)
 	}
 	h := resp.Header
 	ps := &server.PeerState{Head: server.Head{Author: h.Get(httpd.HeaderRevisionAuthor), Hash: h.Get(httpd.HeaderContentHash), Document: doc},
 		Node: h.Get(httpd.HeaderNode)}
-	ps.Revision, _ = strconv.ParseInt(strings.Trim(h.Get("ETag"), `"`), 10, 64)
-	ps.At, _ = time.Parse(time.RFC3339Nano, h.Get(httpd.HeaderRevisionAt))
-	if ps.Revision > 0 && server.DocumentHash(doc) != ps.Hash {
+	// An answer without a revision is not a director's (a proxy's page, another
+	// program on the port): taken as "the peer has nothing yet" it would be polled again at once, forever.
+	etag := h.Get("ETag")
+	ps.Revision, err = strconv.ParseInt(strings.Trim(etag, `"`), 10, 64)
+	if err != nil || ps.Revision < 0 {
+		return nil, fmt.Errorf("the answer of %s is not an ipvsctl director's state: ETag %q is not a revision (%s, %d bytes)",
+			c.base, etag, resp.Header.Get("Content-Type"), len(doc))
+	}
+	if ps.Revision == 0 {
+		return ps, nil
+	}
+	if ps.At, err = time.Parse(time.RFC3339Nano, h.Get(httpd.HeaderRevisionAt)); err != nil {
+		return nil, fmt.Errorf("the state of %s: %s %q is not a time", c.base, httpd.HeaderRevisionAt, h.Get(httpd.HeaderRevisionAt))
+	}
+	if server.DocumentHash(doc) != ps.Hash {
 		return nil, fmt.Errorf("the state of %s arrived damaged (its hash differs)", c.base)
 	}
 	return ps, nil

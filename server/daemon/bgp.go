@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
@@ -37,6 +38,10 @@ type bgpRunner struct {
 	key     string
 	warnRev int64
 	warn    []ipvsmgr.Problem
+	drainSt bgpDrain
+
+	peersMu sync.Mutex
+	others  []bgp.DirectorFingerprints
 }
 
 func (r *bgpRunner) run(ctx context.Context) {
@@ -44,6 +49,13 @@ func (r *bgpRunner) run(ctx context.Context) {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	defer r.stop(BGPWithdrawWait)
+	actx, cancel := context.WithCancel(ctx)
+	asked := make(chan struct{})
+	go func() {
+		defer close(asked)
+		r.askDirectors(actx)
+	}()
+	defer func() { cancel(); <-asked }()
 	for {
 		r.step(ctx)
 		select {
@@ -82,6 +94,8 @@ func (r *bgpRunner) step(ctx context.Context) {
 		return
 	}
 	st.Drained = node.BGPDrained
+	snap := sk.snap.Load()
+	r.fingerprints(desired, snap, st) // the kernel's, whatever the sessions do
 	r.warnings(ctx, rev)
 	st.Warnings = r.warn
 	cfg, err := bgpConfig(*desired.Settings.BGP, node)
@@ -105,19 +119,24 @@ func (r *bgpRunner) step(ctx context.Context) {
 		r.d.Log.Info("BGP: speaker started", "asn", cfg.Settings.ASN, "router_id", cfg.RouterID.String(), "peers", len(cfg.Settings.Peers))
 	}
 	last := sk.lastReconcile()
-	dir := bgp.Director{IPVS: sk.isOpen(), ReconcileErr: last.Err, Failures: len(last.Failures), Drained: node.BGPDrained}
+	pol := desired.Settings.BGP.DrainPolicy()
+	dir := bgp.Director{IPVS: sk.isOpen(), ReconcileErr: last.Err, Failures: len(last.Failures),
+		Drained: node.BGPDrained && pol.Mode == ipvsmgr.DrainWithdraw}
 	if last.At.IsZero() {
 		dir.ReconcileErr = "none yet"
 	}
 	eff := ipvsmgr.ApplyHealth(desired.Table, desired, desired.Health)
 	st.VIPs = bgp.Decide(dir, bgp.Services(desired, eff))
+	if err := r.sp.SetPrepend(r.drain(node.BGPDrained, pol, desired, snap, st)); err != nil {
+		st.Error = err.Error()
+	}
 	var prefixes []netip.Prefix
 	for _, v := range st.VIPs {
 		if v.Announce {
 			prefixes = append(prefixes, v.Prefix)
 		}
 	}
-	if err := r.sp.Announce(prefixes); err != nil {
+	if err := r.sp.Announce(prefixes); err != nil && st.Error == "" {
 		st.Error = err.Error()
 	}
 	st.Announced = len(r.sp.Announced())
@@ -168,7 +187,10 @@ func bgpConfig(s ipvsmgr.BGP, n store.Node) (bgp.Config, error) {
 	return cfg, fmt.Errorf("no IPv4 address for the BGP router ID: set one with node set --router-id")
 }
 
+// configKey tells a configuration that needs new sessions; the drain
+// policy is not part of it (a drain changes the routes, not the sessions).
 func configKey(cfg bgp.Config) string {
+	cfg.Settings.Drain = nil
 	b, _ := json.Marshal(cfg)
 	return string(b)
 }

@@ -2,6 +2,9 @@ package daemon
 
 import (
 	"context"
+	"fmt"
+	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,8 +19,8 @@ import (
 // director is drained, comes back, and is withdrawn when the daemon stops.
 func TestDaemonAnnouncesWhatItCanServe(t *testing.T) {
 	r := bgptest.StartRouter(t)
-	core, d, _, _ := daemonOnFake(t)
-	d.Interval, d.Poll = 50*time.Millisecond, 10*time.Millisecond
+	core, d, _, k := daemonOnFake(t)
+	d.Interval, d.Poll, d.Snapshot = 50*time.Millisecond, 10*time.Millisecond, 50*time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	a := server.Actor{Name: "t", Via: "test"}
@@ -30,9 +33,11 @@ func TestDaemonAnnouncesWhatItCanServe(t *testing.T) {
 	go func() { done <- d.Run(runCtx) }()
 	defer func() { stop(); <-done }()
 
+	drainMode := ""
 	state := func(health string) *ipvsmgr.State {
 		return &ipvsmgr.State{
-			Settings: ipvsmgr.Settings{Network: "dr", BGP: &ipvsmgr.BGP{ASN: 65001, Peers: []ipvsmgr.BGPPeer{{Address: "127.0.0.2", Port: r.Port, ASN: 65000, HoldTime: 9}}}},
+			Settings: ipvsmgr.Settings{Network: "dr", BGP: &ipvsmgr.BGP{ASN: 65001, Peers: []ipvsmgr.BGPPeer{{Address: "127.0.0.2", Port: r.Port, ASN: 65000, HoldTime: 9}},
+				Drain: &ipvsmgr.BGPDrain{Mode: drainMode, Prepend: 2, Quiet: 0.6, Timeout: 30}}},
 			Services: []ipvsmgr.Service{{Name: "web", Protocol: "tcp", Address: "198.18.0.100", Port: 80, Quorum: 2,
 				Servers: []ipvsmgr.Server{{Name: "r1", Address: "198.18.1.11"}, {Name: "r2", Address: "198.18.1.12", Health: health}}}},
 		}
@@ -76,16 +81,57 @@ func TestDaemonAnnouncesWhatItCanServe(t *testing.T) {
 	apply(state(""))
 	wait("the VIP announced again", routed)
 
+	// node drain, prepend mode (the default): the route stays, with the AS
+	// twice more in its path; the director is drained once its VIP's
+	// connection counter has stopped growing for the quiet window.
+	asPath := func() string { p, _ := r.ASPath(t, "198.18.0.100/32"); return fmt.Sprint(p) }
 	drained := true
 	if _, err := core.SetNode(ctx, a, server.NodePatch{Drained: &drained}); err != nil {
 		t.Fatal(err)
 	}
-	wait("the VIP withdrawn by the drain", func() bool { return !routed() })
+	wait("the route prepended at the router", func() bool { return asPath() == "[65001 65001 65001]" })
+	key := ipvsmgr.ServiceKey{Family: ipvsmgr.FamilyIPv4, Protocol: ipvsmgr.ProtoTCP, Addr: netip.MustParseAddr("198.18.0.100"), Port: 80}
+	var phases []string
+	for range 20 { // flows still arrive for a second: draining
+		k.AddConns(key, 5)
+		time.Sleep(50 * time.Millisecond)
+		if s := core.BGPStatus(); s.Drain != nil {
+			phases = append(phases, s.Drain.Phase)
+		}
+	}
+	if s := core.BGPStatus(); s.Drain == nil || s.Drain.Phase != "draining" || s.Drain.NewConns == 0 || s.Drain.Mode != "prepend" || s.Drain.Prepend != 2 {
+		t.Fatalf("while flows arrive: drain %+v", s.Drain)
+	}
+	if slices.Contains(phases, "drained") {
+		t.Errorf("drained while flows were arriving: %v", phases)
+	}
+	wait("drained after a quiet window", func() bool { s := core.BGPStatus(); return s.Drain != nil && s.Drain.Phase == "drained" })
+	s := core.BGPStatus()
+	if s.Drain.NewConns != 100 || len(s.VIPs) != 1 || !s.VIPs[0].Announce || s.VIPs[0].Prepend != 2 {
+		t.Errorf("drained: drain %+v, VIPs %+v (want the 100 new connections counted, the VIP announced with prepend 2)", s.Drain, s.VIPs)
+	}
+	if !routed() {
+		t.Error("prepend mode withdrew the route")
+	}
+	// Withdraw mode: the route goes.
+	drainMode = "withdraw"
+	apply(state(""))
+	wait("the VIP withdrawn by the drain", func() bool {
+		s := core.BGPStatus()
+		return !routed() && s.Drain != nil && s.Drain.Mode == "withdraw"
+	})
+	if s := core.BGPStatus(); s.Drain == nil || s.Drain.Mode != "withdraw" || s.VIPs[0].Reason != "the director is drained" {
+		t.Errorf("withdraw mode: drain %+v, VIPs %+v", s.Drain, s.VIPs)
+	}
 	drained = false
 	if _, err := core.SetNode(ctx, a, server.NodePatch{Drained: &drained}); err != nil {
 		t.Fatal(err)
 	}
 	wait("the VIP announced after undrain", routed)
+	wait("the plain path after undrain", func() bool { return asPath() == "[65001]" })
+	if s := core.BGPStatus(); s.Drain != nil {
+		t.Errorf("undrained, the status still shows a drain: %+v", s.Drain)
+	}
 
 	stop()
 	if err := <-done; err != nil {

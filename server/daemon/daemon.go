@@ -30,6 +30,11 @@ type Daemon struct {
 	OnKernel func(*server.KernelConn)
 	// Check, if set, runs each health check instead of the real checkers (tests).
 	Check func(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result
+	// Directors reaches another director of a BGP group (package client's
+	// NewPeer: believed only if its certificate has fingerprint; an http://
+	// url is loopback, for tests), to compare Maglev fingerprints; nil:
+	// none is asked.
+	Directors func(url, token, fingerprint string) (NodeReader, error)
 
 	sk       *sharedKernel // the kernel session, the core's runtime
 	runners  []func(ctx context.Context)
@@ -175,6 +180,7 @@ func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision, restore 
 	// reconcile's lock (a write does not wait behind it); the reconcile then
 	// plans on it, which repairs what others changed.
 	sk.poll(ctx)
+	drift := sk.drift()
 	res, err := sk.reconcile(ctx, true, nil)
 	if err != nil {
 		if sk.isOpen() {
@@ -182,10 +188,12 @@ func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision, restore 
 		}
 		return
 	}
-	if len(res.Changes) > 0 && !newRevision && !restore {
-		d.Log.Warn("kernel had drifted from the desired state; repaired", "revision", rev, "changes", len(res.Changes))
+	// A repair is what another process changed, not every change: those a
+	// health change makes that its own reconcile has not made yet are not.
+	if n := repairs(drift, res); n > 0 && !newRevision && !restore {
+		d.Log.Warn("kernel had drifted from the desired state; repaired", "revision", rev, "changes", n)
 		if d.onRepair != nil {
-			d.onRepair(len(res.Changes))
+			d.onRepair(n)
 		}
 	}
 	for _, dr := range res.Retiring {

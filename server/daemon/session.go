@@ -49,6 +49,8 @@ type sharedKernel struct {
 	check  func(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result
 
 	snap atomic.Pointer[server.Snapshot]
+	// left is the table as the last reconcile left it (drift.go).
+	left atomic.Pointer[server.Snapshot]
 	// planMu guards the last plan a diff made of the snapshot (plan): the
 	// viewers polling share it.
 	planMu     sync.Mutex
@@ -216,7 +218,9 @@ func (sk *sharedKernel) reconcile(ctx context.Context, known bool, only []ipvsmg
 		rep.Changes, rep.Failures, rep.Retiring = len(res.Changes), res.Failures, len(res.Retiring)
 		// What the kernel has now is known without reading it again: the
 		// table the reconcile read, with its changes.
-		sk.snap.Store(&server.Snapshot{Table: res.Table, At: time.Now()})
+		left := &server.Snapshot{Table: res.Table, At: time.Now()}
+		sk.snap.Store(left)
+		sk.left.Store(left)
 	}
 	sk.last = rep
 	sk.reconciles.Add(1)

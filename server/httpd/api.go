@@ -81,7 +81,12 @@ func (a *api) routes() []auth.Route {
 		{Method: "GET", Pattern: p + "/audit", Role: auth.Admin, Handler: h(a.audit)},
 		{Method: "GET", Pattern: p + "/node", Role: auth.Viewer, Handler: h(a.getNode)},
 		{Method: "PATCH", Pattern: p + "/node", Role: server.RoleFor("node set"), Handler: h(a.patchNode)},
+		{Method: "GET", Pattern: p + "/bgp", Role: auth.Viewer, Handler: h(a.getBGP)},
 		{Method: "POST", Pattern: p + "/realservers/{op}", Role: server.RoleFor("realserver"), Handler: h(a.prepareRealServers)},
+		{Method: "POST", Pattern: p + "/realservers/tune/{op}", Role: server.RoleFor("realserver tune"), Handler: h(a.tuneRealServers)},
+		{Method: "GET", Pattern: p + "/loadtest/runs", Role: auth.Viewer, Handler: h(a.listLoadRuns)},
+		{Method: "POST", Pattern: p + "/loadtest/runs", Role: server.RoleFor("loadtest start"), Handler: h(a.startLoadRun)},
+		{Method: "POST", Pattern: p + "/loadtest/runs/{id}/end", Role: server.RoleFor("loadtest end"), Handler: h(a.endLoadRun)},
 	}
 }
 
@@ -591,7 +596,17 @@ func (a *api) importState(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	res, err := a.core.Import(r.Context(), actor(r), q.Get("format"), orDefault(q.Get("name"), "upload"), r.Body, o)
+	var imp server.ImportOptions
+	for name, dst := range map[string]*bool{"ignore_unknown": &imp.IgnoreUnknown, "allow_empty": &imp.AllowEmpty} {
+		if v := q.Get(name); v != "" {
+			on, err := strconv.ParseBool(v)
+			if err != nil {
+				return &server.Error{Code: server.CodeBadInput, Msg: name + ": " + strconv.Quote(v) + " is not true or false"}
+			}
+			*dst = on
+		}
+	}
+	res, err := a.core.ImportWith(r.Context(), actor(r), q.Get("format"), orDefault(q.Get("name"), "upload"), r.Body, imp, o)
 	if err != nil {
 		return err
 	}
@@ -636,6 +651,29 @@ func (a *api) prepareRealServers(w http.ResponseWriter, r *http.Request) error {
 	// stored) even if the caller goes away.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(15 * time.Minute))
 	rep, err := a.core.PrepareRealServers(context.WithoutCancel(r.Context()), actor(r), chi.URLParam(r, "op"), sel)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, rep)
+	return nil
+}
+
+// tuneRealServers checks, pushes or undoes the real servers' tuning over
+// SSH: the body names targets or RIPs of the desired state, and ports; no
+// body means all of the desired state's real servers.
+func (a *api) tuneRealServers(w http.ResponseWriter, r *http.Request) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err
+	}
+	var req server.RealServerTuneRequest
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := decodeBytes(body, &req); err != nil {
+			return err
+		}
+	}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(15 * time.Minute))
+	rep, err := a.core.TuneRealServers(context.WithoutCancel(r.Context()), actor(r), chi.URLParam(r, "op"), req)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/formats"
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
 	"github.com/ipvsctl/ipvsctl/server/store"
@@ -26,6 +27,9 @@ type ErrorBody struct {
 	// the one the write was based on.
 	CurrentRevision int64    `json:"current_revision,omitempty"`
 	ChangesSince    []string `json:"changes_since,omitempty"`
+	// Refused is where an import's file was refused: its line (and the
+	// included file, if it was one), and what is wrong there.
+	Refused *formats.Note `json:"refused,omitempty"`
 }
 
 // statusOf is the HTTP status for each kind of failure (the core's one mapping).
@@ -51,6 +55,10 @@ func errorBody(err error) (int, *ErrorBody) {
 	var stale *store.StaleError
 	if errors.As(err, &stale) {
 		b.CurrentRevision = stale.Current
+	}
+	var refused *formats.ParseError
+	if errors.As(err, &refused) {
+		b.Refused = &formats.Note{File: refused.File, Line: refused.Line, Msg: refused.Msg}
 	}
 	return statusOf(code), b
 }

@@ -21,6 +21,10 @@ var (
 		"1 while the BFD session with the peer is up (only peers with bfd).", []string{"peer"}, nil)
 	descVIPAnnounced = prometheus.NewDesc("ipvsctl_bgp_vip_announced",
 		"1 while the director announces the VIP, 0 while it withdraws it (node show says why).", []string{"prefix"}, nil)
+	descMaglevMismatches = prometheus.NewDesc("ipvsctl_bgp_maglev_mismatches",
+		"Services whose Maglev inputs (scheduler, flags, real servers in the kernel's order with weights) differ from another director's.", nil, nil)
+	descDrain = prometheus.NewDesc("ipvsctl_bgp_drain",
+		"1 for the phase of node drain in progress (draining, drained, timed_out); absent when not drained.", []string{"phase"}, nil)
 )
 
 func (b *bgpCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -28,6 +32,8 @@ func (b *bgpCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descBGPAnnounced
 	ch <- descBFDUp
 	ch <- descVIPAnnounced
+	ch <- descMaglevMismatches
+	ch <- descDrain
 }
 
 func (b *bgpCollector) Collect(ch chan<- prometheus.Metric) {
@@ -50,5 +56,9 @@ func (b *bgpCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, v := range s.VIPs {
 		ch <- prometheus.MustNewConstMetric(descVIPAnnounced, prometheus.GaugeValue, one(v.Announce), v.Prefix.String())
+	}
+	ch <- prometheus.MustNewConstMetric(descMaglevMismatches, prometheus.GaugeValue, float64(len(s.Mismatches)))
+	if s.Drain != nil {
+		ch <- prometheus.MustNewConstMetric(descDrain, prometheus.GaugeValue, 1, s.Drain.Phase)
 	}
 }

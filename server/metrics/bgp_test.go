@@ -56,6 +56,7 @@ func TestBGPMetrics(t *testing.T) {
 		`ipvsctl_bgp_session_up{peer="127.0.0.2",peer_asn="65000"} 1`,
 		`ipvsctl_bgp_announced_prefixes{peer="127.0.0.2"} 1`,
 		`ipvsctl_bgp_vip_announced{prefix="198.18.0.100/32"} 1`,
+		`ipvsctl_bgp_maglev_mismatches 0`,
 	}
 	var body string
 	for ctx.Err() == nil {
@@ -71,9 +72,28 @@ func TestBGPMetrics(t *testing.T) {
 			if strings.Contains(body, "ipvsctl_bfd_session_up") {
 				t.Error("a BFD metric for a peer without bfd")
 			}
+			if strings.Contains(body, "ipvsctl_bgp_drain{") {
+				t.Error("a drain phase while not drained")
+			}
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("metrics never showed %q:\n%s", want, body)
+	}
+	drained := true
+	if _, err := core.SetNode(ctx, a, server.NodePatch{Drained: &drained}); err != nil {
+		t.Fatal(err)
+	}
+	for ctx.Err() == nil {
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		b, _ := io.ReadAll(rec.Body)
+		if body = string(b); strings.Contains(body, `ipvsctl_bgp_drain{phase="draining"} 1`) {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("metrics never showed %q:\n%s", want, body)
+	t.Fatalf("metrics never showed the drain:\n%s", body)
 }

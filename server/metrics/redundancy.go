@@ -26,6 +26,10 @@ var (
 		"1 when the family's VRRP adverts are authenticated (settings.redundancy.auth), 0 when any host on the link can forge them.", []string{"family"}, nil)
 	descReplLag = prometheus.NewDesc("ipvsctl_replication_lag_seconds",
 		"0 while the desired state is in sync with the peer's, else how long since it last was.", nil, nil)
+	descReplConnected = prometheus.NewDesc("ipvsctl_replication_connected",
+		"1 while the last poll of the replication peer was answered with a director's state, else 0.", nil, nil)
+	descReplFailures = prometheus.NewDesc("ipvsctl_replication_failures_total",
+		"Replication polls that failed (peer unreachable, an answer that is not a director's state, too large, damaged) and peer revisions refused, since replication started; node show says why the last one was.", nil, nil)
 )
 
 var vrrpStates = []string{"initialize", "backup", "master", "fault"}
@@ -36,6 +40,8 @@ func (r *redundancy) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descVRRPDropped
 	ch <- descVRRPAuth
 	ch <- descReplLag
+	ch <- descReplConnected
+	ch <- descReplFailures
 }
 
 func (r *redundancy) Collect(ch chan<- prometheus.Metric) {
@@ -45,6 +51,12 @@ func (r *redundancy) Collect(ch chan<- prometheus.Metric) {
 	}
 	if s.Replication != nil {
 		ch <- prometheus.MustNewConstMetric(descReplLag, prometheus.GaugeValue, s.Replication.LagSeconds)
+		connected := 0.0
+		if s.Replication.Connected {
+			connected = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descReplConnected, prometheus.GaugeValue, connected)
+		ch <- prometheus.MustNewConstMetric(descReplFailures, prometheus.CounterValue, float64(s.Replication.Failures))
 	}
 	if s.Role == "standalone" {
 		return

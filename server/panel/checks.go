@@ -18,9 +18,10 @@ import (
 // health is what the check rows edit: a check and, on a service, its sorry
 // server and quorum.
 type health struct {
-	Check  ipvsmgr.Check
-	Sorry  ipvsmgr.SorryServer
-	Quorum int
+	Check      ipvsmgr.Check
+	Sorry      ipvsmgr.SorryServer
+	Quorum     int
+	Hysteresis int
 }
 
 // checkRow is one field of the check form. For lists the check types that
@@ -44,12 +45,13 @@ type option struct{ Value, Label string }
 const typeless = "-"
 
 // probing is every check type that talks to the server ("none" does not).
-const probing = "tcp http https send_expect dns exec agent"
+const probing = "tcp http https send_expect dns exec agent smtp ping file"
 
 var checkTypeLabels = map[string]string{
 	"tcp": "tcp — connect", "http": "http — a request", "https": "https — a request over TLS",
 	"send_expect": "send_expect — send, expect a reply", "dns": "dns — a query", "exec": "exec — run a command",
-	"agent": "agent — HAProxy's agent-check", "smtp": "smtp — greeting and HELO", "none": "none — in, unchecked",
+	"agent": "agent — HAProxy's agent-check", "smtp": "smtp — greeting and HELO", "ping": "ping — ICMP echo",
+	"file": "file — a number in a file (keepalived's FILE_CHECK)", "none": "none — in, unchecked",
 }
 
 // checkRows are the check form's rows: a service's (with its sorry server
@@ -105,6 +107,8 @@ func checkRows(serverForm bool, inherit, current string) []checkRow {
 			field: func(h *health) any { return &h.Check.SlowStart }},
 		{Name: "check_start_healthy", Label: "Start healthy", For: probing, Options: tri("no (default)"),
 			Hint: "yes: a new server is in before its first pass", field: func(h *health) any { return &h.Check.StartHealthy }},
+		{Name: "check_warmup", Label: "Warmup (s)", For: probing, Hint: "a new server's first check comes at a random time within this; default: the interval; 0: at once",
+			field: func(h *health) any { return &h.Check.Warmup }},
 
 		{Name: "check_method", Label: "HTTP method", For: "http https", Hint: "default GET",
 			field: func(h *health) any { return &h.Check.Method }},
@@ -142,6 +146,14 @@ func checkRows(serverForm bool, inherit, current string) []checkRow {
 			field: func(h *health) any { return &h.Check.Command }},
 		{Name: "check_dynamic_weight", Label: "Dynamic weight", For: "exec", Options: tri("no (default)"),
 			Hint: "yes: exit 2..255 passes with weight exit-2", field: func(h *health) any { return &h.Check.DynamicWeight }},
+
+		{Name: "check_file", Label: "File", For: "file", Hint: "an absolute path; the number in it is read every interval (missing or empty: 0)",
+			field: func(h *health) any { return &h.Check.File }},
+		{Name: "check_file_weight", Label: "File weight", For: "file",
+			Hint:  "multiplies the number (default 1, -65535..65535): the product is added to the weight, -65535 or less is down; 0: any number but 0 is down",
+			field: func(h *health) any { return &h.Check.FileWeight }},
+		{Name: "check_file_reverse", Label: "Reverse", For: "file", Options: tri("no (default)"),
+			Hint: "yes: the product is negated (with file weight 0: 0 is down)", field: func(h *health) any { return &h.Check.FileReverse }},
 	}
 	if serverForm {
 		for i := range rows {
@@ -157,7 +169,9 @@ func checkRows(serverForm bool, inherit, current string) []checkRow {
 		checkRow{Name: "sorry_server_port", Label: "Sorry server port", Hint: "default: the service's port",
 			field: func(h *health) any { return &h.Sorry.Port }},
 		checkRow{Name: "quorum", Label: "Quorum", Hint: "real servers up below which the sorry server comes in (default 1)",
-			field: func(h *health) any { return &h.Quorum }})
+			field: func(h *health) any { return &h.Quorum }},
+		checkRow{Name: "hysteresis", Label: "Hysteresis", Hint: "servers: the sorry server comes in below quorum-hysteresis and leaves at quorum+hysteresis (below the quorum)",
+			field: func(h *health) any { return &h.Hysteresis }})
 	return rows
 }
 
@@ -247,6 +261,10 @@ func fieldText(p any) string {
 		if *v != nil {
 			return strconv.FormatFloat(**v, 'f', -1, 64)
 		}
+	case **int:
+		if *v != nil {
+			return strconv.Itoa(**v)
+		}
 	case **bool:
 		if *v != nil {
 			return map[bool]string{true: "yes", false: "no"}[**v]
@@ -317,6 +335,9 @@ func (f *form) setField(name, v string, p any) {
 	case **float64:
 		s := f.secondsField(name, v)
 		*dst = &s
+	case **int:
+		n := f.intField(name)
+		*dst = &n
 	case **bool:
 		b, ok := map[string]bool{"yes": true, "no": false}[v]
 		if !ok {

@@ -78,15 +78,15 @@ func TestCheckFormRoundTripsEveryType(t *testing.T) {
 	ctx := context.Background()
 	closed := strconv.Itoa(loopbackPort(t, false))
 	common := []string{"check_interval", "0.5", "check_timeout", "0.2", "check_rise", "1", "check_fall", "4", "check_address", "127.0.0.1",
-		"check_port", closed, "check_on_failure", "quiesce", "check_slow_start", "30", "check_start_healthy", "yes"}
+		"check_port", closed, "check_on_failure", "quiesce", "check_slow_start", "30", "check_start_healthy", "yes", "check_warmup", "2.5"}
 	// Fields of other types, filled in as a browser without JavaScript
 	// may send them: ignored, and no error.
 	stray := []string{"check_path", "/stray", "check_send", "stray", "check_name", "stray.example.", "check_command", "/bin/false",
 		"check_tls_verify", "yes", "check_qtype", "MX"}
 	yes, no := true, false
-	thirty := 30.0
+	thirty, warmup := 30.0, 2.5
 	base := ipvsmgr.Check{Interval: 0.5, Timeout: 0.2, Rise: 1, Fall: 4, Address: "127.0.0.1", Port: atoi(closed), OnFailure: "quiesce",
-		SlowStart: &thirty, StartHealthy: &yes}
+		SlowStart: &thirty, StartHealthy: &yes, Warmup: &warmup}
 	with := func(typ string, set func(c *ipvsmgr.Check)) ipvsmgr.Check {
 		c := base
 		c.Type = typ
@@ -121,6 +121,12 @@ func TestCheckFormRoundTripsEveryType(t *testing.T) {
 				c.Command, c.DynamicWeight = ipvsmgr.Argv{"/bin/true", "%h", "%p", "two words", "it's"}, &yes
 			})},
 		{"agent", nil, with("agent", nil)},
+		{"ping", nil, with("ping", nil)},
+		{"file", []string{"check_file", "/run/ipvsctl-test/web.weight", "check_file_weight", "-5", "check_file_reverse", "yes"},
+			with("file", func(c *ipvsmgr.Check) {
+				minus5 := -5
+				c.File, c.FileWeight, c.FileReverse = "/run/ipvsctl-test/web.weight", &minus5, &yes
+			})},
 		{"none", nil, ipvsmgr.Check{Type: "none", OnFailure: "quiesce"}},
 	}
 	for _, c := range cases {
@@ -267,7 +273,14 @@ func TestCheckFormErrorsBesideFields(t *testing.T) {
 		{"/services/web", svc("check_type", "tcp", "check_on_failure", "panic"), "check_on_failure", "not a failure action"},
 		{"/services/web", svc("check_type", "tcp", "check_start_healthy", "maybe"), "check_start_healthy", "not yes or no"},
 		{"/services/web", svc("check_type", "tcp", "check_slow_start", "-3"), "check_slow_start", "out of range"},
+		{"/services/web", svc("check_type", "tcp", "check_warmup", "-1"), "check_warmup", "out of range"},
+		{"/services/web", svc("group", "edge{1}"), "group", "a group name cannot hold a quote, a brace"},
+		{"/services/web", svc("check_type", "tcp", "quorum", "2", "hysteresis", "2"), "hysteresis", "2 is out of range 0..1 (below the quorum, 2)"},
 		{"/services/web", svc("check_type", "telnet"), "check_type", "not a check type"},
+		{"/services/web", svc("check_type", "file", "check_file", "weights/web"), "check_file", "is not an absolute path"},
+		{"/services/web", svc("check_type", "file", "check_file", "/run/w", "check_file_weight", "70000"), "check_file_weight", "70000 is out of range -65535..65535"},
+		{"/services/web", svc("check_type", "file", "check_file", "/run/w", "check_file_weight", "heavy"), "check_file_weight", "not a whole number"},
+		{"/services/web", svc("check_type", "file", "check_file", "/run/w", "check_file_reverse", "perhaps"), "check_file_reverse", "not yes or no"},
 		{"/services/web", svc("check_type", "tcp", "check_port", "70000"), "check_port", "out of range 1..65535"},
 		{"/services/web", svc("check_type", "tcp", "sorry_server_address", "not-an-ip"), "sorry_server_address", "not an IP address"},
 		{"/services/web", svc("check_type", "tcp", "sorry_server_address", "198.18.0.50", "sorry_server_port", "8080"), "sorry_server_port", "only nat"},

@@ -12,7 +12,7 @@ import (
 )
 
 var serviceFields = []string{"name", "kind", "protocol", "address", "port", "fwmark", "match", "interface", "scheduler",
-	"scheduler_flags", "one_packet", "persistence", "persistence_netmask", "forwarding", "enabled"}
+	"scheduler_flags", "one_packet", "persistence", "persistence_netmask", "forwarding", "enabled", "group"}
 
 var serverFields = []string{"name", "address", "port", "weight", "forwarding", "upper_threshold", "lower_threshold", "enabled", "health"}
 
@@ -59,11 +59,14 @@ func serviceForm(s *ipvsmgr.Service) *form {
 	}
 	f.Values["persistence_netmask"] = s.PersistenceNetmask
 	f.Values["forwarding"] = s.Forwarding
+	f.Values["group"] = s.Group
 	if s.IsEnabled() {
 		f.Values["enabled"] = "1"
 	}
 	typ := formType(s.Check, false)
-	f.fillHealth(healthOf(s.Check, s.SorryServer, s.Quorum), checkRows(false, "", typ), typ)
+	h := healthOf(s.Check, s.SorryServer, s.Quorum)
+	h.Hysteresis = s.Hysteresis
+	f.fillHealth(h, checkRows(false, "", typ), typ)
 	return f
 }
 
@@ -86,6 +89,7 @@ func parseServiceForm(r *http.Request) (*form, ipvsmgr.Service) {
 	s.Persistence = f.intField("persistence")
 	s.PersistenceNetmask = f.V("persistence_netmask")
 	s.Forwarding = f.V("forwarding")
+	s.Group = f.V("group")
 	on := f.V("enabled") != ""
 	s.Enabled = &on
 	if f.V("kind") == "fwmark" {
@@ -99,7 +103,7 @@ func parseServiceForm(r *http.Request) (*form, ipvsmgr.Service) {
 		s.Port = f.intField("port")
 	}
 	h := f.readHealth(r, checkRows(false, "", ""), false, "")
-	s.Check, s.SorryServer, s.Quorum = h.checkOf(), h.sorryOf(), h.Quorum
+	s.Check, s.SorryServer, s.Quorum, s.Hysteresis = h.checkOf(), h.sorryOf(), h.Quorum, h.Hysteresis
 	return f, s
 }
 
@@ -148,7 +152,7 @@ func patchOf(s *ipvsmgr.Service) server.ServicePatch {
 	return server.ServicePatch{Name: &s.Name, Protocol: &s.Protocol, Address: &s.Address, Port: &s.Port, FWMark: &s.FWMark,
 		Match: &match, Interface: &s.Interface, Scheduler: &s.Scheduler, SchedulerFlags: &flags, OnePacket: &s.OnePacket,
 		Persistence: &s.Persistence, PersistenceNetmask: &s.PersistenceNetmask, Forwarding: &s.Forwarding, Enabled: s.Enabled,
-		Check: checkPatch(s.Check), SorryServer: sorry, Quorum: &s.Quorum}
+		Check: checkPatch(s.Check), SorryServer: sorry, Quorum: &s.Quorum, Group: &s.Group, Hysteresis: &s.Hysteresis}
 }
 
 // checkPatch is the patch's check for a form's: an empty one removes it.

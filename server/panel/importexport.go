@@ -29,10 +29,13 @@ type importData struct {
 	Kernel    []string
 	DiffErr   string
 	Imported  []ipvsmgr.ImportedKey
-	Services  int
-	Servers   int
 	Base      int64
 	CanImport bool
+	// Report is what the import read, as the CLI prints it; Refused where
+	// the file was refused.
+	Report        *server.ImportReport
+	Refused       *formats.Note
+	IgnoreUnknown bool
 }
 
 func (p *Panel) importShow(w http.ResponseWriter, r *http.Request, u who) {
@@ -58,7 +61,7 @@ func (p *Panel) showImport(w http.ResponseWriter, r *http.Request, u who, status
 func (p *Panel) importPreview(w http.ResponseWriter, r *http.Request, u who) {
 	ctx := r.Context()
 	r.Body = http.MaxBytesReader(w, r.Body, maxUpload)
-	d := &importData{Format: r.FormValue("format")}
+	d := &importData{Format: r.FormValue("format"), IgnoreUnknown: r.FormValue("ignore_unknown") != ""}
 	file, hdr, err := r.FormFile("file")
 	if err != nil {
 		msg := "Choose a file to import."
@@ -71,11 +74,16 @@ func (p *Panel) importPreview(w http.ResponseWriter, r *http.Request, u who) {
 	}
 	defer file.Close()
 	d.Name = path.Base(hdr.Filename)
-	st, err := server.ParseImport(d.Format, file)
+	st, rep, err := server.ParseImportReport(d.Format, file, server.ImportOptions{IgnoreUnknown: d.IgnoreUnknown})
 	if err != nil {
+		var pe *formats.ParseError
+		if errors.As(err, &pe) {
+			d.Refused = &formats.Note{File: pe.File, Line: pe.Line, Msg: pe.Msg}
+		}
 		p.showImport(w, r, u, statusOf(err), d, []string{"The file was not imported: " + err.Error()})
 		return
 	}
+	d.Report = rep
 	cur, _, err := p.core.State(ctx)
 	if err != nil {
 		p.fail(w, r, u, err)
@@ -99,10 +107,6 @@ func (p *Panel) importPreview(w http.ResponseWriter, r *http.Request, u who) {
 	}
 	d.Preview, d.Base, d.Imported = true, rev, st.Imported
 	d.Changes = ipvsmgr.Changes(cur, st)
-	d.Services = len(st.Services)
-	for i := range st.Services {
-		d.Servers += len(st.Services[i].Servers)
-	}
 	if diff, err := p.core.Diff(ctx, bytes.NewReader(doc)); err != nil {
 		d.DiffErr = err.Error()
 	} else {
@@ -124,7 +128,7 @@ func (p *Panel) exportDownload(w http.ResponseWriter, r *http.Request, u who) {
 		p.fail(w, r, u, err)
 		return
 	}
-	name := map[string]string{"json": "ipvsctl-state.json", "ipvsadm": "ipvsadm.rules", "lvs.cf": "lvs.cf"}[format]
+	name := map[string]string{"json": "ipvsctl-state.json", "ipvsadm": "ipvsadm.rules", "lvs.cf": "lvs.cf", "keepalived": "keepalived.conf"}[format]
 	ct := "text/plain; charset=utf-8"
 	if strings.HasSuffix(name, ".json") {
 		ct = "application/json"

@@ -21,6 +21,7 @@ type overviewData struct {
 	MoreProbs  int
 	PrepIssues int
 	Tuning     *tuningBadge // set when a setting is far off
+	BGP        *bgpCard     // set in BGP mode
 	// How old things are, as of the request (holes of a shared rendering).
 	Age, StartedAgo, ReconcileAgo string
 }
@@ -166,6 +167,7 @@ func (p *Panel) overviewPageOf(r *http.Request, u who, key server.RenderKey, dra
 		}
 	}
 	d.Tuning = p.tuningBadge(ctx)
+	d.BGP = bgpCardOf(p.core.BGPStatus())
 	if marks != nil {
 		d.Age, d.StartedAgo, d.ReconcileAgo = marks[holeAge], marks[holeStartedAgo], marks[holeReconcileAgo]
 	} else {

@@ -90,6 +90,10 @@ func (p *Panel) routes(handle func(pattern string, h http.HandlerFunc)) {
 
 	mux.HandleFunc("GET /realservers", p.need(V, p.realserversShow))
 	mux.HandleFunc("GET /tuning", p.need(V, p.tuningShow))
+	mux.HandleFunc("GET /bgp", p.need(V, p.bgpShow))
+	mux.HandleFunc("GET /bgp/body", p.need(V, p.bgpBody))
+	mux.HandleFunc("POST /bgp/drain", p.needTo("node set", p.bgpDrain(true)))
+	mux.HandleFunc("POST /bgp/undrain", p.needTo("node set", p.bgpDrain(false)))
 	mux.HandleFunc("POST /realservers/verify", p.needTo("realserver", p.realserversVerify))
 
 	mux.HandleFunc("GET /import", p.need(V, p.importShow))

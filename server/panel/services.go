@@ -209,7 +209,9 @@ func (p *Panel) serviceShow(w http.ResponseWriter, r *http.Request, u who) {
 		copy(d.LiveServers, d.Live.Servers)
 	}
 	typ := formType(svc.Check, false)
-	d.CheckFacts = checkFacts(healthOf(svc.Check, svc.SorryServer, svc.Quorum), checkRows(false, "", typ))
+	h := healthOf(svc.Check, svc.SorryServer, svc.Quorum)
+	h.Hysteresis = svc.Hysteresis
+	d.CheckFacts = checkFacts(h, checkRows(false, "", typ))
 	for i := range svc.Servers {
 		d.Testable = append(d.Testable, testable(svc, &svc.Servers[i]))
 	}

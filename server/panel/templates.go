@@ -41,6 +41,7 @@ var viewPartials = map[string][]string{
 	"why":          nil,
 	"realservers":  nil,
 	"tuning":       nil,
+	"bgp":          {"bgp_body"},
 	"users":        nil,
 	"audit":        nil,
 	"account":      nil,

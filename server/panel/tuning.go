@@ -11,6 +11,7 @@ import (
 type tuningData struct {
 	View *server.TuneView
 	Rows []tuningRow
+	Load *loadTestView // the latest load test, if one was recorded
 }
 
 type tuningRow struct {
@@ -27,7 +28,7 @@ func (p *Panel) tuningShow(w http.ResponseWriter, r *http.Request, u who) {
 		p.fail(w, r, u, err)
 		return
 	}
-	d := &tuningData{View: v}
+	d := &tuningData{View: v, Load: p.loadTest(ctx)}
 	for _, f := range v.Findings {
 		row := tuningRow{Finding: f}
 		switch f.Status {

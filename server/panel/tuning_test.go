@@ -1,6 +1,8 @@
 package panel
 
 import (
+	"context"
+
 	"github.com/ipvsctl/ipvsctl/internal/testenv"
 	"net/http/httptest"
 	"os"
@@ -126,4 +128,85 @@ func TestBrowserTuning(t *testing.T) {
 		t.Errorf("overview badge: %q", s)
 	}
 	b.ShotWindow("overview-tuning-badge")
+}
+
+// markLoadTest records a load test of two runs through web, default then
+// tuned, each long enough for the sampler (every 50 ms here) to store
+// points inside it.
+func markLoadTest(t testing.TB, e *env, each time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	a := server.Actor{Name: "loadtest", Via: "test"}
+	for i, phase := range []string{server.PhaseDefault, server.PhaseTuned} {
+		run, err := e.core.StartLoadRun(ctx, a, server.LoadRunStart{Test: "lab 01:00", Phase: phase, Service: "web", Tool: "wrk -t2 -c64 -H 'Connection: close'"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(each)
+		if _, err := e.core.EndLoadRun(ctx, a, run.ID, server.LoadResult{RPS: float64(800 + 100*i), P50ms: 61.5, P99ms: 1250, CPU: 0.93, Softirq: 0.21,
+			Entries: 1019, Buckets: 4096 << i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestTuningPageLoadTest: the Tuning page shows the latest load test's runs
+// with their figures, and the sampler's charts of the test's span with a
+// band per run, shaded by phase.
+func TestTuningPageLoadTest(t *testing.T) {
+	e := newEnvTimed(t, false)
+	e.seed(t, webState())
+	if r := e.get(t, "vic", "/tuning"); strings.Contains(r.Body, `id="loadtest"`) {
+		t.Errorf("a load test shown before any was recorded")
+	}
+	markLoadTest(t, e, 2500*time.Millisecond)
+	r := e.get(t, "vic", "/tuning")
+	if r.Code != 200 {
+		t.Fatalf("GET /tuning: %d %s", r.Code, excerpt(r.Body))
+	}
+	for _, want := range []string{`id="loadtest"`, "Load test lab 01:00", `<td>800</td>`, `<td>900</td>`, "61.5 ms", "1.25 s", "93%", "21%",
+		"1,019 / 4,096", "1,019 / 8,192", "wrk -t2 -c64", `class="band band-default"`, `class="band band-tuned"`, "New connections of web",
+		"Active connections of web", "run 1 default", "run 2 tuned"} {
+		if !strings.Contains(r.Body, want) {
+			t.Errorf("/tuning lacks %q", want)
+		}
+	}
+	if n := strings.Count(r.Body, `<rect class="band`); n != 4 {
+		t.Errorf("%d bands, want 2 runs x 2 charts", n)
+	}
+	i := strings.Index(r.Body, `id="loadtest"`)
+	if i < 0 || !strings.Contains(r.Body[i:], "<polyline points=") {
+		t.Errorf("the load test's charts have no points: %s", excerpt(r.Body[max(i, 0):]))
+	}
+}
+
+// TestBrowserTuningLoadTest shows a recorded load test on the Tuning page in
+// headless Chromium: the runs' table and the charts with their bands fit
+// the page; saved as tuning-loadtest.png.
+func TestBrowserTuningLoadTest(t *testing.T) {
+	if testing.Short() {
+		testenv.OptIn(t, "browser test skipped in -short mode")
+	}
+	e := newEnvTimed(t, false)
+	e.seed(t, webState())
+	markLoadTest(t, e, 2500*time.Millisecond)
+	srv := httptest.NewServer(e.h)
+	t.Cleanup(srv.Close)
+	b := browsertest.Start(t, 60*time.Second)
+	b.Login(srv.URL+"/tuning", "alice", "pw-alice", "#tuning-table")
+	b.Do("tuning", chromedp.Navigate(srv.URL+"/tuning#loadtest"), chromedp.WaitVisible(chromedp.CSS("#loadtest-runs")))
+	if s := b.Text("#loadtest-runs"); !strings.Contains(s, "default") || !strings.Contains(s, "tuned") || !strings.Contains(s, "1.25 s") {
+		t.Errorf("the runs' table: %q", s)
+	}
+	if n := b.Eval(`String(document.querySelectorAll("#loadtest svg.loadtest-chart polyline").length) + " " + String(document.querySelectorAll("#loadtest rect.band").length)`); n != "2 4" {
+		t.Errorf("charts with points, bands: %s, want 2 4", n)
+	}
+	// A band lies inside its chart's plot area.
+	if s := b.Eval(`(function () { var r = document.querySelector("#loadtest rect.band-tuned"); var x = +r.getAttribute("x"), w = +r.getAttribute("width");
+		return x > 0 && x + w <= 600.5 ? "in" : "out " + x + " " + w })()`); s != "in" {
+		t.Errorf("the tuned run's band: %s", s)
+	}
+	b.FitsWidth("the Tuning page with a load test")
+	b.Do("scroll to the load test", chromedp.ScrollIntoView(chromedp.CSS("#loadtest")))
+	b.ShotWindow("tuning-loadtest")
 }

@@ -192,6 +192,7 @@ type director struct {
 	listenedWithVIP atomic.Bool
 	logs            *lockedBuffer
 	reconciles      atomic.Int64 // by the daemon, since it started
+	atStep          func(redundancy.TakeoverStep)
 	cancel          context.CancelFunc
 	done            chan error
 }
@@ -280,6 +281,7 @@ func (d *director) start(h *hub, log *slog.Logger) {
 		SyncDaemons: func(*server.KernelConn) ipvsmgr.SyncDaemons { return d.sd },
 		Peer:        func(url, token, fp string) (server.Peer, error) { return client.NewPeer(url, token, fp) },
 		Tick:        20 * time.Millisecond,
+		AtStep:      d.atStep,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel, d.done = cancel, make(chan error, 1)

@@ -43,6 +43,9 @@ type Hooks struct {
 	Peer func(url, token, fingerprint string) (server.Peer, error)
 	// Tick is how often the director's own health is looked at (default 200 ms).
 	Tick time.Duration
+	// AtStep, if set, is called as a takeover passes each TakeoverStep (the
+	// fault matrix kills the daemon there); nil in production.
+	AtStep func(TakeoverStep)
 }
 
 func (h *Hooks) defaults() {
@@ -133,7 +136,11 @@ type runningInst struct {
 	// record is the ledger write of a takeover whose advert and
 	// announcements are not out yet (the instance's goroutine only).
 	record func(context.Context) []ipvsmgr.Failure
-	conn   vrrp.Conn
+	// announcing: the family became master and its first advert and
+	// gratuitous ARPs are not out yet: the runner's tick leaves the sync
+	// daemon alone meanwhile (onAnnounced wakes it).
+	announcing atomic.Bool
+	conn       vrrp.Conn
 	// auth signs and checks the adverts (nil: unauthenticated; written
 	// under the runner's mu), authFP the configuration it has.
 	auth   *vrrp.Auth
@@ -274,9 +281,20 @@ func (r *redRunner) step(ctx context.Context) {
 			r.log.Error("reconcile after a change of role", "err", err)
 		}
 	}
-	if kc != nil {
+	if kc != nil && !r.announcing() {
 		r.switchSyncDaemon(ctx, kc, &red)
 	}
+}
+
+// announcing says whether a family's takeover has its first advert and
+// gratuitous ARPs still to send: nothing competes with them.
+func (r *redRunner) announcing() bool {
+	for _, ri := range r.insts {
+		if ri.announcing.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 // health is why this director cannot be master now ("" when it can).
@@ -475,6 +493,7 @@ func (r *redRunner) onTransition(ri *runningInst) func(vrrp.Transition) {
 		if t.To == vrrp.Master && ri.primary.IsValid() {
 			master = ri.primary.String()
 		}
+		ri.announcing.Store(t.To == vrrp.Master)
 		r.c.Role().SetRole(ri.v4, t.To, master)
 		r.mu.Lock()
 		vips := vipsOf(r.vips, ri.v4)
@@ -492,6 +511,7 @@ func (r *redRunner) onTransition(ri *runningInst) func(vrrp.Transition) {
 			start := time.Now()
 			if t.To == vrrp.Master {
 				record, fails = rec.AddVIPs(ctx, vips)
+				r.atStep(StepVIPAdded)
 			} else {
 				fails = rec.RemoveVIPs(ctx, vips)
 			}
@@ -519,6 +539,7 @@ func (r *redRunner) onTransition(ri *runningInst) func(vrrp.Transition) {
 // ledger write its VIP add left, and the runner (the sync daemon).
 func (r *redRunner) onAnnounced(ri *runningInst) func(vrrp.Transition) {
 	return func(vrrp.Transition) {
+		ri.announcing.Store(false)
 		if rec := ri.record; rec != nil {
 			ri.record = nil
 			go r.recordVIPs(ri.v4, rec)
@@ -537,6 +558,7 @@ func (r *redRunner) recordVIPs(v4 bool, record func(context.Context) []ipvsmgr.F
 	ctx, cancel := context.WithTimeout(context.Background(), vipMoveTimeout)
 	defer cancel()
 	start := time.Now()
+	r.atStep(StepBeforeLedger)
 	fails := record(ctx)
 	r.log.Info("VIPs recorded in the ledger after the takeover", "family", familyName(v4), "took", time.Since(start).String())
 	r.logVIPFailures(fails)
@@ -612,6 +634,9 @@ func (r *redRunner) switchSyncDaemon(ctx context.Context, kc *server.KernelConn,
 		}
 	}
 	if !started || have != want {
+		if want.State == ipvsmgr.SyncMaster {
+			r.atStep(StepSyncSwitch)
+		}
 		if err := sd.StartSyncDaemon(ctx, want); err != nil {
 			r.setSyncErr(fmt.Sprintf("start %s: %v", want, err))
 			return

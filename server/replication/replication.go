@@ -89,7 +89,17 @@ func (r *Replicator) Status() *server.ReplicationStatus { return r.p.status() }
 func (p *replicator) run(ctx context.Context) {
 	var after int64
 	backoff := 200 * time.Millisecond
+	pause := func() bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+		return true
+	}
 	for ctx.Err() == nil {
+		asked := time.Now()
 		wctx, cancel := context.WithTimeout(ctx, server.LongPollWait+15*time.Second)
 		ps, err := p.peer.WaitState(wctx, after)
 		cancel()
@@ -100,26 +110,36 @@ func (p *replicator) run(ctx context.Context) {
 			p.mu.Lock()
 			changed := p.st.Error != err.Error()
 			p.st.Connected, p.st.InSync, p.st.Error = false, false, err.Error()
+			p.st.Failures++
 			p.mu.Unlock()
 			if changed {
 				p.unreachable(ctx, err)
 			}
-			select {
-			case <-ctx.Done():
+			if !pause() {
 				return
-			case <-time.After(backoff):
 			}
-			backoff = min(2*backoff, 5*time.Second)
 			continue
 		}
-		backoff = 200 * time.Millisecond
-		if err := p.consider(ctx, ps); err != nil && ctx.Err() == nil {
+		err = p.consider(ctx, ps)
+		if err != nil && ctx.Err() == nil {
 			p.mu.Lock()
 			if p.st.Error != err.Error() {
 				p.log.Error("replication", "err", err)
 			}
 			p.st.Error = err.Error()
+			p.st.Failures++
 			p.mu.Unlock()
+		}
+		// A refused revision, or an answer with nothing newer that came at
+		// once (a peer that does not wait as the long poll should), is not
+		// asked for again at once: without the pause a misbehaving peer
+		// would be polled in a busy loop.
+		if err != nil || ps.Revision <= after && time.Since(asked) < time.Second {
+			if !pause() {
+				return
+			}
+		} else {
+			backoff = 200 * time.Millisecond
 		}
 		after = ps.Revision
 	}

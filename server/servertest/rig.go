@@ -17,6 +17,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
+	"github.com/ipvsctl/ipvsctl/server/client"
 	"github.com/ipvsctl/ipvsctl/server/daemon"
 	"github.com/ipvsctl/ipvsctl/server/httpd"
 	"github.com/ipvsctl/ipvsctl/server/metrics"
@@ -72,6 +73,7 @@ func Start(t testing.TB, with ...Option) *Rig {
 	d := daemon.New(g.Core, st, log)
 	redundancy.Attach(d, redundancy.Hooks{})
 	d.Interval, d.Poll, d.Snapshot = time.Hour, 20*time.Millisecond, 50*time.Millisecond
+	d.Directors = func(url, token, fp string) (daemon.NodeReader, error) { return client.NewPeer(url, token, fp) }
 	root := &auth.Principal{User: "root", Role: auth.Admin, Via: "cli"}
 	for _, role := range []auth.Role{auth.Admin, auth.Operator, auth.Viewer} {
 		if err := g.Auth.AddUser(ctx, root, role.String(), role, g.Password); err != nil {

@@ -85,3 +85,26 @@ func (r *Router) Established(t testing.TB) bool {
 	}
 	return up
 }
+
+// ASPath is the AS path of the router's route to prefix, as the AS numbers
+// in order; ok is false when it has no route.
+func (r *Router) ASPath(t testing.TB, prefix string) (path []uint32, ok bool) {
+	t.Helper()
+	err := r.s.ListPath(apiutil.ListPathRequest{TableType: api.TableType_TABLE_TYPE_GLOBAL, Family: bgp.RF_IPv4_UC}, func(n bgp.NLRI, paths []*apiutil.Path) {
+		if n.String() != prefix || len(paths) == 0 {
+			return
+		}
+		ok = true
+		for _, a := range paths[0].Attrs {
+			if ap, isAP := a.(*bgp.PathAttributeAsPath); isAP {
+				for _, seg := range ap.Value {
+					path = append(path, seg.GetAS()...)
+				}
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("router list paths: %v", err)
+	}
+	return path, ok
+}

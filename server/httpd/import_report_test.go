@@ -1,0 +1,107 @@
+package httpd_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/formats"
+	"github.com/ipvsctl/ipvsctl/server/auth"
+	"github.com/ipvsctl/ipvsctl/server/servertest"
+)
+
+// A keepalived file with what the report carries: two fixes keepalived
+// makes with a warning (a DR port that differs, no scheduler), a kept key.
+const kaReportDoc = `global_defs {
+  router_id lb1
+}
+virtual_server 198.18.0.100 80 {
+  lb_kind DR
+  protocol TCP
+  hysteresis 1
+  real_server 198.18.0.11 8080 {
+    weight 2
+  }
+  real_server 198.18.0.12 80 {
+  }
+}
+`
+
+// POST /api/v1/import answers with the report `ipvsctl import` prints (the
+// same formats.Report, read the same way): the summary, the warnings with
+// their lines, the ignored keywords; a refused file names its line; an
+// import that would empty the state needs allow_empty.
+func TestAPIImportReport(t *testing.T) {
+	g := servertest.Start(t)
+	setUp(t, g)
+	admin := g.Tokens[auth.Admin]
+	_, want, err := formats.ImportWith(formats.FormatKeepalived, strings.NewReader(kaReportDoc), formats.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := do(t, g, admin, "POST", "/api/v1/import?format=keepalived&name=lb1.conf&apply=false", kaReportDoc)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("import: %s %s", resp.Status, body)
+	}
+	var res struct {
+		Revision int64 `json:"revision"`
+		Report   struct {
+			Summary  string         `json:"summary"`
+			Services int            `json:"services"`
+			Servers  int            `json:"servers"`
+			Kept     int            `json:"kept"`
+			Warnings []formats.Note `json:"warnings"`
+			Ignored  []formats.Note `json:"ignored"`
+		} `json:"report"`
+	}
+	if err := json.Unmarshal([]byte(body), &res); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	if res.Report.Summary != "1 virtual services, 2 real servers, 2 kept" || res.Report.Summary != want.Summary() ||
+		res.Report.Services != 1 || res.Report.Servers != 2 || res.Report.Kept != 2 {
+		t.Errorf("report %+v, the CLI's summary %q", res.Report, want.Summary())
+	}
+	if d := cmp.Diff(want.Warnings, res.Report.Warnings); d != "" || len(want.Warnings) != 2 || want.Warnings[1].Line != 8 {
+		t.Errorf("warnings (-CLI +API):\n%s\nCLI: %+v", d, want.Warnings)
+	}
+	if !strings.Contains(body, `"message": "WARNING - virtual server 198.18.0.100:80 and real server 198.18.0.11:8080 ports don't match - resetting"`) {
+		t.Errorf("the warning's text is not in the answer:\n%s", body)
+	}
+
+	// Refused at a line: 422, the line and the message in "refused".
+	typo := strings.Replace(kaReportDoc, "weight 2", "weigth 2", 1)
+	resp, body = do(t, g, admin, "POST", "/api/v1/import?format=keepalived", typo)
+	var refusal struct {
+		Error   string        `json:"error"`
+		Code    string        `json:"code"`
+		Refused *formats.Note `json:"refused"`
+	}
+	_ = json.Unmarshal([]byte(body), &refusal)
+	if resp.StatusCode != http.StatusUnprocessableEntity || refusal.Code != "bad_input" || refusal.Refused == nil || refusal.Refused.Line != 9 ||
+		!strings.Contains(refusal.Refused.Msg, `unknown keyword "weigth"`) || !strings.Contains(refusal.Error, "keepalived line 9: ") {
+		t.Errorf("typo: %s %s", resp.Status, body)
+	}
+	// ignore_unknown=true goes on, and lists it.
+	resp, body = do(t, g, admin, "POST", "/api/v1/import?format=keepalived&apply=false&ignore_unknown=true", typo)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"line": 9,`) || !strings.Contains(body, `unknown keyword \"weigth\"`) {
+		t.Errorf("ignore_unknown: %s %s", resp.Status, body)
+	}
+	if resp, body = do(t, g, admin, "POST", "/api/v1/import?format=keepalived&ignore_unknown=maybe", typo); resp.StatusCode != http.StatusUnprocessableEntity ||
+		!strings.Contains(body, `ignore_unknown: \"maybe\" is not true or false`) {
+		t.Errorf("ignore_unknown=maybe: %s %s", resp.Status, body)
+	}
+	// An import with no services does not empty a state that has some...
+	empty := "global_defs {\n}\n"
+	if resp, body = do(t, g, admin, "POST", "/api/v1/import?format=keepalived", empty); resp.StatusCode != http.StatusUnprocessableEntity ||
+		!strings.Contains(body, "would remove all 1 stored ones (--allow-empty") {
+		t.Errorf("empty import: %s %s", resp.Status, body)
+	}
+	// ...unless allow_empty.
+	if resp, body = do(t, g, admin, "POST", "/api/v1/import?format=keepalived&apply=false&allow_empty=true", empty); resp.StatusCode != http.StatusOK ||
+		!strings.Contains(body, `"summary": "0 virtual services, 0 real servers, 1 kept"`) {
+		t.Errorf("allow_empty: %s %s", resp.Status, body)
+	}
+}
