@@ -105,7 +105,15 @@ ip addr add 198.18.1.11/24 dev eth0
 ip addr add 2001:db8::11/64 dev eth0
 ip link set eth0 up
 ip link set eth0p up
-ip route add default via 198.18.0.254 dev eth0 proto static`)
+ip route add default via 198.18.0.254 dev eth0 proto static
+# The kernel adds the links' IPv6 link-local addresses (and their routes) a
+# moment after they come up, from a work queue: the "before" a test reads
+# must already hold them, or a late one reads as a change of the undo's.
+for i in $(seq 100); do
+	if [ -n "$(ip -6 -o addr show dev eth0 scope link)" ] && [ -n "$(ip -6 -o addr show dev eth0p scope link)" ]; then break; fi
+	sleep 0.05
+done
+[ -n "$(ip -6 -o addr show dev eth0 scope link)" ] && [ -n "$(ip -6 -o addr show dev eth0p scope link)" ]`)
 }
 
 // observe reads what a preparation could touch with independent tools, not

@@ -138,7 +138,7 @@ func (k *kaImporter) checker(scope string, n *kaNode, inherited kaCheckSettings)
 	if kind.typ == "file" {
 		return k.fileCheck(scope, n)
 	}
-	r := &kaChecker{k: k, n: n, typ: kind.typ, scope: scope + " " + n.header(), s: inherited,
+	r := &kaChecker{k: k, n: n, typ: kind.typ, scope: scope + " " + n.word(0), s: inherited,
 		c: &ipvsmgr.Check{Type: kind.typ}, lines: map[string]int{"": n.line, "type": n.line}}
 	for _, ch := range n.children {
 		if err := r.statement(ch); err != nil {

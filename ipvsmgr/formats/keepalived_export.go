@@ -478,7 +478,13 @@ func (x *kaExporter) keptKey(indent string, k ipvsmgr.ImportedKey) {
 		}
 		return
 	}
-	x.w.WriteString(indent + strings.TrimSpace(k.Key+" "+k.Value) + "\n")
+	// The key is one word, unquoted when read (the value is the rest of
+	// the line as written, its quotes kept).
+	line := kaWord(k.Key)
+	if k.Value != "" {
+		line += " " + k.Value
+	}
+	x.w.WriteString(indent + line + "\n")
 }
 
 // rsHeader is the real_server line of rs: as it was read (its port as
@@ -676,9 +682,9 @@ func (x *kaExporter) checkerProblems(c *ipvsmgr.Check, field string) {
 func kaSeconds(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 // kaWord writes s as one word of keepalived's syntax: quoted when it holds
-// a blank, a brace, # or !.
+// a blank (keepalived's: space, tab, \r, \f, \v), a brace, # or !.
 func kaWord(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t{}#!\"") {
+	if s != "" && !strings.ContainsAny(s, " \t\r\f\v{}#!\"") {
 		return s
 	}
 	return `"` + s + `"`

@@ -53,7 +53,7 @@ func bgpDrainDoc(mode string) string {
 // path and the nexthop back; in withdraw mode FRR loses the path. The three
 // directors' real kernels give every service the same Maglev fingerprint.
 func TestBGPDrainPrependAtFRR(t *testing.T) {
-	e := newECMP(t)
+	e := newECMP(t, ecmpOpts{})
 	for i, d := range e.dirs {
 		d.apply(bgpDrainDoc("prepend"))
 		d.cmdOut("node", "set", "--router-id", bgpDirectors[i], "--bgp-source", bgpDirectors[i])

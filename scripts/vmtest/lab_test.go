@@ -50,6 +50,9 @@ type lab struct {
 	bare   bool     // real servers left as installed: no VIP, no ARP hiding
 	db     string
 	stopFn []func()
+	// answerWait bounds answersOnce's connect and its answer each (0: 200 and
+	// 300 ms, the failover benchmark's).
+	answerWait time.Duration
 }
 
 func run(t *testing.T, name string, args ...string) string {

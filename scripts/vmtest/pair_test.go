@@ -270,7 +270,8 @@ func (d *director) stop(sig syscall.Signal) {
 }
 
 // holder is a long-lived TCP connection from the client: a numbered line
-// every 100 ms, each echo checked (same real server, same number, in order).
+// every 100 ms (holdEvery: another period), each echo checked (same real
+// server, same number, in order).
 type holder struct {
 	c        net.Conn
 	mu       sync.Mutex
@@ -286,13 +287,26 @@ type holder struct {
 
 func (l *lab) hold(addr string) *holder {
 	l.t.Helper()
-	c, err := l.dial(addr)
+	return l.holdEvery(addr, 100*time.Millisecond)
+}
+
+func (l *lab) holdEvery(addr string, every time.Duration) *holder {
+	l.t.Helper()
+	h, err := l.tryHold(addr, every)
 	if err != nil {
 		l.t.Fatalf("long-lived connection to %s: %v", addr, err)
 	}
+	return h
+}
+
+func (l *lab) tryHold(addr string, every time.Duration) (*holder, error) {
+	c, err := l.dial(addr)
+	if err != nil {
+		return nil, err
+	}
 	h := &holder{c: c, stop: make(chan struct{}), last: time.Now()}
 	go func() {
-		tick := time.NewTicker(100 * time.Millisecond)
+		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for n := 1; ; n++ {
 			select {
@@ -339,7 +353,7 @@ func (l *lab) hold(addr string) *holder {
 			h.mu.Unlock()
 		}
 	}()
-	return h
+	return h, nil
 }
 
 func (h *holder) fail(err error) {
@@ -361,7 +375,8 @@ func (h *holder) close() {
 }
 
 // firstAnswer polls http://VIP/ from the client: a new connection every
-// 10 ms (each in its own goroutine, 200 ms to connect, 300 ms to answer)
+// 10 ms (each in its own goroutine, 200 ms to connect, 300 ms to answer;
+// with l.answerWait every 50 ms, that long each)
 // until one started at or after from is answered; it returns when that
 // answer came.
 func (l *lab) firstAnswer(from time.Time, limit time.Duration) (time.Time, error) {
@@ -369,7 +384,11 @@ func (l *lab) firstAnswer(from time.Time, limit time.Duration) (time.Time, error
 	got := make(chan ans, 1)
 	stop := make(chan struct{})
 	defer close(stop)
-	tick := time.NewTicker(10 * time.Millisecond)
+	every := 10 * time.Millisecond
+	if l.answerWait > 0 {
+		every = 50 * time.Millisecond // fewer dials in flight, each waiting longer
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	deadline := time.After(limit)
 	for {
@@ -399,16 +418,20 @@ func (l *lab) firstAnswer(from time.Time, limit time.Duration) (time.Time, error
 }
 
 // answersOnce says whether one HTTP request from the client through vip:80
-// is answered with a 200 within half a second.
+// is answered with a 200 within half a second (l.answerWait: twice that).
 func (l *lab) answersOnce(vip string) bool {
+	dial, answer := 200*time.Millisecond, 300*time.Millisecond
+	if l.answerWait > 0 {
+		dial, answer = l.answerWait, l.answerWait
+	}
 	var c net.Conn
 	var err error
-	inNS(l.t, l.cli, func() { c, err = net.DialTimeout("tcp", vip+":80", 200*time.Millisecond) })
+	inNS(l.t, l.cli, func() { c, err = net.DialTimeout("tcp", vip+":80", dial) })
 	if err != nil {
 		return false
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(300 * time.Millisecond))
+	c.SetDeadline(time.Now().Add(answer))
 	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: vip\r\nConnection: close\r\n\r\n"); err != nil {
 		return false
 	}
