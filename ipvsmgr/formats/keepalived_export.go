@@ -383,11 +383,18 @@ func (x *kaExporter) virtualServer(b kaBlock) {
 		}
 	}
 	x.quorum(svc, field)
-	if len(svc.QuorumUp) > 0 {
-		fmt.Fprintf(x.w, "    quorum_up %s\n", kaNotifyLine(svc.QuorumUp))
-	}
-	if len(svc.QuorumDown) > 0 {
-		fmt.Fprintf(x.w, "    quorum_down %s\n", kaNotifyLine(svc.QuorumDown))
+	for _, q := range []struct {
+		name string
+		argv ipvsmgr.Argv
+	}{{"quorum_up", svc.QuorumUp}, {"quorum_down", svc.QuorumDown}} {
+		if len(q.argv) == 0 {
+			continue
+		}
+		if slices.ContainsFunc(q.argv, func(w string) bool { return strings.ContainsAny(w, "\r\n") }) {
+			x.bad("%s.%s: a line break, which a keepalived statement cannot hold", field, q.name)
+			continue
+		}
+		fmt.Fprintf(x.w, "    %s %s\n", q.name, kaNotifyLine(q.argv))
 	}
 	if !svc.IsEnabled() {
 		x.bad("%s.enabled: keepalived has no disabled virtual_server", field)
@@ -707,14 +714,20 @@ func kaCommand(argv []string) string {
 }
 
 // kaNotifyLine writes a quorum program as notify_script_init reads it: one
-// quoted command line (a single word too, so that a word after it is never
-// read as a user).
+// double-quoted command line (a single word too, so that a word after it is
+// never read as a user), parsed twice: the line's words are quoted with
+// single quotes where they need it, then its backslashes and double quotes
+// escaped for the outer quotes.
 func kaNotifyLine(argv []string) string {
-	c := kaCommand(argv)
-	if !strings.HasPrefix(c, `"`) {
-		c = `"` + c + `"`
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		if a == "" || strings.ContainsAny(a, " \t\r\n{}#!\"'\\") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		words[i] = a
 	}
-	return c
+	line := strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(strings.Join(words, " "))
+	return `"` + line + `"`
 }
 
 // kaStatusList writes status codes, runs of consecutive ones as ranges.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/formats"
 )
 
@@ -66,5 +67,45 @@ func TestKeepalivedQuorumProgramsRoundTrip(t *testing.T) {
 	}
 	if st.Services[0].QuorumDown != nil || len(st.Imported) != 1 || st.Imported[0].Key != "quorum_down" {
 		t.Errorf("with a user: quorum_down %q, kept %+v", st.Services[0].QuorumDown, st.Imported)
+	}
+}
+
+// Awkward words in a quorum program survive an export to keepalived and
+// back: quotes, a backslash, braces, a comment sign, an empty word.
+func TestKeepalivedQuorumProgramWords(t *testing.T) {
+	for _, argv := range [][]string{
+		{"/bin/n"},
+		{"/bin/n", "it's"},
+		{"/bin/n", `say "hi"`},
+		{"/bin/n", `a\b`, "{x}", "#1", "!"},
+		{"/bin/n", "", "tab\there"},
+		{"/opt/my tools/n", "up"},
+	} {
+		st := &ipvsmgr.State{Services: []ipvsmgr.Service{{Address: "198.18.0.100", Port: 80, Protocol: "tcp", Forwarding: "nat",
+			QuorumUp: argv, Servers: []ipvsmgr.Server{{Address: "198.18.0.11", Port: 80}}}}}
+		var out bytes.Buffer
+		if err := formats.Export("keepalived", st, &out); err != nil {
+			t.Errorf("%q: %v", argv, err)
+			continue
+		}
+		again, err := formats.Import("keepalived", &out)
+		if err != nil {
+			t.Errorf("%q: %v\n%s", argv, err, out.String())
+			continue
+		}
+		if got := again.Services[0].QuorumUp; !reflect.DeepEqual([]string(got), argv) {
+			t.Errorf("%q came back %q from\n%s", argv, got, out.String())
+		}
+	}
+}
+
+// A line break in a quorum program cannot be written as keepalived's: the
+// export refuses it by field.
+func TestKeepalivedQuorumProgramLineBreak(t *testing.T) {
+	st := &ipvsmgr.State{Services: []ipvsmgr.Service{{Address: "198.18.0.100", Port: 80, Protocol: "tcp", Forwarding: "nat",
+		QuorumDown: ipvsmgr.Argv{"/bin/n", "a\nb"}, Servers: []ipvsmgr.Server{{Address: "198.18.0.11", Port: 80}}}}}
+	var out bytes.Buffer
+	if err := formats.Export("keepalived", st, &out); err == nil || !strings.Contains(err.Error(), "services[0].quorum_down: a line break") {
+		t.Errorf("export: %v\n%s", err, out.String())
 	}
 }
