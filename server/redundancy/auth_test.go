@@ -18,15 +18,23 @@ import (
 	"github.com/ipvsctl/ipvsctl/server/metrics"
 )
 
-// authState is pairState with settings.redundancy.auth, at a slower
-// advert interval (0.3 s: the master is down for a backup after about
-// 1 s): these tests assert that nothing moves, and at 0.1 s a stall of a
-// loaded test machine (-race, 2 cores) was a failover of its own.
+// authInterval is the auth tests' advert interval, slower than
+// pairState's 0.1 s: these tests assert that nothing moves, and at 0.1 s,
+// then 0.3 s, a stall of a loaded test machine (-race on 2 cores beside
+// other packages) was a failover of its own. quiet is how long "nothing
+// moved" is watched: a resignation moves the VIP within the skew time
+// (0.6 interval for b), a restart's takeover within the down interval.
+const (
+	authInterval = 1.0
+	quietFor     = 2500 * time.Millisecond
+)
+
+// authState is pairState with settings.redundancy.auth, at authInterval.
 func authState(auth string) string {
-	return fmt.Sprintf(`{"settings": {"redundancy": {"vrid": 51, "interface": "eth0", "advert_interval": 0.3,
+	return fmt.Sprintf(`{"settings": {"redundancy": {"vrid": 51, "interface": "eth0", "advert_interval": %g,
   "peers": ["198.18.0.2", "198.18.0.3"], "auth": %s}},
  "services": [{"name": "web", "address": "198.18.0.100", "port": 80, "interface": "eth0", "scheduler": "rr",
-   "servers": [{"name": "r1", "address": "198.18.0.11"}]}]}`, auth)
+   "servers": [{"name": "r1", "address": "198.18.0.11"}]}]}`, authInterval, auth)
 }
 
 func writeKey(t *testing.T, dir, name string, b byte) (string, []byte) {
@@ -96,7 +104,7 @@ func TestPairAuthForgeryRotationFailover(t *testing.T) {
 
 	// Forgeries from a host on the link, spoofing the master's address.
 	adv := func(prio uint8) *vrrp.Advert {
-		return &vrrp.Advert{VRID: 51, Priority: prio, MaxAdvertInterval: 10, Addrs: []netip.Addr{netip.MustParseAddr("198.18.0.100")}}
+		return &vrrp.Advert{VRID: 51, Priority: prio, MaxAdvertInterval: uint16(authInterval * 100), Addrs: []netip.Addr{netip.MustParseAddr("198.18.0.100")}}
 	}
 	src := netip.MustParseAddr("198.18.0.2")
 	wrong, _ := vrrp.NewAuth(vrrp.AuthConfig{Keys: []vrrp.AuthKey{{ID: 1, Secret: bytes.Repeat([]byte{0x99}, 32)}}, ActiveKey: 1, Window: 5 * time.Second})
@@ -113,7 +121,7 @@ func TestPairAuthForgeryRotationFailover(t *testing.T) {
 	captured, _ := adv(200).MarshalAuth(src, vrrp.GroupIPv4, right)
 	h.inject(captured, src)
 	h.inject(captured, src)
-	time.Sleep(1500 * time.Millisecond) // five advert intervals: a resignation would have moved the VIP by now
+	time.Sleep(quietFor) // a resignation would have moved the VIP by now
 	if a.role() != "master" || !a.hasVIP() || b.role() != "backup" || b.hasVIP() || transitions(a)+transitions(b) != before {
 		t.Fatalf("forged adverts changed the pair: a %s (VIP %v), b %s (VIP %v), transitions %d -> %d",
 			a.role(), a.hasVIP(), b.role(), b.hasVIP(), before, transitions(a)+transitions(b))
@@ -145,7 +153,7 @@ func TestPairAuthForgeryRotationFailover(t *testing.T) {
 	eventually(t, 5*time.Second, "both directors on key 2 alone", func() bool {
 		return strings.Contains(a.core.RedundancyStatus().Auth, "key 2 (keys 2)") && strings.Contains(b.core.RedundancyStatus().Auth, "key 2 (keys 2)")
 	})
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(quietFor)
 	if a.role() != "master" || b.role() != "backup" || transitions(a)+transitions(b) != before {
 		t.Fatalf("the rotation moved the pair: a %s, b %s, transitions %d -> %d", a.role(), b.role(), before, transitions(a)+transitions(b))
 	}
@@ -244,7 +252,7 @@ func TestPairAuthMigrationWithoutFailover(t *testing.T) {
 		eventually(t, 5*time.Second, "both directors at "+want, func() bool {
 			return strings.HasPrefix(a.core.RedundancyStatus().Auth, want) && strings.HasPrefix(b.core.RedundancyStatus().Auth, want)
 		})
-		time.Sleep(1200 * time.Millisecond) // four advert intervals
+		time.Sleep(quietFor)
 	}
 	for _, mode := range []string{"receive-only", "permissive", "enforce", "permissive", "receive-only"} {
 		step(authState(`{"keys": [{"id": 1, "file": "`+k1+`"}], "mode": "`+mode+`"}`), "hmac-sha256 "+mode)
