@@ -195,20 +195,25 @@ func (c *Core) auditPrep(ctx context.Context, a Actor, op string, sel RealServer
 	if c.store == nil {
 		return
 	}
-	target := "every real server"
-	switch {
-	case len(targets) == 1:
-		target = targets[0].Label()
-	case len(targets) > 1:
-		target = fmt.Sprintf("%d real servers", len(targets))
-	case len(sel.RIPs) > 0:
-		target = strings.Join(sel.RIPs, ",")
-	}
 	detail := ""
 	if rep != nil {
 		detail = PrepSummary(rep)
 	}
-	c.audit(ctx, a, "realserver "+op, target, nil, err, detail)
+	c.audit(ctx, a, "realserver "+op, realServersTarget(targets, sel.RIPs), nil, err, detail)
+}
+
+// realServersTarget is the audit's target of a run over real servers: the
+// one it reached, how many, or the addresses asked for.
+func realServersTarget(targets []arpguard.Target, rips []string) string {
+	switch {
+	case len(targets) == 1:
+		return targets[0].Label()
+	case len(targets) > 1:
+		return fmt.Sprintf("%d real servers", len(targets))
+	case len(rips) > 0:
+		return strings.Join(rips, ",")
+	}
+	return "every real server"
 }
 
 // PrepSummary counts a report's results by state: "2 prepared, 1 drift; 1 not verified".

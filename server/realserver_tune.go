@@ -87,20 +87,11 @@ func (c *Core) auditTune(ctx context.Context, a Actor, op string, req RealServer
 	if c.store == nil {
 		return
 	}
-	target := "every real server"
-	switch {
-	case len(targets) == 1:
-		target = targets[0].Label()
-	case len(targets) > 1:
-		target = fmt.Sprintf("%d real servers", len(targets))
-	case len(req.RIPs) > 0:
-		target = strings.Join(req.RIPs, ",")
-	}
 	detail := ""
 	if rep != nil {
 		detail = TuneSummary(rep)
 	}
-	c.audit(ctx, a, "realserver tune "+op, target, nil, err, detail)
+	c.audit(ctx, a, "realserver tune "+op, realServersTarget(targets, req.RIPs), nil, err, detail)
 }
 
 // TuneSummary counts a tune run's results: "2 tuned, 1 to change (5
