@@ -132,20 +132,28 @@ func newKAKept(imported []ipvsmgr.ImportedKey) *kaKept {
 }
 
 // kaHeaderTarget is the target a virtual_server line's words (after the
-// keyword) name, as kaTargetKey writes it.
+// keyword) name, as kaTargetKey writes it: the port as the number the
+// importer read ("0358" is 358, as keepalived's read_unsigned reads it).
 func kaHeaderTarget(words []string) string {
 	if len(words) >= 2 && (words[0] == "group" || words[0] == "fwmark") {
+		if words[0] == "fwmark" {
+			if m, err := strconv.ParseUint(words[1], 10, 32); err == nil {
+				return "fwmark " + strconv.FormatUint(m, 10)
+			}
+		}
 		return words[0] + " " + words[1]
 	}
 	a, err := netip.ParseAddr(words[0])
 	if err != nil {
 		return ""
 	}
-	port := "0"
+	port := 0
 	if len(words) > 1 {
-		port = words[1]
+		if port, err = kaPort(words[1]); err != nil {
+			return ""
+		}
 	}
-	return a.Unmap().String() + " " + port
+	return a.Unmap().String() + " " + strconv.Itoa(port)
 }
 
 func kaTargetKey(svc *ipvsmgr.Service) string {
