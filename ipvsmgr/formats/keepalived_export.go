@@ -504,6 +504,17 @@ func (x *kaExporter) rsHeader(vsHeader string, rs *ipvsmgr.Server) string {
 	if rs.Port != 0 {
 		canonical += " " + strconv.Itoa(rs.Port)
 	}
+	// Of servers at one address, the one whose port reads as rs's (080 is
+	// 80) is rs; else (the importer reset a DR/TUN port) by address alone.
+	if same := slices.DeleteFunc(slices.Clone(match), func(h string) bool {
+		f, port := strings.Fields(h), 0
+		if len(f) > 2 {
+			port, _ = kaPort(f[2])
+		}
+		return port != rs.Port
+	}); len(same) == 1 {
+		return same[0]
+	}
 	if len(match) == 1 || len(match) > 1 && !slices.Contains(match, canonical) {
 		return match[0]
 	}
