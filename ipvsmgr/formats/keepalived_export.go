@@ -703,22 +703,6 @@ func kaWord(s string) string {
 	return `"` + s + `"`
 }
 
-// kaCommand writes a MISC_CHECK's program and arguments as misc_path reads
-// them: one quoted string, split as a command line.
-func kaCommand(argv []string) string {
-	if len(argv) == 1 && !strings.ContainsAny(argv[0], " \t{}#!\"'\\") {
-		return argv[0]
-	}
-	words := make([]string, len(argv))
-	for i, a := range argv {
-		if a == "" || strings.ContainsAny(a, " \t{}#!\"'\\") {
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-		words[i] = a
-	}
-	return `"` + strings.Join(words, " ") + `"`
-}
-
 // kaStatusList writes status codes, runs of consecutive ones as ranges.
 func kaStatusList(codes []int) string {
 	var parts []string
