@@ -205,13 +205,14 @@ func (r *kaChecker) statement(ch *kaNode) error {
 	case kw == "url":
 		return r.url(ch)
 	case kw == "misc_path" && r.typ == "exec":
-		words, err := ipvsmgr.SplitCommand(ch.rest())
-		if err == nil && len(words) == 1 && strings.ContainsAny(words[0], " \t") {
-			// keepalived's "quoted command line": split what was quoted.
-			words, err = ipvsmgr.SplitCommand(words[0])
+		// keepalived runs the first word, split again ("/bin/x %h" is
+		// the quoted command line); the words after it are ignored.
+		words, ignored, err := kaScript(ch.rest())
+		if err != nil {
+			return k.errf(ch.line, "misc_path %s: want a program and its arguments: %v", ch.rest(), err)
 		}
-		if err != nil || len(words) == 0 {
-			return k.errf(ch.line, "misc_path: want a program and its arguments")
+		if len(ignored) > 0 {
+			r.k.warnf(ch.line, "misc_path: %q after the command ignored, as keepalived ignores it (quote the whole command line)", strings.Join(ignored, " "))
 		}
 		c.Command = words
 		lines["command"] = ch.line

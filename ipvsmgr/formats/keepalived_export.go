@@ -132,20 +132,28 @@ func newKAKept(imported []ipvsmgr.ImportedKey) *kaKept {
 }
 
 // kaHeaderTarget is the target a virtual_server line's words (after the
-// keyword) name, as kaTargetKey writes it.
+// keyword) name, as kaTargetKey writes it: the port as the number the
+// importer read ("0358" is 358, as keepalived's read_unsigned reads it).
 func kaHeaderTarget(words []string) string {
 	if len(words) >= 2 && (words[0] == "group" || words[0] == "fwmark") {
+		if words[0] == "fwmark" {
+			if m, err := strconv.ParseUint(words[1], 10, 32); err == nil {
+				return "fwmark " + strconv.FormatUint(m, 10)
+			}
+		}
 		return words[0] + " " + words[1]
 	}
 	a, err := netip.ParseAddr(words[0])
 	if err != nil {
 		return ""
 	}
-	port := "0"
+	port := 0
 	if len(words) > 1 {
-		port = words[1]
+		if port, err = kaPort(words[1]); err != nil {
+			return ""
+		}
 	}
-	return a.Unmap().String() + " " + port
+	return a.Unmap().String() + " " + strconv.Itoa(port)
 }
 
 func kaTargetKey(svc *ipvsmgr.Service) string {
@@ -509,6 +517,17 @@ func (x *kaExporter) rsHeader(vsHeader string, rs *ipvsmgr.Server) string {
 	if rs.Port != 0 {
 		canonical += " " + strconv.Itoa(rs.Port)
 	}
+	// Of servers at one address, the one whose port reads as rs's (080 is
+	// 80) is rs; else (the importer reset a DR/TUN port) by address alone.
+	if same := slices.DeleteFunc(slices.Clone(match), func(h string) bool {
+		f, port := strings.Fields(h), 0
+		if len(f) > 2 {
+			port, _ = kaPort(f[2])
+		}
+		return port != rs.Port
+	}); len(same) == 1 {
+		return same[0]
+	}
 	if len(match) == 1 || len(match) > 1 && !slices.Contains(match, canonical) {
 		return match[0]
 	}
@@ -695,22 +714,6 @@ func kaWord(s string) string {
 		return s
 	}
 	return `"` + s + `"`
-}
-
-// kaCommand writes a MISC_CHECK's program and arguments as misc_path reads
-// them: one quoted string, split as a command line.
-func kaCommand(argv []string) string {
-	if len(argv) == 1 && !strings.ContainsAny(argv[0], " \t{}#!\"'\\") {
-		return argv[0]
-	}
-	words := make([]string, len(argv))
-	for i, a := range argv {
-		if a == "" || strings.ContainsAny(a, " \t{}#!\"'\\") {
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-		words[i] = a
-	}
-	return `"` + strings.Join(words, " ") + `"`
 }
 
 // kaNotifyLine writes a quorum program as notify_script_init reads it: one

@@ -238,3 +238,64 @@ func TestKeepalivedExportRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestKeepalivedExportKeptUnderAPortWrittenWithZeros: a virtual_server
+// port or fwmark written with leading zeros ("0358", keepalived's
+// read_unsigned reads it as 358) still finds its block's kept keys
+// (FuzzImportKeepalived seed c9f59be47ad3e43d: the UDP_CHECK was lost).
+func TestKeepalivedExportKeptUnderAPortWrittenWithZeros(t *testing.T) {
+	in := "virtual_server 198.18.0.1 0358 {\n  protocol UDP\n  ha_suspend\n  real_server 198.18.1.1 1358 {\n    UDP_CHECK {\n    }\n  }\n}\n" +
+		"virtual_server fwmark 007 {\n  ha_suspend\n  real_server 198.18.1.2 80 {\n    notify_up /bin/rs\n  }\n}\n"
+	st, err := Import(FormatKeepalived, strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Imported) != 4 {
+		t.Fatalf("kept %+v, want the two ha_suspend of the blocks, the UDP_CHECK and the server's notify_up", st.Imported)
+	}
+	var out bytes.Buffer
+	if err := Export(FormatKeepalived, st, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"virtual_server 198.18.0.1 0358 {", "UDP_CHECK {", "ha_suspend", "virtual_server fwmark 007 {", "ha_suspend", "notify_up /bin/rs"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("export lacks %q:\n%s", want, out.String())
+		}
+	}
+	back, err := Import(FormatKeepalived, bytes.NewReader(out.Bytes()))
+	if err != nil {
+		t.Fatalf("re-import: %v\n%s", err, out.String())
+	}
+	if d := cmp.Diff(st, back, cmpopts.IgnoreFields(ipvsmgr.ImportedKey{}, "Line")); d != "" {
+		t.Errorf("round trip (-imported +re-imported):\n%s\nexport:\n%s", d, out.String())
+	}
+}
+
+// TestKeepalivedExportServersAtOneAddress: two real servers at one address
+// whose ports are written with leading zeros (080, 081) are each written
+// with their own real_server line and kept keys, found by the port as
+// read, not the first line at that address for both.
+func TestKeepalivedExportServersAtOneAddress(t *testing.T) {
+	in := "virtual_server 198.18.0.1 80 {\n  protocol TCP\n  real_server 198.18.1.1 080 {\n    notify_up /bin/a\n  }\n" +
+		"  real_server 198.18.1.1 081 {\n    notify_up /bin/b\n  }\n}\n"
+	st, err := Import(FormatKeepalived, strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := Export(FormatKeepalived, st, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"real_server 198.18.1.1 080 {", "real_server 198.18.1.1 081 {", "notify_up /bin/a", "notify_up /bin/b"} {
+		if strings.Count(out.String(), want) != 1 {
+			t.Errorf("export has not one %q:\n%s", want, out.String())
+		}
+	}
+	back, err := Import(FormatKeepalived, bytes.NewReader(out.Bytes()))
+	if err != nil {
+		t.Fatalf("re-import: %v\n%s", err, out.String())
+	}
+	if d := cmp.Diff(st, back, cmpopts.IgnoreFields(ipvsmgr.ImportedKey{}, "Line")); d != "" {
+		t.Errorf("round trip (-imported +re-imported):\n%s\nexport:\n%s", d, out.String())
+	}
+}

@@ -66,14 +66,20 @@ func (k *kaImporter) vsDefaults(v *kaVS, targets []kaTarget) {
 		v.svc.Forwarding = "nat"
 	}
 	var kept []*kaRS
+	var dropped [][2]int
 	for _, r := range v.servers {
 		if slices.ContainsFunc(kept, func(o *kaRS) bool { return o.rs.Address == r.rs.Address && o.rs.Port == r.rs.Port }) {
 			k.warnf(r.n.line, "VS %s: real server %s is duplicated - removing second rs", v.label(targets), r.label())
+			dropped = append(dropped, r.kept)
 			continue
 		}
 		kept = append(kept, r)
 	}
 	v.servers = kept
+	// keepalived frees the second rs whole: its kept keys go with it.
+	for i := len(dropped) - 1; i >= 0; i-- {
+		k.st.Imported = slices.Delete(k.st.Imported, dropped[i][0], dropped[i][1])
+	}
 }
 
 // label names the virtual server as keepalived's FMT_VS does.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -147,6 +148,7 @@ func TestImportKeepalivedErrors(t *testing.T) {
 		{"bad real server", "virtual_server 198.18.0.1 80 {\n  real_server rs1 80 {\n  }\n}\n", 2, "not an IP address"},
 		{"flag", "virtual_server 198.18.0.1 80 {\n  lb_algo sh\n  lvs_flags sh-magic\n}\n", 3, `"sh-magic" is not a scheduler flag`},
 		{"no block", "virtual_server 198.18.0.1 80\n", 1, "without a { ... } block"},
+		{"real server no block", "virtual_server 198.18.0.1 80 {\n  real_server 198.18.0.2 80\n  real_server 198.18.0.3 80 {\n  }\n}\n", 2, "real_server without a { ... } block"},
 		{"too deep", strings.Repeat("a {\n", 40), 33, "nested deeper"},
 		{"two values", "virtual_server 198.18.0.1 80 {\n  lb_algo rr wrr\n}\n", 2, "takes one value"},
 		{"connect_port", "virtual_server 198.18.0.1 80 {\n  real_server 198.18.0.2 80 {\n    TCP_CHECK {\n      connect_port http\n    }\n  }\n}\n", 4, `connect_port "http"`},
@@ -245,6 +247,60 @@ virtual_server 198.18.0.3 80 {
 		Redundancy: &ipvsmgr.Redundancy{VRID: 51, Interface: "eth0", AdvertInterval: 0.5, SyncDaemon: true, SyncInterface: "eth1", SyncID: 9}}
 	if d := cmp.Diff(wantSet, st.Settings); d != "" {
 		t.Errorf("settings (-want +got):\n%s", d)
+	}
+}
+
+// TestKeepalivedDuplicateServerDropsItsKeys: keepalived frees a duplicate
+// real server whole (validate_check_config), so what its block held is not
+// kept either; the first server's kept keys stay (FuzzImportKeepalived
+// seed 53e1a0c850c4e06f: a kept url of the second went on to the export,
+// which had no HTTP_GET to write it in).
+func TestKeepalivedDuplicateServerDropsItsKeys(t *testing.T) {
+	in := `virtual_server 198.18.0.1 80 {
+  protocol TCP
+  real_server 198.18.1.1 80 {
+    notify_up /bin/first
+  }
+  real_server 198.18.1.1 80 {
+    notify_up /bin/second
+    HTTP_GET {
+      url {
+        path /a
+      }
+      url {
+        path /b
+      }
+    }
+    SMTP_CHECK {
+    }
+  }
+  real_server 198.18.1.2 80 {
+    notify_down /bin/third
+  }
+}
+`
+	st, rep, err := ImportWith(FormatKeepalived, strings.NewReader(in), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(rep.Warnings, func(w Note) bool {
+		return w.String() == "line 6: VS 198.18.0.1:80: real server 198.18.1.1:80 is duplicated - removing second rs"
+	}) {
+		t.Errorf("no duplicate warning on line 6: %v", rep.Warnings)
+	}
+	var kept []string
+	for _, k := range st.Imported {
+		kept = append(kept, fmt.Sprintf("%d %s: %s %s", k.Line, k.Scope, k.Key, k.Value))
+	}
+	want := []string{
+		"4 virtual_server 198.18.0.1 80 real_server 198.18.1.1 80: notify_up /bin/first",
+		"20 virtual_server 198.18.0.1 80 real_server 198.18.1.2 80: notify_down /bin/third",
+	}
+	if d := cmp.Diff(want, kept); d != "" {
+		t.Errorf("kept (-want +got):\n%s", d)
+	}
+	if s := st.Services[0]; len(s.Servers) != 2 || s.Servers[0].Check != nil {
+		t.Errorf("the first 198.18.1.1 is the one kept, with no check: %+v", s.Servers)
 	}
 }
 

@@ -71,6 +71,10 @@ type kaRS struct {
 	fields map[string]int
 	check  *kaCheck
 	weight bool // weight was written
+	// kept is the run of State.Imported this block's kept keys fill
+	// (real servers are read one after another), dropped with the server
+	// when it duplicates an earlier one: keepalived frees the whole rs.
+	kept [2]int
 }
 
 func (k *kaImporter) virtualServer(n *kaNode) error {
@@ -344,8 +348,14 @@ func (k *kaImporter) schedFlags(v *kaVS, c *kaNode) error {
 }
 
 // realServer reads a real_server block as alloc_rs does: `ADDRESS [PORT]`,
-// the port 0 when not written.
+// the port 0 when not written; a real_server with no block is refused.
 func (k *kaImporter) realServer(v *kaVS, n *kaNode) (*kaRS, error) {
+	if !n.block {
+		// keepalived's parser reports "Missing '{' at beginning of
+		// configuration block" (CONFIG_MISSING_BOB) and reads the lines
+		// after it as the server's; refused, as a virtual_server is.
+		return nil, k.errf(n.line, "real_server without a { ... } block")
+	}
 	if len(n.words) < 2 || len(n.words) > 3 {
 		return nil, k.errf(n.line, "want `real_server ADDRESS [PORT] {`")
 	}
@@ -360,6 +370,8 @@ func (k *kaImporter) realServer(v *kaVS, n *kaNode) (*kaRS, error) {
 		}
 		r.fields["port"] = n.line
 	}
+	r.kept[0] = len(k.st.Imported)
+	defer func() { r.kept[1] = len(k.st.Imported) }()
 	checks := v.checks
 	var checkers []*kaNode
 	for _, c := range n.children {
