@@ -86,6 +86,7 @@ func (k *kaImporter) virtualServer(n *kaNode) error {
 		return err
 	}
 	v := &kaVS{n: n, scope: n.header(), group: group, fields: map[string]int{}, weight: 1, svc: ipvsmgr.Service{Servers: []ipvsmgr.Server{}}}
+	kept := len(k.st.Imported)
 	for _, c := range n.children {
 		if err := k.vsStatement(v, c); err != nil {
 			return err
@@ -105,6 +106,11 @@ func (k *kaImporter) virtualServer(n *kaNode) error {
 		if err := k.service(v, t); err != nil {
 			return err
 		}
+	}
+	if len(v.servers) == 0 {
+		// keepalived ignores a virtual_server with no real servers whole
+		// (service warns): the keys kept from its block go with it.
+		k.st.Imported = k.st.Imported[:kept]
 	}
 	return nil
 }
