@@ -505,7 +505,7 @@ func (x *kaExporter) keptKey(indent string, k ipvsmgr.ImportedKey) {
 // rsHeader is the real_server line of rs: as it was read (its port as
 // written, which the importer resets again with keepalived's warning), or
 // its address and port.
-func (x *kaExporter) rsHeader(vsHeader string, rs *ipvsmgr.Server) string {
+func (x *kaExporter) rsHeader(vsHeader string, svc *ipvsmgr.Service, rs *ipvsmgr.Server) string {
 	var match []string
 	for _, h := range x.kept.rsHeader[vsHeader] {
 		f := strings.Fields(h)
@@ -528,7 +528,10 @@ func (x *kaExporter) rsHeader(vsHeader string, rs *ipvsmgr.Server) string {
 	}); len(same) == 1 {
 		return same[0]
 	}
-	if len(match) == 1 || len(match) > 1 && !slices.Contains(match, canonical) {
+	// By address alone only where the address is rs's alone in svc: a
+	// line read for another server at it is not rs's.
+	shared := slices.ContainsFunc(svc.Servers, func(o ipvsmgr.Server) bool { return o.Address == rs.Address && o.Port != rs.Port })
+	if !shared && (len(match) == 1 || len(match) > 1 && !slices.Contains(match, canonical)) {
 		return match[0]
 	}
 	return canonical
@@ -538,7 +541,7 @@ func (x *kaExporter) realServer(svc *ipvsmgr.Service, j int, field, vsHeader str
 	rs := &svc.Servers[j]
 	rf := fmt.Sprintf("%s.servers[%d]", field, j)
 	w := x.w
-	header := x.rsHeader(vsHeader, rs)
+	header := x.rsHeader(vsHeader, svc, rs)
 	scope := vsHeader + " " + header
 	if rs.Name != "" {
 		fmt.Fprintf(w, "    # %s\n", rs.Name)
