@@ -83,6 +83,15 @@ type kaKept struct {
 	rsHeader map[string][]string
 }
 
+// take is the keys kept in scope, once: a key read in one block is
+// written in one (two blocks with one header, such as two virtual_server
+// lines of an address for two protocols, would otherwise both write it).
+func (k *kaKept) take(scope string) []ipvsmgr.ImportedKey {
+	keys := k.byScope[scope]
+	delete(k.byScope, scope)
+	return keys
+}
+
 func kaPlainScope(scope string) string {
 	if rest, ok := strings.CutPrefix(scope, "in "); ok {
 		_, after, _ := strings.Cut(rest, " ")
@@ -407,7 +416,7 @@ func (x *kaExporter) virtualServer(b kaBlock) {
 	if !svc.IsEnabled() {
 		x.bad("%s.enabled: keepalived has no disabled virtual_server", field)
 	}
-	for _, k := range x.kept.byScope[b.header] {
+	for _, k := range x.kept.take(b.header) {
 		x.keptKey("    ", k)
 	}
 	for j := range svc.Servers {
@@ -578,7 +587,7 @@ func (x *kaExporter) realServer(svc *ipvsmgr.Service, j int, field, vsHeader str
 		}
 		x.checker(&c, cf, scope)
 	}
-	for _, k := range x.kept.byScope[scope] {
+	for _, k := range x.kept.take(scope) {
 		x.keptKey("        ", k)
 	}
 	w.WriteString("    }\n")
@@ -645,7 +654,7 @@ func (x *kaExporter) checker(c *ipvsmgr.Check, field, rsScope string) {
 		if c.ExpectBody != "" {
 			fmt.Fprintf(w, "%s    regex %s\n", in, kaWord(c.ExpectBody))
 		}
-		for _, k := range x.kept.byScope[rsScope+" "+name+" url"] {
+		for _, k := range x.kept.take(rsScope+" "+name+" url") {
 			x.keptKey(in+"    ", k)
 		}
 		fmt.Fprintf(w, "%s}\n", in)
@@ -667,7 +676,7 @@ func (x *kaExporter) checker(c *ipvsmgr.Check, field, rsScope string) {
 	case "smtp":
 		fmt.Fprintf(w, "%shelo_name %s\n", in, kaWord(cmp.Or(c.Name, "localhost")))
 	}
-	for _, k := range x.kept.byScope[rsScope+" "+name] {
+	for _, k := range x.kept.take(rsScope+" "+name) {
 		x.keptKey(in, k)
 	}
 	fmt.Fprintf(w, "        }\n")
@@ -818,7 +827,7 @@ func (x *kaExporter) fileChecker(c *ipvsmgr.Check, field, rsScope string) {
 		x.bad("%s.file_weight: 0: written to keepalived only on its track_file, which this export does not rewrite", field)
 	}
 	fmt.Fprintf(w, "            weight %d%s\n", weight, rev)
-	for _, k := range x.kept.byScope[rsScope+" FILE_CHECK"] {
+	for _, k := range x.kept.take(rsScope+" FILE_CHECK") {
 		x.keptKey("            ", k)
 	}
 	w.WriteString("        }\n")
