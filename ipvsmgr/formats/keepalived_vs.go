@@ -395,6 +395,9 @@ func (k *kaImporter) realServer(v *kaVS, n *kaNode) (*kaRS, error) {
 				return nil, err
 			}
 			if ch == kaDropped {
+				// keepalived frees a checker it ignores whole: the keys
+				// kept from its block go with it.
+				k.st.Imported = k.st.Imported[:kept]
 				continue
 			}
 			if r.check = ch; ch != nil {
