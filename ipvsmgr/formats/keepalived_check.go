@@ -325,6 +325,11 @@ func (k *kaImporter) url(scope string, n *kaNode, c *ipvsmgr.Check, lines map[st
 			if err != nil {
 				return err
 			}
+			if v == "" {
+				// A request line with no path: no server answers it as a
+				// page, and an empty path reads here as "/".
+				return k.errf(ch.line, `url path "": a check's path cannot be empty (write path /)`)
+			}
 			// keepalived sends the path as written; a request line cannot
 			// hold a blank, so one is escaped.
 			c.Path = strings.NewReplacer(" ", "%20", "\t", "%09").Replace(v)
