@@ -654,7 +654,7 @@ func (x *kaExporter) checker(c *ipvsmgr.Check, field, rsScope string) {
 		if c.ExpectBody != "" {
 			fmt.Fprintf(w, "%s    regex %s\n", in, kaWord(c.ExpectBody))
 		}
-		for _, k := range x.kept.take(rsScope+" "+name+" url") {
+		for _, k := range x.kept.take(rsScope + " " + name + " url") {
 			x.keptKey(in+"    ", k)
 		}
 		fmt.Fprintf(w, "%s}\n", in)
@@ -676,7 +676,7 @@ func (x *kaExporter) checker(c *ipvsmgr.Check, field, rsScope string) {
 	case "smtp":
 		fmt.Fprintf(w, "%shelo_name %s\n", in, kaWord(cmp.Or(c.Name, "localhost")))
 	}
-	for _, k := range x.kept.take(rsScope+" "+name) {
+	for _, k := range x.kept.take(rsScope + " " + name) {
 		x.keptKey(in, k)
 	}
 	fmt.Fprintf(w, "        }\n")
@@ -827,7 +827,7 @@ func (x *kaExporter) fileChecker(c *ipvsmgr.Check, field, rsScope string) {
 		x.bad("%s.file_weight: 0: written to keepalived only on its track_file, which this export does not rewrite", field)
 	}
 	fmt.Fprintf(w, "            weight %d%s\n", weight, rev)
-	for _, k := range x.kept.take(rsScope+" FILE_CHECK") {
+	for _, k := range x.kept.take(rsScope + " FILE_CHECK") {
 		x.keptKey("            ", k)
 	}
 	w.WriteString("        }\n")
