@@ -496,3 +496,76 @@ func bfdDowns(d *director, from, to time.Time, detect time.Duration, stalls []st
 	}
 	return out
 }
+
+// destOrder is the echo service's real servers in director d's kernel list
+// order with their weights (`ipvsadm -Ln` walks the list): mh builds its
+// Maglev table from this order, so the directors of a group must agree.
+func (e *ecmp) destOrder(d *lab) []string {
+	e.t.Helper()
+	var out []string
+	in := false
+	for _, line := range strings.Split(e.base.ns(d.dir, "ipvsadm -Ln"), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 2 && f[0] == "TCP":
+			in = f[1] == fmt.Sprintf("%s:%d", vip, echoPort)
+		case in && len(f) >= 4 && f[0] == "->" && f[1] != "RemoteAddress:Port":
+			out = append(out, f[1]+"/"+f[3])
+		}
+	}
+	return out
+}
+
+// flowDests is, per long-lived connection, the real server of its IPVS
+// connection entry on each director that has one (index: director; "" for
+// none): which director saw it and where that director sends it.
+func (e *ecmp) flowDests(hs []*holder) [][]string {
+	e.t.Helper()
+	out := make([][]string, len(hs))
+	for i := range out {
+		out[i] = make([]string, len(e.dirs))
+	}
+	port := map[string]int{}
+	for i, h := range hs {
+		port[h.c.LocalAddr().String()] = i
+	}
+	for di, d := range e.dirs {
+		if e.ds[di].cmd == nil {
+			continue
+		}
+		for _, line := range strings.Split(e.base.ns(d.dir, "ipvsadm -Lnc"), "\n") {
+			f := strings.Fields(line)
+			if len(f) != 6 || f[0] != "TCP" || f[4] != fmt.Sprintf("%s:%d", vip, echoPort) {
+				continue
+			}
+			if i, ok := port[f[3]]; ok {
+				out[i][di] = f[5]
+			}
+		}
+	}
+	return out
+}
+
+// outRsts is the TCP OutRsts counter of namespace ns (/proc/net/snmp):
+// how many resets its own stack sent.
+func (e *ecmp) outRsts(ns string) int {
+	e.t.Helper()
+	var names []string
+	for _, line := range strings.Split(e.base.ns(ns, "cat /proc/net/snmp"), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "Tcp:" {
+			continue
+		}
+		if names == nil {
+			names = f
+			continue
+		}
+		for i, n := range names {
+			if n == "OutRsts" && i < len(f) {
+				v, _ := strconv.Atoi(f[i])
+				return v
+			}
+		}
+	}
+	return -1
+}

@@ -5,7 +5,9 @@ package vmtest
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -65,8 +67,35 @@ func TestBGPECMPDirectorLossAndRejoin(t *testing.T) {
 		return
 	}
 
+	// Every director must build the same Maglev table: the same real
+	// servers in the same kernel order with the same weights.
+	var orders [][]string
+	for i, d := range e.dirs {
+		orders = append(orders, e.destOrder(d))
+		t.Logf("director %d: the echo service's real servers in kernel order: %v", i+1, orders[i])
+	}
+	for i := 1; i < len(orders); i++ {
+		if !slices.Equal(orders[i], orders[0]) {
+			t.Errorf("director %d's real servers (kernel order) %v differ from director 1's %v: their Maglev tables differ, and a flow ECMP moves between them can land on another real server", i+1, orders[i], orders[0])
+		}
+	}
+
 	// SIGKILL and link cut.
 	carriers = e.carriers(hs)
+	destsBefore := e.flowDests(hs)
+	watched := append([]string{e.dirs[1].dir, e.dirs[2].dir}, e.base.rs...)
+	rstBefore := map[string]int{}
+	for _, ns := range watched {
+		rstBefore[ns] = e.outRsts(ns)
+	}
+	var flows []string
+	for i, h := range hs {
+		_, port, _ := net.SplitHostPort(h.c.LocalAddr().String())
+		h.mu.Lock()
+		flows = append(flows, fmt.Sprintf("%s:%s:%d", port, h.server, carriers[i]+1))
+		h.mu.Unlock()
+	}
+	t.Logf("flows (client port:real server:director) before the kill: %s", strings.Join(flows, " "))
 	before := echoedNow(hs)
 	flaps := e.bfdPeers()
 	// The link first: the kernel's FIN for the killed daemon's BGP socket
@@ -84,18 +113,36 @@ func TestBGPECMPDirectorLossAndRejoin(t *testing.T) {
 		t.Errorf("%v (nexthops %v, BFD %v)", err, rt.hops(), e.bfdPeers())
 	}
 	kept := keptSince(hs, before, 2, 30*time.Second)
-	n, survivorsLost := 0, 0
+	after := e.carriers(hs)
+	destsAfter := e.flowDests(hs)
+	for _, ns := range watched {
+		if d := e.outRsts(ns) - rstBefore[ns]; d > 0 {
+			t.Logf("%s sent %d TCP resets of its own since the kill", ns, d)
+		}
+	}
+	n, survivorsLost, moved, movedKept := 0, 0, 0, 0
 	for i, k := range kept {
+		if carriers[i] > 0 && after[i] > 0 && after[i] != carriers[i] {
+			moved++
+			if k {
+				movedKept++
+			}
+		}
 		if k {
 			n++
 			continue
 		}
 		ec, gap, err := hs[i].state()
-		t.Logf("connection %d (director %d): echoed %d (was %d), max gap %s, err %v", i, carriers[i]+1, ec, before[i], gap, err)
+		hs[i].mu.Lock()
+		rs := hs[i].server
+		hs[i].mu.Unlock()
+		t.Logf("connection %d %s (real server %s): director %d before, %d after; IPVS entries per director before %q, after %q; echoed %d (was %d), max gap %s, err %v",
+			i, hs[i].c.LocalAddr(), rs, carriers[i]+1, after[i]+1, destsBefore[i], destsAfter[i], ec, before[i], gap, err)
 		if carriers[i] != 0 {
 			survivorsLost++
 		}
 	}
+	t.Logf("%d connections moved between the surviving directors (ECMP's hash-threshold re-split), %d of them kept", moved, movedKept)
 	t.Logf("director 1 killed (it carried %d of %d): its route gone at FRR after %s, first new connection answered after %s, long-lived connections kept %d of %d",
 		perDirector(carriers)[0], len(hs), gone.Sub(killed).Round(time.Millisecond), first.Sub(killed).Round(time.Millisecond), n, len(hs))
 	if n*100 < 99*len(hs) {
