@@ -89,7 +89,9 @@ func mhPick(list []netip.AddrPort, table []int, client netip.AddrPort) netip.Add
 }
 
 func TestKernelMaglevTablesFollowTheListOrder(t *testing.T) {
-	rs := func(n int) netip.AddrPort { return netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 18, 0, byte(10 + n)}), 9000) }
+	rs := func(n int) netip.AddrPort {
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 18, 0, byte(10 + n)}), 9000)
+	}
 	client := func(port uint16) netip.AddrPort { return netip.AddrPortFrom(netip.MustParseAddr("198.19.1.2"), port) }
 	order := func(ns ...int) []netip.AddrPort {
 		var out []netip.AddrPort
