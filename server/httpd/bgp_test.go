@@ -123,7 +123,7 @@ func TestDirectorsCompareMaglevFingerprints(t *testing.T) {
 		!strings.Contains(m.Why, `there "mh mh-port 198.18.1.12:80/1 198.18.1.13:80/2 198.18.1.11:80/1"`) {
 		t.Errorf("a's mismatch = %+v", m)
 	}
-	// The same over GET /api/v1/node, which the other directors read.
+	// The same over GET /api/v1/node (node show).
 	resp, body := a.API(t, auth.Viewer, "GET", "/api/v1/node", "")
 	var nv server.NodeView
 	if err := json.Unmarshal([]byte(body), &nv); resp.StatusCode != 200 || err != nil || nv.BGP == nil || !nv.BGP.Mismatch {
