@@ -30,7 +30,7 @@ type Kernel struct {
 	// before use. Tests of the Maglev fingerprints use it for a director
 	// whose mh table differs from its peers'.
 	ReadReversed bool
-	schedOK    func(string) bool
+	schedOK      func(string) bool
 }
 
 // New returns an empty fake kernel that knows every scheduler.
