@@ -90,10 +90,14 @@ func TestDirectorsCompareMaglevFingerprints(t *testing.T) {
 	if _, err := a.Core.SetNode(ctx, root, server.NodePatch{PeerURL: &url, PeerToken: &tok}); err != nil {
 		t.Fatal(err)
 	}
+	// Each hears the other twice, in the answer to its report and in the
+	// other's report to it: one director, named by the URL it follows
+	// once its own report was answered (the other's report may come first).
 	agreed := func(g *servertest.Rig) bool {
 		st := status(g)
+		other := map[*servertest.Rig]string{a: b.URL, b: a.URL}[g]
 		return len(st.Fingerprints) == 1 && len(st.Directors) == 1 && st.Directors[0].Error == "" &&
-			len(st.Directors[0].Services) == 1 && !st.Mismatch
+			st.Directors[0].Director == other && len(st.Directors[0].Services) == 1 && !st.Mismatch
 	}
 	wait("both directors to agree", func() bool { return agreed(a) && agreed(b) })
 	sa, sb := status(a), status(b)
