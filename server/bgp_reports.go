@@ -41,7 +41,7 @@ type ReportCaller struct {
 const (
 	maxReporters       = 64
 	maxReportServices  = 4096
-	maxReportString    = 64 << 10
+	maxReportString    = 256 << 10
 	reportForgottenAge = time.Hour
 )
 
