@@ -28,7 +28,11 @@ func TestServeHelper(t *testing.T) {
 	if args == "" {
 		return // only in the serve tests' child process
 	}
-	env := &cliEnv{stdout: os.Stdout, stderr: os.Stderr, getenv: func(string) string { return "" }, kernel: fakekernel.New()}
+	k := fakekernel.New()
+	// A director whose kernel lists real servers the other way round: its
+	// Maglev table differs from its peers' (the fingerprint tests).
+	k.ReadReversed = os.Getenv("IPVSCTL_SERVE_HELPER_KERNEL") == "reversed"
+	env := &cliEnv{stdout: os.Stdout, stderr: os.Stderr, getenv: func(string) string { return "" }, kernel: k}
 	os.Exit(dispatch(env, strings.Split(args, "\x1f")))
 }
 
