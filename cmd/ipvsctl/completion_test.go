@@ -192,3 +192,45 @@ COMPREPLY=(); COMP_WORDS=(` + stub + ` apply -f ` + dir + `/af); COMP_CWORD=3; _
 		t.Errorf("bash completion: %v\n%s\nwant:\n%s", err, out, want)
 	}
 }
+
+// TestSubVerbsListedOnce: usage and the man page print a verb's sub-verbs
+// once, after its summary; a summary that named them too printed the list
+// twice ("...: list, show, diff, ...: list|show|diff|...").
+func TestSubVerbsListedOnce(t *testing.T) {
+	help := runCLI(t, nil, "help")
+	man := runCLI(t, nil, "man")
+	if help.code != 0 || man.code != 0 {
+		t.Fatalf("help: exit %d, man: exit %d", help.code, man.code)
+	}
+	manLines := strings.Split(man.stdout, "\n")
+	for _, name := range visibleVerbs(commands()) {
+		cmd := commands()[name]
+		if len(cmd.subs) == 0 {
+			continue
+		}
+		var helpLine, manText string
+		for _, l := range strings.Split(help.stdout, "\n") {
+			if f := strings.Fields(l); len(f) > 0 && f[0] == name {
+				helpLine = l
+			}
+		}
+		for i, l := range manLines {
+			if strings.HasPrefix(l, ".SS "+quoted("ipvsctl "+name+" "+strings.Join(cmd.subs, "|"))) && i+1 < len(manLines) {
+				manText = l + "\n" + manLines[i+1]
+			}
+		}
+		if helpLine == "" || manText == "" {
+			t.Errorf("%s: no line in help (%q) or no section in the man page (%q)", name, helpLine, manText)
+			continue
+		}
+		for _, sub := range cmd.subs {
+			word := regexp.MustCompile(`\b` + regexp.QuoteMeta(sub) + `\b`)
+			if n := len(word.FindAllString(helpLine, -1)); n != 1 {
+				t.Errorf("help names %s's sub-verb %s %d times: %q", name, sub, n, helpLine)
+			}
+			if n := len(word.FindAllString(manText, -1)); n != 1 {
+				t.Errorf("the man page names %s's sub-verb %s %d times: %q", name, sub, n, manText)
+			}
+		}
+	}
+}
