@@ -79,7 +79,7 @@ func TestKeepalivedMiscPath(t *testing.T) {
 // an A, `\'` a quote inside single quotes) and warns, by line, where
 // earlier ones (Debian's 2.2.7) read the line otherwise. It read quorum
 // programs with a shell's rules ("atb"), and the export wrote them for
-// those ("it's" as 'it'\''s', which keepalived 2.3.2 reads as an
+// those ("it's" as 'it'\”s', which keepalived 2.3.2 reads as an
 // unterminated quote): now one writer writes both keywords, only in forms
 // both read alike, and refuses a quote or a backslash by field.
 func TestKeepalivedScriptLineAcrossVersions(t *testing.T) {

@@ -98,4 +98,3 @@ func TestKeepalivedQuorumProgramWords(t *testing.T) {
 		}
 	}
 }
-
