@@ -319,6 +319,18 @@ func TestKeepalivedCommandLinesPassKeepalived(t *testing.T) {
 	if _, text := runKeepalivedTest(t, dir, control); !quotingError(text) {
 		t.Fatalf("keepalived -t does not report an unterminated quote in a quorum program:\n%s", text)
 	}
+	// kaScriptLegacy fails where Debian's keepalived fails to read a line.
+	for i, line := range []string{`"/bin/n 'it'\\''s'"`, `"/bin/n it\'s"`, `"/bin/echo \x41 'it\'s'"`, `"/bin/n a\\ 'b"`, `"/bin/printf a\\tb"`} {
+		file := filepath.Join(dir, fmt.Sprintf("legacy%d.conf", i))
+		conf := "virtual_server 198.18.0.100 80 {\n protocol TCP\n quorum_up " + line + "\n real_server 198.18.0.11 80 {\n }\n}\n"
+		if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, text := runKeepalivedTest(t, dir, file)
+		if argv, _, err := kaScriptLegacy(line); (err != nil) != quotingError(text) {
+			t.Errorf("quorum_up %s: kaScriptLegacy reads %q (%v), keepalived -t says:\n%s", line, argv, err, text)
+		}
+	}
 	for i, argv := range [][]string{
 		{"/bin/n", "up", "web 1"}, {"/bin/n", "", "tab\there", "#1", "{x}", "!"}, {"/opt/my tools/n"}, {"/bin/n", "a\nb", "\r\x01", "\n1"},
 	} {

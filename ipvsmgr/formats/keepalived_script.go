@@ -23,7 +23,9 @@ import (
 const kaWhite = " \t\f\n\r\v"
 
 // kaQuotedWords is alloc_strvec_quoted_escaped_common (lib/parser.c);
-// legacy, keepalived's before 2.3.2 (kaEscape).
+// legacy, keepalived's before 2.3.2 (kaEscape). As there, a quote left
+// open is an error only when text follows it (or the escape after it) to
+// the end: one opened as the string ends is passed over (`'a'b'` is ab).
 func kaQuotedWords(s string, escapes, legacy bool) ([]string, error) {
 	var words []string
 	i := 0
@@ -36,6 +38,7 @@ func kaQuotedWords(s string, escapes, legacy bool) ([]string, error) {
 		}
 		var w strings.Builder
 		var quote byte
+		quotedText := false // text read in the open quote since it opened or since an escape
 	word:
 		for i < len(s) {
 			c := s[i]
@@ -45,6 +48,7 @@ func kaQuotedWords(s string, escapes, legacy bool) ([]string, error) {
 				if i == len(s) {
 					return nil, errors.New("a backslash ends it (missing escape char at end)")
 				}
+				quotedText = false
 				if !escapes {
 					w.WriteByte('\\')
 					w.WriteByte(s[i])
@@ -58,8 +62,9 @@ func kaQuotedWords(s string, escapes, legacy bool) ([]string, error) {
 			case quote != 0:
 				w.WriteByte(c)
 				i++
+				quotedText = true
 			case c == '"' || c == '\'':
-				quote = c
+				quote, quotedText = c, false
 				i++
 			case strings.IndexByte(kaWhite, c) >= 0:
 				break word
@@ -68,7 +73,7 @@ func kaQuotedWords(s string, escapes, legacy bool) ([]string, error) {
 				i++
 			}
 		}
-		if quote != 0 {
+		if quote != 0 && quotedText {
 			return nil, fmt.Errorf("missing terminating %c", quote)
 		}
 		words = append(words, w.String())
@@ -129,6 +134,9 @@ func kaScript(rest string) (argv, after []string, err error) { return kaScriptAs
 func kaScriptLegacy(rest string) (argv, after []string, err error) { return kaScriptAs(rest, true) }
 
 func kaScriptAs(rest string, legacy bool) (argv, after []string, err error) {
+	if err := kaLineQuotes(rest); err != nil {
+		return nil, nil, err
+	}
 	words, err := kaQuotedWords(rest, legacy, legacy)
 	if err != nil || len(words) == 0 {
 		return nil, nil, cmpErr(err, "no command")
@@ -145,6 +153,25 @@ func kaScriptAs(rest string, legacy bool) (argv, after []string, err error) {
 		return nil, nil, errors.New("an empty program")
 	}
 	return argv, words[1:], nil
+}
+
+// kaLineQuotes is decomment's check (lib/parser.c) of a line's double
+// quotes, a backslash taking the character after it: keepalived reports an
+// unterminated one.
+func kaLineQuotes(s string) error {
+	open := false
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			open = !open
+		case '\\':
+			i++
+		}
+	}
+	if open {
+		return errors.New("unterminated quote")
+	}
+	return nil
 }
 
 func cmpErr(err error, msg string) error {

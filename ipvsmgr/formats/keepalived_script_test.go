@@ -27,6 +27,8 @@ func TestKeepalivedMiscPath(t *testing.T) {
 		{`"'a b' c\tx"`, []string{"a b", "c\tx"}, nil},
 		{`"'it\'s' \x41\101\cA"`, []string{"it's", "AA\x01"}, nil},
 		{`"/bin/x ''"`, []string{"/bin/x", ""}, nil},
+		{`"/bin/x 'a'b'"`, []string{"/bin/x", "ab"}, nil}, // a quote opened as the line ends is passed over
+		{`"/bin/x 'a\n"`, []string{"/bin/x", "a\n"}, nil},
 	} {
 		argv, ignored, err := kaScript(c.rest)
 		if err != nil {
@@ -89,7 +91,8 @@ func TestKeepalivedScriptLineAcrossVersions(t *testing.T) {
 		warn string // "" when both read it alike
 	}{
 		{`"/bin/printf a\\tb"`, []string{"/bin/printf", `a\tb`}, `quorum_up: keepalived 2.3.2 and later read ["/bin/printf" "a\\tb"] (as ipvsctl does), earlier ones such as Debian's 2.2.7 read ["/bin/printf" "a\tb"]`},
-		{`"/bin/echo \x41 'it\'s'"`, []string{"/bin/echo", "A", "it's"}, `earlier ones such as Debian's 2.2.7 read nothing (missing terminating ')`},
+		{`"/bin/echo \x41 'it\'s'"`, []string{"/bin/echo", "A", "it's"}, `earlier ones such as Debian's 2.2.7 read ["/bin/echo" "A" "its"]`},
+		{`"/bin/echo 'it\\''s'"`, []string{"/bin/echo", `it\s`}, `(as ipvsctl does), earlier ones such as Debian's 2.2.7 read ["/bin/echo" "it's"]`},
 		{`"/bin/echo '\x0a1'"`, []string{"/bin/echo", "\n1"}, `earlier ones such as Debian's 2.2.7 read ["/bin/echo" "\xa1"]`},
 		{`/usr/local/sbin/quorum-up.sh`, []string{"/usr/local/sbin/quorum-up.sh"}, ""},
 		{`"/bin/n up 'web 1' \041"`, []string{"/bin/n", "up", "web 1", "!"}, ""},
