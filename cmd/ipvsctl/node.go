@@ -26,25 +26,19 @@ const nodeUsage = "usage: ipvsctl node set [--priority N] [--role auto|master|ba
 	"Run 'ipvsctl node VERB --help' for a verb's flags."
 
 func runNode(env *cliEnv, args []string) int {
-	args = moveGlobalFlags(args)
-	if len(args) == 0 {
-		fmt.Fprintln(env.stderr, nodeUsage)
-		return exitUsage
+	verb, rest, code, ok := env.subVerb(nodeUsage, args)
+	if !ok {
+		return code
 	}
-	switch verb, rest := args[0], args[1:]; verb {
+	switch verb {
 	case "set":
 		return nodeSet(env, rest)
 	case "show":
 		return nodeShow(env, rest)
 	case "drain", "undrain":
 		return nodeDrain(env, verb, rest)
-	case "-h", "--help", "help":
-		fmt.Fprintln(env.stdout, nodeUsage)
-		return exitOK
-	default:
-		fmt.Fprintf(env.stderr, "ipvsctl node: unknown verb %q (want set, show, drain or undrain)\n", verb)
-		return exitUsage
 	}
+	return env.unknownSubVerb("node", verb)
 }
 
 func nodeSet(env *cliEnv, args []string) int {
