@@ -86,6 +86,9 @@ func runServe(env *cliEnv, args []string) int {
 	if err != nil {
 		return env.fail("serve", err, false)
 	}
+	if err := p.core.RecordIdentity(ctx); err != nil {
+		return env.fail("serve", err, false)
+	}
 	srv, tlsOn, usage, err := p.listen(f, g.db, idCert, idKey, log)
 	if err != nil {
 		return env.fail("serve", err, usage)

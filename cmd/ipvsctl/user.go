@@ -24,23 +24,17 @@ const userUsage = "usage: ipvsctl user add NAME --role admin|operator|viewer [--
 	"Run 'ipvsctl user VERB --help' for a verb's flags."
 
 func runUser(env *cliEnv, args []string) int {
-	args = moveGlobalFlags(args)
-	if len(args) == 0 {
-		fmt.Fprintln(env.stderr, userUsage)
-		return exitUsage
+	verb, rest, code, ok := env.subVerb(userUsage, args)
+	if !ok {
+		return code
 	}
-	verb, rest := args[0], args[1:]
 	switch verb {
 	case "add", "passwd", "set", "rm":
 		return userWrite(env, verb, rest)
 	case "list":
 		return userList(env, rest)
-	case "-h", "--help", "help":
-		fmt.Fprintln(env.stdout, userUsage)
-		return exitOK
 	}
-	fmt.Fprintf(env.stderr, "ipvsctl user: unknown verb %q (want add, passwd, set, rm or list)\n", verb)
-	return exitUsage
+	return env.unknownSubVerb("user", verb)
 }
 
 func userWrite(env *cliEnv, verb string, args []string) int {
