@@ -42,6 +42,8 @@ type bgpState struct {
 	status atomic.Pointer[BGPStatus]
 	once   sync.Once
 	wake   chan struct{}
+	// reports are the Maglev fingerprints the followers sent (bgp_reports.go).
+	reports reportTable
 }
 
 func (b *bgpState) wakeC() chan struct{} {

@@ -37,8 +37,15 @@ type NodeSettings struct {
 	// as root) onto this director; off, such a document is refused.
 	AllowReplicatedExec bool `json:"allow_replicated_exec"`
 	// Fingerprint is this director's own certificate's, to give the peer
-	// ("" while it has none: serve makes it on its first start with TLS).
-	Fingerprint string `json:"fingerprint"`
+	// ("" while it has none, FingerprintError says why). IdentityCert is
+	// that certificate's file and IdentityFrom how it is known: serve (the
+	// daemon serves it), last serve (serve last started with it) or
+	// self-signed (serve has not started yet: the one it makes unless
+	// given --tls-cert).
+	Fingerprint      string `json:"fingerprint"`
+	IdentityCert     string `json:"identity_cert,omitempty"`
+	IdentityFrom     string `json:"identity_from,omitempty"`
+	FingerprintError string `json:"fingerprint_error,omitempty"`
 	// RouterID and BGPSource are this director's BGP router ID and the
 	// address its sessions come from, in BGP mode ("": the defaults);
 	// Drained says node drain took it out.
@@ -106,22 +113,63 @@ func (c *Core) NodeSettings(ctx context.Context) (*NodeView, error) {
 
 func (c *Core) nodeView(n store.Node) *NodeView {
 	v := &NodeView{NodeSettings: nodeSettings(n), Redundancy: c.redundancyStatus(), BGP: c.bgpStatus()}
-	v.Fingerprint = c.Fingerprint()
+	v.Fingerprint, v.IdentityCert, v.IdentityFrom, v.FingerprintError = c.identityFingerprint(n)
 	return v
 }
 
-// Fingerprint is this director's own certificate's fingerprint ("" while
-// it has none).
-func (c *Core) Fingerprint() string {
-	path := c.identity
+// Where the certificate whose fingerprint node show prints comes from.
+const (
+	// IdentityServed: the certificate this process serves (the daemon).
+	IdentityServed = "serve"
+	// IdentityLastServe: the one serve last started with, as it recorded.
+	IdentityLastServe = "last serve"
+	// IdentitySelfSigned: serve has never started on this database; the
+	// self-signed one beside it is what serve shows unless given --tls-cert.
+	IdentitySelfSigned = "self-signed"
+)
+
+// identityFingerprint is the fingerprint of the certificate this director
+// shows its peers: the one this process serves, else the one serve last
+// started with, else the self-signed one beside the database. errText says
+// why the fingerprint is "" when it is.
+func (c *Core) identityFingerprint(n store.Node) (fp, path, from, errText string) {
+	path, from = c.identity, IdentityServed
+	if path == "" {
+		path, from = n.IdentityCert, IdentityLastServe
+	}
 	if path == "" && c.store.Path() != "" {
 		path, _ = trust.IdentityPaths(filepath.Dir(c.store.Path()))
+		from = IdentitySelfSigned
+	}
+	if path == "" {
+		return "", "", "", "no certificate: this director has no database directory"
 	}
 	fp, err := trust.CertFingerprint(path)
 	if err != nil {
-		return ""
+		return "", path, from, err.Error()
 	}
+	return fp, path, from, ""
+}
+
+// Fingerprint is the fingerprint of the certificate this process serves
+// (its --tls-cert, else the self-signed one), "" when it cannot be read:
+// what a daemon tells the directors it reports to.
+func (c *Core) Fingerprint() string {
+	fp, _, _, _ := c.identityFingerprint(store.Node{})
 	return fp
+}
+
+// RecordIdentity stores the certificate this daemon serves, so that node
+// show without the daemon prints the fingerprint the peers see.
+func (c *Core) RecordIdentity(ctx context.Context) error {
+	if c.identity == "" {
+		return nil
+	}
+	path, err := filepath.Abs(c.identity)
+	if err != nil {
+		return fmt.Errorf("record serve's certificate %s: %w", c.identity, err)
+	}
+	return c.store.SaveIdentityCert(ctx, path)
 }
 
 // SetNode changes this director's node settings; a running daemon takes

@@ -88,23 +88,15 @@ func (c *Core) PrepareRealServers(ctx context.Context, a Actor, op string, sel R
 	}
 	var targets []arpguard.Target
 	defer func() { c.auditPrep(ctx, a, op, sel, targets, rep, err) }()
-	rep = &RealServerReport{Op: op, Results: []arpguard.Result{}, Skipped: []RealServerSkip{}}
+	rep = &RealServerReport{Op: op, Results: []arpguard.Result{}}
+	var p *arpguard.Pusher
+	if targets, rep.Skipped, p, err = c.runTargets(ctx, sel.Targets, sel.RIPs, op != RealServerUndo); err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return rep, nil // no real servers
+	}
 	given := len(sel.Targets) > 0
-	if given {
-		targets = sel.Targets
-		if err := badInput(realserver.CheckTargets(targets, op != RealServerUndo)); err != nil {
-			return nil, err
-		}
-	} else if targets, rep.Skipped, err = c.stateTargets(ctx, sel.RIPs); err != nil {
-		return nil, err
-	}
-	if len(targets) == 0 {
-		return rep, nil
-	}
-	p, err := c.pusher()
-	if err != nil {
-		return nil, err
-	}
 	switch op {
 	case RealServerPush:
 		rep.Results = p.Push(ctx, targets)
@@ -115,6 +107,26 @@ func (c *Core) PrepareRealServers(ctx context.Context, a Actor, op string, sel R
 	}
 	c.saveResults(ctx, rep.Results, targets, given && op != RealServerUndo)
 	return rep, nil
+}
+
+// runTargets are the real servers a run works on and the pusher that
+// reaches them: the targets given, checked (validate: their VIPs and mode
+// too), else the desired state's at rips, those skipped that cannot be
+// made into a target. p is nil when there are none.
+func (c *Core) runTargets(ctx context.Context, given []arpguard.Target, rips []string, validate bool) (targets []arpguard.Target, skipped []RealServerSkip, p *arpguard.Pusher, err error) {
+	if len(given) > 0 {
+		targets, skipped = given, []RealServerSkip{}
+		if err := badInput(realserver.CheckTargets(given, validate)); err != nil {
+			return targets, skipped, nil, err
+		}
+	} else if targets, skipped, err = c.stateTargets(ctx, rips); err != nil {
+		return nil, nil, nil, err
+	}
+	if len(targets) == 0 {
+		return targets, skipped, nil, nil
+	}
+	p, err = c.pusher()
+	return targets, skipped, p, err
 }
 
 // stateTargets are the desired state's real servers at rips (all when

@@ -7,7 +7,6 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/arpguard"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/tune"
-	"github.com/ipvsctl/ipvsctl/server/realserver"
 )
 
 // Real-server tuning over SSH (`ipvsctl realserver tune`, POST
@@ -54,22 +53,14 @@ func (c *Core) TuneRealServers(ctx context.Context, a Actor, op string, req Real
 			return nil, errorf(CodeBadInput, "ports[%d]: %d is not a port 1..65535", i, p)
 		}
 	}
-	rep = &RealServerTuneReport{Op: op, Results: []arpguard.TuneResult{}, Skipped: []RealServerSkip{}}
-	if len(req.Targets) > 0 {
-		targets = req.Targets
-		// A target's VIPs and mode do not matter to tuning: only its address and SSH port.
-		if err := badInput(realserver.CheckTargets(targets, false)); err != nil {
-			return nil, err
-		}
-	} else if targets, rep.Skipped, err = c.stateTargets(ctx, req.RIPs); err != nil {
+	rep = &RealServerTuneReport{Op: op, Results: []arpguard.TuneResult{}}
+	var p *arpguard.Pusher
+	// A target's VIPs and mode do not matter to tuning: only its address and SSH port.
+	if targets, rep.Skipped, p, err = c.runTargets(ctx, req.Targets, req.RIPs, false); err != nil {
 		return nil, err
 	}
-	if len(targets) == 0 {
-		return rep, nil
-	}
-	p, err := c.pusher()
-	if err != nil {
-		return nil, err
+	if p == nil {
+		return rep, nil // no real servers
 	}
 	switch op {
 	case RealServerTuneCheck:

@@ -17,7 +17,7 @@ import (
 // verb dispatches (it builds the flag set "VERB SUB"), and each verb names
 // the same sub-verbs when given one it does not know.
 func TestCommandTableMatchesDispatchers(t *testing.T) {
-	wantList := regexp.MustCompile(`\(want ([a-z, ]+)\)|usage: ipvsctl \w+ ([a-z|]+)`)
+	wantList := regexp.MustCompile(`\(want ([a-z, ]+)\)`)
 	for name, cmd := range commands() {
 		if len(cmd.subs) == 0 || name == "completion" {
 			continue
@@ -27,13 +27,19 @@ func TestCommandTableMatchesDispatchers(t *testing.T) {
 				t.Errorf("%s %s: the dispatcher does not build its flag set (%+v)", name, sub, d)
 			}
 		}
+		if r := runCLI(t, nil, name); r.code != exitUsage || !strings.HasPrefix(r.stderr, "usage: ipvsctl "+name) {
+			t.Errorf("%s without a sub-verb: exit %d, stderr %q", name, r.code, r.stderr)
+		}
+		if r := runCLI(t, nil, name, "--help"); r.code != exitOK || !strings.HasPrefix(r.stdout, "usage: ipvsctl "+name) {
+			t.Errorf("%s --help: exit %d, stdout %q", name, r.code, r.stdout)
+		}
 		r := runCLI(t, nil, name, "no-such-verb")
 		m := wantList.FindStringSubmatch(r.stderr)
 		if m == nil {
 			t.Errorf("%s no-such-verb: no list of sub-verbs in %q", name, r.stderr)
 			continue
 		}
-		listed := strings.FieldsFunc(m[1]+m[2], func(r rune) bool { return r == ',' || r == ' ' || r == '|' })
+		listed := strings.FieldsFunc(m[1], func(r rune) bool { return r == ',' || r == ' ' || r == '|' })
 		listed = slices.DeleteFunc(listed, func(s string) bool { return s == "or" })
 		if !sameSet(listed, cmd.subs) {
 			t.Errorf("%s: the dispatcher knows %v, the command table %v", name, listed, cmd.subs)
@@ -190,5 +196,47 @@ COMPREPLY=(); COMP_WORDS=(` + stub + ` apply -f ` + dir + `/af); COMP_CWORD=3; _
 	want := "rs: add set\napply: " + dir + "/afile.json\n"
 	if err != nil || string(out) != want {
 		t.Errorf("bash completion: %v\n%s\nwant:\n%s", err, out, want)
+	}
+}
+
+// TestSubVerbsListedOnce: usage and the man page print a verb's sub-verbs
+// once, after its summary; a summary that named them too printed the list
+// twice ("...: list, show, diff, ...: list|show|diff|...").
+func TestSubVerbsListedOnce(t *testing.T) {
+	help := runCLI(t, nil, "help")
+	man := runCLI(t, nil, "man")
+	if help.code != 0 || man.code != 0 {
+		t.Fatalf("help: exit %d, man: exit %d", help.code, man.code)
+	}
+	manLines := strings.Split(man.stdout, "\n")
+	for _, name := range visibleVerbs(commands()) {
+		cmd := commands()[name]
+		if len(cmd.subs) == 0 {
+			continue
+		}
+		var helpLine, manText string
+		for _, l := range strings.Split(help.stdout, "\n") {
+			if f := strings.Fields(l); len(f) > 0 && f[0] == name {
+				helpLine = l
+			}
+		}
+		for i, l := range manLines {
+			if strings.HasPrefix(l, ".SS "+quoted("ipvsctl "+name+" "+strings.Join(cmd.subs, "|"))) && i+1 < len(manLines) {
+				manText = l + "\n" + manLines[i+1]
+			}
+		}
+		if helpLine == "" || manText == "" {
+			t.Errorf("%s: no line in help (%q) or no section in the man page (%q)", name, helpLine, manText)
+			continue
+		}
+		for _, sub := range cmd.subs {
+			word := regexp.MustCompile(`\b` + regexp.QuoteMeta(sub) + `\b`)
+			if n := len(word.FindAllString(helpLine, -1)); n != 1 {
+				t.Errorf("help names %s's sub-verb %s %d times: %q", name, sub, n, helpLine)
+			}
+			if n := len(word.FindAllString(manText, -1)); n != 1 {
+				t.Errorf("the man page names %s's sub-verb %s %d times: %q", name, sub, n, manText)
+			}
+		}
 	}
 }

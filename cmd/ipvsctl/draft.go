@@ -16,12 +16,11 @@ const draftUsage = "usage: ipvsctl draft list [--json] | draft show|diff [--user
 	"Run 'ipvsctl draft VERB --help' for a verb's flags."
 
 func runDraft(env *cliEnv, args []string) int {
-	args = moveGlobalFlags(args)
-	if len(args) == 0 {
-		fmt.Fprintln(env.stderr, draftUsage)
-		return exitUsage
+	verb, rest, code, ok := env.subVerb(draftUsage, args)
+	if !ok {
+		return code
 	}
-	switch verb, rest := args[0], args[1:]; verb {
+	switch verb {
 	case "list":
 		return draftList(env, rest)
 	case "show", "diff":
@@ -32,13 +31,8 @@ func runDraft(env *cliEnv, args []string) int {
 		return draftApply(env, rest)
 	case "discard":
 		return draftDiscard(env, rest)
-	case "-h", "--help", "help":
-		fmt.Fprintln(env.stdout, draftUsage)
-		return exitOK
-	default:
-		fmt.Fprintf(env.stderr, "ipvsctl draft: unknown verb %q (want list, show, diff, start, apply or discard)\n", verb)
-		return exitUsage
 	}
+	return env.unknownSubVerb("draft", verb)
 }
 
 func draftList(env *cliEnv, args []string) int {

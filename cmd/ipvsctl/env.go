@@ -172,6 +172,37 @@ func moveGlobalFlags(args []string) []string {
 	return append(append([]string{args[0]}, global...), args[1:]...)
 }
 
+// subVerb takes a verb's sub-verb (vs add, draft list...) off its arguments,
+// the global flags moved past it. ok is false when there is nothing more to
+// do than return code: no sub-verb (usage on stderr, exit 2), or -h, --help
+// or help (usage on stdout, exit 0).
+func (e *cliEnv) subVerb(usage string, args []string) (verb string, rest []string, code int, ok bool) {
+	args = moveGlobalFlags(args)
+	usage = strings.TrimSuffix(usage, "\n")
+	if len(args) == 0 {
+		fmt.Fprintln(e.stderr, usage)
+		return "", nil, exitUsage, false
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Fprintln(e.stdout, usage)
+		return "", nil, exitOK, false
+	}
+	return args[0], args[1:], 0, true
+}
+
+// unknownSubVerb refuses a sub-verb verb does not have, naming those it has
+// (the command table's), exit 2.
+func (e *cliEnv) unknownSubVerb(name, verb string) int {
+	subs := commands()[name].subs
+	want := strings.Join(subs, ", ")
+	if n := len(subs); n > 1 {
+		want = strings.Join(subs[:n-1], ", ") + " or " + subs[n-1]
+	}
+	fmt.Fprintf(e.stderr, "ipvsctl %s: unknown verb %q (want %s)\n", name, verb, want)
+	return exitUsage
+}
+
 // takesValue reports whether a global flag given as its own argument takes the next one.
 func takesValue(arg string) bool {
 	switch arg {

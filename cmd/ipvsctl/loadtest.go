@@ -17,25 +17,19 @@ const loadtestUsage = "usage: ipvsctl loadtest start --test NAME --phase default
 	"charts of each run's span beside its figures. Run 'ipvsctl loadtest VERB --help' for a verb's flags."
 
 func runLoadtest(env *cliEnv, args []string) int {
-	args = moveGlobalFlags(args)
-	if len(args) == 0 {
-		fmt.Fprintln(env.stderr, loadtestUsage)
-		return exitUsage
+	verb, rest, code, ok := env.subVerb(loadtestUsage, args)
+	if !ok {
+		return code
 	}
-	switch verb, rest := args[0], args[1:]; verb {
+	switch verb {
 	case "start":
 		return loadtestStart(env, rest)
 	case "end":
 		return loadtestEnd(env, rest)
 	case "list":
 		return loadtestList(env, rest)
-	case "-h", "--help", "help":
-		fmt.Fprintln(env.stdout, loadtestUsage)
-		return exitOK
-	default:
-		fmt.Fprintf(env.stderr, "ipvsctl loadtest: unknown verb %q (want start, end or list)\n", verb)
-		return exitUsage
 	}
+	return env.unknownSubVerb("loadtest", verb)
 }
 
 func loadtestStart(env *cliEnv, args []string) int {

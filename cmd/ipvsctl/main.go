@@ -15,6 +15,8 @@ import (
 // the flag sets the verbs build (see probe), so a verb added here is
 // documented and completes without more work.
 type command struct {
+	// summary says what the verb is for; it names none of its sub-verbs,
+	// since usage and the man page print them after it.
 	summary string
 	run     func(env *cliEnv, args []string) int
 	subs    []string // its sub-verbs (ipvsctl vs add ...), if it has any
@@ -87,14 +89,14 @@ func commands() map[string]command {
 			examples: map[string]string{"": "why web r1 --json"}},
 		"settings": {summary: "the desired state's global settings", run: runSettings, subs: []string{"show", "set"},
 			examples: map[string]string{"show": "settings show --json", "set": "settings set --drain-timeout 60"}},
-		"draft": {summary: "staged desired states (the panel's, or the verbs' --draft): list, show, diff, start, apply, discard", run: runDraft,
+		"draft": {summary: "staged desired states (the panel's, or the verbs' --draft)", run: runDraft,
 			subs: []string{"list", "show", "diff", "start", "apply", "discard"},
 			examples: map[string]string{"list": "draft list", "show": "draft show --user bob", "diff": "draft diff --json", "start": "draft start",
 				"apply": "draft apply", "discard": "draft discard"}},
-		"tune": {summary: "check the director's kernel settings against its state and load; apply or undo them", run: runTune,
+		"tune": {summary: "the director's kernel settings, weighed against its state and load", run: runTune,
 			subs: []string{"check", "apply", "undo"}, where: map[string]runsOn{"check": onDirector, "apply": onDirector, "undo": onDirector},
 			examples: map[string]string{"check": "tune check --json", "apply": "tune apply", "undo": "tune undo"}},
-		"loadtest": {summary: "mark a load test's runs (start, end with its figures) for the panel's charts; list them", run: runLoadtest,
+		"loadtest": {summary: "a load test's runs, with their figures, marked for the panel's charts", run: runLoadtest,
 			subs: []string{"start", "end", "list"},
 			examples: map[string]string{"start": "loadtest start --test lab --phase default --service web",
 				"end": "loadtest end 1 --rps 850 --p50 60ms --p99 410ms --cpu 93 --softirq 21 --entries 1019 --buckets 8192", "list": "loadtest list"}},
@@ -115,11 +117,11 @@ func commands() map[string]command {
 			examples: map[string]string{"": "charts web r1 --range day --json"}},
 		"audit": {summary: "list the audit record: every change and every login attempt", run: runAudit,
 			examples: map[string]string{"": "audit --actor bob --since 24h"}},
-		"node": {summary: "this director's own settings (VRRP priority, role, peer, replication source or follower; BGP router ID, source, drain)", run: runNode, subs: []string{"set", "show", "drain", "undrain"},
+		"node": {summary: "this director's own settings (VRRP priority, role, peer, replication source or follower; BGP router ID and source) and its place in the BGP group", run: runNode, subs: []string{"set", "show", "drain", "undrain"},
 			examples: map[string]string{"set": "node set --priority 150", "show": "node show --json", "drain": "node drain", "undrain": "node undrain"}},
 		"version": {summary: "print the version, the commit and the Go version", run: runVersion, where: here},
 		"help":    {summary: "show a command's synopsis, description and flags", run: runHelp, where: here},
-		"completion": {summary: "print the shell completion script for bash, zsh or fish", run: runCompletion, subs: []string{"bash", "zsh", "fish"},
+		"completion": {summary: "print the shell completion script for a shell", run: runCompletion, subs: []string{"bash", "zsh", "fish"},
 			where: map[string]runsOn{"bash": anywhere, "zsh": anywhere, "fish": anywhere}},
 		"man": {summary: "print the manual page (roff), made from the same text as help", run: runMan, where: here},
 		"__complete": {summary: "complete a command line for the shell scripts", run: runComplete, hidden: true, where: here,

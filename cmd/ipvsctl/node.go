@@ -26,25 +26,19 @@ const nodeUsage = "usage: ipvsctl node set [--priority N] [--role auto|master|ba
 	"Run 'ipvsctl node VERB --help' for a verb's flags."
 
 func runNode(env *cliEnv, args []string) int {
-	args = moveGlobalFlags(args)
-	if len(args) == 0 {
-		fmt.Fprintln(env.stderr, nodeUsage)
-		return exitUsage
+	verb, rest, code, ok := env.subVerb(nodeUsage, args)
+	if !ok {
+		return code
 	}
-	switch verb, rest := args[0], args[1:]; verb {
+	switch verb {
 	case "set":
 		return nodeSet(env, rest)
 	case "show":
 		return nodeShow(env, rest)
 	case "drain", "undrain":
 		return nodeDrain(env, verb, rest)
-	case "-h", "--help", "help":
-		fmt.Fprintln(env.stdout, nodeUsage)
-		return exitOK
-	default:
-		fmt.Fprintf(env.stderr, "ipvsctl node: unknown verb %q (want set, show, drain or undrain)\n", verb)
-		return exitUsage
 	}
+	return env.unknownSubVerb("node", verb)
 }
 
 func nodeSet(env *cliEnv, args []string) int {
@@ -130,9 +124,10 @@ func nodeSet(env *cliEnv, args []string) int {
 func nodeShow(env *cliEnv, args []string) int {
 	fs, g := env.newFlagSet("node show", "[--json]",
 		"Show this director's node settings and, when the daemon runs with settings.redundancy, its role,\n"+
-			"the master, the last advert, the sync daemon, replication and the latest transitions. It prints this\n"+
-			"director's certificate fingerprint (making the certificate if serve has not yet) for the peer's\n"+
-			"node set --peer-fingerprint.")
+			"the master, the last advert, the sync daemon, replication and the latest transitions. It prints the\n"+
+			"fingerprint of the certificate this director shows its peers, for their node set --peer-fingerprint,\n"+
+			"and that certificate's file: the one serve runs with, else the one it last started with (its\n"+
+			"--tls-cert), else the self-signed one that serve makes unless given --tls-cert (made now if missing).")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if st, ok := env.parseFlags(fs, args); !ok {
 		return st
@@ -179,7 +174,7 @@ func printNode(w io.Writer, v *server.NodeView) {
 		fmt.Fprintf(w, "directors:   %s\n", directorsLine(v))
 	}
 	fmt.Fprintf(w, "replicated exec checks: %s\n", map[bool]string{true: "allowed", false: "refused"}[v.AllowReplicatedExec])
-	fmt.Fprintf(w, "fingerprint: %s\n", orDefault(v.Fingerprint, "none yet (serve makes this director's certificate on its first start with TLS)"))
+	printIdentity(w, v)
 	fmt.Fprintf(w, "address:     %s\n", orDefault(v.Address, "from the interfaces"))
 	printNodeBGP(w, v)
 	r := v.Redundancy
@@ -204,6 +199,32 @@ func printNode(w io.Writer, v *server.NodeView) {
 			fmt.Fprintf(w, "  %s  %s  %s -> %s: %s\n", t.At.Local().Format("2006-01-02 15:04:05.000"), t.Family, t.From, t.To, t.Reason)
 		}
 	}
+}
+
+// printIdentity prints the fingerprint the peers pin and which certificate
+// it is of: node show without the daemon knows only what serve recorded.
+func printIdentity(w io.Writer, v *server.NodeView) {
+	fp := v.Fingerprint
+	if fp == "" {
+		fp = "unknown (" + orDefault(v.FingerprintError, "no certificate") + ")"
+		if v.IdentityCert != "" {
+			fp += "; run node show while serve runs, or openssl x509 -noout -fingerprint -sha256 -in " + v.IdentityCert
+		}
+	}
+	fmt.Fprintf(w, "fingerprint: %s\n", fp)
+	if v.IdentityCert == "" {
+		return
+	}
+	var from string
+	switch v.IdentityFrom {
+	case server.IdentityServed:
+		from = "the one this daemon serves"
+	case server.IdentityLastServe:
+		from = "the one serve last started with; started with another --tls-cert it shows that one"
+	default:
+		from = "self-signed; serve has not started yet: it shows this one unless given --tls-cert FILE, then FILE"
+	}
+	fmt.Fprintf(w, "certificate: %s (%s)\n", v.IdentityCert, from)
 }
 
 // redundancyLine is one line on the director's role: status and node show print it.

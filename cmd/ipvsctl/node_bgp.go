@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/bgp"
@@ -145,21 +146,51 @@ func printNodeBGP(w io.Writer, v *server.NodeView) {
 }
 
 // printFingerprints prints each BGP-mode service's Maglev-input
-// fingerprint, what the other directors said, and where they differ.
+// fingerprint, what every other director said (and how long ago), and
+// where they differ.
 func printFingerprints(w io.Writer, b *server.BGPStatus) {
 	for _, f := range b.Fingerprints {
 		fmt.Fprintf(w, "  maglev %s (%s): %s  %s\n", f.Service, f.Key, f.Fingerprint, f.Inputs)
 	}
 	for _, d := range b.Directors {
-		if d.Error != "" {
-			fmt.Fprintf(w, "  director %s: not compared: %s\n", d.Director, d.Error)
-		} else {
-			fmt.Fprintf(w, "  director %s: %d services compared\n", d.Director, len(d.Services))
-		}
+		fmt.Fprintf(w, "  director %s%s: %s\n", d.Director, directorWhere(d), directorState(d))
 	}
 	for _, m := range b.Mismatches {
 		fmt.Fprintf(w, "  MISMATCH %s with %s: %s\n", m.Service, m.Director, m.Why)
 	}
+}
+
+// directorWhere says where another director was heard, beside its name.
+func directorWhere(d bgp.DirectorFingerprints) string {
+	var parts []string
+	if d.Name != "" && d.Name != d.Director {
+		parts = append(parts, "router ID "+d.Name)
+	}
+	if d.Address != "" && d.Address != d.Director {
+		parts = append(parts, "at "+d.Address)
+	}
+	if d.Via != "" {
+		parts = append(parts, "via "+d.Via)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// directorState says whether another director was compared, and why not.
+func directorState(d bgp.DirectorFingerprints) string {
+	heard := "never heard"
+	if !d.ReportedAt.IsZero() {
+		heard = fmt.Sprintf("last heard %.0fs ago", d.AgeSeconds)
+	}
+	switch {
+	case d.Error != "":
+		return "not compared: " + d.Error + " (" + heard + ")"
+	case d.Stale:
+		return "STALE, not compared: " + heard
+	}
+	return fmt.Sprintf("%d services compared, %s", len(d.Services), heard)
 }
 
 // bgpLine is the BGP summary of status.
@@ -175,19 +206,46 @@ func bgpLine(b *server.BGPStatus) string {
 		s += ", " + b.Drain.Phase
 	}
 	compared := 0
+	var stale, unheard []string
 	for _, d := range b.Directors {
-		if d.Error == "" {
+		switch {
+		case d.Error != "":
+			unheard = append(unheard, d.Director)
+		case d.Stale:
+			stale = append(stale, fmt.Sprintf("%s %.0fs", d.Director, d.AgeSeconds))
+		default:
 			compared++
 		}
 	}
-	switch {
-	case b.Mismatch:
-		s += fmt.Sprintf(", MAGLEV MISMATCH: %d services differ from another director's (node show says which)", len(b.Mismatches))
-	case compared > 0:
+	if b.Mismatch {
+		var which []string
+		for _, m := range b.Mismatches {
+			which = append(which, m.Service+" on "+m.Director)
+		}
+		s += fmt.Sprintf(", MAGLEV MISMATCH: %s (node show says why)", strings.Join(which, ", "))
+		if n := compared - countDirectors(b.Mismatches); n > 0 {
+			s += fmt.Sprintf("; match %d other directors", n)
+		}
+	} else if compared > 0 {
 		s += fmt.Sprintf(", Maglev inputs match %d other directors", compared)
+	}
+	if len(stale) > 0 {
+		s += ", STALE (not compared): " + strings.Join(stale, ", ")
+	}
+	if len(unheard) > 0 {
+		s += ", not compared: " + strings.Join(unheard, ", ")
 	}
 	if b.Error != "" {
 		s += ", error: " + b.Error
 	}
 	return s
+}
+
+// countDirectors counts the directors named in ms.
+func countDirectors(ms []bgp.Mismatch) int {
+	seen := map[string]bool{}
+	for _, m := range ms {
+		seen[m.Director] = true
+	}
+	return len(seen)
 }

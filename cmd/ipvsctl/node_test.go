@@ -1,10 +1,14 @@
 package main
 
 import (
+	"crypto/tls"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
 	"github.com/ipvsctl/ipvsctl/server"
@@ -88,5 +92,83 @@ func TestRedundancyLines(t *testing.T) {
 	rep := &server.ReplicationStatus{Peer: "https://198.18.0.2:3636", Connected: true, InSync: true, PeerRevision: 12}
 	if got := replicationLine(rep); got != "from https://198.18.0.2:3636, in sync, peer revision 12, lag 0.0s" {
 		t.Errorf("replication line: %s", got)
+	}
+}
+
+// TestNodeShowServedFingerprint: node show prints the fingerprint of the
+// certificate serve really shows. Run with --tls-cert, serve shows that one,
+// not the self-signed one beside the database, and node show says so while
+// serve runs and after it has stopped (from what serve recorded).
+func TestNodeShowServedFingerprint(t *testing.T) {
+	k := fakekernel.New()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "ipvsctl.db")
+	show := func() (server.NodeView, string) {
+		t.Helper()
+		r := runCLI(t, k, "--db", db, "node", "show")
+		j := runCLI(t, k, "--db", db, "node", "show", "--json")
+		var v server.NodeView
+		if r.code != 0 || j.code != 0 {
+			t.Fatalf("node show: exit %d, %d\n%s%s", r.code, j.code, r.stderr, j.stderr)
+		}
+		if err := json.Unmarshal([]byte(j.stdout), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v, r.stdout
+	}
+	selfSigned, _ := trust.IdentityPaths(dir)
+	v, out := show()
+	if own := mustFingerprint(t, selfSigned); v.Fingerprint != own || v.IdentityFrom != server.IdentitySelfSigned ||
+		!strings.Contains(out, "fingerprint: "+own+"\n") || !strings.Contains(out, "certificate: "+selfSigned+" (self-signed; serve has not started yet") {
+		t.Fatalf("before serve: want the self-signed %s, said so:\n%s", own, out)
+	}
+
+	cert, key, err := trust.SelfSigned(t.TempDir(), "director-a.example", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	stop := startServe(t, "--db", db, "serve", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--tls-cert", cert, "--tls-key", key, "--interval", "1h")
+	var served string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		c, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port), &tls.Config{InsecureSkipVerify: true})
+		if err == nil {
+			served = trust.Fingerprint(c.ConnectionState().PeerCertificates[0].Raw)
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve --tls-cert does not answer TLS: %v", err)
+		}
+	}
+	if served != mustFingerprint(t, cert) || served == mustFingerprint(t, selfSigned) {
+		t.Fatalf("serve shows %s; --tls-cert is %s, the self-signed one %s", served, mustFingerprint(t, cert), mustFingerprint(t, selfSigned))
+	}
+	for deadline := time.Now().Add(30 * time.Second); v.IdentityFrom != server.IdentityServed; time.Sleep(100 * time.Millisecond) {
+		if v, out = show(); time.Now().After(deadline) {
+			t.Fatalf("node show never reached the daemon:\n%s", out)
+		}
+	}
+	if v.Fingerprint != served || !strings.Contains(out, "fingerprint: "+served+"\n") || !strings.Contains(out, "certificate: "+cert+" (the one this daemon serves)") {
+		t.Errorf("node show while serve runs: want %s of %s\n%s", served, cert, out)
+	}
+	stop()
+	if r := runCLI(t, k, "--db", db, "node", "set", "--priority", "120"); r.code != 0 {
+		t.Fatalf("node set: exit %d\n%s", r.code, r.stderr)
+	}
+	v, out = show()
+	if v.Fingerprint != served || v.IdentityFrom != server.IdentityLastServe || !strings.Contains(out, "fingerprint: "+served+"\n") ||
+		!strings.Contains(out, "certificate: "+cert+" (the one serve last started with") {
+		t.Errorf("node show without the daemon: want %s, the fingerprint serve showed\n%s", served, out)
+	}
+
+	// A recorded certificate that is gone: no fingerprint, and how to get one.
+	if err := os.Remove(cert); err != nil {
+		t.Fatal(err)
+	}
+	v, out = show()
+	if v.Fingerprint != "" || v.FingerprintError == "" || !strings.Contains(out, "fingerprint: unknown (") ||
+		!strings.Contains(out, "run node show while serve runs, or openssl x509 -noout -fingerprint -sha256 -in "+cert) {
+		t.Errorf("node show with serve's certificate gone:\n%s", out)
 	}
 }

@@ -39,12 +39,10 @@ Run 'ipvsctl realserver VERB --help' for a verb's flags.
 `
 
 func runRealserver(env *cliEnv, args []string) int {
-	args = moveGlobalFlags(args)
-	if len(args) == 0 {
-		fmt.Fprint(env.stderr, realserverUsage)
-		return exitUsage
+	verb, rest, code, ok := env.subVerb(realserverUsage, args)
+	if !ok {
+		return code
 	}
-	verb, rest := args[0], args[1:]
 	switch verb {
 	case "push", "verify", "undo":
 		return runRealserverSSH(env, verb, rest)
@@ -54,13 +52,8 @@ func runRealserver(env *cliEnv, args []string) int {
 		return runRealserverScript(env, rest)
 	case "apply":
 		return runRealserverApply(env, rest)
-	case "-h", "--help", "help":
-		fmt.Fprint(env.stdout, realserverUsage)
-		return exitOK
 	}
-	fmt.Fprintf(env.stderr, "ipvsctl realserver: unknown verb %q\n", verb)
-	fmt.Fprint(env.stderr, realserverUsage)
-	return exitUsage
+	return env.unknownSubVerb("realserver", verb)
 }
 
 // targetFlags describe real servers on the command line: one target per RIP,
@@ -171,13 +164,7 @@ func runRealserverSSH(env *cliEnv, verb string, args []string) int {
 	sel := server.RealServerSelection{Targets: targets}
 	var rep *server.RealServerReport
 	if g.server != "" {
-		// The daemon logs in with its own settings (serve --ssh-*): this machine's do not travel.
-		for _, f := range sshFlagNames {
-			if flagsGiven(fs)[f] {
-				return env.fail(name, fmt.Errorf("--%s: with --server the daemon logs in to real servers with its own SSH settings (ipvsctl serve --ssh-*)", f), true)
-			}
-		}
-		c, err := client.NewRemote(g.server, g.token, g.caCert)
+		c, err := remoteSSH(fs, g)
 		if err != nil {
 			return env.fail(name, err, true)
 		}
@@ -185,24 +172,19 @@ func runRealserverSSH(env *cliEnv, verb string, args []string) int {
 			return env.fail(name, err, false)
 		}
 	} else {
-		signer, err := arpguard.LoadSigner(*sf.identity)
+		log := env.logger(levelWarn)
+		cfg, err := sf.config(log)
 		if err != nil {
 			return env.fail(name, err, true)
 		}
-		log := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		cfg.Done = env.countDone(verb, len(targets), *asJSON)
 		// The last result per real server is kept in the state database, for status and the panel;
 		// without the database the real servers are still prepared.
-		st, err := store.Open(ctx, g.db)
-		if err != nil {
-			log.Error("results not stored", "err", err)
-		} else {
-			defer st.Close()
+		core, open, closeDB := sshCore(ctx, g.db, log, cfg)
+		defer closeDB()
+		if open != nil {
+			log.Error("results not stored", "err", open)
 		}
-		core := server.New(server.Config{Store: st, Log: log, RealServerSSH: server.RealServerSSH{SSHConfig: arpguard.SSHConfig{
-			User: *sf.user, Signers: []ssh.Signer{signer}, KnownHostsFile: *sf.knownHosts, AcceptNewHostKeys: *sf.acceptNew,
-			Sudo: arpguard.SudoMode(*sf.sudo), Parallel: *sf.parallel, Timeout: *sf.timeout, Paths: arpguard.DefaultPaths(), Logger: log,
-			Done: env.countDone(verb, len(targets), *asJSON),
-		}}})
 		rep, err = core.PrepareRealServers(ctx, actor, verb, sel)
 		env.clearLine()
 		if err != nil {
@@ -210,6 +192,30 @@ func runRealserverSSH(env *cliEnv, verb string, args []string) int {
 		}
 	}
 	return env.printPrepResults(name, rep.Results, *asJSON)
+}
+
+// remoteSSH is the client of --server's daemon for a verb that logs in to
+// real servers. The daemon logs in with its own settings (serve --ssh-*):
+// this machine's (sshFlagNames, and the extra ones) do not travel, and
+// given, they are refused.
+func remoteSSH(fs *flag.FlagSet, g *globalFlags, extra ...string) (*client.Client, error) {
+	given := flagsGiven(fs)
+	for _, f := range append(extra, sshFlagNames...) {
+		if given[f] {
+			return nil, fmt.Errorf("--%s: with --server the daemon logs in to real servers with its own SSH settings (ipvsctl serve --ssh-*)", f)
+		}
+	}
+	return client.NewRemote(g.server, g.token, g.caCert)
+}
+
+// config is how this machine logs in to real servers, from the flags.
+func (sf *sshFlags) config(log *slog.Logger) (arpguard.SSHConfig, error) {
+	signer, err := arpguard.LoadSigner(*sf.identity)
+	if err != nil {
+		return arpguard.SSHConfig{}, err
+	}
+	return arpguard.SSHConfig{User: *sf.user, Signers: []ssh.Signer{signer}, KnownHostsFile: *sf.knownHosts, AcceptNewHostKeys: *sf.acceptNew,
+		Sudo: arpguard.SudoMode(*sf.sudo), Parallel: *sf.parallel, Timeout: *sf.timeout, Paths: arpguard.DefaultPaths(), Logger: log}, nil
 }
 
 // sshCore is a core over the state database at db with this machine's SSH

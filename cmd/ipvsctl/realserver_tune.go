@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
@@ -13,9 +12,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/arpguard"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/tune"
 	"github.com/ipvsctl/ipvsctl/server"
-	"github.com/ipvsctl/ipvsctl/server/client"
 	"github.com/ipvsctl/ipvsctl/server/realserver"
-	"golang.org/x/crypto/ssh"
 )
 
 const realserverTuneUsage = "usage: ipvsctl realserver tune check|push|undo [--rip IP[,IP...]] [--port N[,N...]] [ssh flags]\n" +
@@ -82,13 +79,7 @@ func runRealserverTune(env *cliEnv, args []string) int {
 	actor := server.Actor{Name: env.author(), Via: "cli"}
 	var rep *server.RealServerTuneReport
 	if g.server != "" {
-		// The daemon logs in with its own settings (serve --ssh-*): this machine's do not travel.
-		for _, f := range append([]string{"ssh-port"}, sshFlagNames...) {
-			if flagsGiven(fs)[f] {
-				return env.fail(name, fmt.Errorf("--%s: with --server the daemon logs in to real servers with its own SSH settings (ipvsctl serve --ssh-*)", f), true)
-			}
-		}
-		c, err := client.NewRemote(g.server, g.token, g.caCert)
+		c, err := remoteSSH(fs, g, "ssh-port")
 		if err != nil {
 			return env.fail(name, err, true)
 		}
@@ -97,16 +88,13 @@ func runRealserverTune(env *cliEnv, args []string) int {
 		}
 		return env.printRealserverTune(name, verb, rep, *asJSON)
 	}
-	signer, err := arpguard.LoadSigner(*sf.identity)
+	log := env.logger(levelWarn)
+	cfg, err := sf.config(log)
 	if err != nil {
 		return env.fail(name, err, true)
 	}
-	log := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	// The run is audited in the state database; without it (and with --rip) the real servers are still tuned.
-	core, open, closeDB := sshCore(ctx, g.db, log, arpguard.SSHConfig{
-		User: *sf.user, Signers: []ssh.Signer{signer}, KnownHostsFile: *sf.knownHosts, AcceptNewHostKeys: *sf.acceptNew,
-		Sudo: arpguard.SudoMode(*sf.sudo), Parallel: *sf.parallel, Timeout: *sf.timeout, Paths: arpguard.DefaultPaths(), Logger: log,
-	})
+	core, open, closeDB := sshCore(ctx, g.db, log, cfg)
 	defer closeDB()
 	if open != nil {
 		if len(req.Targets) == 0 {

@@ -50,6 +50,8 @@ type serveProc struct {
 	out  *syncOutput
 	// tls are serve's TLS flags (default --tls-self-signed).
 	tls []string
+	// env is added to the child's environment.
+	env []string
 }
 
 func newServeProc(t *testing.T, name string) *serveProc {
@@ -72,7 +74,7 @@ func (p *serveProc) start() {
 	}
 	args := append([]string{"--db", p.db, "serve", "--listen", fmt.Sprintf("127.0.0.1:%d", p.port), "--interval", "1h"}, tlsFlags...)
 	p.cmd = exec.Command(os.Args[0], "-test.run=^TestServeHelper$")
-	p.cmd.Env = append(os.Environ(), "IPVSCTL_SERVE_HELPER="+strings.Join(args, "\x1f"))
+	p.cmd.Env = append(append(os.Environ(), p.env...), "IPVSCTL_SERVE_HELPER="+strings.Join(args, "\x1f"))
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		p.t.Fatal(err)

@@ -64,23 +64,17 @@ const rsUsage = "usage: ipvsctl rs add SERVICE --address IP [flags] | rs set|rm|
 	"Run 'ipvsctl rs VERB --help' for a verb's flags."
 
 func runRS(env *cliEnv, args []string) int {
-	args = moveGlobalFlags(args)
-	if len(args) == 0 {
-		fmt.Fprintln(env.stderr, rsUsage)
-		return exitUsage
+	verb, rest, code, ok := env.subVerb(rsUsage, args)
+	if !ok {
+		return code
 	}
-	verb, rest := args[0], args[1:]
 	switch verb {
 	case "list":
 		return rsList(env, rest)
 	case "add", "set", "rm", "drain", "enable", "disable":
 		return rsWrite(env, verb, rest)
-	case "-h", "--help", "help":
-		fmt.Fprintln(env.stdout, rsUsage)
-		return exitOK
 	}
-	fmt.Fprintf(env.stderr, "ipvsctl rs: unknown verb %q (want add, set, rm, list, drain, enable or disable)\n", verb)
-	return exitUsage
+	return env.unknownSubVerb("rs", verb)
 }
 
 func rsWrite(env *cliEnv, verb string, args []string) int {

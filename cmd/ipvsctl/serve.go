@@ -86,6 +86,9 @@ func runServe(env *cliEnv, args []string) int {
 	if err != nil {
 		return env.fail("serve", err, false)
 	}
+	if err := p.core.RecordIdentity(ctx); err != nil {
+		return env.fail("serve", err, false)
+	}
 	srv, tlsOn, usage, err := p.listen(f, g.db, idCert, idKey, log)
 	if err != nil {
 		return env.fail("serve", err, usage)
@@ -183,7 +186,7 @@ func newServeParts(ctx context.Context, cfg server.Config, st *store.Store, f *s
 	}
 	redundancy.Attach(p.daemon, redundancy.Hooks{Peer: func(d server.PeerDial) (server.Peer, error) { return dial(d) },
 		AtStep: killAtStep(f.killAt, log)})
-	p.daemon.Directors = func(d server.PeerDial) (daemon.NodeReader, error) { return dial(d) }
+	p.daemon.Directors = func(d server.PeerDial) (daemon.DirectorPeer, error) { return dial(d) }
 	context.AfterFunc(ctx, p.core.EndLongPolls) // a peer's long poll must not hold up the shutdown
 	p.metrics = metrics.New(p.core)
 	p.daemon.OnReconcile(p.metrics.Reconciled)

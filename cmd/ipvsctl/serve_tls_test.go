@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,7 +29,11 @@ func TestServeHelper(t *testing.T) {
 	if args == "" {
 		return // only in the serve tests' child process
 	}
-	env := &cliEnv{stdout: os.Stdout, stderr: os.Stderr, getenv: func(string) string { return "" }, kernel: fakekernel.New()}
+	k := fakekernel.New()
+	// A director whose kernel lists real servers the other way round: its
+	// Maglev table differs from its peers' (the fingerprint tests).
+	k.ReadReversed = os.Getenv("IPVSCTL_SERVE_HELPER_KERNEL") == "reversed"
+	env := &cliEnv{stdout: os.Stdout, stderr: os.Stderr, getenv: func(string) string { return "" }, kernel: k}
 	os.Exit(dispatch(env, strings.Split(args, "\x1f")))
 }
 
@@ -41,7 +46,9 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-func startServe(t *testing.T, args ...string) {
+// startServe runs serve in a child process until the test ends, or until
+// stop, which waits for it to exit.
+func startServe(t *testing.T, args ...string) (stop func()) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServeHelper$")
 	cmd.Env = append(os.Environ(), "IPVSCTL_SERVE_HELPER="+strings.Join(args, "\x1f"))
@@ -50,13 +57,18 @@ func startServe(t *testing.T, args ...string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("serve said:\n%s", out)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			cmd.Wait()
+			if t.Failed() {
+				t.Logf("serve said:\n%s", out)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 type lockedOutput struct{ strings.Builder }

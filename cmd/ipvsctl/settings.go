@@ -15,23 +15,17 @@ const settingsUsage = "usage: ipvsctl settings show [--json] | settings set [--n
 	"Run 'ipvsctl settings VERB --help' for a verb's flags."
 
 func runSettings(env *cliEnv, args []string) int {
-	args = moveGlobalFlags(args)
-	if len(args) == 0 {
-		fmt.Fprintln(env.stderr, settingsUsage)
-		return exitUsage
+	verb, rest, code, ok := env.subVerb(settingsUsage, args)
+	if !ok {
+		return code
 	}
-	switch verb, rest := args[0], args[1:]; verb {
+	switch verb {
 	case "show":
 		return settingsShow(env, rest)
 	case "set":
 		return settingsSet(env, rest)
-	case "-h", "--help", "help":
-		fmt.Fprintln(env.stdout, settingsUsage)
-		return exitOK
-	default:
-		fmt.Fprintf(env.stderr, "ipvsctl settings: unknown verb %q (want show or set)\n", verb)
-		return exitUsage
 	}
+	return env.unknownSubVerb("settings", verb)
 }
 
 func settingsShow(env *cliEnv, args []string) int {

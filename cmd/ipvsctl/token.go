@@ -15,12 +15,10 @@ const tokenUsage = "usage: ipvsctl token create --user NAME [--name N] [--expire
 	"Run 'ipvsctl token VERB --help' for a verb's flags."
 
 func runToken(env *cliEnv, args []string) int {
-	args = moveGlobalFlags(args)
-	if len(args) == 0 {
-		fmt.Fprintln(env.stderr, tokenUsage)
-		return exitUsage
+	verb, rest, code, ok := env.subVerb(tokenUsage, args)
+	if !ok {
+		return code
 	}
-	verb, rest := args[0], args[1:]
 	switch verb {
 	case "create":
 		return tokenCreate(env, rest)
@@ -28,12 +26,8 @@ func runToken(env *cliEnv, args []string) int {
 		return tokenList(env, rest)
 	case "revoke":
 		return tokenRevoke(env, rest)
-	case "-h", "--help", "help":
-		fmt.Fprintln(env.stdout, tokenUsage)
-		return exitOK
 	}
-	fmt.Fprintf(env.stderr, "ipvsctl token: unknown verb %q (want create, list or revoke)\n", verb)
-	return exitUsage
+	return env.unknownSubVerb("token", verb)
 }
 
 func tokenCreate(env *cliEnv, args []string) int {

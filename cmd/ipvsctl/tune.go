@@ -22,25 +22,19 @@ const tuneUsage = "usage: ipvsctl tune check [--json] [--conn-rate N] [--lifetim
 	"Run 'ipvsctl tune VERB --help' for a verb's flags."
 
 func runTune(env *cliEnv, args []string) int {
-	args = moveGlobalFlags(args)
-	if len(args) == 0 {
-		fmt.Fprintln(env.stderr, tuneUsage)
-		return exitUsage
+	verb, rest, code, ok := env.subVerb(tuneUsage, args)
+	if !ok {
+		return code
 	}
-	switch verb, rest := args[0], args[1:]; verb {
+	switch verb {
 	case "check":
 		return tuneCheck(env, rest)
 	case "apply":
 		return tuneApply(env, rest)
 	case "undo":
 		return tuneUndo(env, rest)
-	case "-h", "--help", "help":
-		fmt.Fprintln(env.stdout, tuneUsage)
-		return exitOK
-	default:
-		fmt.Fprintf(env.stderr, "ipvsctl tune: unknown verb %q (want check, apply or undo)\n", verb)
-		return exitUsage
 	}
+	return env.unknownSubVerb("tune", verb)
 }
 
 // tuneReport is `tune check --json`.

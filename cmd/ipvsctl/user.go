@@ -24,23 +24,17 @@ const userUsage = "usage: ipvsctl user add NAME --role admin|operator|viewer [--
 	"Run 'ipvsctl user VERB --help' for a verb's flags."
 
 func runUser(env *cliEnv, args []string) int {
-	args = moveGlobalFlags(args)
-	if len(args) == 0 {
-		fmt.Fprintln(env.stderr, userUsage)
-		return exitUsage
+	verb, rest, code, ok := env.subVerb(userUsage, args)
+	if !ok {
+		return code
 	}
-	verb, rest := args[0], args[1:]
 	switch verb {
 	case "add", "passwd", "set", "rm":
 		return userWrite(env, verb, rest)
 	case "list":
 		return userList(env, rest)
-	case "-h", "--help", "help":
-		fmt.Fprintln(env.stdout, userUsage)
-		return exitOK
 	}
-	fmt.Fprintf(env.stderr, "ipvsctl user: unknown verb %q (want add, passwd, set, rm or list)\n", verb)
-	return exitUsage
+	return env.unknownSubVerb("user", verb)
 }
 
 func userWrite(env *cliEnv, verb string, args []string) int {
@@ -77,18 +71,18 @@ func userWrite(env *cliEnv, verb string, args []string) int {
 	if role != nil {
 		var err error
 		if r, err = auth.ParseRole(*role); err != nil {
-			return userFail(env, verb, err)
+			return userFail(env, "user "+verb, err)
 		}
 	}
 	// The name is checked before a password is asked for.
 	if err := auth.CheckName("name", name); err != nil && verb != "rm" {
-		return userFail(env, verb, err)
+		return userFail(env, "user "+verb, err)
 	}
 	var password string
 	if fromStdin != nil {
 		var err error
 		if password, err = readPassword(env, name, *fromStdin); err != nil {
-			return userFail(env, verb, err)
+			return userFail(env, "user "+verb, err)
 		}
 	}
 	ctx := context.Background()
@@ -108,7 +102,7 @@ func userWrite(env *cliEnv, verb string, args []string) int {
 		err = b.RemoveUser(ctx, b.actor, name)
 	}
 	if err != nil {
-		return userFail(env, verb, err)
+		return userFail(env, "user "+verb, err)
 	}
 	fmt.Fprintln(env.stdout, map[string]string{
 		"add":    fmt.Sprintf("added user %s (%s)", name, r),
@@ -119,12 +113,13 @@ func userWrite(env *cliEnv, verb string, args []string) int {
 	return exitOK
 }
 
-// userFail prints err; invalid input, an unknown user and a name taken are
-// bad usage (2), anything else a failure (1).
+// userFail prints the error of verb (the whole command: "user add",
+// "token revoke"); invalid input, an unknown user and a name taken are bad
+// usage (2), anything else a failure (1).
 func userFail(env *cliEnv, verb string, err error) int {
 	var inv *auth.InvalidError
 	invalid := errors.As(err, &inv) || errors.Is(err, server.ErrNotFound) || errors.Is(err, server.ErrExists) || server.IsUserError(err)
-	return env.fail(strings.TrimSpace("user "+verb), err, invalid)
+	return env.fail(verb, err, invalid)
 }
 
 // readPassword reads a new password: the first line of standard input, or

@@ -148,9 +148,9 @@ func TestTokenAndAuditVerbs(t *testing.T) {
 	}{
 		{[]string{"token", "create", "--user", "ci", "--expires", "soon"}, 2, `expires: "soon" is not a positive duration`},
 		{[]string{"token", "create", "--user", "ci", "--name", "deploy"}, 2, `token "deploy" already exists`},
-		{[]string{"token", "create", "--user", "nobody"}, 2, `user "nobody": not found`},
+		{[]string{"token", "create", "--user", "nobody"}, 2, `ipvsctl token create: user "nobody": not found`},
 		{[]string{"token", "create"}, 2, "--user NAME is required"},
-		{[]string{"token", "revoke", "nothing"}, 2, `token "nothing": not found`},
+		{[]string{"token", "revoke", "nothing"}, 2, `ipvsctl token revoke: token "nothing": not found`},
 		{[]string{"audit", "--since", "yesterday"}, 2, `since: "yesterday" is neither`},
 	} {
 		r := runAs(t, db, c.args...)

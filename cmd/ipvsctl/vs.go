@@ -106,13 +106,13 @@ func (f *serviceFlags) patch(fs *flag.FlagSet, all bool) server.ServicePatch {
 	return p
 }
 
+const vsUsage = "usage: ipvsctl vs add|set|rm|list|enable|disable [NAME] [flags]\n\nRun 'ipvsctl vs VERB --help' for a verb's flags."
+
 func runVS(env *cliEnv, args []string) int {
-	args = moveGlobalFlags(args)
-	if len(args) == 0 {
-		fmt.Fprintln(env.stderr, "usage: ipvsctl vs add|set|rm|list|enable|disable [NAME] [flags]")
-		return exitUsage
+	verb, rest, code, ok := env.subVerb(vsUsage, args)
+	if !ok {
+		return code
 	}
-	verb, rest := args[0], args[1:]
 	switch verb {
 	case "list":
 		return vsList(env, rest)
@@ -120,12 +120,8 @@ func runVS(env *cliEnv, args []string) int {
 		return vsAddSet(env, verb, rest)
 	case "rm", "enable", "disable":
 		return vsSimple(env, verb, rest)
-	case "-h", "--help", "help":
-		fmt.Fprintln(env.stdout, "usage: ipvsctl vs add|set|rm|list|enable|disable [NAME] [flags]\n\nRun 'ipvsctl vs VERB --help' for a verb's flags.")
-		return exitOK
 	}
-	fmt.Fprintf(env.stderr, "ipvsctl vs: unknown verb %q (want add, set, rm, list, enable or disable)\n", verb)
-	return exitUsage
+	return env.unknownSubVerb("vs", verb)
 }
 
 func vsAddSet(env *cliEnv, verb string, args []string) int {

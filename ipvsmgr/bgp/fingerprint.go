@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 )
@@ -87,11 +88,30 @@ func Fingerprints(d *ipvsmgr.Desired, kernel *ipvsmgr.Table) []ServiceFingerprin
 // DirectorFingerprints is what another director of the group says of its
 // services (Error: why it could not be asked).
 type DirectorFingerprints struct {
+	// Director names it: the URL of the director this one follows, or a
+	// follower's router ID (unique among the speakers of a BGP group).
 	Director string               `json:"director"`
 	Services []ServiceFingerprint `json:"services,omitempty"`
 	Error    string               `json:"error,omitempty"`
-	// Name is the director's own name for itself, when it answered.
+	// Name is the director's router ID, when it answered.
 	Name string `json:"name,omitempty"`
+	// Address is where it was heard: the URL this director follows, or
+	// the address a follower's report came from.
+	Address string `json:"address,omitempty"`
+	// Via is the director that passed its report on ("" when this
+	// director heard it itself).
+	Via string `json:"via,omitempty"`
+	// Certificate is the fingerprint of the certificate it proved, when
+	// it proved one.
+	Certificate string `json:"certificate,omitempty"`
+	// ReportedAt is when its fingerprints were last heard, on this
+	// director's clock (zero: never); AgeSeconds is how long ago that was
+	// when the status was made, and Stale says it is older than
+	// StaleAfter: a director gone silent is not compared, not taken as
+	// matching.
+	ReportedAt time.Time `json:"reported_at,omitzero"`
+	AgeSeconds float64   `json:"age_seconds"`
+	Stale      bool      `json:"stale,omitempty"`
 }
 
 // Mismatch is a service whose Maglev inputs differ between this director
@@ -107,7 +127,8 @@ type Mismatch struct {
 }
 
 // Compare lists the services whose fingerprints differ between own and each
-// director that answered, and the services one of them lacks.
+// director that answered (and whose answer is not stale), and the services
+// one of them lacks.
 func Compare(own []ServiceFingerprint, others []DirectorFingerprints) []Mismatch {
 	mine := map[string]ServiceFingerprint{}
 	for _, f := range own {
@@ -115,7 +136,7 @@ func Compare(own []ServiceFingerprint, others []DirectorFingerprints) []Mismatch
 	}
 	var out []Mismatch
 	for _, o := range others {
-		if o.Error != "" {
+		if o.Error != "" || o.Stale {
 			continue
 		}
 		theirs := map[string]ServiceFingerprint{}

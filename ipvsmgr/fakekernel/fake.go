@@ -6,6 +6,7 @@ package fakekernel
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
@@ -24,7 +25,12 @@ type Kernel struct {
 	// in ipvsmgr.ErrTransport.
 	BatchFault func(n int) (applied, failedFrom int, err error)
 	ReadErr    error // returned by Table when set
-	schedOK    func(string) bool
+	// ReadReversed makes Table list each service's real servers in the
+	// other order (a kernel that walks its list the other way): set it
+	// before use. Tests of the Maglev fingerprints use it for a director
+	// whose mh table differs from its peers'.
+	ReadReversed bool
+	schedOK      func(string) bool
 }
 
 // New returns an empty fake kernel that knows every scheduler.
@@ -56,6 +62,9 @@ func (k *Kernel) Table(context.Context) (*ipvsmgr.Table, error) {
 		for _, d := range s.Dests {
 			dc := *d
 			cp.Dests = append(cp.Dests, &dc)
+		}
+		if k.ReadReversed {
+			slices.Reverse(cp.Dests)
 		}
 		t.Services = append(t.Services, &cp)
 	}

@@ -207,7 +207,7 @@ func (r *kaChecker) statement(ch *kaNode) error {
 	case kw == "misc_path" && r.typ == "exec":
 		// keepalived runs the first word, split again ("/bin/x %h" is
 		// the quoted command line); the words after it are ignored.
-		words, ignored, err := kaScript(ch.rest())
+		words, ignored, err := r.k.script(ch)
 		if err != nil {
 			return k.errf(ch.line, "misc_path %s: want a program and its arguments: %v", ch.rest(), err)
 		}

@@ -407,11 +407,12 @@ func (x *kaExporter) virtualServer(b kaBlock) {
 		if len(q.argv) == 0 {
 			continue
 		}
-		if slices.ContainsFunc(q.argv, func(w string) bool { return strings.ContainsAny(w, "\r\n") }) {
-			x.bad("%s.%s: a line break, which a keepalived statement cannot hold", field, q.name)
+		text, ok := kaCommand(q.argv)
+		if !ok {
+			x.bad("%s.%s: %q: %s", field, q.name, q.argv, kaCommandQuoted)
 			continue
 		}
-		fmt.Fprintf(x.w, "    %s %s\n", q.name, kaNotifyLine(q.argv))
+		fmt.Fprintf(x.w, "    %s %s\n", q.name, text)
 	}
 	if !svc.IsEnabled() {
 		x.bad("%s.enabled: keepalived has no disabled virtual_server", field)
@@ -659,7 +660,8 @@ func (x *kaExporter) checker(c *ipvsmgr.Check, field, rsScope string) {
 		}
 		fmt.Fprintf(w, "%s}\n", in)
 	case "exec":
-		fmt.Fprintf(w, "%smisc_path %s\n", in, kaCommand(c.Command))
+		text, _ := kaCommand(c.Command) // refused in checkerProblems
+		fmt.Fprintf(w, "%smisc_path %s\n", in, text)
 		if c.DynamicWeight != nil && *c.DynamicWeight {
 			fmt.Fprintf(w, "%smisc_dynamic\n", in)
 		}
@@ -706,6 +708,9 @@ func (x *kaExporter) checkerProblems(c *ipvsmgr.Check, field string) {
 	if c.RCode != "" {
 		x.bad("%s.rcode: keepalived's DNS_CHECK passes on an answer, not a response code", field)
 	}
+	if _, ok := kaCommand(c.Command); c.Type == "exec" && !ok {
+		x.bad("%s.command: %q: %s", field, c.Command, kaCommandQuoted)
+	}
 	if c.Type == "exec" && c.Expect != "" {
 		x.bad("%s.expect: keepalived's MISC_CHECK reads the exit status, not the output", field)
 	}
@@ -717,6 +722,9 @@ func (x *kaExporter) checkerProblems(c *ipvsmgr.Check, field string) {
 	}
 }
 
+// kaCommandQuoted is why kaCommand cannot write a command line.
+const kaCommandQuoted = "a quote or a backslash in a word, which keepalived reads one way before 2.3.2 (Debian's 2.2.7) and another since"
+
 func kaSeconds(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 // kaWord writes s as one word of keepalived's syntax: quoted when it holds
@@ -726,23 +734,6 @@ func kaWord(s string) string {
 		return s
 	}
 	return `"` + s + `"`
-}
-
-// kaNotifyLine writes a quorum program as notify_script_init reads it: one
-// double-quoted command line (a single word too, so that a word after it is
-// never read as a user), parsed twice: the line's words are quoted with
-// single quotes where they need it, then its backslashes and double quotes
-// escaped for the outer quotes.
-func kaNotifyLine(argv []string) string {
-	words := make([]string, len(argv))
-	for i, a := range argv {
-		if a == "" || strings.ContainsAny(a, " \t\r\n{}#!\"'\\") {
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-		words[i] = a
-	}
-	line := strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(strings.Join(words, " "))
-	return `"` + line + `"`
 }
 
 // kaStatusList writes status codes, runs of consecutive ones as ranges.

@@ -3,6 +3,8 @@ package formats
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -297,5 +299,95 @@ func TestKeepalivedExportServersAtOneAddress(t *testing.T) {
 	}
 	if d := cmp.Diff(st, back, cmpopts.IgnoreFields(ipvsmgr.ImportedKey{}, "Line")); d != "" {
 		t.Errorf("round trip (-imported +re-imported):\n%s\nexport:\n%s", d, out.String())
+	}
+}
+
+// TestKeepalivedCommandLinesPassKeepalived: Debian's keepalived 2.2.7 (one
+// that reads a command line's escapes in both splits) reads every misc_path
+// and quorum program the export writes, awkward words and all, without a
+// quoting error; a line it cannot read is reported by it (the control).
+func TestKeepalivedCommandLinesPassKeepalived(t *testing.T) {
+	dir := t.TempDir()
+	quotingError := func(text string) bool {
+		return strings.Contains(text, "missing terminating") || strings.Contains(text, "Missing escape") || strings.Contains(text, "Unable to parse")
+	}
+	control := filepath.Join(dir, "control.conf")
+	conf := "virtual_server 198.18.0.100 80 {\n protocol TCP\n quorum_up \"/bin/n 'a\"\n real_server 198.18.0.11 80 {\n }\n}\n"
+	if err := os.WriteFile(control, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, text := runKeepalivedTest(t, dir, control); !quotingError(text) {
+		t.Fatalf("keepalived -t does not report an unterminated quote in a quorum program:\n%s", text)
+	}
+	// kaScriptLegacy fails where Debian's keepalived fails to read a line.
+	for i, line := range []string{`"/bin/n 'it'\\''s'"`, `"/bin/n it\'s"`, `"/bin/echo \x41 'it\'s'"`, `"/bin/n a\\ 'b"`, `"/bin/printf a\\tb"`} {
+		file := filepath.Join(dir, fmt.Sprintf("legacy%d.conf", i))
+		conf := "virtual_server 198.18.0.100 80 {\n protocol TCP\n quorum_up " + line + "\n real_server 198.18.0.11 80 {\n }\n}\n"
+		if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, text := runKeepalivedTest(t, dir, file)
+		if argv, _, err := kaScriptLegacy(line); (err != nil) != quotingError(text) {
+			t.Errorf("quorum_up %s: kaScriptLegacy reads %q (%v), keepalived -t says:\n%s", line, argv, err, text)
+		}
+	}
+	for i, argv := range [][]string{
+		{"/bin/n", "up", "web 1"}, {"/bin/n", "", "tab\there", "#1", "{x}", "!"}, {"/opt/my tools/n"}, {"/bin/n", "a\nb", "\r\x01", "\n1"},
+	} {
+		st := &ipvsmgr.State{Services: []ipvsmgr.Service{{Address: "198.18.0.100", Port: 80, Protocol: "tcp", Forwarding: "nat",
+			QuorumUp: argv, QuorumDown: argv,
+			Servers: []ipvsmgr.Server{{Address: "198.18.0.11", Port: 80, Check: &ipvsmgr.Check{Type: "exec", Command: argv, Rise: 1}}}}}}
+		var out bytes.Buffer
+		if err := Export(FormatKeepalived, st, &out); err != nil {
+			t.Errorf("%q: export: %v", argv, err)
+			continue
+		}
+		file := filepath.Join(dir, fmt.Sprintf("lines%d.conf", i))
+		if err := os.WriteFile(file, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, text := runKeepalivedTest(t, dir, file); quotingError(text) || strings.Contains(strings.ToLower(text), "unknown keyword") {
+			t.Errorf("%q: keepalived -t:\n%s\nexport:\n%s", argv, text, out.String())
+		}
+	}
+}
+
+// TestKeepalivedOmega: omega is a virtual_server keyword (check_parser.c):
+// it makes keepalived run the quorum_down and notify_down programs as it
+// shuts down. ipvsctl serve leaves the kernel's table as it is when it
+// stops, so it has nothing to map omega to: the import keeps it, with its
+// line, and the export writes it back. In a real_server keepalived does not
+// know it, and the import refuses it there by line, as keepalived -t does.
+func TestKeepalivedOmega(t *testing.T) {
+	dir := t.TempDir()
+	vs := "virtual_server 198.18.0.100 80 {\n protocol TCP\n omega\n real_server 198.18.0.11 80 {\n  weight 1\n }\n}\n"
+	rs := "virtual_server 198.18.0.100 80 {\n protocol TCP\n real_server 198.18.0.11 80 {\n  omega\n }\n}\n"
+	for name, conf := range map[string]string{"vs.conf": vs, "rs.conf": rs} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, text := runKeepalivedTest(t, dir, filepath.Join(dir, "vs.conf")); strings.Contains(strings.ToLower(text), "unknown keyword") {
+		t.Errorf("keepalived -t does not know omega in a virtual_server:\n%s", text)
+	}
+	if _, text := runKeepalivedTest(t, dir, filepath.Join(dir, "rs.conf")); !strings.Contains(text, "Line 4) Unknown keyword 'omega'") {
+		t.Errorf("keepalived -t knows omega in a real_server:\n%s", text)
+	}
+	st, err := Import(FormatKeepalived, strings.NewReader(vs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ipvsmgr.ImportedKey{{Source: FormatKeepalived, Line: 3, Scope: "virtual_server 198.18.0.100 80", Key: "omega"}}
+	if d := cmp.Diff(want, st.Imported); d != "" {
+		t.Errorf("omega kept (-want +got):\n%s", d)
+	}
+	var out bytes.Buffer
+	if err := Export(FormatKeepalived, st, &out); err != nil || !strings.Contains(out.String(), "\n    omega\n") {
+		t.Errorf("export: %v\n%s", err, out.String())
+	}
+	_, err = Import(FormatKeepalived, strings.NewReader(rs))
+	var pe *ParseError
+	if !errors.As(err, &pe) || pe.Line != 4 || !strings.Contains(pe.Msg, `unknown keyword "omega"`) {
+		t.Errorf("omega in a real_server: %v", err)
 	}
 }

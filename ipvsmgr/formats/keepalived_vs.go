@@ -3,6 +3,7 @@ package formats
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -169,21 +170,27 @@ func kaPort(s string) (int, error) {
 	return p, nil
 }
 
-// kaNotifyCommand reads a notify script as keepalived's notify_script_init
-// does: its first word (usually quoted) is the command line, split again
-// into the program and its arguments; words after it are a user and group
-// to run it as. Not ok with those (ipvsctl runs its programs as root only:
-// the statement is kept, not run with more rights than keepalived gave it),
-// or with no program.
-func kaNotifyCommand(rest string) ([]string, bool) {
-	words, err := ipvsmgr.SplitCommand(rest)
-	if err != nil || len(words) != 1 {
-		return nil, false
+// script reads a command line (misc_path, quorum_up, quorum_down) as
+// keepalived 2.3.2 and later read it (kaScript), with a warning where the
+// earlier ones, such as Debian's 2.2.7, read it otherwise.
+func (k *kaImporter) script(c *kaNode) (argv, after []string, err error) {
+	argv, after, err = kaScript(c.rest())
+	old, oldAfter, oldErr := kaScriptLegacy(c.rest())
+	if (err == nil) == (oldErr == nil) && slices.Equal(argv, old) && slices.Equal(after, oldAfter) {
+		return argv, after, err
 	}
-	if words, err = ipvsmgr.SplitCommand(words[0]); err != nil || len(words) == 0 {
-		return nil, false
+	reading := func(argv, after []string, err error) string {
+		if err != nil {
+			return "nothing (" + err.Error() + ")"
+		}
+		if len(after) > 0 {
+			return fmt.Sprintf("%q, then %q", argv, after)
+		}
+		return fmt.Sprintf("%q", argv)
 	}
-	return words, true
+	k.warnf(c.line, "%s: keepalived 2.3.2 and later read %s (as ipvsctl does), earlier ones such as Debian's 2.2.7 read %s: "+
+		"a backslash in the line is read otherwise since 2.3.2", c.word(0), reading(argv, after, err), reading(old, oldAfter, oldErr))
+	return argv, after, err
 }
 
 // vsStatement takes one statement of a virtual_server block (real servers
@@ -257,8 +264,8 @@ func (k *kaImporter) vsStatement(v *kaVS, c *kaNode) error {
 	case "hysteresis":
 		v.hyst = c // mapped with the quorum (keepalived_fix.go), else kept
 	case "quorum_up", "quorum_down":
-		cmd, ok := kaNotifyCommand(c.rest())
-		if !ok {
+		cmd, user, err := k.script(c)
+		if err != nil || len(user) > 0 {
 			// A user to run it as (`"prog args" user`), or no program:
 			// kept, not run as root by mistake.
 			k.keep(v.scope, c)

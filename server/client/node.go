@@ -109,3 +109,14 @@ func headerValue(s string, n int) string {
 	}
 	return s
 }
+
+// ReportFingerprints gives the director this one follows its Maglev
+// fingerprints and answers that director's and every other follower's
+// (POST /api/v1/bgp/fingerprints).
+func (c *Client) ReportFingerprints(ctx context.Context, rep server.FingerprintReport) (*server.FingerprintSet, error) {
+	var set server.FingerprintSet
+	if _, err := c.do(ctx, "POST", "/api/v1/bgp/fingerprints", nil, nil, jsonBody(rep), &set); err != nil {
+		return nil, err
+	}
+	return &set, nil
+}

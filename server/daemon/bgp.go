@@ -41,7 +41,10 @@ type bgpRunner struct {
 	drainSt bgpDrain
 
 	peersMu sync.Mutex
-	others  []bgp.DirectorFingerprints
+	// others is what the directors this one follows said last (and the
+	// others they passed on); selfCert is this director's certificate.
+	others   []bgp.DirectorFingerprints
+	selfCert string
 }
 
 func (r *bgpRunner) run(ctx context.Context) {
@@ -87,15 +90,17 @@ func (r *bgpRunner) step(ctx context.Context) {
 		return
 	}
 	st := &server.BGPStatus{At: time.Now()}
-	defer func() { c.SetBGPStatus(st) }()
+	snap := sk.snap.Load()
+	defer func() {
+		r.fingerprints(desired, snap, st) // the kernel's, whatever the sessions do
+		c.SetBGPStatus(st)
+	}()
 	node, err := r.d.store.Node(ctx)
 	if err != nil {
 		st.Error = err.Error()
 		return
 	}
 	st.Drained = node.BGPDrained
-	snap := sk.snap.Load()
-	r.fingerprints(desired, snap, st) // the kernel's, whatever the sessions do
 	r.warnings(ctx, rev)
 	st.Warnings = r.warn
 	cfg, err := bgpConfig(*desired.Settings.BGP, node)

@@ -1,15 +1,11 @@
 package daemon
 
 import (
-	"context"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/bgp"
 	"github.com/ipvsctl/ipvsctl/server"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 // bgpDrain is the BGP runner's view of node drain: the watch of a drain in
@@ -81,117 +77,4 @@ func (r *bgpRunner) drain(drained bool, pol ipvsmgr.BGPDrain, desired *ipvsmgr.D
 		}
 	}
 	return pol.Prepend
-}
-
-// fingerprints puts this director's Maglev-input fingerprints in the
-// status (from the kernel's table as the poller read it: the order mh
-// walks) and compares them with what the other directors said last.
-func (r *bgpRunner) fingerprints(desired *ipvsmgr.Desired, snap *server.Snapshot, st *server.BGPStatus) {
-	if snap != nil && snap.Table != nil {
-		st.Fingerprints = bgp.Fingerprints(desired, snap.Table)
-	}
-	r.peersMu.Lock()
-	st.Directors = r.others
-	r.peersMu.Unlock()
-	st.Mismatches = bgp.Compare(st.Fingerprints, st.Directors)
-	st.Mismatch = len(st.Mismatches) > 0
-}
-
-// BGPPeerPoll is how often a director asks the others for their fingerprints.
-const BGPPeerPoll = 5 * time.Second
-
-// NodeReader is another director that answers its node settings (package
-// client's peer Client does, over the pinned TLS of the node settings).
-type NodeReader interface {
-	NodeSettings(ctx context.Context) (*server.NodeView, error)
-}
-
-// directorRef is another director of the BGP group, as this one knows it.
-type directorRef struct{ url, token, fingerprint, ca string }
-
-// dial is how ref is reached, with the trust the node settings give it.
-func (ref directorRef) dial() server.PeerDial {
-	return server.PeerDialOf(store.Node{PeerURL: ref.url, PeerToken: ref.token, PeerFingerprint: ref.fingerprint, PeerCA: ref.ca})
-}
-
-// otherDirectors are the directors this one knows: today the peer it
-// replicates from (node set --peer-url), with its token and pinned
-// fingerprint.
-func otherDirectors(n store.Node) []directorRef {
-	if n.PeerURL == "" {
-		return nil
-	}
-	return []directorRef{{url: n.PeerURL, token: n.PeerToken, fingerprint: n.PeerFingerprint, ca: n.PeerCA}}
-}
-
-// askDirectors asks the other directors for their fingerprints every
-// BGPPeerPoll until ctx ends.
-func (r *bgpRunner) askDirectors(ctx context.Context) {
-	clients := map[directorRef]NodeReader{}
-	tick := time.NewTicker(BGPPeerPoll)
-	defer tick.Stop()
-	for {
-		if _, desired := r.d.sk.current(); desired != nil && desired.Settings.BGP != nil {
-			r.askOnce(ctx, clients)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
-}
-
-func (r *bgpRunner) askOnce(ctx context.Context, clients map[directorRef]NodeReader) {
-	node, err := r.d.store.Node(ctx)
-	if err != nil {
-		return
-	}
-	refs := otherDirectors(node)
-	out := make([]bgp.DirectorFingerprints, len(refs))
-	var wg sync.WaitGroup
-	for i, ref := range refs {
-		out[i].Director = ref.url
-		cl, ok := clients[ref]
-		if !ok {
-			if r.d.Directors == nil {
-				out[i].Error = "this daemon cannot reach other directors"
-				continue
-			}
-			c, err := r.d.Directors(ref.dial())
-			if err != nil {
-				out[i].Error = err.Error()
-				continue
-			}
-			cl = c
-			clients[ref] = cl
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			actx, cancel := context.WithTimeout(ctx, BGPPeerPoll)
-			defer cancel()
-			v, err := cl.NodeSettings(actx)
-			switch {
-			case err != nil:
-				out[i].Error = "ask for its fingerprints: " + err.Error()
-			case v.BGP == nil:
-				out[i].Error = "it runs no BGP speaker (no daemon there, or no settings.bgp)"
-			default:
-				out[i].Services, out[i].Name = v.BGP.Fingerprints, v.BGP.RouterID
-				if out[i].Services == nil {
-					out[i].Services = []bgp.ServiceFingerprint{}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	for ref := range clients {
-		if !slices.Contains(refs, ref) {
-			delete(clients, ref)
-		}
-	}
-	r.peersMu.Lock()
-	r.others = out
-	r.peersMu.Unlock()
 }

@@ -30,11 +30,11 @@ type Daemon struct {
 	OnKernel func(*server.KernelConn)
 	// Check, if set, runs each health check instead of the real checkers (tests).
 	Check func(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result
-	// Directors reaches another director of a BGP group (package client's
-	// NewPeer: believed only by the dial's pins or pair CA; an http:// url
-	// is loopback, for tests), to compare Maglev fingerprints; nil: none is
-	// asked.
-	Directors func(server.PeerDial) (NodeReader, error)
+	// Directors reaches the director this one follows (package client's
+	// NewPeer: it shows this director's certificate, and believes only the
+	// dial's pins or pair CA; an http:// url is loopback, for tests), to
+	// exchange Maglev fingerprints; nil: none is asked.
+	Directors func(server.PeerDial) (DirectorPeer, error)
 	// QuorumTimeout bounds a service's quorum_up/quorum_down program; 0
 	// means DefaultQuorumTimeout.
 	QuorumTimeout time.Duration

@@ -82,6 +82,8 @@ func (a *api) routes() []auth.Route {
 		{Method: "GET", Pattern: p + "/node", Role: auth.Viewer, Handler: h(a.getNode)},
 		{Method: "PATCH", Pattern: p + "/node", Role: server.RoleFor("node set"), Handler: h(a.patchNode)},
 		{Method: "GET", Pattern: p + "/bgp", Role: auth.Viewer, Handler: h(a.getBGP)},
+		// A call between directors (peers.go): a believed client certificate first, then the token.
+		{Method: "POST", Pattern: pathFingerprints, Role: auth.Viewer, Handler: h(a.reportFingerprints)},
 		{Method: "POST", Pattern: p + "/realservers/{op}", Role: server.RoleFor("realserver"), Handler: h(a.prepareRealServers)},
 		{Method: "POST", Pattern: p + "/realservers/tune/{op}", Role: server.RoleFor("realserver tune"), Handler: h(a.tuneRealServers)},
 		{Method: "GET", Pattern: p + "/loadtest/runs", Role: auth.Viewer, Handler: h(a.listLoadRuns)},

@@ -90,10 +90,14 @@ func TestDirectorsCompareMaglevFingerprints(t *testing.T) {
 	if _, err := a.Core.SetNode(ctx, root, server.NodePatch{PeerURL: &url, PeerToken: &tok}); err != nil {
 		t.Fatal(err)
 	}
+	// Each hears the other twice, in the answer to its report and in the
+	// other's report to it: one director, named by the URL it follows
+	// once its own report was answered (the other's report may come first).
 	agreed := func(g *servertest.Rig) bool {
 		st := status(g)
+		other := map[*servertest.Rig]string{a: b.URL, b: a.URL}[g]
 		return len(st.Fingerprints) == 1 && len(st.Directors) == 1 && st.Directors[0].Error == "" &&
-			len(st.Directors[0].Services) == 1 && !st.Mismatch
+			st.Directors[0].Director == other && len(st.Directors[0].Services) == 1 && !st.Mismatch
 	}
 	wait("both directors to agree", func() bool { return agreed(a) && agreed(b) })
 	sa, sb := status(a), status(b)
@@ -123,7 +127,7 @@ func TestDirectorsCompareMaglevFingerprints(t *testing.T) {
 		!strings.Contains(m.Why, `there "mh mh-port 198.18.1.12:80/1 198.18.1.13:80/2 198.18.1.11:80/1"`) {
 		t.Errorf("a's mismatch = %+v", m)
 	}
-	// The same over GET /api/v1/node, which the other directors read.
+	// The same over GET /api/v1/node (node show).
 	resp, body := a.API(t, auth.Viewer, "GET", "/api/v1/node", "")
 	var nv server.NodeView
 	if err := json.Unmarshal([]byte(body), &nv); resp.StatusCode != 200 || err != nil || nv.BGP == nil || !nv.BGP.Mismatch {

@@ -10,10 +10,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/bgp"
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
 	"github.com/ipvsctl/ipvsctl/server/httpd"
@@ -59,6 +61,9 @@ func poll(t *testing.T, base string, srvTrust trust.Directors, own *tls.Certific
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: srvTrust.ClientConfig("127.0.0.1", own, nil)}}
 	defer hc.CloseIdleConnections()
 	req, _ := http.NewRequest("GET", base+path, nil)
+	if path == "/api/v1/bgp/fingerprints" { // a follower's report of its Maglev fingerprints
+		req, _ = http.NewRequest("POST", base+path, strings.NewReader(`{"router_id": "198.18.0.2", "services": []}`))
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -95,6 +100,7 @@ func TestDirectorCallsNeedABelievedClientCertificate(t *testing.T) {
 	toMe := trust.Directors{Pins: []string{srvFP}}
 	viewer := g.Tokens[auth.Viewer]
 	const longPoll = "/api/v1/state?after=0"
+	const fingerprintsPath = "/api/v1/bgp/fingerprints"
 
 	pinned, pinnedFP := trusttest.SelfSigned(t, "d2", net.ParseIP("198.18.0.2"))
 	unpinned, unpinnedFP := trusttest.SelfSigned(t, "d3", net.ParseIP("198.18.0.3"))
@@ -108,20 +114,24 @@ func TestDirectorCallsNeedABelievedClientCertificate(t *testing.T) {
 
 	refused := func(t *testing.T, own *tls.Certificate, want string) {
 		t.Helper()
-		for _, tok := range []string{viewer, "not-a-token"} {
-			code, eb := poll(t, base, toMe, own, tok, longPoll)
-			if code != http.StatusForbidden || eb.Code != server.CodeForbidden || !strings.Contains(eb.Error, want) {
-				t.Fatalf("token %.8s: %d %+v, want 403 with %q", tok, code, eb, want)
+		for _, path := range []string{longPoll, fingerprintsPath} {
+			for _, tok := range []string{viewer, "not-a-token"} {
+				code, eb := poll(t, base, toMe, own, tok, path)
+				if code != http.StatusForbidden || eb.Code != server.CodeForbidden || !strings.Contains(eb.Error, want) {
+					t.Fatalf("%s, token %.8s: %d %+v, want 403 with %q", path, tok, code, eb, want)
+				}
 			}
 		}
 	}
 	believed := func(t *testing.T, own *tls.Certificate) {
 		t.Helper()
-		if code, eb := poll(t, base, toMe, own, "not-a-token", longPoll); code != http.StatusUnauthorized {
-			t.Fatalf("a believed director with a wrong token: %d %+v, want 401 (the token is still the role check)", code, eb)
-		}
-		if code, eb := poll(t, base, toMe, own, viewer, longPoll); code != http.StatusOK {
-			t.Fatalf("a believed director: %d %+v", code, eb)
+		for _, path := range []string{longPoll, fingerprintsPath} {
+			if code, eb := poll(t, base, toMe, own, "not-a-token", path); code != http.StatusUnauthorized {
+				t.Fatalf("%s: a believed director with a wrong token: %d %+v, want 401 (the token is still the role check)", path, code, eb)
+			}
+			if code, eb := poll(t, base, toMe, own, viewer, path); code != http.StatusOK {
+				t.Fatalf("%s: a believed director: %d %+v", path, code, eb)
+			}
 		}
 	}
 
@@ -205,5 +215,12 @@ func TestDirectorCallsNeedABelievedClientCertificate(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "refused") || !strings.Contains(logs.String(), unpinnedFP) {
 		t.Error("the refusals are not logged with the caller's fingerprint")
+	}
+	// Only the believed directors' fingerprint reports were kept, each by
+	// the certificate it proved.
+	reps := g.Core.FingerprintReports()
+	if len(reps) != 2 || !slices.ContainsFunc(reps, func(d bgp.DirectorFingerprints) bool { return d.Certificate == pinnedFP && d.Name == "198.18.0.2" }) ||
+		slices.ContainsFunc(reps, func(d bgp.DirectorFingerprints) bool { return d.Certificate == unpinnedFP }) {
+		t.Errorf("fingerprint reports kept: %+v", reps)
 	}
 }

@@ -17,10 +17,16 @@ const (
 )
 
 // isDirectorCall says whether r is a call only a peer director makes:
-// replication's long poll, GET /api/v1/state?after=N.
+// replication's long poll, GET /api/v1/state?after=N, and a follower's
+// report of its Maglev fingerprints, POST /api/v1/bgp/fingerprints.
 func isDirectorCall(r *http.Request) bool {
-	return r.Method == http.MethodGet && r.URL.Path == "/api/v1/state" && r.URL.Query().Has("after")
+	return r.Method == http.MethodGet && r.URL.Path == "/api/v1/state" && r.URL.Query().Has("after") ||
+		r.Method == http.MethodPost && r.URL.Path == pathFingerprints
 }
+
+// pathFingerprints is where a following director reports its Maglev
+// fingerprints and gets every other director's.
+const pathFingerprints = "/api/v1/bgp/fingerprints"
 
 type callerKey struct{}
 

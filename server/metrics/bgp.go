@@ -22,7 +22,9 @@ var (
 	descVIPAnnounced = prometheus.NewDesc("ipvsctl_bgp_vip_announced",
 		"1 while the director announces the VIP, 0 while it withdraws it (node show says why).", []string{"prefix"}, nil)
 	descMaglevMismatches = prometheus.NewDesc("ipvsctl_bgp_maglev_mismatches",
-		"Services whose Maglev inputs (scheduler, flags, real servers in the kernel's order with weights) differ from another director's.", nil, nil)
+		"Services whose Maglev inputs (scheduler, flags, real servers in the kernel's order with weights) differ between this director and the other one, per other director of the group it knows.", []string{"director"}, nil)
+	descMaglevCompared = prometheus.NewDesc("ipvsctl_bgp_maglev_compared",
+		"1 while the other director's Maglev fingerprints are compared with this one's; 0 while they are stale (not heard for 15 s) or it could not be asked.", []string{"director"}, nil)
 	descDrain = prometheus.NewDesc("ipvsctl_bgp_drain",
 		"1 for the phase of node drain in progress (draining, drained, timed_out); absent when not drained.", []string{"phase"}, nil)
 )
@@ -33,6 +35,7 @@ func (b *bgpCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descBFDUp
 	ch <- descVIPAnnounced
 	ch <- descMaglevMismatches
+	ch <- descMaglevCompared
 	ch <- descDrain
 }
 
@@ -57,7 +60,14 @@ func (b *bgpCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, v := range s.VIPs {
 		ch <- prometheus.MustNewConstMetric(descVIPAnnounced, prometheus.GaugeValue, one(v.Announce), v.Prefix.String())
 	}
-	ch <- prometheus.MustNewConstMetric(descMaglevMismatches, prometheus.GaugeValue, float64(len(s.Mismatches)))
+	per := map[string]int{}
+	for _, m := range s.Mismatches {
+		per[m.Director]++
+	}
+	for _, d := range s.Directors {
+		ch <- prometheus.MustNewConstMetric(descMaglevMismatches, prometheus.GaugeValue, float64(per[d.Director]), d.Director)
+		ch <- prometheus.MustNewConstMetric(descMaglevCompared, prometheus.GaugeValue, one(d.Error == "" && !d.Stale), d.Director)
+	}
 	if s.Drain != nil {
 		ch <- prometheus.MustNewConstMetric(descDrain, prometheus.GaugeValue, 1, s.Drain.Phase)
 	}

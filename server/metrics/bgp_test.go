@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/bgp"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/bgp/bgptest"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
 	"github.com/ipvsctl/ipvsctl/server"
@@ -52,11 +53,33 @@ func TestBGPMetrics(t *testing.T) {
 	if _, err := core.ApplyState(ctx, a, state, "test", server.WriteOptions{NoWait: true}); err != nil {
 		t.Fatal(err)
 	}
+	// Two followers report their Maglev fingerprints here: one has web's
+	// inputs, the other another order of them.
+	for i, in := range []string{"mh mh-port 198.18.1.11:80/1", "mh mh-port 198.18.1.12:80/1 198.18.1.11:80/1"} {
+		rid := []string{"198.18.0.2", "198.18.0.3"}[i]
+		fp := bgp.ServiceFingerprint{Service: "web", Key: "tcp 198.18.0.100:80", Fingerprint: []string{"", "00ff00ff00ff00ff"}[i], Inputs: in}
+		if i == 0 { // the same as this director's
+			for core.BGPStatus() == nil || len(core.BGPStatus().Fingerprints) == 0 {
+				if ctx.Err() != nil {
+					t.Fatal("no fingerprints of its own")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			fp = core.BGPStatus().Fingerprints[0]
+		}
+		if _, err := core.ReportFingerprints(server.ReportCaller{Certificate: "cert-" + rid, Addr: "127.0.0.1"},
+			server.FingerprintReport{RouterID: rid, Services: []bgp.ServiceFingerprint{fp}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	want := []string{
 		`ipvsctl_bgp_session_up{peer="127.0.0.2",peer_asn="65000"} 1`,
 		`ipvsctl_bgp_announced_prefixes{peer="127.0.0.2"} 1`,
 		`ipvsctl_bgp_vip_announced{prefix="198.18.0.100/32"} 1`,
-		`ipvsctl_bgp_maglev_mismatches 0`,
+		`ipvsctl_bgp_maglev_mismatches{director="198.18.0.2"} 0`,
+		`ipvsctl_bgp_maglev_mismatches{director="198.18.0.3"} 1`,
+		`ipvsctl_bgp_maglev_compared{director="198.18.0.2"} 1`,
+		`ipvsctl_bgp_maglev_compared{director="198.18.0.3"} 1`,
 	}
 	var body string
 	for ctx.Err() == nil {

@@ -19,8 +19,19 @@ type bgpData struct {
 	Peers    []bgpPeerRow
 	VIPs     []bgpVIPRow
 	Drain    *bgpDrainRow
-	Compared int // the other directors that answered
+	Compared int // the other directors that answered, not stale
 	Asked    int
+	Stale    int
+	// Directors are the other directors of the group this one knows.
+	Directors []bgpDirectorRow
+}
+
+// bgpDirectorRow is another director: how it was heard, whether its
+// Maglev inputs were compared, and the services that differ.
+type bgpDirectorRow struct {
+	bgp.DirectorFingerprints
+	Class, Word, Heard string
+	Differ             []string
 }
 
 type bgpPeerRow struct {
@@ -90,9 +101,28 @@ func (p *Panel) bgpDataOf(r *http.Request, u who) (*bgpData, error) {
 	}
 	for _, o := range d.S.Directors {
 		d.Asked++
-		if o.Error == "" {
+		row := bgpDirectorRow{DirectorFingerprints: o, Class: "st-up", Word: "match", Heard: "never"}
+		if !o.ReportedAt.IsZero() {
+			row.Heard = ageText(time.Duration(o.AgeSeconds*float64(time.Second))) + " ago"
+		}
+		for _, m := range d.S.Mismatches {
+			if m.Director == o.Director {
+				row.Differ = append(row.Differ, m.Service)
+			}
+		}
+		switch {
+		case o.Error != "":
+			row.Class, row.Word = "st-down", "not compared"
+		case o.Stale:
+			row.Class, row.Word = "st-drift", "stale"
+			d.Stale++
+		case len(row.Differ) > 0:
+			row.Class, row.Word = "st-down", "mismatch"
+			d.Compared++
+		default:
 			d.Compared++
 		}
+		d.Directors = append(d.Directors, row)
 	}
 	return d, nil
 }
@@ -141,7 +171,7 @@ type bgpCard struct {
 	Up, Peers, Announced, VIPs int
 	Drain                      string // the drain's phase, "" when not drained
 	Mismatch                   int    // services whose Maglev inputs differ from another director's
-	Compared                   int
+	Compared, Stale            int
 	Error                      string
 }
 
@@ -159,7 +189,10 @@ func bgpCardOf(s *server.BGPStatus) *bgpCard {
 		c.Drain = s.Drain.Phase
 	}
 	for _, o := range s.Directors {
-		if o.Error == "" {
+		switch {
+		case o.Stale && o.Error == "":
+			c.Stale++
+		case o.Error == "":
 			c.Compared++
 		}
 	}

@@ -2,6 +2,7 @@ package panel_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/internal/testenv"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/bgp"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/bgp/bgptest"
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
@@ -52,6 +54,36 @@ func bgpDirector(t *testing.T) (*servertest.Rig, *bgptest.Router) {
 	}
 }
 
+// reportFollowers has two followers report their Maglev fingerprints to g
+// over its API (plain HTTP on loopback is a director call there): one
+// with g's inputs, one whose kernel lists web's real servers the other
+// way round.
+func reportFollowers(t *testing.T, g *servertest.Rig) {
+	t.Helper()
+	own := g.Core.BGPStatus().Fingerprints
+	for i, rid := range []string{"198.18.0.2", "198.18.0.3"} {
+		fps := append([]bgp.ServiceFingerprint{}, own...)
+		if i == 1 {
+			for j := range fps {
+				if fps[j].Service == "web" {
+					fps[j].Fingerprint, fps[j].Inputs = "5eed5eed5eed5eed", "mh mh-port 198.18.1.12:80/2 198.18.1.11:80/1"
+				}
+			}
+		}
+		body, _ := json.Marshal(server.FingerprintReport{RouterID: rid, Services: fps})
+		if resp, b := g.API(t, auth.Viewer, "POST", "/api/v1/bgp/fingerprints", string(body)); resp.StatusCode != 200 {
+			t.Fatalf("POST /api/v1/bgp/fingerprints: %s %s", resp.Status, b)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for s := g.Core.BGPStatus(); len(s.Directors) != 2 || !s.Mismatch; s = g.Core.BGPStatus() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the reports never compared: %+v", s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // The BGP page and the overview's card, as HTML: what each role sees.
 func TestBGPPageAndCard(t *testing.T) {
 	g, _ := bgpDirector(t)
@@ -73,6 +105,19 @@ func TestBGPPageAndCard(t *testing.T) {
 	}
 	if strings.Contains(body, `action="/bgp/drain"`) {
 		t.Error("a viewer is offered the drain button")
+	}
+	// Two followers report: one matches, one's web differs; each is named.
+	reportFollowers(t, g)
+	_, body = g.Panel(t, viewer, "GET", "/bgp/body", nil)
+	for _, want := range []string{
+		`<td>198.18.0.2</td><td>198.18.0.2</td><td class="small">from 127.0.0.1</td><td><span class="state st-up">match</span>`,
+		`<tr class="problem"><td>198.18.0.3</td><td>198.18.0.3</td><td class="small">from 127.0.0.1</td><td><span class="state st-down">mismatch</span>`,
+		`<td class="wrap small why">web</td>`,
+		`<tr class="problem"><td>web</td><td>198.18.0.3</td>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/bgp/body with two followers lacks %q", want)
+		}
 	}
 	if _, body := g.Panel(t, admin, "GET", "/bgp", nil); !strings.Contains(body, `action="/bgp/drain"`) {
 		t.Error("an admin is not offered the drain button")
@@ -106,10 +151,14 @@ func TestBrowserBGPDrain(t *testing.T) {
 		testenv.OptIn(t, "browser test skipped in -short mode")
 	}
 	g, r := bgpDirector(t)
+	reportFollowers(t, g)
 	b := browsertest.Start(t, 90*time.Second)
 	b.Login(g.URL+"/bgp", "admin", g.Password, "#bgp-peers")
 	if s := b.Text("#bgp-peers"); !strings.Contains(s, "established") || !strings.Contains(s, "127.0.0.2") {
 		t.Errorf("sessions: %q", s)
+	}
+	if s := b.Text("#bgp-directors"); !strings.Contains(s, "198.18.0.3") || !strings.Contains(s, "mismatch") {
+		t.Errorf("other directors: %q", s)
 	}
 	b.FitsWidth("the BGP page")
 	b.Shot("bgp")

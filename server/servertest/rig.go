@@ -76,7 +76,7 @@ func Start(t testing.TB, with ...Option) *Rig {
 	d := daemon.New(g.Core, st, log)
 	redundancy.Attach(d, redundancy.Hooks{})
 	d.Interval, d.Poll, d.Snapshot = time.Hour, 20*time.Millisecond, 50*time.Millisecond
-	d.Directors = func(dl server.PeerDial) (daemon.NodeReader, error) { return client.NewPeer(dl, nil) } // loopback http: no certificate
+	d.Directors = func(dl server.PeerDial) (daemon.DirectorPeer, error) { return client.NewPeer(dl, nil) } // loopback http: no certificate
 	root := &auth.Principal{User: "root", Role: auth.Admin, Via: "cli"}
 	for _, role := range []auth.Role{auth.Admin, auth.Operator, auth.Viewer} {
 		if err := g.Auth.AddUser(ctx, root, role.String(), role, g.Password); err != nil {

@@ -33,6 +33,9 @@ type Node struct {
 	Replication          string
 	PeerCA               string
 	FollowerFingerprints []string
+	// IdentityCert is the certificate file serve last started with
+	// (0016_node_identity.sql); SaveIdentityCert writes it, SaveNode keeps it.
+	IdentityCert string
 }
 
 // DefaultNode is a director's settings before any node set.
@@ -43,9 +46,9 @@ func (s *Store) Node(ctx context.Context) (Node, error) {
 	n := DefaultNode()
 	var at, followers string
 	err := s.db.QueryRowContext(ctx, `SELECT priority, role, peer_url, peer_token, address, updated_at, peer_fingerprint, allow_replicated_exec,
-		router_id, bgp_source, bgp_drained, replication, peer_ca, follower_fingerprints FROM node WHERE id = 1`).
+		router_id, bgp_source, bgp_drained, replication, peer_ca, follower_fingerprints, identity_cert FROM node WHERE id = 1`).
 		Scan(&n.Priority, &n.Role, &n.PeerURL, &n.PeerToken, &n.Address, &at, &n.PeerFingerprint, &n.AllowReplicatedExec,
-			&n.RouterID, &n.BGPSource, &n.BGPDrained, &n.Replication, &n.PeerCA, &followers)
+			&n.RouterID, &n.BGPSource, &n.BGPDrained, &n.Replication, &n.PeerCA, &followers, &n.IdentityCert)
 	if errors.Is(err, sql.ErrNoRows) {
 		return n, nil
 	}
@@ -77,6 +80,17 @@ func (s *Store) SaveNode(ctx context.Context, n Node) error {
 		n.RouterID, n.BGPSource, n.BGPDrained, n.Replication, n.PeerCA, strings.Join(n.FollowerFingerprints, " "))
 	if err != nil {
 		return fmt.Errorf("save node settings: %w", busy(err))
+	}
+	return nil
+}
+
+// SaveIdentityCert records the certificate file serve started with (its
+// absolute path), leaving the other node settings as they are.
+func (s *Store) SaveIdentityCert(ctx context.Context, path string) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO node (id, identity_cert) VALUES (1, ?)
+		ON CONFLICT (id) DO UPDATE SET identity_cert = excluded.identity_cert`, path)
+	if err != nil {
+		return fmt.Errorf("record serve's certificate %s: %w", path, busy(err))
 	}
 	return nil
 }

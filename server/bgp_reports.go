@@ -1,0 +1,160 @@
+package server
+
+import (
+	"encoding/hex"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/bgp"
+)
+
+// FingerprintReport is what a director following this one says of its
+// Maglev inputs, every few seconds (POST /api/v1/bgp/fingerprints, a
+// call between directors: a believed client certificate and a token).
+type FingerprintReport struct {
+	// RouterID is its BGP router ID, which names it to the group.
+	RouterID string                   `json:"router_id"`
+	Services []bgp.ServiceFingerprint `json:"services"`
+	// Error is why it has no fingerprints to give (its speaker is off).
+	Error string `json:"error,omitempty"`
+}
+
+// FingerprintSet is the answer to a report: this director's own
+// fingerprints (Self: its Director left for the caller to name) and every
+// other report it holds but the caller's, each with its age here.
+type FingerprintSet struct {
+	Self   bgp.DirectorFingerprints   `json:"self"`
+	Others []bgp.DirectorFingerprints `json:"others"`
+}
+
+// ReportCaller is who made a report: the certificate it proved ("" over
+// plain HTTP on loopback) and its address.
+type ReportCaller struct {
+	Certificate string
+	Addr        string
+}
+
+// Bounds of what a report may hold and how long one is kept.
+const (
+	maxReporters       = 64
+	maxReportServices  = 4096
+	maxReportString    = 256 << 10
+	reportForgottenAge = time.Hour
+)
+
+// reportTable is the latest report of each director that reported here,
+// by its certificate (over plain HTTP: its address and router ID).
+type reportTable struct {
+	mu sync.Mutex
+	m  map[string]bgp.DirectorFingerprints
+}
+
+func (c FingerprintReport) check() error {
+	if c.RouterID != "" {
+		if a, err := netip.ParseAddr(c.RouterID); err != nil || !a.Is4() {
+			return errorf(CodeBadInput, "router_id: %q is not an IPv4 address", c.RouterID)
+		}
+	}
+	if len(c.Error) > maxReportString {
+		return errorf(CodeBadInput, "error: longer than %d bytes", maxReportString)
+	}
+	if len(c.Services) > maxReportServices {
+		return errorf(CodeBadInput, "services: %d services, at most %d", len(c.Services), maxReportServices)
+	}
+	for i, f := range c.Services {
+		if f.Service == "" || len(f.Service) > 256 {
+			return errorf(CodeBadInput, "services[%d].service: %q is not a service name", i, f.Service)
+		}
+		if _, err := hex.DecodeString(f.Fingerprint); err != nil || f.Fingerprint == "" || len(f.Fingerprint) > 64 {
+			return errorf(CodeBadInput, "services[%d].fingerprint: %q is not a hex digest", i, f.Fingerprint)
+		}
+		if len(f.Key) > 256 || len(f.Inputs) > maxReportString {
+			return errorf(CodeBadInput, "services[%d]: key or inputs longer than allowed", i)
+		}
+	}
+	return nil
+}
+
+// ReportFingerprints keeps a following director's report and answers this
+// director's own fingerprints and the other reports it holds: that is how
+// every director of N learns every other's, through the source.
+func (c *Core) ReportFingerprints(caller ReportCaller, rep FingerprintReport) (*FingerprintSet, error) {
+	if err := rep.check(); err != nil {
+		return nil, err
+	}
+	key := caller.Certificate
+	if key == "" {
+		key = "(plain HTTP) " + caller.Addr + " " + rep.RouterID
+	}
+	now := c.now()
+	d := bgp.DirectorFingerprints{Director: orDefault(rep.RouterID, caller.Addr), Name: rep.RouterID, Address: caller.Addr,
+		Certificate: caller.Certificate, Services: rep.Services, Error: rep.Error, ReportedAt: now}
+	if d.Services == nil && d.Error == "" {
+		d.Services = []bgp.ServiceFingerprint{}
+	}
+	t := &c.bgp.reports
+	t.mu.Lock()
+	if t.m == nil {
+		t.m = map[string]bgp.DirectorFingerprints{}
+	}
+	if _, ok := t.m[key]; !ok && len(t.m) >= maxReporters {
+		var oldest string
+		for k, v := range t.m {
+			if oldest == "" || v.ReportedAt.Before(t.m[oldest].ReportedAt) {
+				oldest = k
+			}
+		}
+		delete(t.m, oldest)
+	}
+	t.m[key] = d
+	t.mu.Unlock()
+	set := &FingerprintSet{Self: bgp.DirectorFingerprints{Certificate: c.Fingerprint(), ReportedAt: now}}
+	if st := c.bgpStatus(); st == nil {
+		set.Self.Error = "it runs no BGP speaker (no daemon there, or no settings.bgp)"
+	} else {
+		set.Self.Name, set.Self.Services = st.RouterID, st.Fingerprints
+		if set.Self.Services == nil {
+			set.Self.Services = []bgp.ServiceFingerprint{}
+		}
+	}
+	for k, o := range c.reportsAt(now) {
+		if k != key {
+			set.Others = append(set.Others, o)
+		}
+	}
+	slices.SortFunc(set.Others, func(a, b bgp.DirectorFingerprints) int { return strings.Compare(a.Director, b.Director) })
+	return set, nil
+}
+
+// reportsAt are the reports held, by key, aged at now; those older than
+// reportForgottenAge are forgotten.
+func (c *Core) reportsAt(now time.Time) map[string]bgp.DirectorFingerprints {
+	t := &c.bgp.reports
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]bgp.DirectorFingerprints, len(t.m))
+	for k, d := range t.m {
+		if now.Sub(d.ReportedAt) > reportForgottenAge {
+			delete(t.m, k)
+			continue
+		}
+		ds := []bgp.DirectorFingerprints{d}
+		bgp.Age(ds, now, bgp.StaleAfter)
+		out[k] = ds[0]
+	}
+	return out
+}
+
+// FingerprintReports are the reports the directors following this one
+// sent, each with its age (stale past bgp.StaleAfter).
+func (c *Core) FingerprintReports() []bgp.DirectorFingerprints {
+	var out []bgp.DirectorFingerprints
+	for _, d := range c.reportsAt(c.now()) {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b bgp.DirectorFingerprints) int { return strings.Compare(a.Director, b.Director) })
+	return out
+}
