@@ -232,10 +232,14 @@ func canonicalOrder(ds []*Destination) {
 }
 
 // quiesceFailures makes every check quiesce its server on failure (weight
-// 0) instead of removing it: a removed and re-added destination moves to
-// the end of the list, which shifts the Maglev table under every flow.
+// 0) instead of removing it, and hold its place at weight 0 before its
+// first check: IPVS adds a destination at the head of the service's list,
+// so a server removed and re-added, or added when its first check passes,
+// takes a place of its own on each director, and mh's Maglev table
+// (built walking that list) differs between directors under some flows.
 func quiesceFailures(cs []ServerCheck) {
 	for i := range cs {
 		cs[i].OnFailure = "quiesce"
+		cs[i].HoldPlace = true
 	}
 }

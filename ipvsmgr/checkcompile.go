@@ -106,6 +106,11 @@ type ServerCheck struct {
 	OnFailure    string
 	SlowStart    time.Duration
 	StartHealthy bool
+	// HoldPlace keeps a server not checked yet in the kernel at weight 0
+	// instead of out (BGP mode): every director then adds a service's
+	// real servers at once in the canonical order, whatever order their
+	// first checks pass in, and builds the same Maglev table.
+	HoldPlace bool
 	// Forced is the operator's "health": up or down; HealthUnknown = auto.
 	Forced HealthState
 }

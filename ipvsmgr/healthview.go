@@ -132,6 +132,18 @@ func healthOf(dst *Destination, c *ServerCheck, view *HealthView) (*Destination,
 		}
 		return nil, false
 	}
+	if c.HoldPlace {
+		// Not checked yet, in BGP mode: in at weight 0. Added as its
+		// first check passed, each server would join the kernel's list
+		// (at its head) in an order of its own on each director, and mh
+		// would build a different Maglev table on each.
+		if dst.Weight == 0 {
+			return dst, true
+		}
+		cp := *dst
+		cp.Weight = 0
+		return &cp, true
+	}
 	return nil, false // not checked yet: out until its first pass
 }
 

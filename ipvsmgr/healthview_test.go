@@ -101,3 +101,45 @@ func TestHealthOverlayWithoutChecks(t *testing.T) {
 		t.Error("the table was rebuilt for a document without checks")
 	}
 }
+
+// In BGP mode every director must add a service's real servers in the
+// same order: mh builds its Maglev table walking the kernel's list, and
+// IPVS puts each new destination at its head. A server not checked yet is
+// in at weight 0 (not out until its first pass, which would add the
+// servers in the order their checks happen to pass on each director), and
+// its first pass only sets its weight.
+func TestBGPServersHoldTheirPlaceBeforeTheirFirstCheck(t *testing.T) {
+	const doc = `{"settings": {"network": "dr", "bgp": {"asn": 65001, "peers": [{"address": "198.18.0.254", "asn": 65000}]}},
+	  "services": [{"name": "web", "address": "198.18.0.100", "port": 80, "check": {"type": "http"},
+	    "servers": [{"address": "198.18.0.13"}, {"address": "198.18.0.11"}, {"address": "198.18.0.12"}]}]}`
+	up := ipvsmgr.ServerHealth{State: ipvsmgr.HealthUp}
+	r1, r2, r3 := ref("198.18.0.100:80", "198.18.0.11:80"), ref("198.18.0.100:80", "198.18.0.12:80"), ref("198.18.0.100:80", "198.18.0.13:80")
+	steps := []struct {
+		name string
+		view *ipvsmgr.HealthView
+		want []string
+	}{
+		{"nothing checked yet: all three in at weight 0, in the canonical order", &ipvsmgr.HealthView{}, []string{
+			"ipvsadm -A -t 198.18.0.100:80 -s mh -b mh-port",
+			"ipvsadm -a -t 198.18.0.100:80 -r 198.18.0.11:80 -g -w 0",
+			"ipvsadm -a -t 198.18.0.100:80 -r 198.18.0.12:80 -g -w 0",
+			"ipvsadm -a -t 198.18.0.100:80 -r 198.18.0.13:80 -g -w 0",
+		}},
+		{"r3 passes first: its weight is set, nothing is added", &ipvsmgr.HealthView{Servers: map[ipvsmgr.ServerRef]ipvsmgr.ServerHealth{r3: up}}, []string{
+			"ipvsadm -e -t 198.18.0.100:80 -r 198.18.0.13:80 -g -w 1",
+		}},
+		{"then r1 and r2", &ipvsmgr.HealthView{Servers: map[ipvsmgr.ServerRef]ipvsmgr.ServerHealth{r1: up, r2: up, r3: up}}, []string{
+			"ipvsadm -e -t 198.18.0.100:80 -r 198.18.0.11:80 -g -w 1",
+			"ipvsadm -e -t 198.18.0.100:80 -r 198.18.0.12:80 -g -w 1",
+		}},
+		{"r2 fails: quiesced in its place", &ipvsmgr.HealthView{Servers: map[ipvsmgr.ServerRef]ipvsmgr.ServerHealth{r1: up, r2: {State: ipvsmgr.HealthDown}, r3: up}}, []string{
+			"ipvsadm -e -t 198.18.0.100:80 -r 198.18.0.12:80 -g -w 0",
+		}},
+	}
+	g := newRig(t)
+	for _, s := range steps {
+		if diff := cmp.Diff(s.want, g.reconcileWith(t, doc, s.view)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", s.name, diff)
+		}
+	}
+}

@@ -4,7 +4,7 @@
 # each). Per round a fresh bed: a steady window counts the BFD and BGP sessions that went down and the VM's longest
 # scheduling stall; then one director is SIGKILLed and its link cut: the time until its route is gone at FRR, until
 # a new connection is answered, and the share of long-lived connections kept, mh beside wlc, beside the theory.
-# IPVSCTL_BENCH_ROUNDS=mh:0.3,wlc:0.3,mh:hold,wlc:hold (the default) lists the rounds, SCHEDULER:BFD-SECONDS (x 3) or
+# IPVSCTL_BENCH_ROUNDS=mh:0.1,wlc:0.1,mh:0.3,wlc:0.3,mh:hold,wlc:hold (the default) lists the rounds, SCHEDULER:BFD-SECONDS (x 3) or
 # SCHEDULER:hold (no BFD, BGP hold time 9 s, as with BFD); IPVSCTL_BENCH_STEADY=30 the steady window in seconds.
 # Usage: [IPVSCTL_BENCH_ROUNDS=...] [IPVSCTL_BENCH_STEADY=S] scripts/bench-ecmp.sh
 set -euo pipefail

@@ -28,6 +28,9 @@ type bgpOpts struct {
 	hold      int     // BGP hold time in seconds
 	check     bool    // an HTTP check of each real server on bgpCheckPort
 	quorum    int     // real servers a service needs up (0: the default, 1)
+	// v6 adds an IPv6 peer (the router's bgpRouter6, no BFD) and a web
+	// service on vip6, DR to the real servers' IPv6 addresses.
+	v6 bool
 }
 
 // bgpCheckPort is where the real servers of an ECMP test answer the directors'
@@ -48,6 +51,9 @@ func bgpDocWith(o bgpOpts) string {
 		peer += fmt.Sprintf(`, "bfd": {"interval": %g, "multiplier": 3}`, o.bfd)
 	}
 	peer += "}"
+	if o.v6 {
+		peer += fmt.Sprintf(`, {"address": %q, "asn": 65000, "hold_time": %d}`, bgpRouter6, o.hold)
+	}
 	var extra string
 	if o.scheduler != "" {
 		extra += fmt.Sprintf(`"scheduler": %q, `, o.scheduler)
@@ -58,11 +64,20 @@ func bgpDocWith(o bgpOpts) string {
 	if o.quorum > 0 {
 		extra += fmt.Sprintf(`"quorum": %d, `, o.quorum)
 	}
+	var web6 string
+	if o.v6 {
+		var rs6 []string
+		for i := range 3 {
+			rs6 = append(rs6, fmt.Sprintf(`{"name": "rs%d", "address": "%s:%x"}`, i+1, labNet6, 0x11+i))
+		}
+		web6 = fmt.Sprintf(`,
+	    {"name": "web6", "protocol": "tcp", "address": "%s", "port": 80, %s"servers": [%s]}`, vip6, extra, strings.Join(rs6, ", "))
+	}
 	return fmt.Sprintf(`{"settings": {"network": "dr", "bgp": {"asn": 65001, "communities": ["65000:100"], "peers": [%s]}},
 	  "services": [
 	    {"name": "web", "protocol": "tcp", "address": "%s", "port": 80, %s"servers": [%s]},
-	    {"name": "echo", "protocol": "tcp", "address": "%s", "port": %d, %s"servers": [%s]}]}`,
-		peer, vip, extra, servers, vip, echoPort, extra, servers)
+	    {"name": "echo", "protocol": "tcp", "address": "%s", "port": %d, %s"servers": [%s]}%s]}`,
+		peer, vip, extra, servers, vip, echoPort, extra, servers, web6)
 }
 
 // up applies doc to the three directors, starts their daemons and waits
@@ -105,8 +120,9 @@ func (e *ecmp) up(doc string) {
 	}
 }
 
-// sessionUp says whether director d's node show reports its one BGP
-// session established (and BFD up, with bfd) and the VIP announced.
+// sessionUp says whether director d's node show reports its BGP sessions
+// established (one, and one over IPv6 with ecmpOpts.v6), BFD up on the
+// IPv4 one (with bfd), and the VIPs announced.
 func (e *ecmp) sessionUp(d *lab, bfd bool) bool {
 	var v struct {
 		BGP struct {
@@ -121,7 +137,19 @@ func (e *ecmp) sessionUp(d *lab, bfd bool) bool {
 	if err != nil || json.Unmarshal([]byte(out), &v) != nil {
 		return false
 	}
-	return v.BGP.Announced == 1 && len(v.BGP.Peers) == 1 && v.BGP.Peers[0].State == "established" && (!bfd || v.BGP.Peers[0].BFD == "up")
+	want := 1
+	if e.o.v6 {
+		want = 2
+	}
+	if v.BGP.Announced != want || len(v.BGP.Peers) != want {
+		return false
+	}
+	for _, p := range v.BGP.Peers {
+		if p.State != "established" {
+			return false
+		}
+	}
+	return !bfd || v.BGP.Peers[0].BFD == "up"
 }
 
 // announces says whether director d decides to announce the VIP, and why
@@ -220,6 +248,19 @@ func (e *ecmp) bfdPeers() map[string]bfdPeer {
 type checkFaults struct {
 	mu   sync.Mutex
 	fail map[string]bool
+	slow map[string]bool // answered 2 s late (passing): a first check that passes late
+}
+
+func (c *checkFaults) setSlow(rs, director string, slow bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.slow[rs+" "+director] = slow
+}
+
+func (c *checkFaults) slowed(rs, director string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.slow[rs+" "+director]
 }
 
 func (c *checkFaults) set(rs, director string, failing bool) {
@@ -237,7 +278,7 @@ func (c *checkFaults) failing(rs, director string) bool {
 // serveChecks answers the directors' HTTP checks on bgpCheckPort of each real
 // server: 200, or 503 to a director its entry in e.checks fails.
 func (e *ecmp) serveChecks() {
-	e.checks = &checkFaults{fail: map[string]bool{}}
+	e.checks = &checkFaults{fail: map[string]bool{}, slow: map[string]bool{}}
 	for _, ns := range e.base.rs {
 		name := ns[len(e.base.id):]
 		var ln net.Listener
@@ -248,6 +289,9 @@ func (e *ecmp) serveChecks() {
 		}
 		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			host, _, _ := net.SplitHostPort(r.RemoteAddr)
+			if e.checks.slowed(name, host) {
+				time.Sleep(2 * time.Second)
+			}
 			if e.checks.failing(name, host) {
 				w.WriteHeader(http.StatusServiceUnavailable)
 			}
@@ -495,4 +539,78 @@ func bfdDowns(d *director, from, to time.Time, detect time.Duration, stalls []st
 		out = append(out, fmt.Sprintf("%s %s at %s (longest stall around it %s)", d.addr, who, at.Format("15:04:05.000"), worst.Round(time.Millisecond)))
 	}
 	return out
+}
+
+// destOrder is the echo service's real servers in director d's kernel list
+// order with their weights (`ipvsadm -Ln --nosort`: without it ipvsadm
+// sorts them): mh builds its Maglev table walking this list, so the
+// directors of a group must agree.
+func (e *ecmp) destOrder(d *lab) []string {
+	e.t.Helper()
+	var out []string
+	in := false
+	for _, line := range strings.Split(e.base.ns(d.dir, "ipvsadm -Ln --nosort"), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 2 && f[0] == "TCP":
+			in = f[1] == fmt.Sprintf("%s:%d", vip, echoPort)
+		case in && len(f) >= 4 && f[0] == "->" && f[1] != "RemoteAddress:Port":
+			out = append(out, f[1]+"/"+f[3])
+		}
+	}
+	return out
+}
+
+// flowDests is, per long-lived connection, the real server of its IPVS
+// connection entry on each director that has one (index: director; "" for
+// none): which director saw it and where that director sends it.
+func (e *ecmp) flowDests(hs []*holder) [][]string {
+	e.t.Helper()
+	out := make([][]string, len(hs))
+	for i := range out {
+		out[i] = make([]string, len(e.dirs))
+	}
+	port := map[string]int{}
+	for i, h := range hs {
+		port[h.c.LocalAddr().String()] = i
+	}
+	for di, d := range e.dirs {
+		if e.ds[di].cmd == nil {
+			continue
+		}
+		for _, line := range strings.Split(e.base.ns(d.dir, "ipvsadm -Lnc"), "\n") {
+			f := strings.Fields(line)
+			if len(f) != 6 || f[0] != "TCP" || f[4] != fmt.Sprintf("%s:%d", vip, echoPort) {
+				continue
+			}
+			if i, ok := port[f[3]]; ok {
+				out[i][di] = f[5]
+			}
+		}
+	}
+	return out
+}
+
+// outRsts is the TCP OutRsts counter of namespace ns (/proc/net/snmp):
+// how many resets its own stack sent.
+func (e *ecmp) outRsts(ns string) int {
+	e.t.Helper()
+	var names []string
+	for _, line := range strings.Split(e.base.ns(ns, "cat /proc/net/snmp"), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "Tcp:" {
+			continue
+		}
+		if names == nil {
+			names = f
+			continue
+		}
+		for i, n := range names {
+			if n == "OutRsts" && i < len(f) {
+				v, _ := strconv.Atoi(f[i])
+				return v
+			}
+		}
+	}
+	return -1
 }
