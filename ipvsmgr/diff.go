@@ -124,7 +124,9 @@ func diffDests(want, have *VirtualService) []Op {
 // schedules the packet anew (and __ip_vs_del_dest queues the flush of such
 // entries one jiffy later). So each re-added destination is deleted
 // immediately before its add, in one batch of one reconcile: the cost is
-// the packets of its connections that arrive in those microseconds.
+// the packets of its connections that arrive in those microseconds (and a
+// new flow then is scheduled by mh's table of the moment: each op rebuilds
+// it, ip_vs_mh_dest_changed).
 //
 // want's destinations need not be sorted (the drains' extras come last);
 // the plan sorts them. Edits of destinations in the kept tail are made in
