@@ -98,7 +98,11 @@ func (t *Table) With(ops []Op, errs []error) *Table {
 		at[s.Key] = i
 	}
 	copied := map[ServiceKey]bool{}
-	trash := map[[2]string]*Destination{} // deleted by these ops
+	type ref struct {
+		svc  ServiceKey
+		dest DestKey
+	}
+	trash := map[ref]*Destination{} // deleted by these ops
 	for i, op := range ops {
 		if errs[i] != nil {
 			continue
@@ -146,14 +150,14 @@ func (t *Table) With(ops []Op, errs []error) *Table {
 				svc.Scheduler, svc.Flags, svc.Timeout, svc.Netmask = op.Service.Scheduler, op.Service.Flags, op.Service.Timeout, op.Service.Netmask
 			case OpDelDest:
 				if i := slices.IndexFunc(svc.Dests, func(d *Destination) bool { return d.Key == op.Dest.Key }); i >= 0 {
-					trash[[2]string{svc.Key.String(), op.Dest.Key.String()}] = svc.Dests[i]
+					trash[ref{svc.Key, op.Dest.Key}] = svc.Dests[i]
 				}
 				_ = applyDest(svc, op)
 			case OpAddDest:
 				_ = applyDest(svc, op)
 				// Re-added from the kernel's trash: the same destination,
 				// its connection counts and counters kept.
-				if old := trash[[2]string{svc.Key.String(), op.Dest.Key.String()}]; old != nil && len(svc.Dests) > 0 {
+				if old := trash[ref{svc.Key, op.Dest.Key}]; old != nil && len(svc.Dests) > 0 && svc.Dests[0].Key == op.Dest.Key {
 					d := svc.Dests[0]
 					d.ActiveConns, d.InactiveConns, d.Stats = old.ActiveConns, old.InactiveConns, old.Stats
 				}

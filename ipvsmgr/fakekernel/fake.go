@@ -185,7 +185,7 @@ func (k *Kernel) apply(op ipvsmgr.Op) error {
 	for _, d := range gone {
 		k.trash[trashKey{svc.Key, d.Key}] = *d
 	}
-	if op.Kind == ipvsmgr.OpAddDest {
+	if op.Kind == ipvsmgr.OpAddDest && svc != nil {
 		tk := trashKey{svc.Key, op.Dest.Key}
 		if old, ok := k.trash[tk]; ok {
 			delete(k.trash, tk)
