@@ -47,6 +47,14 @@ type Speaker struct {
 }
 
 // Start runs a BGP speaker with cfg's peers; it announces nothing until Announce.
+//
+// At most one Speaker may live in a process at a time: GoBGP v4.8.0 keeps
+// its route selection options in package variables (table.SelectionOptions,
+// table.UseMultiplePaths) that StartBgp writes and every best-path
+// computation of every server in the process reads. The daemon's one BGP
+// runner keeps to it: on a changed configuration it Stops the old speaker,
+// which returns only once all of GoBGP's goroutines have ended, before it
+// Starts the new one. Tests run their router in another process (bgptest).
 func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Speaker, error) {
 	if !cfg.RouterID.Is4() {
 		return nil, fmt.Errorf("start BGP: router ID %v is not an IPv4 address (set it with node set --router-id)", cfg.RouterID)
@@ -345,7 +353,8 @@ func bfdState(s api.BfdSessionState) string {
 }
 
 // Stop withdraws every route, gives the peers wait to take the withdrawal
-// (bounded by ctx), then closes the sessions and stops the speaker.
+// (bounded by ctx), then closes the sessions and stops the speaker; it
+// returns once GoBGP has stopped, so that another speaker may start.
 func (sp *Speaker) Stop(ctx context.Context, wait time.Duration) {
 	if err := sp.Announce(nil); err != nil {
 		sp.log.Error("BGP: withdraw before stop", "err", err)
@@ -359,11 +368,9 @@ func (sp *Speaker) Stop(ctx context.Context, wait time.Duration) {
 	sp.stopNow()
 }
 
+// stopNow closes the sessions and returns once the server has stopped:
+// GoBGP's Stop runs StopBgp, which waits for the server's loop and every
+// peer's goroutines, then stops the BFD server and waits for its own.
 func (sp *Speaker) stopNow() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := sp.s.StopBgp(ctx, &api.StopBgpRequest{}); err != nil {
-		sp.log.Error("BGP: stop", "err", err)
-	}
 	sp.s.Stop()
 }

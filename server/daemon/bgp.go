@@ -109,7 +109,10 @@ func (r *bgpRunner) step(ctx context.Context) {
 		st.Source = cfg.Source.String()
 	}
 	if key := configKey(cfg); key != r.key {
-		r.stop(0) // a changed configuration: the new sessions announce again
+		// A changed configuration: the new sessions announce again. The old
+		// speaker has stopped (GoBGP's goroutines ended) before the new one
+		// starts: one speaker a process (bgp.Start says why).
+		r.stop(0)
 		sp, err := bgp.Start(ctx, cfg, r.d.Log)
 		if err != nil {
 			st.Error = err.Error()
