@@ -50,6 +50,11 @@ type serveProc struct {
 	out  *syncOutput
 	// tls are serve's TLS flags (default --tls-self-signed).
 	tls []string
+	// netns, when set, is the network namespace serve runs in (ip netns
+	// exec); its socket, beside the database, is reached from anywhere.
+	netns string
+	// interval is serve's --interval (default 1h: reconciles follow edits).
+	interval string
 }
 
 func newServeProc(t *testing.T, name string) *serveProc {
@@ -70,8 +75,15 @@ func (p *serveProc) start() {
 	if tlsFlags == nil {
 		tlsFlags = []string{"--tls-self-signed"}
 	}
-	args := append([]string{"--db", p.db, "serve", "--listen", fmt.Sprintf("127.0.0.1:%d", p.port), "--interval", "1h"}, tlsFlags...)
+	interval := p.interval
+	if interval == "" {
+		interval = "1h"
+	}
+	args := append([]string{"--db", p.db, "serve", "--listen", fmt.Sprintf("127.0.0.1:%d", p.port), "--interval", interval}, tlsFlags...)
 	p.cmd = exec.Command(os.Args[0], "-test.run=^TestServeHelper$")
+	if p.netns != "" {
+		p.cmd = exec.Command("ip", "netns", "exec", p.netns, os.Args[0], "-test.run=^TestServeHelper$")
+	}
 	p.cmd.Env = append(os.Environ(), "IPVSCTL_SERVE_HELPER="+strings.Join(args, "\x1f"))
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {

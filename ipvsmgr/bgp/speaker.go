@@ -44,6 +44,9 @@ type Speaker struct {
 	// prepend is how many times the director's AS is put in front of its
 	// routes' AS path beside the one eBGP adds (node drain's de-preference).
 	prepend int
+
+	// bfdSeen is each peer's BFD state at RecoverPeers' last look.
+	bfdSeen map[string]api.BfdSessionState
 }
 
 // Start runs a BGP speaker with cfg's peers; it announces nothing until Announce.
@@ -74,7 +77,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Speaker, error) 
 		s.Stop()
 		return nil, fmt.Errorf("start BGP as AS %d, router ID %s: %w", cfg.Settings.ASN, cfg.RouterID, err)
 	}
-	sp := &Speaker{s: s, log: log, cfg: cfg, announced: map[netip.Prefix]uuid.UUID{}}
+	sp := &Speaker{s: s, log: log, cfg: cfg, announced: map[netip.Prefix]uuid.UUID{}, bfdSeen: map[string]api.BfdSessionState{}}
 	for _, p := range cfg.Settings.Peers {
 		if err := s.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(p, cfg.Source)}); err != nil {
 			sp.stopNow()
@@ -262,6 +265,69 @@ func (sp *Speaker) Announced() []netip.Prefix {
 	}
 	slices.SortFunc(out, func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr()) })
 	return out
+}
+
+// RecoverPeers adds again each peer whose BFD session went down (since the
+// last call) while its BGP session was not established. On BFD down GoBGP
+// v4.8.0 resets the peer by queueing a NOTIFICATION in a channel its FSM
+// reads only in the established state (pkg/server/peer.go, sendNotification):
+// queued while the session is down, it closes the next session the moment it
+// is established. A router that runs BFD only while the session is up (BIRD)
+// then takes BFD down again, which queues the next reset: the peer never
+// comes back (TestBGPECMPAtBIRD, a director frozen and resumed). A peer added
+// again has a new FSM, with nothing queued, and a new BFD session.
+func (sp *Speaker) RecoverPeers(ctx context.Context) error {
+	type seen struct {
+		addr        string
+		bfd         api.BfdSessionState
+		established bool
+	}
+	var now []seen
+	err := sp.s.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
+		if !p.GetBfd().GetEnabled() {
+			return
+		}
+		st := p.GetState()
+		now = append(now, seen{p.GetConf().GetNeighborAddress(), st.GetBfdState().GetSessionState(),
+			st.GetSessionState() == api.PeerState_SESSION_STATE_ESTABLISHED})
+	})
+	if err != nil {
+		return fmt.Errorf("list BGP peers: %w", err)
+	}
+	var errs []error
+	for _, n := range now {
+		prev := sp.bfdSeen[n.addr]
+		sp.bfdSeen[n.addr] = n.bfd
+		wentDown := (prev == api.BfdSessionState_BFD_SESSION_STATE_UP || prev == api.BfdSessionState_BFD_SESSION_STATE_INIT) &&
+			n.bfd == api.BfdSessionState_BFD_SESSION_STATE_DOWN
+		if !wentDown || n.established {
+			continue
+		}
+		if err := sp.readdPeer(ctx, n.addr); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		delete(sp.bfdSeen, n.addr)
+		sp.log.Warn("BGP: peer added again after BFD went down with the session down, to drop GoBGP's queued reset", "peer", n.addr)
+	}
+	return errors.Join(errs...)
+}
+
+func (sp *Speaker) readdPeer(ctx context.Context, addr string) error {
+	for _, p := range sp.cfg.Settings.Peers {
+		a, err := netip.ParseAddr(p.Address)
+		if err != nil || a.String() != addr {
+			continue
+		}
+		if err := sp.s.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr}); err != nil {
+			return fmt.Errorf("delete BGP peer %s to add it again: %w", addr, err)
+		}
+		if err := sp.s.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(p, sp.cfg.Source)}); err != nil {
+			return fmt.Errorf("add BGP peer %s again: %w", addr, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("BGP peer %s is not in settings.bgp.peers", addr)
 }
 
 // PeerStatus is one BGP session as the speaker sees it.
