@@ -294,13 +294,13 @@ func (sp *Speaker) RecoverPeers(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list BGP peers: %w", err)
 	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
 	var errs []error
 	for _, n := range now {
 		prev := sp.bfdSeen[n.addr]
 		sp.bfdSeen[n.addr] = n.bfd
-		wentDown := (prev == api.BfdSessionState_BFD_SESSION_STATE_UP || prev == api.BfdSessionState_BFD_SESSION_STATE_INIT) &&
-			n.bfd == api.BfdSessionState_BFD_SESSION_STATE_DOWN
-		if !wentDown || n.established {
+		if !resetMayBeQueued(prev, n.bfd, n.established) {
 			continue
 		}
 		if err := sp.readdPeer(ctx, n.addr); err != nil {
@@ -311,6 +311,15 @@ func (sp *Speaker) RecoverPeers(ctx context.Context) error {
 		sp.log.Warn("BGP: peer added again after BFD went down with the session down, to drop GoBGP's queued reset", "peer", n.addr)
 	}
 	return errors.Join(errs...)
+}
+
+// resetMayBeQueued says whether GoBGP may hold a reset for the next session
+// of a peer: its BFD went from up or init (where expiry or the remote's down
+// resets the peer) to down, and the BGP session is not established (a reset
+// sent on an established session took it down at once).
+func resetMayBeQueued(prev, now api.BfdSessionState, established bool) bool {
+	wasLive := prev == api.BfdSessionState_BFD_SESSION_STATE_UP || prev == api.BfdSessionState_BFD_SESSION_STATE_INIT
+	return wasLive && now == api.BfdSessionState_BFD_SESSION_STATE_DOWN && !established
 }
 
 func (sp *Speaker) readdPeer(ctx context.Context, addr string) error {
