@@ -33,12 +33,12 @@ import (
 // director's routes while its sessions are still up; BFD takes a frozen
 // director's routes away before the hold timer, and it rejoins.
 
-var birdNetnsSeq atomic.Int64
+var bgpNetnsSeq atomic.Int64
 
 // birdNetns creates a network namespace deleted when the test ends.
-func birdNetns(t *testing.T, role string) string {
+func bgpNetns(t *testing.T, role string) string {
 	t.Helper()
-	name := fmt.Sprintf("bird-%d-%d-%s", os.Getpid(), birdNetnsSeq.Add(1), role)
+	name := fmt.Sprintf("bgp-%d-%d-%s", os.Getpid(), bgpNetnsSeq.Add(1), role)
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add %s: %v: %s", name, err, out)
 	}
@@ -50,7 +50,7 @@ func birdNetns(t *testing.T, role string) string {
 	return name
 }
 
-func birdSh(t *testing.T, ctx context.Context, script string) string {
+func netnsSh(t *testing.T, ctx context.Context, script string) string {
 	t.Helper()
 	out, err := exec.CommandContext(ctx, "sh", "-c", script).CombinedOutput()
 	if err != nil {
@@ -117,7 +117,7 @@ func parseBirdRoutes(out string) []birdRoute {
 // one "via" of a single path; none without a route.
 func kernelNexthops(t *testing.T, ctx context.Context, ns, family, dst string) []string {
 	t.Helper()
-	out := birdSh(t, ctx, fmt.Sprintf("ip netns exec %s ip %s route show %s", ns, family, dst))
+	out := netnsSh(t, ctx, fmt.Sprintf("ip netns exec %s ip %s route show %s", ns, family, dst))
 	var hops []string
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
@@ -144,8 +144,8 @@ func TestBGPECMPAtBIRD(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 240*time.Second)
 	defer cancel()
 	const n = 3
-	rns := birdNetns(t, "router")
-	birdSh(t, ctx, fmt.Sprintf(`set -e
+	rns := bgpNetns(t, "router")
+	netnsSh(t, ctx, fmt.Sprintf(`set -e
 ip -n %[1]s link set lo up
 ip -n %[1]s link add br0 type bridge
 ip -n %[1]s addr add 198.18.0.1/24 dev br0
@@ -153,8 +153,8 @@ ip -n %[1]s addr add 2001:db8::1/64 dev br0 nodad
 ip -n %[1]s link set br0 up`, rns))
 	dns := make([]string, n)
 	for i := range n {
-		dns[i] = birdNetns(t, fmt.Sprintf("d%d", i+1))
-		birdSh(t, ctx, fmt.Sprintf(`set -e
+		dns[i] = bgpNetns(t, fmt.Sprintf("d%d", i+1))
+		netnsSh(t, ctx, fmt.Sprintf(`set -e
 ip link add d%[3]d netns %[1]s type veth peer name eth0 netns %[2]s
 ip -n %[1]s link set d%[3]d master br0 up
 ip -n %[2]s link set lo up
@@ -295,7 +295,7 @@ ip -n %[2]s link set eth0 up`, rns, dns[i], i+1))
 		waitFor(t, 10*time.Second, v.prefix+" in BIRD's kernel table with every director as a next hop", func() bool {
 			return slices.Equal(kernelNexthops(t, ctx, rns, v.family, v.addr), wantHops(v, 1, 2, 3))
 		})
-		t.Logf("kernel route in BIRD's namespace:\n%s", birdSh(t, ctx, fmt.Sprintf("ip netns exec %s ip %s route show %s", rns, v.family, v.addr)))
+		t.Logf("kernel route in BIRD's namespace:\n%s", netnsSh(t, ctx, fmt.Sprintf("ip netns exec %s ip %s route show %s", rns, v.family, v.addr)))
 	}
 
 	// node drain on d1 (AS-path prepend): BIRD keeps d1's routes with the
@@ -399,7 +399,7 @@ ip -n %[2]s link set eth0 up`, rns, dns[i], i+1))
 	}
 	// Resumed, d3 rejoins. BIRD runs BFD only while a session is up, so
 	// GoBGP's BFD expired with d3's sessions down; the reset GoBGP queued
-	// then would close each new session at once (bgp.Speaker.RecoverPeers).
+	// then would close each new session at once (bgp.Speaker.TendPeers).
 	cont()
 	resumed := time.Now()
 	for _, v := range vips {

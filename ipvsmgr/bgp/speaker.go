@@ -45,7 +45,7 @@ type Speaker struct {
 	// routes' AS path beside the one eBGP adds (node drain's de-preference).
 	prepend int
 
-	// bfdSeen is each peer's BFD state at RecoverPeers' last look.
+	// bfdSeen is each peer's BFD state at TendPeers' last look.
 	bfdSeen map[string]api.BfdSessionState
 }
 
@@ -79,7 +79,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Speaker, error) 
 	}
 	sp := &Speaker{s: s, log: log, cfg: cfg, announced: map[netip.Prefix]uuid.UUID{}, bfdSeen: map[string]api.BfdSessionState{}}
 	for _, p := range cfg.Settings.Peers {
-		if err := s.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(p, cfg.Source)}); err != nil {
+		if err := s.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(p, cfg.Source, false)}); err != nil {
 			sp.stopNow()
 			return nil, fmt.Errorf("add BGP peer %s AS %d: %w", p.Address, p.ASN, err)
 		}
@@ -87,7 +87,9 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Speaker, error) 
 	return sp, nil
 }
 
-func peerConfig(p ipvsmgr.BGPPeer, source netip.Addr) *api.Peer {
+// peerConfig is a peer's GoBGP configuration; with bfd its BFD session
+// too, when p has one (TendPeers turns it on once the session is up).
+func peerConfig(p ipvsmgr.BGPPeer, source netip.Addr, bfd bool) *api.Peer {
 	addr, _ := netip.ParseAddr(p.Address)
 	hold := uint64(p.HoldTime)
 	if hold == 0 {
@@ -102,7 +104,7 @@ func peerConfig(p ipvsmgr.BGPPeer, source netip.Addr) *api.Peer {
 	if source.IsValid() && source.Is4() == addr.Is4() {
 		peer.Transport.LocalAddress = source.String()
 	}
-	if p.BFD != nil {
+	if p.BFD != nil && bfd {
 		us := uint32(math.Round(p.BFD.Interval * 1e6))
 		peer.Bfd = &api.BfdPeerConfig{Enabled: true, DesiredMinimumTxInterval: us, RequiredMinimumReceive: us, DetectionMultiplier: uint32(p.BFD.Multiplier)}
 	}
@@ -267,28 +269,36 @@ func (sp *Speaker) Announced() []netip.Prefix {
 	return out
 }
 
-// RecoverPeers adds again each peer whose BFD session went down (since the
-// last call) while its BGP session was not established. On BFD down GoBGP
-// v4.8.0 resets the peer by queueing a NOTIFICATION in a channel its FSM
-// reads only in the established state (pkg/server/peer.go, sendNotification):
-// queued while the session is down, it closes the next session the moment it
-// is established. A router that runs BFD only while the session is up (BIRD)
-// then takes BFD down again, which queues the next reset: the peer never
-// comes back (TestBGPECMPAtBIRD, a director frozen and resumed). A peer added
-// again has a new FSM, with nothing queued, and a new BFD session.
-func (sp *Speaker) RecoverPeers(ctx context.Context) error {
+// TendPeers, called every half second, does two things GoBGP v4.8.0 does
+// not do well by itself.
+//
+// It turns BFD on for a peer once its BGP session is established, not
+// before: FRR's bgpd, when a session comes up, learns its local address and
+// interface and has bfdd delete the BFD session it had and make a new one,
+// and GoBGP takes the old session's end as BFD down and resets the BGP
+// session it just established (once per director and router start;
+// TestBGPAtFRRWithoutABFDFlap).
+//
+// It adds again each peer whose BFD session went down (since the last call)
+// while its BGP session was not established. On BFD down GoBGP resets the
+// peer by queueing a NOTIFICATION in a channel its FSM reads only in the
+// established state (pkg/server/peer.go, sendNotification): queued while the
+// session is down, it closes the next session the moment it is established.
+// A router that runs BFD only while the session is up (BIRD) then takes BFD
+// down again, which queues the next reset: the peer never comes back
+// (TestBGPECMPAtBIRD, a director frozen and resumed). A peer added again has
+// a new FSM, with nothing queued, and no BFD until its session is up.
+func (sp *Speaker) TendPeers(ctx context.Context) error {
 	type seen struct {
 		addr        string
+		bfdOn       bool
 		bfd         api.BfdSessionState
 		established bool
 	}
 	var now []seen
 	err := sp.s.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
-		if !p.GetBfd().GetEnabled() {
-			return
-		}
 		st := p.GetState()
-		now = append(now, seen{p.GetConf().GetNeighborAddress(), st.GetBfdState().GetSessionState(),
+		now = append(now, seen{p.GetConf().GetNeighborAddress(), p.GetBfd().GetEnabled(), st.GetBfdState().GetSessionState(),
 			st.GetSessionState() == api.PeerState_SESSION_STATE_ESTABLISHED})
 	})
 	if err != nil {
@@ -298,6 +308,14 @@ func (sp *Speaker) RecoverPeers(ctx context.Context) error {
 	defer sp.mu.Unlock()
 	var errs []error
 	for _, n := range now {
+		if !n.bfdOn {
+			if p, ok := sp.peer(n.addr); ok && p.BFD != nil && n.established {
+				if _, err := sp.s.UpdatePeer(ctx, &api.UpdatePeerRequest{Peer: peerConfig(p, sp.cfg.Source, true)}); err != nil {
+					errs = append(errs, fmt.Errorf("turn BFD on for BGP peer %s: %w", n.addr, err))
+				}
+			}
+			continue
+		}
 		prev := sp.bfdSeen[n.addr]
 		sp.bfdSeen[n.addr] = n.bfd
 		if !resetMayBeQueued(prev, n.bfd, n.established) {
@@ -322,21 +340,28 @@ func resetMayBeQueued(prev, now api.BfdSessionState, established bool) bool {
 	return wasLive && now == api.BfdSessionState_BFD_SESSION_STATE_DOWN && !established
 }
 
-func (sp *Speaker) readdPeer(ctx context.Context, addr string) error {
+// peer is the settings' peer of GoBGP's neighbor address addr.
+func (sp *Speaker) peer(addr string) (ipvsmgr.BGPPeer, bool) {
 	for _, p := range sp.cfg.Settings.Peers {
-		a, err := netip.ParseAddr(p.Address)
-		if err != nil || a.String() != addr {
-			continue
+		if a, err := netip.ParseAddr(p.Address); err == nil && a.String() == addr {
+			return p, true
 		}
-		if err := sp.s.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr}); err != nil {
-			return fmt.Errorf("delete BGP peer %s to add it again: %w", addr, err)
-		}
-		if err := sp.s.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(p, sp.cfg.Source)}); err != nil {
-			return fmt.Errorf("add BGP peer %s again: %w", addr, err)
-		}
-		return nil
 	}
-	return fmt.Errorf("BGP peer %s is not in settings.bgp.peers", addr)
+	return ipvsmgr.BGPPeer{}, false
+}
+
+func (sp *Speaker) readdPeer(ctx context.Context, addr string) error {
+	p, ok := sp.peer(addr)
+	if !ok {
+		return fmt.Errorf("BGP peer %s is not in settings.bgp.peers", addr)
+	}
+	if err := sp.s.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr}); err != nil {
+		return fmt.Errorf("delete BGP peer %s to add it again: %w", addr, err)
+	}
+	if err := sp.s.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(p, sp.cfg.Source, false)}); err != nil {
+		return fmt.Errorf("add BGP peer %s again: %w", addr, err)
+	}
+	return nil
 }
 
 // PeerStatus is one BGP session as the speaker sees it.
@@ -369,6 +394,8 @@ func (sp *Speaker) Peers(ctx context.Context) ([]PeerStatus, error) {
 			}
 			if b := s.GetBfdState(); b != nil && p.GetBfd().GetEnabled() {
 				st.BFD = bfdState(b.SessionState)
+			} else if cp, ok := sp.peer(st.Address); ok && cp.BFD != nil {
+				st.BFD = "down" // on once the session is up (TendPeers)
 			}
 		}
 		if t := p.GetTimers().GetState(); t != nil && st.Up && t.Uptime != nil {

@@ -156,7 +156,7 @@ func TestSpeakerPrependsItsASAtARealPeer(t *testing.T) {
 }
 
 // The transitions after which GoBGP may hold a BFD reset for a peer's next
-// session (RecoverPeers adds such a peer again; TestBGPECMPAtBIRD shows why).
+// session (TendPeers adds such a peer again; TestBGPECMPAtBIRD shows why).
 func TestResetMayBeQueued(t *testing.T) {
 	const (
 		none  = api.BfdSessionState_BFD_SESSION_STATE_UNSPECIFIED

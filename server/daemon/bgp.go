@@ -143,7 +143,7 @@ func (r *bgpRunner) step(ctx context.Context) {
 		st.Error = err.Error()
 	}
 	st.Announced = len(r.sp.Announced())
-	if err := r.sp.RecoverPeers(ctx); err != nil && st.Error == "" {
+	if err := r.sp.TendPeers(ctx); err != nil && st.Error == "" {
 		st.Error = err.Error()
 	}
 	if st.Peers, err = r.sp.Peers(ctx); err != nil && st.Error == "" {
