@@ -52,6 +52,11 @@ type serveProc struct {
 	tls []string
 	// env is added to the child's environment.
 	env []string
+	// netns, when set, is the network namespace serve runs in (ip netns
+	// exec); its socket, beside the database, is reached from anywhere.
+	netns string
+	// interval is serve's --interval (default 1h: reconciles follow edits).
+	interval string
 }
 
 func newServeProc(t *testing.T, name string) *serveProc {
@@ -72,8 +77,15 @@ func (p *serveProc) start() {
 	if tlsFlags == nil {
 		tlsFlags = []string{"--tls-self-signed"}
 	}
-	args := append([]string{"--db", p.db, "serve", "--listen", fmt.Sprintf("127.0.0.1:%d", p.port), "--interval", "1h"}, tlsFlags...)
+	interval := p.interval
+	if interval == "" {
+		interval = "1h"
+	}
+	args := append([]string{"--db", p.db, "serve", "--listen", fmt.Sprintf("127.0.0.1:%d", p.port), "--interval", interval}, tlsFlags...)
 	p.cmd = exec.Command(os.Args[0], "-test.run=^TestServeHelper$")
+	if p.netns != "" {
+		p.cmd = exec.Command("ip", "netns", "exec", p.netns, os.Args[0], "-test.run=^TestServeHelper$")
+	}
 	p.cmd.Env = append(append(os.Environ(), p.env...), "IPVSCTL_SERVE_HELPER="+strings.Join(args, "\x1f"))
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {

@@ -44,9 +44,20 @@ type Speaker struct {
 	// prepend is how many times the director's AS is put in front of its
 	// routes' AS path beside the one eBGP adds (node drain's de-preference).
 	prepend int
+
+	// bfdSeen is each peer's BFD state at TendPeers' last look.
+	bfdSeen map[string]api.BfdSessionState
 }
 
 // Start runs a BGP speaker with cfg's peers; it announces nothing until Announce.
+//
+// At most one Speaker may live in a process at a time: GoBGP v4.8.0 keeps
+// its route selection options in package variables (table.SelectionOptions,
+// table.UseMultiplePaths) that StartBgp writes and every best-path
+// computation of every server in the process reads. The daemon's one BGP
+// runner keeps to it: on a changed configuration it Stops the old speaker,
+// which returns only once all of GoBGP's goroutines have ended, before it
+// Starts the new one. Tests run their router in another process (bgptest).
 func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Speaker, error) {
 	if !cfg.RouterID.Is4() {
 		return nil, fmt.Errorf("start BGP: router ID %v is not an IPv4 address (set it with node set --router-id)", cfg.RouterID)
@@ -66,9 +77,9 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Speaker, error) 
 		s.Stop()
 		return nil, fmt.Errorf("start BGP as AS %d, router ID %s: %w", cfg.Settings.ASN, cfg.RouterID, err)
 	}
-	sp := &Speaker{s: s, log: log, cfg: cfg, announced: map[netip.Prefix]uuid.UUID{}}
+	sp := &Speaker{s: s, log: log, cfg: cfg, announced: map[netip.Prefix]uuid.UUID{}, bfdSeen: map[string]api.BfdSessionState{}}
 	for _, p := range cfg.Settings.Peers {
-		if err := s.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(p, cfg.Source)}); err != nil {
+		if err := s.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(p, cfg.Source, false)}); err != nil {
 			sp.stopNow()
 			return nil, fmt.Errorf("add BGP peer %s AS %d: %w", p.Address, p.ASN, err)
 		}
@@ -76,7 +87,9 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Speaker, error) 
 	return sp, nil
 }
 
-func peerConfig(p ipvsmgr.BGPPeer, source netip.Addr) *api.Peer {
+// peerConfig is a peer's GoBGP configuration; with bfd its BFD session
+// too, when p has one (TendPeers turns it on once the session is up).
+func peerConfig(p ipvsmgr.BGPPeer, source netip.Addr, bfd bool) *api.Peer {
 	addr, _ := netip.ParseAddr(p.Address)
 	hold := uint64(p.HoldTime)
 	if hold == 0 {
@@ -91,7 +104,7 @@ func peerConfig(p ipvsmgr.BGPPeer, source netip.Addr) *api.Peer {
 	if source.IsValid() && source.Is4() == addr.Is4() {
 		peer.Transport.LocalAddress = source.String()
 	}
-	if p.BFD != nil {
+	if p.BFD != nil && bfd {
 		us := uint32(math.Round(p.BFD.Interval * 1e6))
 		peer.Bfd = &api.BfdPeerConfig{Enabled: true, DesiredMinimumTxInterval: us, RequiredMinimumReceive: us, DetectionMultiplier: uint32(p.BFD.Multiplier)}
 	}
@@ -256,6 +269,101 @@ func (sp *Speaker) Announced() []netip.Prefix {
 	return out
 }
 
+// TendPeers, called every half second, does two things GoBGP v4.8.0 does
+// not do well by itself.
+//
+// It turns BFD on for a peer once its BGP session is established, not
+// before: FRR's bgpd, when a session comes up, learns its local address and
+// interface and has bfdd delete the BFD session it had and make a new one,
+// and GoBGP takes the old session's end as BFD down and resets the BGP
+// session it just established (once per director and router start;
+// TestBGPAtFRRWithoutABFDFlap).
+//
+// It adds again each peer whose BFD session went down (since the last call)
+// while its BGP session was not established. On BFD down GoBGP resets the
+// peer by queueing a NOTIFICATION in a channel its FSM reads only in the
+// established state (pkg/server/peer.go, sendNotification): queued while the
+// session is down, it closes the next session the moment it is established.
+// A router that runs BFD only while the session is up (BIRD) then takes BFD
+// down again, which queues the next reset: the peer never comes back
+// (TestBGPECMPAtBIRD, a director frozen and resumed). A peer added again has
+// a new FSM, with nothing queued, and no BFD until its session is up.
+func (sp *Speaker) TendPeers(ctx context.Context) error {
+	type seen struct {
+		addr        string
+		bfdOn       bool
+		bfd         api.BfdSessionState
+		established bool
+	}
+	var now []seen
+	err := sp.s.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
+		st := p.GetState()
+		now = append(now, seen{p.GetConf().GetNeighborAddress(), p.GetBfd().GetEnabled(), st.GetBfdState().GetSessionState(),
+			st.GetSessionState() == api.PeerState_SESSION_STATE_ESTABLISHED})
+	})
+	if err != nil {
+		return fmt.Errorf("list BGP peers: %w", err)
+	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	var errs []error
+	for _, n := range now {
+		if !n.bfdOn {
+			if p, ok := sp.peer(n.addr); ok && p.BFD != nil && n.established {
+				if _, err := sp.s.UpdatePeer(ctx, &api.UpdatePeerRequest{Peer: peerConfig(p, sp.cfg.Source, true)}); err != nil {
+					errs = append(errs, fmt.Errorf("turn BFD on for BGP peer %s: %w", n.addr, err))
+				}
+			}
+			continue
+		}
+		prev := sp.bfdSeen[n.addr]
+		sp.bfdSeen[n.addr] = n.bfd
+		if !resetMayBeQueued(prev, n.bfd, n.established) {
+			continue
+		}
+		if err := sp.readdPeer(ctx, n.addr); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		delete(sp.bfdSeen, n.addr)
+		sp.log.Warn("BGP: peer added again after BFD went down with the session down, to drop GoBGP's queued reset", "peer", n.addr)
+	}
+	return errors.Join(errs...)
+}
+
+// resetMayBeQueued says whether GoBGP may hold a reset for the next session
+// of a peer: its BFD went from up or init (where expiry or the remote's down
+// resets the peer) to down, and the BGP session is not established (a reset
+// sent on an established session took it down at once).
+func resetMayBeQueued(prev, now api.BfdSessionState, established bool) bool {
+	wasLive := prev == api.BfdSessionState_BFD_SESSION_STATE_UP || prev == api.BfdSessionState_BFD_SESSION_STATE_INIT
+	return wasLive && now == api.BfdSessionState_BFD_SESSION_STATE_DOWN && !established
+}
+
+// peer is the settings' peer of GoBGP's neighbor address addr.
+func (sp *Speaker) peer(addr string) (ipvsmgr.BGPPeer, bool) {
+	for _, p := range sp.cfg.Settings.Peers {
+		if a, err := netip.ParseAddr(p.Address); err == nil && a.String() == addr {
+			return p, true
+		}
+	}
+	return ipvsmgr.BGPPeer{}, false
+}
+
+func (sp *Speaker) readdPeer(ctx context.Context, addr string) error {
+	p, ok := sp.peer(addr)
+	if !ok {
+		return fmt.Errorf("BGP peer %s is not in settings.bgp.peers", addr)
+	}
+	if err := sp.s.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr}); err != nil {
+		return fmt.Errorf("delete BGP peer %s to add it again: %w", addr, err)
+	}
+	if err := sp.s.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(p, sp.cfg.Source, false)}); err != nil {
+		return fmt.Errorf("add BGP peer %s again: %w", addr, err)
+	}
+	return nil
+}
+
 // PeerStatus is one BGP session as the speaker sees it.
 type PeerStatus struct {
 	Address    string    `json:"address"`
@@ -286,6 +394,8 @@ func (sp *Speaker) Peers(ctx context.Context) ([]PeerStatus, error) {
 			}
 			if b := s.GetBfdState(); b != nil && p.GetBfd().GetEnabled() {
 				st.BFD = bfdState(b.SessionState)
+			} else if cp, ok := sp.peer(st.Address); ok && cp.BFD != nil {
+				st.BFD = "down" // on once the session is up (TendPeers)
 			}
 		}
 		if t := p.GetTimers().GetState(); t != nil && st.Up && t.Uptime != nil {
@@ -345,7 +455,8 @@ func bfdState(s api.BfdSessionState) string {
 }
 
 // Stop withdraws every route, gives the peers wait to take the withdrawal
-// (bounded by ctx), then closes the sessions and stops the speaker.
+// (bounded by ctx), then closes the sessions and stops the speaker; it
+// returns once GoBGP has stopped, so that another speaker may start.
 func (sp *Speaker) Stop(ctx context.Context, wait time.Duration) {
 	if err := sp.Announce(nil); err != nil {
 		sp.log.Error("BGP: withdraw before stop", "err", err)
@@ -359,11 +470,9 @@ func (sp *Speaker) Stop(ctx context.Context, wait time.Duration) {
 	sp.stopNow()
 }
 
+// stopNow closes the sessions and returns once the server has stopped:
+// GoBGP's Stop runs StopBgp, which waits for the server's loop and every
+// peer's goroutines, then stops the BFD server and waits for its own.
 func (sp *Speaker) stopNow() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := sp.s.StopBgp(ctx, &api.StopBgpRequest{}); err != nil {
-		sp.log.Error("BGP: stop", "err", err)
-	}
 	sp.s.Stop()
 }

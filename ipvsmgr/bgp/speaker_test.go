@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osrg/gobgp/v4/api"
+
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/bgp/bgptest"
 )
@@ -151,4 +153,32 @@ func TestSpeakerPrependsItsASAtARealPeer(t *testing.T) {
 	}
 	waitPath("198.18.0.100/32", "none")
 	waitPath("198.18.0.101/32", "none")
+}
+
+// The transitions after which GoBGP may hold a BFD reset for a peer's next
+// session (TendPeers adds such a peer again; TestBGPECMPAtBIRD shows why).
+func TestResetMayBeQueued(t *testing.T) {
+	const (
+		none  = api.BfdSessionState_BFD_SESSION_STATE_UNSPECIFIED
+		down  = api.BfdSessionState_BFD_SESSION_STATE_DOWN
+		initS = api.BfdSessionState_BFD_SESSION_STATE_INIT
+		up    = api.BfdSessionState_BFD_SESSION_STATE_UP
+	)
+	for _, c := range []struct {
+		prev, now   api.BfdSessionState
+		established bool
+		want        bool
+	}{
+		{up, down, false, true},    // expired or signalled down with the session down
+		{initS, down, false, true}, // an init session expired (the router dropped its BFD)
+		{up, down, true, false},    // the session is up: nothing was queued, or it is gone already
+		{down, down, false, false}, // still down: looked at before
+		{none, down, false, false}, // first look, a new peer
+		{up, up, false, false},
+		{down, initS, false, false},
+	} {
+		if got := resetMayBeQueued(c.prev, c.now, c.established); got != c.want {
+			t.Errorf("resetMayBeQueued(%v, %v, established %v) = %v, want %v", c.prev, c.now, c.established, got, c.want)
+		}
+	}
 }

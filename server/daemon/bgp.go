@@ -114,7 +114,10 @@ func (r *bgpRunner) step(ctx context.Context) {
 		st.Source = cfg.Source.String()
 	}
 	if key := configKey(cfg); key != r.key {
-		r.stop(0) // a changed configuration: the new sessions announce again
+		// A changed configuration: the new sessions announce again. The old
+		// speaker has stopped (GoBGP's goroutines ended) before the new one
+		// starts: one speaker a process (bgp.Start says why).
+		r.stop(0)
 		sp, err := bgp.Start(ctx, cfg, r.d.Log)
 		if err != nil {
 			st.Error = err.Error()
@@ -145,6 +148,9 @@ func (r *bgpRunner) step(ctx context.Context) {
 		st.Error = err.Error()
 	}
 	st.Announced = len(r.sp.Announced())
+	if err := r.sp.TendPeers(ctx); err != nil && st.Error == "" {
+		st.Error = err.Error()
+	}
 	if st.Peers, err = r.sp.Peers(ctx); err != nil && st.Error == "" {
 		st.Error = err.Error()
 	}

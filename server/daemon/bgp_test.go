@@ -33,10 +33,10 @@ func TestDaemonAnnouncesWhatItCanServe(t *testing.T) {
 	go func() { done <- d.Run(runCtx) }()
 	defer func() { stop(); <-done }()
 
-	drainMode := ""
+	drainMode, hold := "", 9
 	state := func(health string) *ipvsmgr.State {
 		return &ipvsmgr.State{
-			Settings: ipvsmgr.Settings{Network: "dr", BGP: &ipvsmgr.BGP{ASN: 65001, Peers: []ipvsmgr.BGPPeer{{Address: "127.0.0.2", Port: r.Port, ASN: 65000, HoldTime: 9}},
+			Settings: ipvsmgr.Settings{Network: "dr", BGP: &ipvsmgr.BGP{ASN: 65001, Peers: []ipvsmgr.BGPPeer{{Address: "127.0.0.2", Port: r.Port, ASN: 65000, HoldTime: hold}},
 				Drain: &ipvsmgr.BGPDrain{Mode: drainMode, Prepend: 2, Quiet: 0.6, Timeout: 30}}},
 			Services: []ipvsmgr.Service{{Name: "web", Protocol: "tcp", Address: "198.18.0.100", Port: 80, Quorum: 2,
 				Servers: []ipvsmgr.Server{{Name: "r1", Address: "198.18.1.11"}, {Name: "r2", Address: "198.18.1.12", Health: health}}}},
@@ -80,6 +80,18 @@ func TestDaemonAnnouncesWhatItCanServe(t *testing.T) {
 	}
 	apply(state(""))
 	wait("the VIP announced again", routed)
+
+	// A changed peer restarts the speaker: the old one stops (its routes
+	// withdrawn, every GoBGP goroutine ended) before the new one starts, the
+	// one speaker a process may hold (GoBGP's package variables; -race
+	// reports an overlap).
+	firstUp := core.BGPStatus().Peers[0].Since
+	hold = 12
+	apply(state(""))
+	wait("a new session after the peer's change, announcing", func() bool {
+		s := core.BGPStatus()
+		return s != nil && len(s.Peers) == 1 && s.Peers[0].Up && s.Peers[0].Since.After(firstUp) && s.Announced == 1 && routed()
+	})
 
 	// node drain, prepend mode (the default): the route stays, with the AS
 	// twice more in its path; the director is drained once its VIP's
