@@ -197,11 +197,41 @@ func BGPWarnings(st *State) []Problem {
 		if fwd == "nat" {
 			out = append(out, Problem{Field: f + ".forwarding", Message: "nat: replies must return through the director that saw the flow, which ECMP does not keep (use dr or tun)"})
 		}
+		if svc.Check != nil {
+			out = weightWarnings(out, f+".check", svc.Check, *svc.Check)
+		}
 		for j := range svc.Servers {
+			sf := fmt.Sprintf("%s.servers[%d]", f, j)
 			if svc.Servers[j].Forwarding == "nat" && fwd != "nat" {
-				out = append(out, Problem{Field: fmt.Sprintf("%s.servers[%d].forwarding", f, j), Message: "nat: replies must return through the director that saw the flow (use dr or tun)"})
+				out = append(out, Problem{Field: sf + ".forwarding", Message: "nat: replies must return through the director that saw the flow (use dr or tun)"})
+			}
+			if c := svc.Servers[j].Check; c != nil {
+				out = weightWarnings(out, sf+".check", c, mergeChecks(svc.Check, c))
 			}
 		}
+	}
+	return out
+}
+
+// weightWarnings warns of what in check c (at field f; eff is the check
+// the server runs with c laid over its service's) sets a real server's
+// weight on each director on its own: mh gives a server slots by its
+// weight, so while the weights differ the directors' Maglev tables do, and
+// a flow ECMP moves to another director may reach another real server.
+func weightWarnings(out []Problem, f string, c *Check, eff Check) []Problem {
+	if c.SlowStart != nil && *c.SlowStart > 0 && eff.Type != "none" {
+		out = append(out, Problem{Field: f + ".slow_start", Message: fmt.Sprintf("%v seconds: a server coming back ramps its weight up on each director from the moment that director's check passes, so the directors' mh tables differ while it ramps", *c.SlowStart)})
+	}
+	if c.Type != "" {
+		switch {
+		case eff.Type == "agent":
+			out = append(out, Problem{Field: f + ".type", Message: `"agent": the agent's answer to each director sets the server's weight there, so the directors' mh tables differ whenever their answers do`})
+		case eff.Type == "file" && (eff.FileWeight == nil || *eff.FileWeight != 0):
+			out = append(out, Problem{Field: f + ".type", Message: `"file": the file's number, read by each director at its own time, is added to the server's weight there, so the directors' mh tables can differ (file_weight 0 only takes the server out)`})
+		}
+	}
+	if eff.Type == "exec" && eff.DynamicWeight != nil && *eff.DynamicWeight && (c.DynamicWeight != nil || c.Type != "") {
+		out = append(out, Problem{Field: f + ".dynamic_weight", Message: "true: the program's exit status on each director sets the server's weight there, so the directors' mh tables differ whenever their runs do"})
 	}
 	return out
 }

@@ -60,7 +60,13 @@ func TestBGPWarnings(t *testing.T) {
 	doc := `{"settings": {"network": "dr", "bgp": {"asn": 65001, "peers": [{"address": "198.18.0.1", "asn": 65000}]}}, "services": [
 	  {"protocol": "tcp", "address": "198.18.0.100", "port": 80, "servers": [{"address": "198.18.1.1"}]},
 	  {"protocol": "tcp", "address": "198.18.0.100", "port": 443, "scheduler": "wlc", "persistence": 300, "forwarding": "nat", "servers": [{"address": "198.18.1.1"}]},
-	  {"protocol": "tcp", "address": "198.18.0.101", "port": 80, "scheduler": "sh", "servers": [{"address": "198.18.1.1", "forwarding": "nat"}]}]}`
+	  {"protocol": "tcp", "address": "198.18.0.101", "port": 80, "scheduler": "sh", "servers": [{"address": "198.18.1.1", "forwarding": "nat"}]},
+	  {"protocol": "tcp", "address": "198.18.0.102", "port": 80, "check": {"type": "tcp", "slow_start": 30},
+	    "servers": [{"address": "198.18.1.1"}, {"address": "198.18.1.2", "check": {"type": "agent", "port": 8081}},
+	      {"address": "198.18.1.3", "check": {"type": "exec", "command": "/bin/true", "dynamic_weight": true}},
+	      {"address": "198.18.1.4", "check": {"type": "file", "file": "/run/w"}},
+	      {"address": "198.18.1.5", "check": {"type": "file", "file": "/run/w", "file_weight": 0}}]},
+	  {"protocol": "tcp", "address": "198.18.0.103", "port": 80, "check": {"type": "tcp", "slow_start": 0}, "servers": [{"address": "198.18.1.1"}]}]}`
 	st, err := DecodeState(strings.NewReader(doc))
 	if err != nil {
 		t.Fatal(err)
@@ -69,12 +75,21 @@ func TestBGPWarnings(t *testing.T) {
 		t.Fatalf("warnings must not refuse the state: %v", err)
 	}
 	var fields []string
+	msgs := map[string]string{}
 	for _, p := range BGPWarnings(st) {
 		fields = append(fields, p.Field)
+		msgs[p.Field] = p.Message
 	}
-	want := []string{"services[1].scheduler", "services[1].persistence", "services[1].forwarding", "services[2].servers[0].forwarding"}
+	want := []string{"services[1].scheduler", "services[1].persistence", "services[1].forwarding", "services[2].servers[0].forwarding",
+		"services[3].check.slow_start", "services[3].servers[1].check.type", "services[3].servers[2].check.dynamic_weight", "services[3].servers[3].check.type"}
 	if diff := cmp.Diff(want, fields); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	for f, v := range map[string]string{"services[3].check.slow_start": "30 seconds", "services[3].servers[1].check.type": `"agent"`,
+		"services[3].servers[2].check.dynamic_weight": "true", "services[3].servers[3].check.type": `"file"`} {
+		if !strings.HasPrefix(msgs[f], v+":") {
+			t.Errorf("warning for %s = %q, want it to start with the value %s", f, msgs[f], v)
+		}
 	}
 	st.Settings.BGP = nil
 	if w := BGPWarnings(st); w != nil {

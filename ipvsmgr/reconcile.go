@@ -178,7 +178,7 @@ func plan(d *Desired, actual *Table, led *Ledger, now time.Time) ([]Op, []Retiri
 	// After the drains: a server the checks take out goes at once (a dead
 	// server's connections are not worth waiting for).
 	want = ApplyHealthTo(want, d, d.Health, actual)
-	var opt DiffOptions
+	opt := DiffOptions{Canonical: d.Settings.BGP != nil}
 	if d.Settings.KeepForeignServices {
 		owned := make(map[ServiceKey]bool, len(led.Services))
 		for _, k := range led.Services {

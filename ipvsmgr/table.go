@@ -70,7 +70,9 @@ func applyDest(svc *VirtualService, op Op) error {
 		}
 		cp := *op.Dest
 		cp.ActiveConns, cp.InactiveConns = 0, 0
-		svc.Dests = append(svc.Dests, &cp)
+		// The kernel links a new destination at the head of the service's
+		// list (__ip_vs_update_dest: list_add_rcu), and lists it so.
+		svc.Dests = slices.Insert(svc.Dests, 0, &cp)
 	case OpEditDest:
 		if idx < 0 {
 			return syscall.ENOENT
@@ -96,6 +98,11 @@ func (t *Table) With(ops []Op, errs []error) *Table {
 		at[s.Key] = i
 	}
 	copied := map[ServiceKey]bool{}
+	type ref struct {
+		svc  ServiceKey
+		dest DestKey
+	}
+	trash := map[ref]*Destination{} // deleted by these ops
 	for i, op := range ops {
 		if errs[i] != nil {
 			continue
@@ -138,9 +145,23 @@ func (t *Table) With(ops []Op, errs []error) *Table {
 				svc, out.Services[j] = &cp, &cp
 				copied[svc.Key] = true
 			}
-			if op.Kind == OpEditService {
+			switch op.Kind {
+			case OpEditService:
 				svc.Scheduler, svc.Flags, svc.Timeout, svc.Netmask = op.Service.Scheduler, op.Service.Flags, op.Service.Timeout, op.Service.Netmask
-			} else {
+			case OpDelDest:
+				if i := slices.IndexFunc(svc.Dests, func(d *Destination) bool { return d.Key == op.Dest.Key }); i >= 0 {
+					trash[ref{svc.Key, op.Dest.Key}] = svc.Dests[i]
+				}
+				_ = applyDest(svc, op)
+			case OpAddDest:
+				_ = applyDest(svc, op)
+				// Re-added from the kernel's trash: the same destination,
+				// its connection counts and counters kept.
+				if old := trash[ref{svc.Key, op.Dest.Key}]; old != nil && len(svc.Dests) > 0 && svc.Dests[0].Key == op.Dest.Key {
+					d := svc.Dests[0]
+					d.ActiveConns, d.InactiveConns, d.Stats = old.ActiveConns, old.InactiveConns, old.Stats
+				}
+			default:
 				_ = applyDest(svc, op)
 			}
 		}

@@ -168,7 +168,7 @@ func TestMaglevFingerprintsAcrossNDirectors(t *testing.T) {
 		if len(st.Mismatches) != 1 {
 			t.Errorf("%s flags %+v, want web on follower 2 only", p.name, st.Mismatches)
 		}
-		if m := st.Mismatches[0]; !strings.Contains(m.Why, `there "mh mh-port 198.18.1.13:80/2 198.18.1.12:80/1 198.18.1.11:80/1"`) || m.Own == m.Theirs {
+		if m := st.Mismatches[0]; !strings.Contains(m.Why, `there "mh mh-port 198.18.1.11:80/1 198.18.1.12:80/1 198.18.1.13:80/2"`) || m.Own == m.Theirs {
 			t.Errorf("%s's mismatch: %+v", p.name, m)
 		}
 	}

@@ -6,6 +6,7 @@ package fakekernel
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"sync"
 
@@ -31,6 +32,16 @@ type Kernel struct {
 	// whose mh table differs from its peers'.
 	ReadReversed bool
 	schedOK      func(string) bool
+	// trash holds deleted destinations as the kernel's dest_trash does: a
+	// destination added again to its service is the same one, with its
+	// connection counts and counters (its connection entries still point
+	// at it).
+	trash map[trashKey]ipvsmgr.Destination
+}
+
+type trashKey struct {
+	svc ipvsmgr.ServiceKey
+	dst ipvsmgr.DestKey
 }
 
 // New returns an empty fake kernel that knows every scheduler.
@@ -138,7 +149,52 @@ func (k *Kernel) Apply(_ context.Context, ops []ipvsmgr.Op) []error {
 	return errs
 }
 
-func (k *Kernel) apply(op ipvsmgr.Op) error { return k.table.Apply(op) }
+// apply makes op as the kernel does: a new destination goes to the head of
+// its service's list (Table.Apply), a deleted one (or every one of a
+// deleted service) to the trash, and an added one is taken back from it.
+func (k *Kernel) apply(op ipvsmgr.Op) error {
+	var svc *ipvsmgr.VirtualService
+	if op.Service != nil {
+		key := op.Service.Key
+		if key.FWMark != 0 {
+			key.Addr = netip.Addr{}
+		}
+		for _, s := range k.table.Services {
+			if s.Key == key {
+				svc = s
+			}
+		}
+	}
+	var gone []*ipvsmgr.Destination
+	switch {
+	case svc != nil && op.Kind == ipvsmgr.OpDelService:
+		gone = svc.Dests
+	case svc != nil && op.Kind == ipvsmgr.OpDelDest:
+		for _, d := range svc.Dests {
+			if d.Key == op.Dest.Key {
+				gone = append(gone, d)
+			}
+		}
+	}
+	if err := k.table.Apply(op); err != nil {
+		return err
+	}
+	if k.trash == nil {
+		k.trash = map[trashKey]ipvsmgr.Destination{}
+	}
+	for _, d := range gone {
+		k.trash[trashKey{svc.Key, d.Key}] = *d
+	}
+	if op.Kind == ipvsmgr.OpAddDest && svc != nil {
+		tk := trashKey{svc.Key, op.Dest.Key}
+		if old, ok := k.trash[tk]; ok {
+			delete(k.trash, tk)
+			d := svc.Dests[0] // Table.Apply put it at the head
+			d.ActiveConns, d.InactiveConns, d.Stats = old.ActiveConns, old.InactiveConns, old.Stats
+		}
+	}
+	return nil
+}
 
 // Ledger is an in-memory ipvsmgr.LedgerStore.
 type Ledger struct {

@@ -86,6 +86,7 @@ type uses struct {
 	mh                 []mhService
 	checked            bool // some real server has a check that removes it
 	redundancy         bool
+	bgp                bool // settings.bgp: N directors behind ECMP, mh
 }
 
 type mhService struct {
@@ -100,6 +101,7 @@ func usesOf(st *ipvsmgr.State) uses {
 		return u
 	}
 	u.redundancy = st.Settings.Redundancy != nil
+	u.bgp = st.Settings.BGP != nil
 	for _, s := range st.Services {
 		if !s.IsEnabled() {
 			continue
@@ -275,7 +277,18 @@ func vsSysctls(r *Reading, u uses, load Load) []Finding {
 	if !u.checked {
 		why = "real servers removed by an edit or a health check: with 0 their clients' packets are silently dropped until the entries time out; with 1 they are told at once and reconnect"
 	}
-	out = append(out, sysctl(r, "net.ipv4.vs.expire_nodest_conn", "1", Change, why, srcSysctl, equals("1")))
+	if u.bgp {
+		// BGP mode quiesces failed servers (never removes them), and its
+		// reconcile deletes and at once re-adds the servers ahead of an
+		// added one to keep mh's canonical order (ipvsmgr canonicalDests):
+		// in between ip_vs_in_hook expires, with 1, any connection of theirs
+		// a packet arrives for.
+		out = append(out, sysctl(r, "net.ipv4.vs.expire_nodest_conn", "0", Change,
+			"BGP mode: checks quiesce real servers instead of removing them, and a real server added later makes the reconcile delete and re-add the ones ahead of its place in the kernel's list (the mh order every director shares); with 1 a packet of their connections arriving in the microseconds between ends the connection, with 0 it is dropped and the connection goes on",
+			srcSysctl, equals("0")))
+	} else {
+		out = append(out, sysctl(r, "net.ipv4.vs.expire_nodest_conn", "1", Change, why, srcSysctl, equals("1")))
+	}
 	if u.persistence {
 		out = append(out, sysctl(r, "net.ipv4.vs.expire_quiescent_template", "1", Change,
 			"persistent services: a drained (weight 0) real server keeps getting its persistent clients' new connections while their templates live, unless they expire when it is quiescent",

@@ -207,6 +207,11 @@ const mhState = `{"services":[
  {"name":"huge","address":"198.18.0.100","port":80,"scheduler":"mh","servers":[
    {"address":"198.18.0.11","weight":30000},{"address":"198.18.0.12","weight":30000}]}]}`
 
+// bgpState is a BGP-mode director's: expire_nodest_conn must stay 0 (the
+// reconcile's canonical-order re-adds).
+const bgpState = `{"settings":{"network":"dr","bgp":{"asn":65001,"peers":[{"address":"198.18.0.254","asn":65000}]}},
+ "services":[{"name":"web","address":"198.18.0.100","port":80,"servers":[{"address":"198.18.1.11"}]}]}`
+
 // TestRulesByForwarding: each setting's status and recommendation for a DR,
 // a NAT and an mh director read from the same default kernel.
 func TestRulesByForwarding(t *testing.T) {
@@ -249,6 +254,9 @@ func TestRulesByForwarding(t *testing.T) {
 			"mh table of small":         {"weights sum <= 4093 and real servers <= 40", "2 real servers, weights sum 30, table 4093 slots", OK},
 			"mh table of heavy":         {"weights sum <= 4093 and real servers <= 40", "2 real servers, weights sum 5000, table 4093 slots", Change},
 			"mh table of huge":          {"weights sum <= 4093 and real servers <= 40", "2 real servers, weights sum 60000, table 4093 slots", Far},
+		}, nil},
+		{"bgp", bgpState, map[string]row{
+			"net.ipv4.vs.expire_nodest_conn": {"0", "0", OK},
 		}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

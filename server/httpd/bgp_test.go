@@ -102,21 +102,22 @@ func TestDirectorsCompareMaglevFingerprints(t *testing.T) {
 	wait("both directors to agree", func() bool { return agreed(a) && agreed(b) })
 	sa, sb := status(a), status(b)
 	if sa.Fingerprints[0] != sb.Fingerprints[0] || sa.Fingerprints[0].Service != "web" ||
-		sa.Fingerprints[0].Inputs != "mh mh-port 198.18.1.11:80/1 198.18.1.12:80/1 198.18.1.13:80/2" {
+		sa.Fingerprints[0].Inputs != "mh mh-port 198.18.1.13:80/2 198.18.1.12:80/1 198.18.1.11:80/1" {
 		t.Errorf("fingerprints a %+v, b %+v", sa.Fingerprints, sb.Fingerprints)
 	}
 	if sb.Directors[0].Director != a.URL || sb.Directors[0].Name != "198.18.0.1" {
 		t.Errorf("b asked %+v, want a at %s", sb.Directors[0], a.URL)
 	}
 
-	// b's kernel loses r1 and gets it back at the end of the list (what a
-	// delete and re-add does): its Maglev table is not a's any more.
+	// b's kernel loses r1 (the tail of the kernel's list, head first) and
+	// gets it back at the head (what a delete and re-add does): its Maglev
+	// table is not a's any more.
 	snap := b.Core.Snapshot()
 	var vs *ipvsmgr.VirtualService
 	for _, s := range snap.Table.Services {
 		vs = s
 	}
-	r1 := *vs.Dests[0]
+	r1 := *vs.Dests[len(vs.Dests)-1]
 	if errs := b.Kernel.Apply(ctx, []ipvsmgr.Op{{Kind: ipvsmgr.OpDelDest, Service: vs, Dest: &r1}, {Kind: ipvsmgr.OpAddDest, Service: vs, Dest: &r1}}); errs != nil && (errs[0] != nil || errs[1] != nil) {
 		t.Fatal(errs)
 	}
@@ -124,7 +125,7 @@ func TestDirectorsCompareMaglevFingerprints(t *testing.T) {
 	wait("both directors to flag web", func() bool { return mismatched(a) && mismatched(b) })
 	m := status(a).Mismatches[0]
 	if m.Service != "web" || m.Director != b.URL || m.Own == m.Theirs || m.Own == "" ||
-		!strings.Contains(m.Why, `there "mh mh-port 198.18.1.12:80/1 198.18.1.13:80/2 198.18.1.11:80/1"`) {
+		!strings.Contains(m.Why, `there "mh mh-port 198.18.1.11:80/1 198.18.1.13:80/2 198.18.1.12:80/1"`) {
 		t.Errorf("a's mismatch = %+v", m)
 	}
 	// The same over GET /api/v1/node (node show).

@@ -96,7 +96,7 @@ func TestBGPPageAndCard(t *testing.T) {
 		`<td>127.0.0.2</td><td>65000</td><td><span class="state st-up">established</span>`,
 		`<code>198.18.0.100/32</code></td><td><span class="state st-up">announced</span>`,
 		`<code>198.18.0.101/32</code></td><td><span class="state st-down">withdrawn</span></td><td class="wrap">below quorum: dns has 1 of 2 real servers up`,
-		`<code>mh mh-port 198.18.1.11:80/1 198.18.1.12:80/2</code>`,
+		`<code>mh mh-port 198.18.1.12:80/2 198.18.1.11:80/1</code>`,
 		"this director knows no other", `data-poll="/bgp/body"`, `href="/bgp" aria-current="page"`,
 	} {
 		if !strings.Contains(body, want) {
