@@ -59,6 +59,46 @@ func netnsSh(t *testing.T, ctx context.Context, script string) string {
 	return string(out)
 }
 
+// needRouterTools stops the test unless it runs as root (for network
+// namespaces) and finds ip and tools (Debian's package pkg).
+func needRouterTools(t *testing.T, pkg string, tools ...string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testenv.Need(t, "needs root to create network namespaces")
+	}
+	for _, tool := range append([]string{"ip"}, tools...) {
+		if _, err := exec.LookPath(tool); err != nil {
+			testenv.Needf(t, "needs %s (Debian's %s): %v", tool, pkg, err)
+		}
+	}
+}
+
+// routerBed makes a router's namespace (role) with a bridge at 198.18.0.1
+// and 2001:db8::1, and n directors' namespaces on it, director i (from 1)
+// at 198.18.0.1i and 2001:db8::1i on its eth0.
+func routerBed(t *testing.T, ctx context.Context, role string, n int) (string, []string) {
+	t.Helper()
+	rns := bgpNetns(t, role)
+	netnsSh(t, ctx, fmt.Sprintf(`set -e
+ip -n %[1]s link set lo up
+ip -n %[1]s link add br0 type bridge
+ip -n %[1]s addr add 198.18.0.1/24 dev br0
+ip -n %[1]s addr add 2001:db8::1/64 dev br0 nodad
+ip -n %[1]s link set br0 up`, rns))
+	dns := make([]string, n)
+	for i := range n {
+		dns[i] = bgpNetns(t, fmt.Sprintf("d%d", i+1))
+		netnsSh(t, ctx, fmt.Sprintf(`set -e
+ip link add d%[3]d netns %[1]s type veth peer name eth0 netns %[2]s
+ip -n %[1]s link set d%[3]d master br0 up
+ip -n %[2]s link set lo up
+ip -n %[2]s addr add 198.18.0.1%[3]d/24 dev eth0
+ip -n %[2]s addr add 2001:db8::1%[3]d/64 dev eth0 nodad
+ip -n %[2]s link set eth0 up`, rns, dns[i], i+1))
+	}
+	return rns, dns
+}
+
 // birdConf is BIRD's configuration: a passive eBGP session with BFD per
 // director and family, every route imported, none exported to the
 // directors, and the kernel tables fed with merged (ECMP) paths.
@@ -133,35 +173,11 @@ func kernelNexthops(t *testing.T, ctx context.Context, ns, family, dst string) [
 }
 
 func TestBGPECMPAtBIRD(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testenv.Need(t, "needs root to create network namespaces")
-	}
-	for _, tool := range []string{"ip", "bird", "birdc"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			testenv.Needf(t, "needs %s (Debian's bird2 for bird and birdc): %v", tool, err)
-		}
-	}
+	needRouterTools(t, "bird2", "bird", "birdc")
 	ctx, cancel := context.WithTimeout(t.Context(), 240*time.Second)
 	defer cancel()
 	const n = 3
-	rns := bgpNetns(t, "router")
-	netnsSh(t, ctx, fmt.Sprintf(`set -e
-ip -n %[1]s link set lo up
-ip -n %[1]s link add br0 type bridge
-ip -n %[1]s addr add 198.18.0.1/24 dev br0
-ip -n %[1]s addr add 2001:db8::1/64 dev br0 nodad
-ip -n %[1]s link set br0 up`, rns))
-	dns := make([]string, n)
-	for i := range n {
-		dns[i] = bgpNetns(t, fmt.Sprintf("d%d", i+1))
-		netnsSh(t, ctx, fmt.Sprintf(`set -e
-ip link add d%[3]d netns %[1]s type veth peer name eth0 netns %[2]s
-ip -n %[1]s link set d%[3]d master br0 up
-ip -n %[2]s link set lo up
-ip -n %[2]s addr add 198.18.0.1%[3]d/24 dev eth0
-ip -n %[2]s addr add 2001:db8::1%[3]d/64 dev eth0 nodad
-ip -n %[2]s link set eth0 up`, rns, dns[i], i+1))
-	}
+	rns, dns := routerBed(t, ctx, "router", n)
 	// BIRD in its namespace, in the foreground so the test owns it.
 	dir := t.TempDir()
 	conf, sock := filepath.Join(dir, "bird.conf"), filepath.Join(dir, "bird.ctl")

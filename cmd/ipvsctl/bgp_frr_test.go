@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/ipvsctl/ipvsctl/internal/testenv"
 )
 
 // Tier 2 (root, the host's kernel, no IPVS needed): FRR 8.4 (zebra, bfdd,
@@ -26,33 +24,11 @@ import (
 // on only once the session is up (bgp.Speaker.TendPeers): every session is
 // established once and never dropped, BFD up on both sides.
 func TestBGPAtFRRWithoutABFDFlap(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testenv.Need(t, "needs root to create network namespaces")
-	}
-	for _, tool := range []string{"ip", "vtysh", "/usr/lib/frr/zebra", "/usr/lib/frr/bfdd", "/usr/lib/frr/bgpd"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			testenv.Needf(t, "needs %s (Debian's frr): %v", tool, err)
-		}
-	}
+	needRouterTools(t, "frr", "vtysh", "/usr/lib/frr/zebra", "/usr/lib/frr/bfdd", "/usr/lib/frr/bgpd")
 	ctx, cancel := context.WithTimeout(t.Context(), 180*time.Second)
 	defer cancel()
 	const n = 3
-	rns := bgpNetns(t, "frr")
-	netnsSh(t, ctx, fmt.Sprintf(`set -e
-ip -n %[1]s link set lo up
-ip -n %[1]s link add br0 type bridge
-ip -n %[1]s addr add 198.18.0.1/24 dev br0
-ip -n %[1]s link set br0 up`, rns))
-	dns := make([]string, n)
-	for i := range n {
-		dns[i] = bgpNetns(t, fmt.Sprintf("d%d", i+1))
-		netnsSh(t, ctx, fmt.Sprintf(`set -e
-ip link add d%[3]d netns %[1]s type veth peer name eth0 netns %[2]s
-ip -n %[1]s link set d%[3]d master br0 up
-ip -n %[2]s link set lo up
-ip -n %[2]s addr add 198.18.0.1%[3]d/24 dev eth0
-ip -n %[2]s link set eth0 up`, rns, dns[i], i+1))
-	}
+	rns, dns := routerBed(t, ctx, "frr", n)
 
 	// FRR's daemons run as frr: their directory is one frr can reach.
 	dir, err := os.MkdirTemp("/tmp", "ipvsctl-frr-")
