@@ -346,7 +346,7 @@ func (r *Reconciler) reconcileOnly(ctx context.Context, d *Desired, known *Table
 		return nil, fmt.Errorf("load ledger: %w", err)
 	}
 	ops, drains := plan(&pd, part, led, r.now())
-	if slices.ContainsFunc(ops, func(op Op) bool { return op.Kind == OpDelService || op.Kind == OpDelDest }) {
+	if removes(ops, drains, led) {
 		return &Result{retry: true}, nil
 	}
 	res := &Result{Retiring: drains}
@@ -390,7 +390,7 @@ func (r *Reconciler) reconcile(ctx context.Context, d *Desired, known *Table) (*
 		return nil, fmt.Errorf("load ledger: %w", err)
 	}
 	ops, drains := plan(d, actual, led, r.now())
-	if known != nil && slices.ContainsFunc(ops, func(op Op) bool { return op.Kind == OpDelService || op.Kind == OpDelDest }) {
+	if known != nil && removes(ops, drains, led) {
 		return &Result{retry: true}, nil
 	}
 	res := &Result{Retiring: drains}
@@ -406,6 +406,21 @@ func (r *Reconciler) reconcile(ctx context.Context, d *Desired, known *Table) (*
 	r.hostAfter(ctx, h, d, nil, led, res, newLed)
 	r.saveLedger(ctx, led, newLed, res)
 	return res, nil
+}
+
+// removes reports a plan that takes something out of the kernel: a
+// deletion, or a real server that begins to retire. Whether a removed server
+// is deleted or kept at weight 0 is decided by its active connections, so
+// such a plan is made again on a fresh read of the kernel: a known table's
+// counts are up to one poll old, and a server idle now but busy then would
+// retire (and stay in the kernel) instead of leaving.
+func removes(ops []Op, drains []Retiring, led *Ledger) bool {
+	if slices.ContainsFunc(ops, func(op Op) bool { return op.Kind == OpDelService || op.Kind == OpDelDest }) {
+		return true
+	}
+	return slices.ContainsFunc(drains, func(dr Retiring) bool {
+		return !slices.ContainsFunc(led.Retiring, func(p Retiring) bool { return p.Service == dr.Service && p.Dest == dr.Dest })
+	})
 }
 
 // hostStep is the host half of one reconcile: what was observed, the plan,

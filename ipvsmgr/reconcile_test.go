@@ -398,3 +398,40 @@ func TestReconcileOnOnlyTheChangedService(t *testing.T) {
 		t.Fatalf("repair ops (-want +got):\n%s", diff)
 	}
 }
+
+// A known table's connection counts are up to one poll old: a server it
+// shows busy that is idle now leaves at once (a fresh read decides), and a
+// server busy now still retires, whether the write names its service or not.
+func TestReconcileOnDecidesRetiringOnFreshCounts(t *testing.T) {
+	for _, only := range []bool{false, true} {
+		g := newRig(t)
+		k := &countingKernel{Kernel: g.k}
+		g.r.Kernel = k
+		ctx := context.Background()
+		svc := ipvsmgr.ServiceKey{Family: ipvsmgr.FamilyIPv4, Protocol: ipvsmgr.ProtoTCP, Addr: mustAddr("198.18.0.100"), Port: 80}
+		r2 := ipvsmgr.DestKey{Addr: mustAddr("198.18.0.12"), Port: 80}
+		var keys []ipvsmgr.ServiceKey
+		if only {
+			keys = []ipvsmgr.ServiceKey{svc}
+		}
+		if _, err := g.r.Reconcile(ctx, mustCompile(t, twoServers)); err != nil {
+			t.Fatal(err)
+		}
+		g.k.SetActive(svc, r2, 3)
+		stale, _ := g.k.Table(ctx) // the poll saw .12 busy
+		g.k.SetActive(svc, r2, 0)  // its last connection ended since
+		g.k.Ops()
+		reads := k.reads
+		oneServer := strings.Replace(twoServers, `,{"address":"198.18.0.12","weight":3}`, "", 1)
+		res, err := g.r.ReconcileOn(ctx, mustCompile(t, oneServer), stale, keys)
+		if err != nil || len(res.Failures) != 0 {
+			t.Fatalf("only=%v: %v %v", only, err, res.Failures)
+		}
+		if diff := cmp.Diff([]string{"ipvsadm -d -t 198.18.0.100:80 -r 198.18.0.12:80"}, g.k.Ops()); diff != "" || len(res.Retiring) != 0 {
+			t.Fatalf("only=%v: an idle server retired on a stale count (-want +got):\n%s retiring %+v", only, diff, res.Retiring)
+		}
+		if k.reads != reads+1 {
+			t.Fatalf("only=%v: %d fresh reads, want 1", only, k.reads-reads)
+		}
+	}
+}

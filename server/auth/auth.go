@@ -61,7 +61,7 @@ type Auth struct {
 	st     *store.Store
 	cfg    Config
 	guard  *loginGuard
-	hashes chan struct{}
+	hashes *hashSlots
 	// verify is VerifyPassword; tests count its calls.
 	verify    func(encoded, password string) (bool, error)
 	dummyOnce sync.Once
@@ -107,7 +107,7 @@ func New(st *store.Store, cfg Config) *Auth {
 	a := &Auth{
 		st:     st,
 		cfg:    cfg,
-		hashes: make(chan struct{}, cfg.MaxConcurrentHashes),
+		hashes: newHashSlots(cfg.MaxConcurrentHashes),
 		verify: VerifyPassword,
 	}
 	a.guard = newLoginGuard(cfg.LoginFailures, cfg.LoginWindow, func(ctx context.Context, user, addr string) bool {

@@ -88,12 +88,11 @@ func (a *Auth) verifyAttempt(ctx context.Context, by *Principal, action, name, p
 		// of long names takes no memory.
 		by.User, limitName = quoteShort(name), "(invalid name)"
 	}
-	select {
-	case a.hashes <- struct{}{}:
-		defer func() { <-a.hashes }()
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	release, err := a.hashes.acquire(ctx)
+	if err != nil {
+		return nil, err
 	}
+	defer release()
 	if wait := a.guard.admit(ctx, limitName, by.ClientAddr, now); wait > 0 {
 		who := *by
 		if _, err := a.st.UserByName(ctx, name); errors.Is(err, store.ErrNotFound) {
@@ -159,12 +158,14 @@ func (a *Auth) checkPassword(ctx context.Context, name, password string) (u *sto
 		if derr != nil {
 			return nil, false, "", derr
 		}
+		a.hashes.counted()
 		a.verify(dummy, password)
 		return nil, false, "unknown user", nil
 	}
 	if err != nil {
 		return nil, false, "", err
 	}
+	a.hashes.counted()
 	match, err := a.verify(u.PasswordHash, password)
 	if err != nil {
 		return nil, false, "", fmt.Errorf("user %q: %w", name, err)
@@ -173,6 +174,7 @@ func (a *Auth) checkPassword(ctx context.Context, name, password string) (u *sto
 		return nil, false, "wrong password", nil
 	}
 	if needsRehash(u.PasswordHash, a.cfg.Params) {
+		a.hashes.counted()
 		if h, err := HashPassword(a.cfg.Params, password); err == nil {
 			if err := a.st.UpgradePasswordHash(ctx, u.ID, u.PasswordHash, h); err != nil {
 				a.cfg.Log.Warn("upgrade password hash", "user", name, "err", err)

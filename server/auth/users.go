@@ -89,11 +89,11 @@ func roleDetail(r Role, err error) string {
 
 // hash hashes a password, waiting for a hashing slot.
 func (a *Auth) hash(ctx context.Context, password string) (string, error) {
-	select {
-	case a.hashes <- struct{}{}:
-		defer func() { <-a.hashes }()
-	case <-ctx.Done():
-		return "", ctx.Err()
+	release, err := a.hashes.acquire(ctx)
+	if err != nil {
+		return "", err
 	}
+	defer release()
+	a.hashes.counted()
 	return HashPassword(a.cfg.Params, password)
 }
