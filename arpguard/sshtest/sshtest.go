@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/vishvananda/netns"
+
+	"github.com/ipvsctl/ipvsctl/internal/nstest"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
@@ -174,32 +176,15 @@ func (b *Bed) startSSHD(t testing.TB, ctx context.Context, sshd, cfg string) {
 	}
 }
 
-// Dial connects from the client namespace: the socket is created on a
-// thread that entered it, which is then thrown away.
+// Dial connects from the client namespace.
 func (b *Bed) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	type result struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		h, err := netns.GetFromName(b.client)
-		if err != nil {
-			ch <- result{nil, fmt.Errorf("open namespace %s: %w", b.client, err)}
-			return
-		}
-		defer h.Close()
-		if err := netns.Set(h); err != nil {
-			ch <- result{nil, fmt.Errorf("enter namespace %s: %w", b.client, err)}
-			return
-		}
+	var c net.Conn
+	err := nstest.Do(b.client, func() (err error) {
 		var d net.Dialer
-		c, err := d.DialContext(ctx, network, addr)
-		ch <- result{c, err}
-	}()
-	r := <-ch
-	return r.c, r.err
+		c, err = d.DialContext(ctx, network, addr)
+		return err
+	})
+	return c, err
 }
 
 // KnownHosts writes a known_hosts file holding key for RIP:22 (empty when

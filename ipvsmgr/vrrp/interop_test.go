@@ -3,12 +3,14 @@ package vrrp
 import (
 	"bufio"
 	"context"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,10 +42,23 @@ func TestVRRPHelperProcess(t *testing.T) {
 	}
 	prio, _ := strconv.Atoi(os.Getenv("VRRP_PRIORITY"))
 	ifname := os.Getenv("VRRP_IF")
-	conn, err := Listen(ConnConfig{Interface: ifname, VRID: interopVRID})
+	cfg := ConnConfig{Interface: ifname, VRID: interopVRID}
+	if k := os.Getenv("VRRP_AUTH_KEY"); k != "" {
+		// keepalived 2.4's auth_hmac, key 1 (keepalived24_test.go).
+		secret, err := hex.DecodeString(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		window, _ := time.ParseDuration(os.Getenv("VRRP_AUTH_WINDOW"))
+		if cfg.Auth, err = NewAuth(AuthConfig{Keys: []AuthKey{{ID: 1, Secret: secret}}, ActiveKey: 1, Window: window}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := Listen(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	go printDrops(conn)
 	ann, err := NewAnnouncer(ifname, true, false)
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +93,27 @@ func TestVRRPHelperProcess(t *testing.T) {
 	fmt.Println("STOPPED")
 }
 
+// printDrops prints "DROPPED reason=count ..." each time the adverts the
+// conn refused change, so that the test reads what this side refused.
+func printDrops(c *RawConn) {
+	var last ConnStats
+	for range time.Tick(20 * time.Millisecond) {
+		st := c.Stats()
+		if st == last {
+			continue
+		}
+		last = st
+		var f []string
+		for r, n := range st.ByReason() {
+			if n > 0 {
+				f = append(f, fmt.Sprintf("%s=%d", r, n))
+			}
+		}
+		slices.Sort(f)
+		fmt.Println("DROPPED " + strings.Join(f, " "))
+	}
+}
+
 // ipvsctlSide is the helper process and what it printed, with when.
 type ipvsctlSide struct {
 	t    *testing.T
@@ -88,11 +124,11 @@ type ipvsctlSide struct {
 	done chan struct{}
 }
 
-func startIpvsctlSide(t *testing.T, ns, ifname string, priority int) *ipvsctlSide {
+func startIpvsctlSide(t *testing.T, ns, ifname string, priority int, env ...string) *ipvsctlSide {
 	t.Helper()
 	s := &ipvsctlSide{t: t, done: make(chan struct{})}
 	s.cmd = exec.Command("ip", "netns", "exec", ns, os.Args[0], "-test.run=^TestVRRPHelperProcess$", "-test.count=1")
-	s.cmd.Env = append(os.Environ(), helperEnv+"=1", "VRRP_PRIORITY="+strconv.Itoa(priority), "VRRP_IF="+ifname)
+	s.cmd.Env = append(append(os.Environ(), helperEnv+"=1", "VRRP_PRIORITY="+strconv.Itoa(priority), "VRRP_IF="+ifname), env...)
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := s.cmd.StdoutPipe()
 	if err != nil {

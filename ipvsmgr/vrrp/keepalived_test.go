@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -38,6 +39,13 @@ func keepalivedConf(instances ...string) string {
 
 func startKeepalived(t *testing.T, ns, conf string) *keepalived {
 	t.Helper()
+	return startKeepalivedBin(t, "keepalived", ns, conf)
+}
+
+// startKeepalivedBin runs the keepalived binary bin (a build of another
+// version, keepalived24_test.go).
+func startKeepalivedBin(t *testing.T, bin, ns, conf string) *keepalived {
+	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "keepalived.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
@@ -45,8 +53,11 @@ func startKeepalived(t *testing.T, ns, conf string) *keepalived {
 	}
 	k := &keepalived{t: t, done: make(chan struct{}), vrrpPidFile: filepath.Join(dir, "vrrp.pid")}
 	// -R: a killed VRRP process stays dead (the parent would respawn it).
-	k.cmd = exec.Command("ip", "netns", "exec", ns, "keepalived", "-n", "-l", "-D", "-G", "-P", "-R",
-		"-f", path, "-p", filepath.Join(dir, "keepalived.pid"), "-r", k.vrrpPidFile)
+	args := []string{"netns", "exec", ns, bin, "-n", "-l", "-D", "-G", "-R"}
+	if help, _ := exec.Command(bin, "--help").CombinedOutput(); bytes.Contains(help, []byte("-P, --vrrp ")) {
+		args = append(args, "-P") // VRRP only (a build without LVS has no checker, nor the flag)
+	}
+	k.cmd = exec.Command("ip", append(args, "-f", path, "-p", filepath.Join(dir, "keepalived.pid"), "-r", k.vrrpPidFile)...)
 	k.cmd.Stdout = k
 	k.cmd.Stderr = k
 	k.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -55,8 +66,12 @@ func startKeepalived(t *testing.T, ns, conf string) *keepalived {
 	}
 	go func() { _ = k.cmd.Wait(); close(k.done) }()
 	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("keepalived's VRRP process alive before the stop: %v", k.vrrpAlive())
+		}
 		k.stop(syscall.SIGTERM)
 		if t.Failed() {
+			t.Logf("keepalived's VRRP process alive at the end: %v", k.vrrpAlive())
 			t.Logf("keepalived log:\n%s", k.logText())
 		}
 	})
@@ -143,4 +158,14 @@ func (k *keepalived) stop(sig syscall.Signal) {
 		_ = k.cmd.Process.Kill()
 		<-k.done
 	}
+}
+
+// vrrpAlive says whether keepalived's VRRP process runs.
+func (k *keepalived) vrrpAlive() bool {
+	b, err := os.ReadFile(k.vrrpPidFile)
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	return err == nil && syscall.Kill(pid, 0) == nil
 }

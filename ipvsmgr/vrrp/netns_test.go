@@ -4,14 +4,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netns"
-
+	"github.com/ipvsctl/ipvsctl/internal/nstest"
 	"github.com/ipvsctl/ipvsctl/internal/testenv"
 )
 
@@ -92,23 +90,5 @@ func vethPair(t *testing.T) (a, b link) {
 	return a, b
 }
 
-// inNetns runs f on a thread moved into the namespace: sockets it opens stay
-// there. The thread is never unlocked, so it ends with its goroutine.
-func inNetns(name string, f func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		h, err := netns.GetFromName(name)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer h.Close()
-		if err := netns.Set(h); err != nil {
-			errc <- fmt.Errorf("enter network namespace %s: %w", name, err)
-			return
-		}
-		errc <- f()
-	}()
-	return <-errc
-}
+// inNetns runs f in namespace name: sockets it opens stay there.
+func inNetns(name string, f func() error) error { return nstest.Do(name, f) }

@@ -6,14 +6,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netns"
+	"github.com/ipvsctl/ipvsctl/internal/nstest"
 )
 
 // The director's address on the lab segment: the daemon's API listens there,
@@ -172,34 +170,16 @@ func socketClient(db string) *apiClient {
 	return &apiClient{hc: &http.Client{Transport: tr, Timeout: 60 * time.Second}, base: "http://ipvsctl"}
 }
 
-// nsDialer opens connections from a thread that enters namespace ns and is
-// never unlocked: Go ends that thread with its goroutine, so nothing else
-// ever runs in ns by accident.
+// nsDialer opens connections from a thread in namespace ns.
 func nsDialer(ns string) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		type result struct {
-			c   net.Conn
-			err error
-		}
-		ch := make(chan result, 1)
-		go func() {
-			runtime.LockOSThread()
-			h, err := netns.GetFromName(ns)
-			if err != nil {
-				ch <- result{nil, fmt.Errorf("open netns %s: %w", ns, err)}
-				return
-			}
-			defer h.Close()
-			if err := netns.Set(h); err != nil {
-				ch <- result{nil, fmt.Errorf("enter netns %s: %w", ns, err)}
-				return
-			}
+		var c net.Conn
+		err := nstest.Do(ns, func() (err error) {
 			var d net.Dialer
-			c, err := d.DialContext(ctx, network, addr)
-			ch <- result{c, err}
-		}()
-		r := <-ch
-		return r.c, r.err
+			c, err = d.DialContext(ctx, network, addr)
+			return err
+		})
+		return c, err
 	}
 }
 
