@@ -54,7 +54,9 @@ the verbs are used together is in the pages by task (each verb links to its own)
   value).
 - Every writing verb takes ` + "`--no-apply`" + ` (only store), ` + "`--no-wait`" + ` (do not wait for retiring servers), ` + "`--json`" + `
   and ` + "`-v`" + ` (list every kernel change; past 50 they are counted by kind). On a terminal, long operations show
-  their progress on one line; off a terminal or with ` + "`--json`" + ` they stay quiet.
+  their progress on one line (a retiring server's connections counting down, ` + "`realserver push`" + ` to many
+  servers as done/failed counts, a large import's services as they are read); off a terminal or with ` + "`--json`" + `
+  they stay quiet.
 - SERVICE is a service's name, ` + "`PROTO:ADDRESS:PORT`" + ` or ` + "`fwmark:N`" + `; SERVER a real server's name, ` + "`ADDRESS`" + ` or
   ` + "`ADDRESS:PORT`" + `.
 - On the director, a verb goes through the running daemon's socket; without a daemon the CLI reconciles itself,
