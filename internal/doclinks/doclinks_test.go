@@ -1,7 +1,8 @@
 // Package doclinks holds the test that the documentation's relative links
 // resolve: every Markdown file in the repository's root and under docs/, each
 // link or image to a file that exists, and each #anchor to a heading of the
-// Markdown file it names.
+// Markdown file it names; and that README.md stays a door: short, with a map
+// naming every folder that holds Go code.
 package doclinks
 
 import (
@@ -198,4 +199,45 @@ func slugify(title string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestReadmeIsADoor: README.md stays short (at most 300 lines) and its map of
+// the house names every folder that holds Go code, as `folder/`.
+func TestReadmeIsADoor(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(text), "\n"); n > 300 {
+		t.Errorf("README.md has %d lines; at most 300 (the rest goes into docs/)", n)
+	}
+	folders := map[string]bool{}
+	err = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".go") {
+			rel, _ := filepath.Rel(root, filepath.Dir(p))
+			folders[filepath.ToSlash(rel)] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(folders) < 20 {
+		t.Fatalf("found %d folders with Go code under %s", len(folders), root)
+	}
+	for f := range folders {
+		if !strings.Contains(string(text), "`"+f+"/`") {
+			t.Errorf("README.md's map of the house does not name %s/", f)
+		}
+	}
 }
