@@ -19,7 +19,7 @@
 # Each prints requests/s, latency p50/p99, the VM's CPU and softirq share during each run (director, client and
 # real servers share the VM's two emulated CPUs) and the director's connection table (entries, buckets).
 # Bounded: SECONDS per run (default 10, at most 120). With --svg FILE, the requests/s and p99 of the runs are
-# also drawn as a bar chart (the README's).
+# also drawn as a bar chart (docs/performance.md's).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 die() {

@@ -9,7 +9,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
 )
 
-// labState is the lab's example state, also the first document README shows.
+// labState is the lab's example state, also the first document docs/state.md shows.
 const labState = "../../scripts/lab/state.json"
 
 // TestLabStateApplies applies scripts/lab/state.json as it is against the fake
@@ -40,10 +40,10 @@ func TestLabStateApplies(t *testing.T) {
 	}
 }
 
-// TestReadmeShowsLabState: the first JSON document in README.md is the lab's
-// state file, byte for byte, so the example a reader copies is one apply takes.
-func TestReadmeShowsLabState(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// TestStateDocShowsLabState: the first JSON document in docs/state.md is the
+// lab's state file, byte for byte, so the example a reader copies is one apply takes.
+func TestStateDocShowsLabState(t *testing.T) {
+	readme, err := os.ReadFile("../../docs/state.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,13 +53,13 @@ func TestReadmeShowsLabState(t *testing.T) {
 	}
 	_, rest, ok := strings.Cut(string(readme), "```json\n")
 	if !ok {
-		t.Fatal("README.md has no ```json block")
+		t.Fatal("docs/state.md has no ```json block")
 	}
 	doc, _, ok := strings.Cut(rest, "```")
 	if !ok {
-		t.Fatal("README.md's first ```json block is not closed")
+		t.Fatal("docs/state.md's first ```json block is not closed")
 	}
 	if doc != string(state) {
-		t.Errorf("README.md's first JSON document differs from %s:\n%s", labState, doc)
+		t.Errorf("docs/state.md's first JSON document differs from %s:\n%s", labState, doc)
 	}
 }

@@ -14,6 +14,10 @@ var (
 	commit  = ""
 )
 
+// release is the latest released version in CHANGELOG.md (TestVersionIsTheChangelogs
+// checks): what a build without -ldflags reports, with its commit after a "+".
+const release = "0.1.0"
+
 // buildInfo is what `ipvsctl version` reports.
 type buildInfo struct {
 	Version string `json:"version"`
@@ -38,7 +42,7 @@ func currentBuild() buildInfo {
 		b.Commit = "unknown"
 	}
 	if b.Version == "" {
-		b.Version = "0.0.0+" + b.Commit
+		b.Version = release + "+" + b.Commit
 	}
 	return b
 }

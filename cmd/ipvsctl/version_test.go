@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"os/exec"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -19,7 +22,45 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("version --json: exit %d\n%s", r.code, r.stdout)
 	}
 	version, commit = "", ""
-	if b := currentBuild(); !strings.HasPrefix(b.Version, "0.0.0+") || b.Commit == "" {
+	if b := currentBuild(); !strings.HasPrefix(b.Version, release+"+") || b.Commit == "" {
 		t.Fatalf("unstamped build: %+v", b)
+	}
+}
+
+// TestVersionIsTheChangelogs: the version an unstamped build reports is the
+// latest release CHANGELOG.md lists (its first "## [X.Y.Z] - DATE" heading,
+// after Unreleased), and the package's version script says the same.
+func TestVersionIsTheChangelogs(t *testing.T) {
+	text, err := os.ReadFile("../../CHANGELOG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^## \[(\d+\.\d+\.\d+)\] - (\d{4}-\d{2}-\d{2})$`).FindStringSubmatch(string(text))
+	if m == nil {
+		t.Fatal("CHANGELOG.md has no released version (## [X.Y.Z] - YYYY-MM-DD)")
+	}
+	if !strings.Contains(string(text), "\n## [Unreleased]\n") {
+		t.Error("CHANGELOG.md has no ## [Unreleased] section")
+	}
+	if release != m[1] {
+		t.Errorf("ipvsctl's release is %q, CHANGELOG.md's latest is %q", release, m[1])
+	}
+	version, commit = "", ""
+	if b := currentBuild(); !strings.HasPrefix(b.Version, m[1]+"+") {
+		t.Errorf("an unstamped build reports %q, want %s+COMMIT", b.Version, m[1])
+	}
+	out, err := exec.Command("../../scripts/package/version.sh").Output()
+	if err != nil {
+		t.Fatalf("scripts/package/version.sh: %v", err)
+	}
+	v := strings.TrimSpace(string(out))
+	if tag, err := exec.Command("git", "describe", "--tags", "--abbrev=0").Output(); err == nil {
+		// A tagged checkout reports its tag's version: it must be a release the changelog has.
+		want := strings.TrimPrefix(strings.TrimSpace(string(tag)), "v")
+		if !strings.Contains(string(text), "\n## ["+want+"] - ") {
+			t.Errorf("tag %s is not a release in CHANGELOG.md", want)
+		}
+	} else if !strings.HasPrefix(v, m[1]+"+") {
+		t.Errorf("scripts/package/version.sh says %q, want %s+COMMIT", v, m[1])
 	}
 }

@@ -1,5 +1,5 @@
 // Package walls holds the test of the module's import rules: the walls
-// between the rooms that README's "How it is built" names.
+// between the rooms that README.md's "The map of the house" names.
 package walls
 
 import (

@@ -59,7 +59,7 @@ func TestLabLoadTest(t *testing.T) {
 		t.Fatal(err)
 	}
 	script, _ := filepath.Abs("../loadtest.sh")
-	svg := os.Getenv("IPVSCTL_LOADTEST_SVG") // where the chart goes (the README's: docs/loadtest-lab.svg)
+	svg := os.Getenv("IPVSCTL_LOADTEST_SVG") // where the chart goes (docs/performance.md's: docs/loadtest-lab.svg)
 	if svg == "" {
 		svg = filepath.Join(t.TempDir(), "loadtest.svg")
 	}

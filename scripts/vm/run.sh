@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs one command as root inside a throwaway VM booted on Debian's stock kernel (which has IPVS), with the
-# host's root filesystem as the guest's root (read-only underneath, writes go to RAM). See README.md.
+# host's root filesystem as the guest's root (read-only underneath, writes go to RAM). See scripts/vm/README.md.
 #
 # Usage: run.sh [--mem MB] [--timeout SECONDS] [--hostfwd 127.0.0.1:PORT-:GUESTPORT] -- COMMAND [ARGS...]
 #   --mem MB           guest memory (default 2048)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepares the VM test bed (see README.md): installs the host packages it needs, extracts Debian's stock kernel
+# Prepares the VM test bed (see scripts/vm/README.md and docs/testing.md): installs the host packages it needs, extracts Debian's stock kernel
 # (which has IPVS as modules) into a cache directory and builds a busybox initramfs that boots into the host's
 # root. Idempotent: a second run only checks packages and the cache. Prints the paths it produced.
 #

@@ -384,7 +384,7 @@ func (e *ecmp) holdMany(n int, every time.Duration) []*holder {
 
 // settle waits until no BGP session at the router has come up again for
 // quiet (FRR's established counts): a session is reset once just after it
-// first comes up (see the README), and the connections should open after.
+// first comes up (see docs/bgp.md, "BFD under emulation"), and the connections should open after.
 func (e *ecmp) settle(quiet time.Duration) {
 	e.t.Helper()
 	last, since := e.bgpUps(), time.Now()

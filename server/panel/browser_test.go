@@ -217,7 +217,7 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("verify all: the table does not show the SSH error: %q", s)
 	}
 	shot("realservers-verified")
-	// Screenshots of the main screens, for README and for a look.
+	// Screenshots of the main screens, for docs/panel.md and for a look.
 	do("why (refused server)", chromedp.Navigate(u+"/services/www-tls/servers/web4/why"), chromedp.WaitVisible(chromedp.CSS("#why-reasons")))
 	waitFor(t, "sparklines", func() bool { return strings.Contains(e.get(t, "alice", "/live").Body, "<polyline") })
 	shot("why")
