@@ -120,8 +120,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			case err != nil && ctx.Err() == nil:
 				d.Log.Error("read desired state revision", "err", err)
 			case err == nil && (rev != lastRev || opened || time.Since(lastRun) >= interval):
-				d.reconcile(ctx, rev, rev != lastRev, opened)
-				lastRev, lastRun = rev, time.Now()
+				if d.reconcile(ctx, rev, rev != lastRev, opened) {
+					lastRev, lastRun = rev, time.Now()
+				}
 				d.checkQuorum(ctx)
 			}
 		}
@@ -160,26 +161,34 @@ func (d *Daemon) openKernel(ctx context.Context) {
 // reconcile loads revision rev's state if it is newer than what the core
 // knows, and makes the kernel match the newest state. After the kernel has
 // just been opened (restore) it always does: a write made while the daemon
-// was starting could not reconcile its own revision.
-func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision, restore bool) {
+// was starting could not reconcile its own revision. It returns false when
+// it left a new revision for later: a write through the core is under way
+// and has not offered its revision yet (the revision is most likely its
+// own, whose answer must list the kernel changes it made); the loop asks
+// again on its next tick, when that write has offered it or ended.
+func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision, restore bool) bool {
 	sk := d.sk
 	sk.mu.Lock()
 	stale := rev > sk.rev || sk.desired == nil
 	ours := newRevision && rev <= sk.reconciling && !restore
+	pending := newRevision && !ours && !restore && sk.writing > 0
 	sk.mu.Unlock()
 	if ours {
-		return // a write through the core made it and reconciles it itself
+		return true // a write through the core made it and reconciles it itself
+	}
+	if pending {
+		return false
 	}
 	if stale {
 		st, cur, err := d.store.Current(ctx)
 		if err != nil {
 			d.Log.Error("read desired state", "err", err)
-			return
+			return true
 		}
 		desired, err := ipvsmgr.Compile(st)
 		if err != nil {
 			d.Log.Error("stored desired state is invalid", "revision", cur, "err", err)
-			return
+			return true
 		}
 		sk.offer(cur, desired, false)
 	}
@@ -193,7 +202,7 @@ func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision, restore 
 		if sk.isOpen() {
 			d.Log.Error("reconcile", "revision", rev, "err", err)
 		}
-		return
+		return true
 	}
 	// A repair is what another process changed, not every change: those a
 	// health change makes that its own reconcile has not made yet are not.
@@ -206,6 +215,7 @@ func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision, restore 
 	for _, dr := range res.Retiring {
 		d.Log.Info("draining", "service", dr.Service.String(), "server", dr.Dest.String(), "active", dr.ActiveConns)
 	}
+	return true
 }
 
 // noticeResults looks at the stored real-server results after something

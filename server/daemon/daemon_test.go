@@ -174,3 +174,82 @@ func TestReadCounterUnwrapsToTheDriver(t *testing.T) {
 		t.Fatal("the counted kernel hides its driver")
 	}
 }
+
+// A write's revision is committed before the write offers it to the
+// daemon: a loop tick in between leaves it to the write, whose answer then
+// lists the kernel changes it made; a write that ends without offering one
+// leaves the revision to the loop's next tick.
+func TestLoopLeavesAWritesRevisionToTheWrite(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, d, path, k := daemonOnFake(t)
+	d.Interval, d.Poll = time.Hour, 5*time.Millisecond
+	go d.Run(ctx)
+	for !d.sk.isOpen() && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	other, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	commit := func(name, addr string) (int64, *ipvsmgr.Desired) {
+		t.Helper()
+		rev, _, err := other.Update(ctx, "t", "api", func(s *ipvsmgr.State, _ int64) (string, error) {
+			s.Services = append(s.Services, ipvsmgr.Service{Name: name, Address: addr, Port: 80, Servers: []ipvsmgr.Server{}})
+			return "vs add " + name, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _, err := other.Current(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		desired, err := ipvsmgr.Compile(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rev, desired
+	}
+	services := func() int {
+		tbl, _ := k.Table(ctx)
+		return len(tbl.Services)
+	}
+
+	apply, release, err := d.sk.BeginWrite(ctx, server.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, desired := commit("web", "198.18.0.100")
+	time.Sleep(100 * time.Millisecond) // about 20 of the loop's ticks
+	if n := services(); n != 0 {
+		t.Fatalf("the loop reconciled revision %d under the write that made it (%d services in the kernel)", rev, n)
+	}
+	res := &server.WriteResult{Revision: rev}
+	if err := apply(ctx, res, desired, server.WriteOptions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if len(res.Changes) != 1 || services() != 1 {
+		t.Fatalf("the write's answer lists %d kernel changes (%v), want its service's 1", len(res.Changes), res.Changes)
+	}
+
+	// A write that stores nothing of its own: the loop takes the revision
+	// once the write has ended.
+	_, release = func() (server.ApplyFunc, func()) {
+		a, r, err := d.sk.BeginWrite(ctx, server.WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a, r
+	}()
+	commit("api", "198.18.0.101")
+	release()
+	for services() != 2 {
+		if ctx.Err() != nil {
+			t.Fatalf("the loop never reconciled a revision no write offered (%d services)", services())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -36,8 +36,12 @@ type sharedKernel struct {
 	// itself: the daemon's loop leaves it to the write, whose answer then
 	// lists the kernel changes it made.
 	reconciling int64
-	last        server.ReconcileReport
-	ready       chan struct{} // closed once the kernel is open
+	// writing counts the writes begun that will reconcile their own
+	// revision and have not offered it yet or ended: a revision the loop
+	// finds meanwhile is likely one of theirs (see Daemon.reconcile).
+	writing int
+	last    server.ReconcileReport
+	ready   chan struct{} // closed once the kernel is open
 	// newDesired is told of each new desired state (under mu: it must
 	// return at once); the redundancy runner, which ticks only while it has
 	// something to watch, hears of settings.redundancy through it.
@@ -352,8 +356,21 @@ func (sk *sharedKernel) lastReconcile() server.ReconcileReport {
 
 // The kernel session is the daemon's core's Runtime.
 
-func (sk *sharedKernel) BeginWrite(_ context.Context, _ server.WriteOptions) (server.ApplyFunc, func(), error) {
-	return sk.apply, func() {}, nil // the daemon's reconcile reads under its own lock
+func (sk *sharedKernel) BeginWrite(_ context.Context, o server.WriteOptions) (server.ApplyFunc, func(), error) {
+	if o.NoApply {
+		return sk.apply, func() {}, nil // the daemon's reconcile reads under its own lock
+	}
+	sk.mu.Lock()
+	sk.writing++
+	sk.mu.Unlock()
+	var once sync.Once
+	return sk.apply, func() {
+		once.Do(func() {
+			sk.mu.Lock()
+			sk.writing--
+			sk.mu.Unlock()
+		})
+	}, nil
 }
 
 // apply tells the daemon of a new revision and reconciles it, unless NoApply.
