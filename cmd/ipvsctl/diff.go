@@ -20,7 +20,7 @@ func runDiff(env *cliEnv, args []string) int {
 		return exitUsage
 	}
 	ctx := context.Background()
-	b, err := env.backend(ctx, g)
+	b, err := env.readBackend(ctx, g)
 	if err != nil {
 		return env.fail("diff", err, false)
 	}

@@ -21,7 +21,7 @@ func runHistory(env *cliEnv, args []string) int {
 		return st
 	}
 	ctx := context.Background()
-	b, err := env.backend(ctx, g)
+	b, err := env.readBackend(ctx, g)
 	if err != nil {
 		return env.fail("history", err, false)
 	}

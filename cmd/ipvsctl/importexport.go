@@ -28,7 +28,7 @@ func runExport(env *cliEnv, args []string) int {
 		return exitUsage
 	}
 	ctx := context.Background()
-	b, err := env.backend(ctx, g)
+	b, err := env.readBackend(ctx, g)
 	if err != nil {
 		return env.fail("export", err, false)
 	}

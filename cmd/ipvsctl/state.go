@@ -24,6 +24,17 @@ type backend struct {
 }
 
 func (e *cliEnv) backend(ctx context.Context, g *globalFlags) (*backend, error) {
+	return e.openBackend(ctx, g, store.Open)
+}
+
+// readBackend is backend for the verbs that only read (history, export,
+// status, why, diff): without a daemon, it opens the database read-only, so
+// that they work on a full or read-only filesystem, in an incident.
+func (e *cliEnv) readBackend(ctx context.Context, g *globalFlags) (*backend, error) {
+	return e.openBackend(ctx, g, store.OpenReadOnly)
+}
+
+func (e *cliEnv) openBackend(ctx context.Context, g *globalFlags, open func(context.Context, string) (*store.Store, error)) (*backend, error) {
 	actor := server.Actor{Name: e.author(), Via: "cli"}
 	if c, ok, err := e.remote(g); err != nil || ok {
 		if err != nil {
@@ -31,7 +42,7 @@ func (e *cliEnv) backend(ctx context.Context, g *globalFlags) (*backend, error) 
 		}
 		return &backend{Director: c, actor: actor, close: func() {}}, nil
 	}
-	st, err := store.Open(ctx, g.db)
+	st, err := open(ctx, g.db)
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,7 @@ func runStatus(env *cliEnv, args []string) int {
 		return exitUsage
 	}
 	ctx := context.Background()
-	b, err := env.backend(ctx, g)
+	b, err := env.readBackend(ctx, g)
 	if err != nil {
 		return env.fail("status", err, false)
 	}

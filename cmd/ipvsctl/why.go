@@ -23,7 +23,7 @@ func runWhy(env *cliEnv, args []string) int {
 		return exitUsage
 	}
 	ctx := context.Background()
-	b, err := env.backend(ctx, g)
+	b, err := env.readBackend(ctx, g)
 	if err != nil {
 		return env.fail("why", err, false)
 	}
