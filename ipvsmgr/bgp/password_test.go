@@ -1,0 +1,56 @@
+package bgp
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+)
+
+func TestPasswordFileIsReadAtUseAndChecked(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "peer.key")
+	if err := os.WriteFile(good, []byte("md5-Key-42\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := ipvsmgr.BGP{ASN: 65001, Peers: []ipvsmgr.BGPPeer{{Address: "198.18.0.1", ASN: 65000, PasswordFile: good}, {Address: "198.18.0.2", ASN: 65000}}}
+	pw, err := ReadPasswords("settings.bgp", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Settings: s, Passwords: pw}
+	if got := peerConfig(s.Peers[0], cfg.Password(s.Peers[0]), netip.Addr{}, false).Conf.AuthPassword; got != "md5-Key-42" {
+		t.Errorf("the speaker's peer has key %q, want the file's, line end trimmed", got)
+	}
+	if got := peerConfig(s.Peers[1], cfg.Password(s.Peers[1]), netip.Addr{}, false).Conf.AuthPassword; got != "" {
+		t.Errorf("a peer without password_file has key %q", got)
+	}
+
+	wide := filepath.Join(dir, "wide.key")
+	os.WriteFile(wide, []byte("md5-Key-42"), 0o644)
+	long := filepath.Join(dir, "long.key")
+	os.WriteFile(long, []byte(strings.Repeat("k", 81)), 0o600)
+	empty := filepath.Join(dir, "empty.key")
+	os.WriteFile(empty, []byte("\n"), 0o600)
+	fifo := filepath.Join(dir, "fifo.key")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		wide: "mode 0644", long: "longer than", empty: "empty", fifo: "not a regular file",
+		filepath.Join(dir, "none"): "no such file",
+	} {
+		s.Peers[0].PasswordFile = path
+		_, err := ReadPasswords("settings.bgp", s)
+		if err == nil || !strings.Contains(err.Error(), "settings.bgp.peers[0].password_file: "+path) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want the field, the file and %q", path, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), "md5-Key-42") {
+			t.Errorf("%s: the error echoes the key: %v", path, err)
+		}
+	}
+}
