@@ -35,6 +35,9 @@ func (e *cliEnv) backend(ctx context.Context, g *globalFlags) (*backend, error) 
 	if err != nil {
 		return nil, err
 	}
+	for _, n := range st.MigrationNotes() {
+		fmt.Fprintln(e.stderr, "ipvsctl: "+n)
+	}
 	core := e.core(st, g.db)
 	return &backend{Director: core, actor: actor, local: core, close: func() { st.Close() }}, nil
 }
