@@ -127,89 +127,95 @@ func TestNoSecretReachesAViewer(t *testing.T) {
 	if c, b := seedBody("PATCH", "/api/v1/node", `{"peer_url":"https://198.18.0.2:3636","peer_fingerprint":"sha256:`+strings.Repeat("ab", 32)+`","peer_token":"`+secretPeerToken+`"}`); c != http.StatusOK {
 		t.Fatalf("PATCH the node: %d %s", c, b)
 	}
-	// Last (the director is a VRRP backup then, which takes no more
+	walk := func(stage string, minRevs int) {
+		resp, hist := do(t, g, admin, "GET", "/api/v1/history?limit=100", "")
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("history: %d", resp.StatusCode)
+		}
+		revs := strings.Count(hist, `"id":`)
+		if revs < minRevs {
+			t.Fatalf("%s: %d revisions made, want %d at least: %s", stage, revs, minRevs, hist)
+		}
+
+		fill := func(path string, rev int) string {
+			r := strings.NewReplacer("{id}", "web", "{sid}", "r1", "{author}", "admin", "{rev}", fmt.Sprint(rev),
+				"{addr}", "198.18.0.100", "{name}", "admin")
+			return r.Replace(path)
+		}
+		variants := func(path string) []string {
+			out := []string{path}
+			switch {
+			case strings.HasSuffix(path, "/export"):
+				for _, f := range []string{"json", "keepalived", "lvs.cf", "ipvsadm"} {
+					out = append(out, path+"?format="+f)
+				}
+			case strings.HasSuffix(path, "/history"):
+				out = append(out, path+"?limit=100")
+			}
+			return out
+		}
+		var apiGets, pageGets int
+		for _, role := range []auth.Role{auth.Viewer, auth.Operator} {
+			for _, rt := range httpd.Routes() {
+				if rt.Method != "GET" || !auth.Allows(role, rt.Role) {
+					continue
+				}
+				for rev := 1; rev <= revs; rev++ {
+					if rev > 1 && !strings.Contains(rt.Pattern, "{rev}") {
+						break
+					}
+					for _, p := range variants(fill(rt.Pattern, rev)) {
+						resp, body := do(t, g, g.Tokens[role], "GET", p, "")
+						if resp.StatusCode >= 500 {
+							t.Errorf("%s GET %s: %d %s", role, p, resp.StatusCode, body)
+						}
+						leaks(role.String()+" GET "+p, body)
+						apiGets++
+					}
+				}
+			}
+			for _, p := range []string{"/metrics", "/healthz"} {
+				_, body := do(t, g, g.Tokens[role], "GET", p, "")
+				leaks(role.String()+" GET "+p, body)
+			}
+			cookie := g.PanelLogin(t, role.String())
+			for _, pat := range panel.RoutePatterns() {
+				method, path, _ := strings.Cut(pat, " ")
+				if method != "GET" || strings.HasPrefix(path, "/static/") {
+					continue
+				}
+				path = strings.TrimSuffix(path, "{$}")
+				for rev := 1; rev <= revs; rev++ {
+					if rev > 1 && !strings.Contains(path, "{rev}") {
+						break
+					}
+					for _, p := range variants(fill(path, rev)) {
+						resp, body := g.Panel(t, cookie, "GET", p, nil)
+						if resp.StatusCode >= 500 {
+							t.Errorf("%s page %s: %d", role, p, resp.StatusCode)
+						}
+						leaks(role.String()+"'s page "+p, body)
+						pageGets++
+					}
+				}
+			}
+		}
+		t.Logf("%s: walked %d API GETs and %d panel pages as viewer and operator over %d revisions", stage, apiGets, pageGets, revs)
+		if apiGets < 40 || pageGets < 30 {
+			t.Errorf("%s: walked only %d API GETs and %d pages", stage, apiGets, pageGets)
+		}
+	}
+	// The BGP document current (on the code before, the one with the
+	// password in it), then the VRRP one.
+	walk("BGP", 2)
+	// Then (the director is a VRRP backup then, which takes no more
 	// writes): VRRP with a key file.
 	red := `{"settings":{"tcp_timeout":0,"tcpfin_timeout":0,"udp_timeout":0,"redundancy":{"vrid":51,"interface":"eth0","auth":{"keys":[{"id":1,"file":"` + vrrpKey + `"}]}}},
  "services":[{"name":"web","address":"198.18.0.100","port":80,"interface":"eth0","scheduler":"mh","servers":[{"name":"r1","address":"198.18.0.11","port":80}]}]}`
 	if c := seed("PUT", "/api/v1/state?apply=false", red); c != http.StatusOK {
 		t.Fatalf("PUT the VRRP document: %d", c)
 	}
-	resp, hist := do(t, g, admin, "GET", "/api/v1/history?limit=100", "")
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("history: %d", resp.StatusCode)
-	}
-	revs := strings.Count(hist, `"id":`)
-	if revs < 3 {
-		t.Fatalf("%d revisions made, want 3 at least: %s", revs, hist)
-	}
-
-	fill := func(path string, rev int) string {
-		r := strings.NewReplacer("{id}", "web", "{sid}", "r1", "{author}", "admin", "{rev}", fmt.Sprint(rev),
-			"{addr}", "198.18.0.100", "{name}", "admin")
-		return r.Replace(path)
-	}
-	variants := func(path string) []string {
-		out := []string{path}
-		switch {
-		case strings.HasSuffix(path, "/export"):
-			for _, f := range []string{"json", "keepalived", "lvs.cf", "ipvsadm"} {
-				out = append(out, path+"?format="+f)
-			}
-		case strings.HasSuffix(path, "/history"):
-			out = append(out, path+"?limit=100")
-		}
-		return out
-	}
-	var apiGets, pageGets int
-	for _, role := range []auth.Role{auth.Viewer, auth.Operator} {
-		for _, rt := range httpd.Routes() {
-			if rt.Method != "GET" || !auth.Allows(role, rt.Role) {
-				continue
-			}
-			for rev := 1; rev <= revs; rev++ {
-				if rev > 1 && !strings.Contains(rt.Pattern, "{rev}") {
-					break
-				}
-				for _, p := range variants(fill(rt.Pattern, rev)) {
-					resp, body := do(t, g, g.Tokens[role], "GET", p, "")
-					if resp.StatusCode >= 500 {
-						t.Errorf("%s GET %s: %d %s", role, p, resp.StatusCode, body)
-					}
-					leaks(role.String()+" GET "+p, body)
-					apiGets++
-				}
-			}
-		}
-		for _, p := range []string{"/metrics", "/healthz"} {
-			_, body := do(t, g, g.Tokens[role], "GET", p, "")
-			leaks(role.String()+" GET "+p, body)
-		}
-		cookie := g.PanelLogin(t, role.String())
-		for _, pat := range panel.RoutePatterns() {
-			method, path, _ := strings.Cut(pat, " ")
-			if method != "GET" || strings.HasPrefix(path, "/static/") {
-				continue
-			}
-			path = strings.TrimSuffix(path, "{$}")
-			for rev := 1; rev <= revs; rev++ {
-				if rev > 1 && !strings.Contains(path, "{rev}") {
-					break
-				}
-				for _, p := range variants(fill(path, rev)) {
-					resp, body := g.Panel(t, cookie, "GET", p, nil)
-					if resp.StatusCode >= 500 {
-						t.Errorf("%s page %s: %d", role, p, resp.StatusCode)
-					}
-					leaks(role.String()+"'s page "+p, body)
-					pageGets++
-				}
-			}
-		}
-	}
-	t.Logf("walked %d API GETs and %d panel pages as viewer and operator over %d revisions", apiGets, pageGets, revs)
-	if apiGets < 40 || pageGets < 30 {
-		t.Errorf("walked only %d API GETs and %d pages", apiGets, pageGets)
-	}
+	walk("VRRP", 3)
 }
 
 // panelUpload posts a file to a panel form as a browser would.
