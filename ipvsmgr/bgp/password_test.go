@@ -1,14 +1,18 @@
 package bgp
 
 import (
+	"context"
+	"log/slog"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/bgp/bgptest"
 )
 
 func TestPasswordFileIsReadAtUseAndChecked(t *testing.T) {
@@ -53,4 +57,49 @@ func TestPasswordFileIsReadAtUseAndChecked(t *testing.T) {
 			t.Errorf("%s: the error echoes the key: %v", path, err)
 		}
 	}
+}
+
+// TestSpeakerSignsWithTheKeyOfItsPasswordFile runs a router whose session
+// needs a TCP MD5 key: a speaker without it gets no session, one whose
+// password_file holds it does.
+func TestSpeakerSignsWithTheKeyOfItsPasswordFile(t *testing.T) {
+	const key = "md5-router-key-7"
+	r := bgptest.StartRouterWithKey(t, key)
+	ctx := context.Background()
+	file := filepath.Join(t.TempDir(), "router.key")
+	if err := os.WriteFile(file, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	settings := ipvsmgr.BGP{ASN: 65001, Peers: []ipvsmgr.BGPPeer{{Address: "127.0.0.2", Port: r.Port, ASN: 65000, HoldTime: 9}}}
+	cfg := Config{Settings: settings, RouterID: netip.MustParseAddr("198.18.0.1"), Source: netip.MustParseAddr("127.0.0.1")}
+
+	// Unsigned: the router's kernel drops its SYNs. Two connect attempts
+	// (ConnectRetry is 3 s) are given the time to fail.
+	sp, err := Start(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(7 * time.Second)
+	for time.Now().Before(deadline) && !r.Established(t) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	up := r.Established(t)
+	sp.Stop(ctx, 0)
+	if up {
+		t.Fatal("a speaker without the key got a session: the router does not check TCP MD5, the test proves nothing")
+	}
+
+	cfg.Settings.Peers[0].PasswordFile = file
+	if cfg.Passwords, err = ReadPasswords("settings.bgp", cfg.Settings); err != nil {
+		t.Fatal(err)
+	}
+	sp, err = Start(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Stop(ctx, 0)
+	waitFor(t, "the signed session to be established", func() bool {
+		ps, err := sp.Peers(ctx)
+		return err == nil && len(ps) == 1 && ps[0].Up && r.Established(t)
+	})
 }
