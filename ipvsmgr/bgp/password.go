@@ -66,7 +66,10 @@ func ReadPasswordFile(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
-	key := bytes.TrimSuffix(bytes.TrimSuffix(raw, []byte("\n")), []byte("\r"))
+	key := raw
+	if k, ok := bytes.CutSuffix(raw, []byte("\n")); ok {
+		key = bytes.TrimSuffix(k, []byte("\r"))
+	}
 	switch {
 	case len(raw) > most || len(key) > ipvsmgr.MaxMD5Key:
 		return "", fmt.Errorf("%s: longer than a TCP MD5 key's %d bytes", path, ipvsmgr.MaxMD5Key)

@@ -34,6 +34,16 @@ func TestPasswordFileIsReadAtUseAndChecked(t *testing.T) {
 		t.Errorf("a peer without password_file has key %q", got)
 	}
 
+	crlf := filepath.Join(dir, "crlf.key")
+	os.WriteFile(crlf, []byte("md5-Key-42\r\n"), 0o600)
+	bareCR := filepath.Join(dir, "cr.key")
+	os.WriteFile(bareCR, []byte("md5-Key-42\r"), 0o600)
+	for path, want := range map[string]string{crlf: "md5-Key-42", bareCR: "md5-Key-42\r"} {
+		if k, err := ReadPasswordFile(path); err != nil || k != want {
+			t.Errorf("%s: key %q, %v; want %q (one line end dropped, nothing else)", path, k, err, want)
+		}
+	}
+
 	wide := filepath.Join(dir, "wide.key")
 	os.WriteFile(wide, []byte("md5-Key-42"), 0o644)
 	long := filepath.Join(dir, "long.key")
