@@ -84,7 +84,8 @@ func TestNoSecretReachesAViewer(t *testing.T) {
 		return p
 	}
 	vrrpKey, bgpKey := writeKey("vrrp.key", secretVRRPFile), writeKey("bgp.key", secretBGPFile)
-	secrets := []string{secretBGPInDoc, secretBGPDraft, secretBGPFile, secretVRRPFile, secretAuthPass, secretSSLPass, secretInlineHMAC, secretPeerToken, "$argon2id$"}
+	secrets := []string{secretBGPInDoc, secretBGPDraft, secretBGPFile, secretVRRPFile, secretAuthPass, secretSSLPass, secretInlineHMAC, secretPeerToken, "$argon2id$",
+		admin, g.PanelLogin(t, "admin").Value} // the admin's token and a session of theirs
 	leaks := func(where, body string) {
 		t.Helper()
 		for _, s := range secrets {
