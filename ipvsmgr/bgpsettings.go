@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -78,11 +79,29 @@ type BGPPeer struct {
 	// BFD, when set, runs single-hop BFD with the peer: its loss resets
 	// the session and takes the director's routes away at once.
 	BFD *BFD `json:"bfd,omitempty"`
-	// Password is the TCP MD5 signature key of the session.
-	Password string `json:"password,omitempty"`
+	// PasswordFile names the file on each director that holds the TCP MD5
+	// signature key of the session (read when the speaker starts a session;
+	// a trailing line end is not part of it). The key itself never goes in
+	// the document: every viewer reads the document and every old revision.
+	PasswordFile string `json:"password_file,omitempty"`
+	// LegacyPassword is the key as documents before password_file held it:
+	// decoded so that validation can refuse it by name (and the store's
+	// migration can move it to a file), never encoded.
+	LegacyPassword RefusedSecret `json:"password,omitzero"`
 	// HoldTime in seconds; 0 means 90 (keepalives every third of it).
 	HoldTime int `json:"hold_time,omitempty"`
 }
+
+// RefusedSecret is a secret that a document may carry in but that is never
+// written out: encoding/json leaves it out whatever it holds (IsZero is
+// always true, and the fields of this type are omitzero).
+type RefusedSecret string
+
+// IsZero makes encoding/json leave the field out.
+func (RefusedSecret) IsZero() bool { return true }
+
+// MarshalJSON writes nothing secret should a field lack omitzero.
+func (RefusedSecret) MarshalJSON() ([]byte, error) { return []byte(`""`), nil }
 
 // BFD timers: Interval in seconds (transmit and receive), Multiplier the
 // packets lost before the session is down.
@@ -92,9 +111,10 @@ type BFD struct {
 }
 
 const (
-	maxASN        = 1<<32 - 1
-	maxMED        = 1<<32 - 1
-	maxMD5Key     = 80 // TCP_MD5SIG_MAXKEYLEN
+	maxASN = 1<<32 - 1
+	maxMED = 1<<32 - 1
+	// MaxMD5Key is TCP_MD5SIG_MAXKEYLEN, the longest TCP MD5 key.
+	MaxMD5Key     = 80
 	maxBFDSeconds = 60.0
 	// maxPrepend keeps a de-preferred path within what routers accept
 	// (FRR's maxas-limit and most filters allow far more than 16 hops).
@@ -137,8 +157,13 @@ func (v *validator) bgpSettings(field string, b *BGP) {
 		if p.HoldTime != 0 && (p.HoldTime < 3 || p.HoldTime > 65535) {
 			v.addf(f+".hold_time", "%d is out of range 3..65535 seconds (or 0 for 90)", p.HoldTime)
 		}
-		if len(p.Password) > maxMD5Key || strings.ContainsRune(p.Password, 0) {
-			v.addf(f+".password", "a TCP MD5 key is at most %d bytes without NUL (this one has %d)", maxMD5Key, len(p.Password))
+		if p.LegacyPassword != "" {
+			v.addf(f+".password", "the key never goes in the document (every viewer and every old revision would hold it): write it to a file only root may read and name that file in password_file")
+		}
+		switch pf := p.PasswordFile; {
+		case pf == "":
+		case !filepath.IsAbs(pf) || filepath.Clean(pf) != pf || strings.ContainsRune(pf, 0):
+			v.addf(f+".password_file", "%q is not a clean absolute path", pf)
 		}
 		if p.BFD != nil {
 			if iv := p.BFD.Interval; math.IsNaN(iv) || iv < 0.01 || iv > maxBFDSeconds {

@@ -303,6 +303,7 @@ func DecodeState(r io.Reader) (*State, error) {
 		return nil, fmt.Errorf("read state document: %w", err)
 	}
 	if st, ok := decodeFast(data); ok {
+		ScrubImported(st.Imported)
 		return st, nil
 	}
 	// The slow path also gives the exact diagnostic, with its line.
@@ -315,6 +316,7 @@ func DecodeState(r io.Reader) (*State, error) {
 	if dec.More() {
 		return nil, &ValidationError{Problems: []Problem{{Field: "document", Message: "trailing data after the JSON object"}}}
 	}
+	ScrubImported(st.Imported)
 	return &st, nil
 }
 

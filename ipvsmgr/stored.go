@@ -89,5 +89,6 @@ func (p *StoredParts) Join() []byte {
 // them as they are.
 func (p *StoredParts) DecodeSettingsAndImported() (settings Settings, imported []ImportedKey, ok bool) {
 	ok = decodeStrict(p.Settings, &settings) && (p.Imported == nil || decodeStrict(p.Imported, &imported))
+	ScrubImported(imported)
 	return settings, imported, ok
 }

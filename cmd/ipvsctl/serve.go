@@ -57,6 +57,9 @@ func runServe(env *cliEnv, args []string) int {
 		return env.fail("serve", err, false)
 	}
 	defer st.Close()
+	for _, n := range st.MigrationNotes() {
+		log.Warn("state database", "migration", n)
+	}
 	if err := st.Check(ctx); err != nil {
 		return env.fail("serve", err, false)
 	}

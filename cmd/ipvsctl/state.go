@@ -46,6 +46,9 @@ func (e *cliEnv) openBackend(ctx context.Context, g *globalFlags, open func(cont
 	if err != nil {
 		return nil, err
 	}
+	for _, n := range st.MigrationNotes() {
+		fmt.Fprintln(e.stderr, "ipvsctl: "+n)
+	}
 	core := e.core(st, g.db)
 	return &backend{Director: core, actor: actor, local: core, close: func() { st.Close() }}, nil
 }

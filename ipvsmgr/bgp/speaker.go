@@ -31,6 +31,17 @@ type Config struct {
 	// ListenPort is where the speaker accepts sessions; 0 means it does
 	// not listen (it opens every session itself).
 	ListenPort int
+	// Passwords are the peers' TCP MD5 keys by the file that holds each
+	// (ReadPasswords); never encoded.
+	Passwords map[string]string `json:"-"`
+}
+
+// Password is peer p's TCP MD5 key ("" for none).
+func (c Config) Password(p ipvsmgr.BGPPeer) string {
+	if p.PasswordFile == "" {
+		return ""
+	}
+	return c.Passwords[p.PasswordFile]
 }
 
 // Speaker is a GoBGP server announcing a set of VIP prefixes.
@@ -79,7 +90,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Speaker, error) 
 	}
 	sp := &Speaker{s: s, log: log, cfg: cfg, announced: map[netip.Prefix]uuid.UUID{}, bfdSeen: map[string]api.BfdSessionState{}}
 	for _, p := range cfg.Settings.Peers {
-		if err := s.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(p, cfg.Source, false)}); err != nil {
+		if err := s.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(p, cfg.Password(p), cfg.Source, false)}); err != nil {
 			sp.stopNow()
 			return nil, fmt.Errorf("add BGP peer %s AS %d: %w", p.Address, p.ASN, err)
 		}
@@ -89,14 +100,14 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Speaker, error) 
 
 // peerConfig is a peer's GoBGP configuration; with bfd its BFD session
 // too, when p has one (TendPeers turns it on once the session is up).
-func peerConfig(p ipvsmgr.BGPPeer, source netip.Addr, bfd bool) *api.Peer {
+func peerConfig(p ipvsmgr.BGPPeer, password string, source netip.Addr, bfd bool) *api.Peer {
 	addr, _ := netip.ParseAddr(p.Address)
 	hold := uint64(p.HoldTime)
 	if hold == 0 {
 		hold = 90
 	}
 	peer := &api.Peer{
-		Conf:      &api.PeerConf{NeighborAddress: addr.String(), PeerAsn: uint32(p.ASN), AuthPassword: p.Password},
+		Conf:      &api.PeerConf{NeighborAddress: addr.String(), PeerAsn: uint32(p.ASN), AuthPassword: password},
 		Timers:    &api.Timers{Config: &api.TimersConfig{HoldTime: hold, KeepaliveInterval: max(hold/3, 1), ConnectRetry: 3, IdleHoldTimeAfterReset: 1}},
 		Transport: &api.Transport{RemotePort: uint32(p.Port)},
 		AfiSafis:  []*api.AfiSafi{{Config: &api.AfiSafiConfig{Family: family(addr), Enabled: true}}},
@@ -310,7 +321,7 @@ func (sp *Speaker) TendPeers(ctx context.Context) error {
 	for _, n := range now {
 		if !n.bfdOn {
 			if p, ok := sp.peer(n.addr); ok && p.BFD != nil && n.established {
-				if _, err := sp.s.UpdatePeer(ctx, &api.UpdatePeerRequest{Peer: peerConfig(p, sp.cfg.Source, true)}); err != nil {
+				if _, err := sp.s.UpdatePeer(ctx, &api.UpdatePeerRequest{Peer: peerConfig(p, sp.cfg.Password(p), sp.cfg.Source, true)}); err != nil {
 					errs = append(errs, fmt.Errorf("turn BFD on for BGP peer %s: %w", n.addr, err))
 				}
 			}
@@ -358,7 +369,7 @@ func (sp *Speaker) readdPeer(ctx context.Context, addr string) error {
 	if err := sp.s.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr}); err != nil {
 		return fmt.Errorf("delete BGP peer %s to add it again: %w", addr, err)
 	}
-	if err := sp.s.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(p, sp.cfg.Source, false)}); err != nil {
+	if err := sp.s.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(p, sp.cfg.Password(p), sp.cfg.Source, false)}); err != nil {
 		return fmt.Errorf("add BGP peer %s again: %w", addr, err)
 	}
 	return nil

@@ -203,6 +203,7 @@ func ImportWith(format string, r io.Reader, o Options) (*ipvsmgr.State, *Report,
 			st.Imported[i].Scope = strings.TrimSpace("in " + f + " " + st.Imported[i].Scope)
 		}
 	}
+	ipvsmgr.ScrubImported(st.Imported) // a secret another tool's file holds is not kept (ipvsmgr/secrets.go)
 	im.rep.Services, im.rep.Kept = len(st.Services), len(st.Imported)
 	for _, svc := range st.Services {
 		im.rep.Servers += len(svc.Servers)

@@ -2,10 +2,13 @@ package daemon
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -113,7 +116,15 @@ func (r *bgpRunner) step(ctx context.Context) {
 	if cfg.Source.IsValid() {
 		st.Source = cfg.Source.String()
 	}
-	if key := configKey(cfg); key != r.key {
+	// The keys are read at every step, so that a key file rewritten (a
+	// rotation) gives new sessions; one unreadable keeps the sessions that
+	// run (with the key read before) and is shown.
+	if cfg.Passwords, err = bgp.ReadPasswords("settings.bgp", cfg.Settings); err != nil {
+		st.Error = err.Error()
+		if r.sp == nil {
+			return
+		}
+	} else if key := configKey(cfg); key != r.key {
 		// A changed configuration: the new sessions announce again. The old
 		// speaker has stopped (GoBGP's goroutines ended) before the new one
 		// starts: one speaker a process (bgp.Start says why).
@@ -203,7 +214,15 @@ func bgpConfig(s ipvsmgr.BGP, n store.Node) (bgp.Config, error) {
 func configKey(cfg bgp.Config) string {
 	cfg.Settings.Drain = nil
 	b, _ := json.Marshal(cfg)
-	return string(b)
+	// The keys as a digest: the key of a configuration stays in memory
+	// and must not be a copy of them.
+	h := sha256.New()
+	h.Write(b)
+	files := slices.Sorted(maps.Keys(cfg.Passwords))
+	for _, f := range files {
+		fmt.Fprintf(h, "|%s|%d|%s", f, len(cfg.Passwords[f]), cfg.Passwords[f])
+	}
+	return fmt.Sprintf("%x", h.Sum(nil))
 }
 
 func LocalAddrs() ([]netip.Addr, error) {

@@ -12,7 +12,7 @@ import (
 
 // conversions are the migrations' steps that change documents, by version.
 func (s *Store) conversions() map[int]func(ctx context.Context, tx *sql.Tx) error {
-	return map[int]func(ctx context.Context, tx *sql.Tx) error{10: s.convertDrained}
+	return map[int]func(ctx context.Context, tx *sql.Tx) error{10: s.convertDrained, 17: s.convertBGPPasswords}
 }
 
 // drainHistory is how many revisions convertDrained reads for a weight.

@@ -50,6 +50,12 @@ func (e *StaleError) Error() string {
 type Store struct {
 	db   *sql.DB
 	path string
+	// secretsDir is where migration 0017 writes the keys it moves out of
+	// the documents (SecretsDir); notes what the migrations said; vacuum
+	// that one of them freed pages that held a secret.
+	secretsDir string
+	notes      []string
+	vacuum     bool
 }
 
 // Open opens (creating it and its directory if needed, mode 0600) the state
@@ -73,7 +79,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	s := &Store{db: db, path: path}
+	s := &Store{db: db, path: path, secretsDir: SecretsDir(path)}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		if !errors.Is(err, ErrCorrupt) {
@@ -100,6 +106,17 @@ func (s *Store) migrate(ctx context.Context) error {
 	}
 	if err := s.migrateTo(ctx, all); err != nil {
 		return err
+	}
+	if s.vacuum {
+		// The pages a secret was on are free, not blank: VACUUM rewrites
+		// the file without them, and the checkpoint empties the WAL.
+		if _, err := s.db.ExecContext(ctx, `VACUUM`); err != nil {
+			return fmt.Errorf("vacuum after the migration: %w", busy(err))
+		}
+		if _, err := s.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+			return fmt.Errorf("checkpoint after the migration: %w", busy(err))
+		}
+		s.vacuum = false
 	}
 	return s.importResultsFile(ctx)
 }

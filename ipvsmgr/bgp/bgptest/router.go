@@ -33,8 +33,12 @@ import (
 	"github.com/osrg/gobgp/v4/pkg/server"
 )
 
-// childEnv makes the test binary the router (see Main).
-const childEnv = "IPVSCTL_BGPTEST_ROUTER"
+// childEnv makes the test binary the router (see Main); keyEnv gives it
+// the TCP MD5 key of its session (StartRouterWithKey).
+const (
+	childEnv = "IPVSCTL_BGPTEST_ROUTER"
+	keyEnv   = "IPVSCTL_BGPTEST_MD5"
+)
 
 // Main runs the package's tests, or, in the child StartRouter starts, the
 // router: it never returns.
@@ -62,8 +66,16 @@ type Router struct {
 // StartRouter starts one; it stops when the test ends.
 func StartRouter(t testing.TB) *Router {
 	t.Helper()
+	return StartRouterWithKey(t, "")
+}
+
+// StartRouterWithKey starts one whose session is signed with TCP MD5 key
+// (none when key is ""): the kernel drops the segments of a speaker
+// without the same key.
+func StartRouterWithKey(t testing.TB, key string) *Router {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=1")
+	cmd.Env = append(os.Environ(), childEnv+"=1", keyEnv+"="+key)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatalf("router's stdin: %v", err)
@@ -179,7 +191,7 @@ func serveRouter(in io.Reader, out io.Writer) error {
 		return fmt.Errorf("start router: %w", err)
 	}
 	if err := s.AddPeer(ctx, &api.AddPeerRequest{Peer: &api.Peer{
-		Conf:      &api.PeerConf{NeighborAddress: "127.0.0.1", PeerAsn: 65001},
+		Conf:      &api.PeerConf{NeighborAddress: "127.0.0.1", PeerAsn: 65001, AuthPassword: os.Getenv(keyEnv)},
 		Transport: &api.Transport{PassiveMode: true, LocalAddress: "127.0.0.2"},
 	}}); err != nil {
 		return fmt.Errorf("router add peer: %w", err)

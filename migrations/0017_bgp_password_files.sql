@@ -1,0 +1,5 @@
+-- BGP peers' TCP MD5 keys leave the document: each distinct settings.bgp.peers[].password of every revision and
+-- every draft is written to a file (mode 0600) under the secrets directory beside the database, the peer names it
+-- in password_file, and the key is scrubbed from every revision (whole, reverse or forward delta), every draft,
+-- the summaries and the audit; secrets kept from another tool's file (Imported) are scrubbed too. The step is Go
+-- (server/store/secrets.go); the database is vacuumed after it, so that no freed page still holds a key.
