@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"fmt"
 	"os"
 	"os/user"
@@ -30,8 +32,20 @@ func (e *cliEnv) backend(ctx context.Context, g *globalFlags) (*backend, error) 
 // readBackend is backend for the verbs that only read (history, export,
 // status, why, diff): without a daemon, it opens the database read-only, so
 // that they work on a full or read-only filesystem, in an incident.
+// A database not there yet is made, and one an older ipvsctl left is
+// upgraded, as a write would (the only case a read writes), so that a
+// first status works on a new director and after an upgrade.
 func (e *cliEnv) readBackend(ctx context.Context, g *globalFlags) (*backend, error) {
-	return e.openBackend(ctx, g, store.OpenReadOnly)
+	return e.openBackend(ctx, g, func(ctx context.Context, path string) (*store.Store, error) {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return store.Open(ctx, path)
+		}
+		st, err := store.OpenReadOnly(ctx, path)
+		if errors.Is(err, store.ErrSchemaBehind) {
+			return store.Open(ctx, path)
+		}
+		return st, err
+	})
 }
 
 func (e *cliEnv) openBackend(ctx context.Context, g *globalFlags, open func(context.Context, string) (*store.Store, error)) (*backend, error) {

@@ -44,6 +44,11 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, corruptAdvice(path, busy(err))
 	}
+	if _, err := os.Stat(legacyResultsPath(path)); err == nil {
+		s.Close()
+		return nil, fmt.Errorf("%w: %s has a real-server results file beside it that an older ipvsctl kept, not yet moved in; "+
+			"run any write (or start the daemon) to move it", ErrSchemaBehind, path)
+	}
 	return s, nil
 }
 

@@ -104,8 +104,14 @@ func (s *Store) RealServerRecords(ctx context.Context) ([]RealServerRecord, erro
 
 // importResultsFile moves the results an older ipvsctl kept in
 // realserver-results.json beside the database into the database, once.
+// legacyResultsPath is where an older ipvsctl kept the real-server results:
+// a file beside the database, moved into it at the next open for writing.
+func legacyResultsPath(db string) string {
+	return filepath.Join(filepath.Dir(db), "realserver-results.json")
+}
+
 func (s *Store) importResultsFile(ctx context.Context) error {
-	path := filepath.Join(filepath.Dir(s.path), "realserver-results.json")
+	path := legacyResultsPath(s.path)
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
