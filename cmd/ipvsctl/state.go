@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/user"
 	"strconv"
