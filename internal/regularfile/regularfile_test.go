@@ -45,3 +45,36 @@ func TestOpenRefusesWhatIsNotARegularFile(t *testing.T) {
 		t.Errorf("Open(missing) = %v, want ErrNotExist", err)
 	}
 }
+
+// A secret file is read once, its line end dropped; one others may read,
+// one with two lines, an empty one and a FIFO are refused, naming the file.
+func TestReadSecret(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if s, err := ReadSecret(write("tok", "ipvsctl_0123abcd_secret\n", 0o600)); err != nil || s != "ipvsctl_0123abcd_secret" {
+		t.Errorf("ReadSecret = %q, %v", s, err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{write("open", "ipvsctl_x\n", 0o644), "mode 0644 lets its group or others read it"},
+		{write("two", "a\nb\n", 0o600), "more than one line"},
+		{write("empty", "\n", 0o600), "empty"},
+		{fifo, "not a regular file"},
+	} {
+		if _, err := ReadSecret(tc.path); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.path) {
+			t.Errorf("ReadSecret(%s) = %v, want %q naming the file", tc.path, err, tc.want)
+		}
+	}
+}
