@@ -88,18 +88,22 @@ func (a *Auth) verifyAttempt(ctx context.Context, by *Principal, action, name, p
 		// of long names takes no memory.
 		by.User, limitName = quoteShort(name), "(invalid name)"
 	}
-	release, err := a.hashes.acquire(ctx)
+	release, err := a.hashes.acquire(ctx, limitName, by.ClientAddr)
 	if err != nil {
+		var rl *RateLimitError
+		if errors.As(err, &rl) {
+			a.auditRepeat(ctx, by, action, "refused: "+rl.Reason)
+		}
 		return nil, err
 	}
 	defer release()
-	if wait := a.guard.admit(ctx, limitName, by.ClientAddr, now); wait > 0 {
+	if wait, reason := a.guard.admit(ctx, limitName, by.ClientAddr, now); wait > 0 {
 		who := *by
 		if _, err := a.st.UserByName(ctx, name); errors.Is(err, store.ErrNotFound) {
 			who.User = "(unknown user)"
 		}
-		a.auditRepeat(ctx, &who, action, "refused: too many failed attempts")
-		return nil, &RateLimitError{RetryAfter: wait}
+		a.auditRepeat(ctx, &who, action, "refused: "+orDefault(reason, "too many failed attempts"))
+		return nil, &RateLimitError{RetryAfter: wait, Reason: reason}
 	}
 	u, ok, reason, err := a.checkPassword(ctx, name, password)
 	if err != nil {
@@ -116,7 +120,7 @@ func (a *Auth) verifyAttempt(ctx context.Context, by *Principal, action, name, p
 		a.auditRepeat(ctx, &who, action, reason)
 		return nil, ErrBadCredentials
 	}
-	a.guard.succeeded(limitName, by.ClientAddr)
+	a.guard.succeeded(limitName, by.ClientAddr, now)
 	return u, nil
 }
 
@@ -280,4 +284,11 @@ func minTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
