@@ -69,6 +69,8 @@ type Auth struct {
 	cfg    Config
 	guard  *loginGuard
 	hashes *hashSlots
+	// refusals are the refused attempts not yet in the audit (auditRepeat).
+	refusals refusalCounts
 	// verify is VerifyPassword; tests count its calls.
 	verify    func(encoded, password string) (bool, error)
 	dummyOnce sync.Once

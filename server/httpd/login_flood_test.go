@@ -45,7 +45,6 @@ func TestAdminLoginIsNotQueuedBehindAnotherAccount(t *testing.T) {
 	g := servertest.Start(t, servertest.WithAuth(auth.Config{
 		Params:         auth.Params{Memory: 16 << 10, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}, // 16 MiB: a hash takes a while
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
-		LoginSuccesses: 100_000, // the flood's correct logins are not what this test limits
 	}))
 	var idle []time.Duration
 	for range 3 {
@@ -71,7 +70,9 @@ func TestAdminLoginIsNotQueuedBehindAnotherAccount(t *testing.T) {
 				case resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") != "":
 					limited.Add(1)
 				default:
-					other.Add(1)
+					if other.Add(1) <= 3 {
+						t.Logf("a viewer login answered %d", resp.StatusCode)
+					}
 				}
 			}
 		}()
@@ -106,7 +107,7 @@ func TestAdminLoginIsNotQueuedBehindAnotherAccount(t *testing.T) {
 	if other.Load() != 0 || limited.Load() == 0 || ok.Load() == 0 {
 		t.Errorf("viewer's answers: %d logged in, %d limited (429 with Retry-After), %d other", ok.Load(), limited.Load(), other.Load())
 	}
-	if s.Refused < limited.Load() {
-		t.Errorf("%d refused by the queue, fewer than the %d answered 429", s.Refused, limited.Load())
+	if s.Refused == 0 || s.Refused > limited.Load() {
+		t.Errorf("%d refused by the queue, of the %d answered 429", s.Refused, limited.Load())
 	}
 }
