@@ -51,7 +51,9 @@ func (e *RateLimitedError) Error() string {
 }
 
 // Seconds is the Retry-After header's value (at least 1).
-func (e *RateLimitedError) Seconds() int { return max(int((e.RetryAfter+time.Second-1)/time.Second), 1) }
+func (e *RateLimitedError) Seconds() int {
+	return max(int((e.RetryAfter+time.Second-1)/time.Second), 1)
+}
 
 // Error is a failure of the core with its kind.
 type Error struct {
