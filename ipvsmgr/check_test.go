@@ -122,6 +122,7 @@ func TestCheckValidationNamesFieldAndValue(t *testing.T) {
 		{"rcode", svc(`,"check":{"type":"dns","name":"a.test","rcode":"OOPS"}`, ""), "services[0].check.rcode", `"OOPS" is not a response code`},
 		{"exec command", svc(`,"check":{"type":"exec"}`, ""), "services[0].servers[0].check.command", "missing"},
 		{"exec empty", svc(`,"check":{"type":"exec","command":[]}`, ""), "services[0].check.command", "empty"},
+		{"exec bare name", svc(`,"check":{"type":"exec","command":["check_web","-H","%h"]}`, ""), "services[0].check.command[0]", `"check_web" is not an absolute path`},
 		{"agent port", svc(`,"check":{"type":"agent"}`, ""), "services[0].servers[0].check.port", "missing: an agent check needs the agent's port"},
 		{"dynamic on tcp", svc(`,"check":{"type":"tcp","dynamic_weight":true}`, ""), "services[0].check.dynamic_weight", "only for exec checks"},
 		{"check address", svc(`,"check":{"type":"tcp","address":"nowhere"}`, ""), "services[0].check.address", `"nowhere" is not an IP address`},

@@ -220,13 +220,20 @@ func (v *validator) quorumCommand(field string, cmd Argv) {
 		v.addf(field, "empty: want a program and its arguments (omit it for none)")
 		return
 	}
-	if !strings.HasPrefix(cmd[0], "/") {
-		v.addf(field+"[0]", "%q is not an absolute path (the program runs as root: name it in full)", cmd[0])
-	}
+	v.absoluteProgram(field+"[0]", cmd[0])
 	for i, a := range cmd {
 		if strings.IndexByte(a, 0) >= 0 {
 			v.addf(fmt.Sprintf("%s[%d]", field, i), "%q holds a NUL byte", a)
 		}
+	}
+}
+
+// absoluteProgram refuses a program named other than by its absolute path:
+// quorum programs and exec checks run as root from the daemon, with no
+// shell, and root's PATH is not to be searched for them.
+func (v *validator) absoluteProgram(field, prog string) {
+	if !strings.HasPrefix(prog, "/") {
+		v.addf(field, "%q is not an absolute path (the program runs as root: name it in full)", prog)
 	}
 }
 
@@ -393,6 +400,8 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 	only("command", c.Command != nil, "exec")
 	if c.Command != nil && (len(c.Command) == 0 || c.Command[0] == "") {
 		v.addf(field+".command", "empty: want a program and its arguments")
+	} else if c.Command != nil {
+		v.absoluteProgram(field+".command[0]", c.Command[0])
 	}
 	for i, a := range c.Command {
 		if strings.IndexByte(a, 0) >= 0 {

@@ -31,22 +31,37 @@ type FingerprintSet struct {
 }
 
 // ReportCaller is who made a report: the certificate it proved ("" over
-// plain HTTP on loopback) and its address.
+// plain HTTP on loopback), the credential it authenticated with (a token's
+// id: "token 12") and its address. Its identity keys its report: the
+// certificate, else the credential, never what the report says of itself.
 type ReportCaller struct {
 	Certificate string
+	Credential  string
 	Addr        string
 }
 
-// Bounds of what a report may hold and how long one is kept.
+func (c ReportCaller) identity() string {
+	if c.Certificate != "" {
+		return "certificate " + c.Certificate
+	}
+	return "(plain HTTP) " + c.Credential
+}
+
+// MaxReportBody bounds a report's body (413 past it): 1,000 services'
+// fingerprints without their inputs (some 80 bytes each) fit.
+const MaxReportBody = 96 << 10
+
+// Bounds of what a report may hold and how long one is kept: at most one
+// report per director identity, and at most maxReporters identities.
 const (
 	maxReporters       = 64
-	maxReportServices  = 4096
-	maxReportString    = 256 << 10
+	maxReportServices  = 2048
+	maxReportString    = 4 << 10
 	reportForgottenAge = time.Hour
 )
 
 // reportTable is the latest report of each director that reported here,
-// by its certificate (over plain HTTP: its address and router ID).
+// by its identity (ReportCaller.identity).
 type reportTable struct {
 	mu sync.Mutex
 	m  map[string]bgp.DirectorFingerprints
@@ -85,10 +100,10 @@ func (c *Core) ReportFingerprints(caller ReportCaller, rep FingerprintReport) (*
 	if err := rep.check(); err != nil {
 		return nil, err
 	}
-	key := caller.Certificate
-	if key == "" {
-		key = "(plain HTTP) " + caller.Addr + " " + rep.RouterID
+	if caller.Certificate == "" && caller.Credential == "" {
+		return nil, errorf(CodeForbidden, "a fingerprint report comes from a director that proved who it is (a certificate, or a token)")
 	}
+	key := caller.identity()
 	now := c.now()
 	d := bgp.DirectorFingerprints{Director: orDefault(rep.RouterID, caller.Addr), Name: rep.RouterID, Address: caller.Addr,
 		Certificate: caller.Certificate, Services: rep.Services, Error: rep.Error, ReportedAt: now}

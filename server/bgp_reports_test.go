@@ -50,12 +50,17 @@ func TestFingerprintReports(t *testing.T) {
 		set.Others[0].AgeSeconds != 4 || set.Others[0].Stale || set.Others[0].Address != "198.18.0.2" {
 		t.Errorf("the answer to 198.18.0.3: %+v, want only 198.18.0.2, 4 s old", set.Others)
 	}
-	// Over plain HTTP (loopback) two followers share an address: the
-	// router ID keeps them apart.
-	for _, rid := range []string{"198.18.0.4", "198.18.0.5"} {
-		if _, err := c.ReportFingerprints(ReportCaller{Addr: "127.0.0.1"}, FingerprintReport{RouterID: rid, Services: web}); err != nil {
+	// Over plain HTTP (loopback) two followers share an address: their
+	// tokens keep them apart, and one token is one report whatever router
+	// ID it gives; a caller that proved nothing is refused.
+	for i, rid := range []string{"198.18.0.4", "198.18.0.5", "198.18.0.6", "198.18.0.5"} {
+		tok := []string{"token 1 of peer", "token 2 of peer", "token 2 of peer", "token 2 of peer"}[i]
+		if _, err := c.ReportFingerprints(ReportCaller{Credential: tok, Addr: "127.0.0.1"}, FingerprintReport{RouterID: rid, Services: web}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if _, err := c.ReportFingerprints(ReportCaller{Addr: "127.0.0.1"}, FingerprintReport{RouterID: "198.18.0.7", Services: web}); CodeOf(err) != CodeForbidden {
+		t.Errorf("a report from a caller that proved nothing: %v, want forbidden", err)
 	}
 	now = now.Add(bgp.StaleAfter - 2*time.Second) // 198.18.0.2 is 17 s old now
 	var ages []string

@@ -105,6 +105,7 @@ type Core struct {
 	resultsGen atomic.Int64
 	accounts   *auth.Auth    // users and tokens (core_users.go)
 	followers  followerTable // the directors following this one (followers.go)
+	checkRuns  *userRate     // "test this check now", per user (health.go)
 }
 
 // Config configures a Core.
@@ -131,7 +132,7 @@ type Config struct {
 // New returns a Core over a store.
 func New(cfg Config) *Core {
 	c := &Core{store: cfg.Store, open: cfg.OpenKernel, log: cfg.Log, lockPath: cfg.LockPath, now: time.Now, red: newRedState(),
-		rsSSH: cfg.RealServerSSH, tuneHost: cfg.TuneHost, identity: cfg.IdentityCert}
+		rsSSH: cfg.RealServerSSH, tuneHost: cfg.TuneHost, identity: cfg.IdentityCert, checkRuns: newUserRate(CheckRunsPerUser, CheckRunsWindow)}
 	if c.open == nil {
 		c.open = OpenHostKernel
 	}
@@ -414,7 +415,16 @@ func (c *Core) audit(ctx context.Context, a Actor, action, target string, res *W
 	} else if res != nil && len(res.Failures) > 0 {
 		e.Detail = strings.TrimPrefix(fmt.Sprintf("%s; %d kernel changes failed, first: %s: %s", detail, len(res.Failures), res.Failures[0].Change, res.Failures[0].Err), "; ")
 	}
-	if _, werr := c.store.WriteAudit(context.WithoutCancel(ctx), e); werr != nil {
+	var werr error
+	if e.Revision == nil {
+		// What made no revision (a check run now, a refused or repeated
+		// request) folds into one row per actor, subject and outcome
+		// within the window, with a count: repeats cannot flood the audit.
+		_, werr = c.store.WriteAuditFold(context.WithoutCancel(ctx), e, auth.AuditRepeatWindow)
+	} else {
+		_, werr = c.store.WriteAudit(context.WithoutCancel(ctx), e)
+	}
+	if werr != nil {
 		c.log.Error("audit record lost", "action", action, "target", target, "actor", a.Name, "err", werr)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/formats"
@@ -32,8 +33,27 @@ const (
 	CodeUnavailable Code = "unavailable"
 	CodeAuth        Code = "unauthorized"
 	CodeTooLarge    Code = "too_large"
-	CodeInternal    Code = "internal"
+	// CodeTooMany: the caller did this too often (a per-user rate limit);
+	// the API says when it may again (Retry-After).
+	CodeTooMany  Code = "too_many_requests"
+	CodeInternal Code = "internal"
 )
+
+// RateLimitedError refuses what a user asked too often: RetryAfter is
+// when it may again.
+type RateLimitedError struct {
+	What       string
+	RetryAfter time.Duration
+}
+
+func (e *RateLimitedError) Error() string {
+	return fmt.Sprintf("%s: try again in %s", e.What, max(e.RetryAfter, time.Second).Round(time.Second))
+}
+
+// Seconds is the Retry-After header's value (at least 1).
+func (e *RateLimitedError) Seconds() int {
+	return max(int((e.RetryAfter+time.Second-1)/time.Second), 1)
+}
 
 // Error is a failure of the core with its kind.
 type Error struct {
@@ -54,11 +74,14 @@ func CodeOf(err error) Code {
 	var stale *store.StaleError
 	var refused *formats.ParseError
 	var input *realserver.InputError
+	var limited *RateLimitedError
 	switch {
 	case err == nil:
 		return ""
 	case errors.As(err, &e):
 		return e.Code
+	case errors.As(err, &limited):
+		return CodeTooMany
 	case errors.As(err, &refused):
 		return CodeBadInput
 	case errors.As(err, &ve):
@@ -135,6 +158,7 @@ func codeStatus() []CodeStatus {
 		{CodeBackup, http.StatusConflict, false},
 		{CodeLastAdmin, http.StatusConflict, false},
 		{CodeTooLarge, http.StatusRequestEntityTooLarge, true},
+		{CodeTooMany, http.StatusTooManyRequests, true},
 		{CodeInvalid, http.StatusUnprocessableEntity, true},
 		{CodeBadInput, http.StatusUnprocessableEntity, false},
 		{CodeBusy, http.StatusServiceUnavailable, true},

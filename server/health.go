@@ -322,6 +322,10 @@ func (c *Core) CheckServer(ctx context.Context, a Actor, svcID, id string) (res 
 		}
 		c.audit(ctx, a, "rs check", svcID+" "+id, nil, err, detail)
 	}()
+	if wait := c.checkRuns.take(a.Name, c.now()); wait > 0 {
+		return nil, &RateLimitedError{What: fmt.Sprintf("%s ran %d checks on demand within %s, the most a user may", a.Name, CheckRunsPerUser, CheckRunsWindow),
+			RetryAfter: wait}
+	}
 	st, _, err := c.store.Current(ctx)
 	if err != nil {
 		return nil, err

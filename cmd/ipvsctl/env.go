@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/ipvsctl/ipvsctl/internal/regularfile"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/server"
 )
@@ -70,7 +71,12 @@ func (e *cliEnv) newFlagSet(name, args, summary string) (*flag.FlagSet, *globalF
 	g := &globalFlags{}
 	fs.StringVar(&g.db, "db", def, "path of the state database (env IPVSCTL_DB)")
 	fs.StringVar(&g.server, "server", e.getenv("IPVSCTL_SERVER"), "URL of a remote ipvsctl daemon to send the verb to (env IPVSCTL_SERVER)")
-	fs.StringVar(&g.token, "token", e.getenv("IPVSCTL_TOKEN"), "API token for --server (env IPVSCTL_TOKEN)")
+	fs.StringVar(&g.token, "token", e.getenv("IPVSCTL_TOKEN"), "API token for --server (env IPVSCTL_TOKEN; --token-file keeps it out of the process list)")
+	fs.Func("token-file", "a file holding the API token for --server (mode 0600, read once, its line end dropped): unlike --token, not shown to every local user in /proc/PID/cmdline", func(path string) error {
+		tok, err := regularfile.ReadSecret(path)
+		g.token = tok
+		return err
+	})
 	fs.StringVar(&g.caCert, "ca-cert", e.getenv("IPVSCTL_CA_CERT"), "PEM certificate(s) an https --server must show or chain to, instead of the system's roots: the daemon's self-signed certificate, or its CA (env IPVSCTL_CA_CERT)")
 	example := e.cmd.example(name)
 	fs.Usage = func() {

@@ -12,12 +12,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ipvsctl/ipvsctl/internal/regularfile"
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/httpd"
 	"github.com/ipvsctl/ipvsctl/server/trust"
 )
 
-const nodeUsage = "usage: ipvsctl node set [--priority N] [--role auto|master|backup] [--replication pair|source|follower] [--peer-url URL --peer-token T --peer-fingerprint FP] [--peer-ca FILE] [--follower-fingerprint FP,...] [--allow-replicated-exec] [--address IP] [--router-id IP] [--bgp-source IP]\n" +
+const nodeUsage = "usage: ipvsctl node set [--priority N] [--role auto|master|backup] [--replication pair|source|follower] [--peer-url URL --peer-token T|--peer-token-file FILE --peer-fingerprint FP] [--peer-ca FILE] [--follower-fingerprint FP,...] [--allow-replicated-exec] [--address IP] [--router-id IP] [--bgp-source IP]\n" +
 	"       ipvsctl node show [--json]\n" +
 	"       ipvsctl node drain [--no-wait] [--wait-max D] | undrain\n" +
 	"\nThis director's own part in a redundant pair or a group of N, kept outside the replicated revisions:\n" +
@@ -42,14 +43,19 @@ func runNode(env *cliEnv, args []string) int {
 }
 
 func nodeSet(env *cliEnv, args []string) int {
-	fs, g := env.newFlagSet("node set", "[--priority N] [--role auto|master|backup] [--replication pair|source|follower] [--peer-url URL --peer-token T --peer-fingerprint FP] [--peer-ca FILE] [--follower-fingerprint FP,...] [--allow-replicated-exec] [--address IP] [--router-id IP] [--bgp-source IP]",
+	fs, g := env.newFlagSet("node set", "[--priority N] [--role auto|master|backup] [--replication pair|source|follower] [--peer-url URL --peer-token T|--peer-token-file FILE --peer-fingerprint FP] [--peer-ca FILE] [--follower-fingerprint FP,...] [--allow-replicated-exec] [--address IP] [--router-id IP] [--bgp-source IP]",
 		"Change this director's node settings; only the flags given change. A running daemon takes them up\n"+
 			"at once: a new priority goes into the running VRRP instance (its next advert; no restart), a new\n"+
 			"role restarts it (a master resigns first).")
 	priority := fs.Int("priority", 0, "VRRP priority 1..255 (default 100; 255 is the address owner)")
 	role := fs.String("role", "", "auto (VRRP elects), master (priority 255) or backup (never carries the VIPs)")
 	peerURL := fs.String("peer-url", "", "the other director's API (https://198.18.0.2:3636), or the source's on a follower, which the desired state is replicated from (\"\" for none)")
-	peerToken := fs.String("peer-token", "", "an API token (viewer at least) of the other director")
+	peerToken := fs.String("peer-token", "", "an API token (viewer at least) of the other director (--peer-token-file keeps it out of the process list)")
+	fs.Func("peer-token-file", "a file holding --peer-token (mode 0600, read once, its line end dropped): unlike --peer-token, not shown to every local user in /proc/PID/cmdline", func(path string) error {
+		tok, err := regularfile.ReadSecret(path)
+		*peerToken = tok
+		return err
+	})
 	address := fs.String("address", "", "this director's own address among settings.redundancy.peers (\"\": found from its interfaces)")
 	peerFP := fs.String("peer-fingerprint", "", "the SHA-256 fingerprint of the peer's (or the source's) certificate (its node show prints it): an https:// peer is believed on it or the pair CA, both ways, never on system roots")
 	replication := fs.String("replication", "", "pair (the two directors of a VRRP pair follow each other), source (edits are made here; followers take them) or follower (takes the source's at --peer-url, refuses local edits)")
@@ -74,7 +80,7 @@ func nodeSet(env *cliEnv, args []string) int {
 			p.Role = role
 		case "peer-url":
 			p.PeerURL = peerURL
-		case "peer-token":
+		case "peer-token", "peer-token-file":
 			p.PeerToken = peerToken
 		case "address":
 			p.Address = address

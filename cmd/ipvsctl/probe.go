@@ -82,7 +82,7 @@ func (d *verbDoc) flagNames() []string {
 }
 
 func isGlobalFlag(name string) bool {
-	return name == "db" || name == "server" || name == "token" || name == "ca-cert"
+	return name == "db" || name == "server" || name == "token" || name == "token-file" || name == "ca-cert"
 }
 
 // takesValue reports whether flag name (without dashes) of this verb takes a value.

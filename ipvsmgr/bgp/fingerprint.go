@@ -19,8 +19,10 @@ type ServiceFingerprint struct {
 	Service     string `json:"service"`
 	Key         string `json:"key"`
 	Fingerprint string `json:"fingerprint"`
-	// Inputs is what was digested, for a reader who wants to see why two differ.
-	Inputs string `json:"inputs"`
+	// Inputs is what was digested, for a reader who wants to see why two
+	// differ: this director's own; another's only where they differ, and
+	// never in a status's list of directors (WithoutInputs).
+	Inputs string `json:"inputs,omitempty"`
 }
 
 // schedFlags are the flags a scheduler reads (mh-fallback, mh-port, and
@@ -149,7 +151,7 @@ func Compare(own []ServiceFingerprint, others []DirectorFingerprints) []Mismatch
 					Why: "the other director has this service in its kernel and this one has not"})
 			case m.Fingerprint != f.Fingerprint:
 				out = append(out, Mismatch{Service: f.Service, Director: o.Director, Own: m.Fingerprint, Theirs: f.Fingerprint, Inputs: f.Inputs,
-					Why: fmt.Sprintf("Maglev inputs differ: here %q, there %q", m.Inputs, f.Inputs)})
+					Why: differ(m.Inputs, f.Inputs)})
 			}
 		}
 		for _, m := range own {
@@ -165,5 +167,31 @@ func Compare(own []ServiceFingerprint, others []DirectorFingerprints) []Mismatch
 		}
 		return strings.Compare(a.Director, b.Director)
 	})
+	return out
+}
+
+func differ(here, there string) string {
+	if there == "" {
+		return fmt.Sprintf("Maglev inputs differ: here %q; the other director's are in its own status", here)
+	}
+	return fmt.Sprintf("Maglev inputs differ: here %q, there %q", here, there)
+}
+
+// WithoutInputs is ds with every service's Inputs dropped: what a status
+// shows of the other directors (their fingerprints, not what they digest,
+// which only a mismatch carries), so that what others report costs a
+// status little.
+func WithoutInputs(ds []DirectorFingerprints) []DirectorFingerprints {
+	out := make([]DirectorFingerprints, len(ds))
+	for i, d := range ds {
+		out[i] = d
+		if d.Services != nil {
+			out[i].Services = make([]ServiceFingerprint, len(d.Services))
+			for j, f := range d.Services {
+				f.Inputs = ""
+				out[i].Services[j] = f
+			}
+		}
+	}
 	return out
 }

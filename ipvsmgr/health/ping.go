@@ -14,6 +14,7 @@ import (
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
 
+	"github.com/ipvsctl/ipvsctl/internal/regularfile"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 )
 
@@ -136,9 +137,10 @@ func checkFile(spec *ipvsmgr.CheckSpec) Result {
 }
 
 // readTrackFile is keepalived's process_track_file: a file that cannot be
-// opened or is empty reads as 0.
+// opened or is empty reads as 0. Anything but a regular file (a FIFO with
+// no writer would hang the check) is a fault, found without blocking.
 func readTrackFile(path string) (int64, error) {
-	f, err := os.Open(path)
+	f, err := regularfile.Open(path, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.EACCES) {
 			return 0, nil

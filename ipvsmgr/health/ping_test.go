@@ -7,11 +7,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netns"
 
+	"github.com/ipvsctl/ipvsctl/internal/regularfile"
 	"github.com/ipvsctl/ipvsctl/internal/testenv"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 )
@@ -190,5 +193,29 @@ func TestWarmupBoundsTheFirstCheck(t *testing.T) {
 		if s := h.r.View().Servers[d.Checks[0].Ref]; s.State != ipvsmgr.HealthUp {
 			t.Errorf("warmup %v: after the warmup the server is %v", warmup, s.State)
 		}
+	}
+}
+
+// A file check whose file is a FIFO with no writer (a plain open of it
+// blocks forever, and the check with it) is a fault at once, naming the
+// file: found by an open that does not block. The wait below only turns a
+// hang into a failure.
+func TestFileCheckOfAFIFOIsAFault(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "r1.weight")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var ck Checker
+	done := make(chan Result, 1)
+	go func() {
+		done <- ck.Run(context.Background(), &ipvsmgr.CheckSpec{Type: "file", File: fifo, FileWeight: 1, Timeout: time.Second})
+	}()
+	select {
+	case r := <-done:
+		if r.Outcome != Fault || !strings.Contains(r.Reason, "not a regular file") || !strings.Contains(r.Reason, "FIFO") {
+			t.Fatalf("file check of a FIFO: %+v, want a fault saying it is not a regular file", r)
+		}
+	case <-time.After(5 * regularfile.Timeout):
+		t.Fatal("the file check of a FIFO is still blocked in open")
 	}
 }

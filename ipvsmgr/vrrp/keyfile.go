@@ -5,7 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
+
+	"github.com/ipvsctl/ipvsctl/internal/regularfile"
 )
 
 // ReadKeyFile reads a shared key as keepalived's auth_hmac "key ID file:PATH"
@@ -14,7 +15,7 @@ import (
 // keepalived, which only warns, a file that its group or others may read,
 // write or run is refused.
 func ReadKeyFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := regularfile.Open(path, 0) // a FIFO would block a plain open forever
 	if err != nil {
 		return nil, fmt.Errorf("key file: %w", err)
 	}
@@ -22,9 +23,6 @@ func ReadKeyFile(path string) ([]byte, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("key file %s: %w", path, err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("key file %s: not a regular file", path)
 	}
 	if perm := st.Mode().Perm(); perm&0o077 != 0 {
 		return nil, fmt.Errorf("key file %s: mode %04o lets its group or others at it (chmod 600)", path, perm)

@@ -7,7 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/internal/regularfile"
 )
 
 func TestReadKeyFile(t *testing.T) {
@@ -48,5 +52,25 @@ func TestReadKeyFile(t *testing.T) {
 	}
 	if _, err := ReadKeyFile(filepath.Join(dir, "absent")); err == nil || !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("absent file: %v", err)
+	}
+}
+
+// A key file that is a FIFO with no writer (a plain open of it blocks
+// forever) is refused without blocking: the daemon's VRRP start never
+// hangs on a key. The wait below only turns a hang into a failure.
+func TestReadKeyFileRefusesAFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "vrrp.key")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := ReadKeyFile(fifo); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, regularfile.ErrNotRegular) || !strings.Contains(err.Error(), fifo) || !strings.Contains(err.Error(), "FIFO") {
+			t.Fatalf("ReadKeyFile(FIFO) = %v, want not a regular file, naming it", err)
+		}
+	case <-time.After(5 * regularfile.Timeout):
+		t.Fatal("ReadKeyFile of a FIFO is still blocked in open")
 	}
 }

@@ -52,8 +52,15 @@ type Config struct {
 	// plain-text page.
 	HTMLError           func(w http.ResponseWriter, r *http.Request, status int, msg string)
 	MaxConcurrentHashes int // argon2id runs at once (each takes Params.Memory); 2
-	Now                 func() time.Time
-	Log                 *slog.Logger
+	// MaxQueuedChecks bounds the password checks waiting for a hashing
+	// slot (past it: 429 with Retry-After); 16. One user, or one client
+	// address, has at most one waiting in any case.
+	MaxQueuedChecks int
+	// LoginSuccesses bounds a user's successful logins within LoginWindow
+	// (past it: 429 with Retry-After, no password checked); 20.
+	LoginSuccesses int
+	Now            func() time.Time
+	Log            *slog.Logger
 }
 
 // Auth authenticates and authorizes requests against the store.
@@ -62,6 +69,8 @@ type Auth struct {
 	cfg    Config
 	guard  *loginGuard
 	hashes *hashSlots
+	// refusals are the refused attempts not yet in the audit (auditRepeat).
+	refusals refusalCounts
 	// verify is VerifyPassword; tests count its calls.
 	verify    func(encoded, password string) (bool, error)
 	dummyOnce sync.Once
@@ -98,6 +107,12 @@ func New(st *store.Store, cfg Config) *Auth {
 	if cfg.MaxConcurrentHashes <= 0 {
 		cfg.MaxConcurrentHashes = 2
 	}
+	if cfg.MaxQueuedChecks <= 0 {
+		cfg.MaxQueuedChecks = 16
+	}
+	if cfg.LoginSuccesses <= 0 {
+		cfg.LoginSuccesses = 20
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -107,10 +122,10 @@ func New(st *store.Store, cfg Config) *Auth {
 	a := &Auth{
 		st:     st,
 		cfg:    cfg,
-		hashes: newHashSlots(cfg.MaxConcurrentHashes),
+		hashes: newHashSlots(cfg.MaxConcurrentHashes, cfg.MaxQueuedChecks),
 		verify: VerifyPassword,
 	}
-	a.guard = newLoginGuard(cfg.LoginFailures, cfg.LoginWindow, func(ctx context.Context, user, addr string) bool {
+	a.guard = newLoginGuard(cfg.LoginFailures, cfg.LoginSuccesses, cfg.LoginWindow, func(ctx context.Context, user, addr string) bool {
 		ok, err := st.LoggedInFrom(ctx, user, addr)
 		return err == nil && ok
 	})

@@ -57,3 +57,10 @@ func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
 	}
 	return false
 }
+
+// FromTrustedProxy reports a request whose connection's peer is one of
+// the trusted proxies: whoever the client is, it is not that peer.
+func (a *Auth) FromTrustedProxy(r *http.Request) bool {
+	peer, err := netip.ParseAddrPort(r.RemoteAddr)
+	return err == nil && isTrusted(peer.Addr().Unmap(), a.cfg.TrustedProxies)
+}

@@ -27,13 +27,20 @@ type InvalidError struct {
 func (e *InvalidError) Error() string { return e.Field + ": " + e.Message }
 
 // RateLimitError refuses a login or password change after too many
-// failures (loginGuard); no password is checked while it lasts.
+// failures (loginGuard), too many successes, or while the password checks
+// are busy (hashSlots); no password is checked. Reason says which ("" for
+// failures).
 type RateLimitError struct {
 	RetryAfter time.Duration
+	Reason     string
 }
 
 func (e *RateLimitError) Error() string {
-	return fmt.Sprintf("too many failed logins: try again in %s", e.RetryAfter.Round(time.Second))
+	why := e.Reason
+	if why == "" {
+		why = "too many failed logins"
+	}
+	return fmt.Sprintf("%s: try again in %s", why, max(e.RetryAfter, time.Second).Round(time.Second))
 }
 
 // Seconds is the Retry-After header's value (at least 1).

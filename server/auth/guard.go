@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -20,6 +21,10 @@ type loginGuard struct {
 	pair, addr *limiter
 	slowAfter  int
 	window     time.Duration
+	// successes bounds a user's successful logins within window: a
+	// password one knows checked over and over costs hashes too.
+	successes int
+	wins      map[string][]time.Time
 
 	mu    sync.Mutex
 	users map[string]*slowdown
@@ -38,8 +43,9 @@ const (
 	maxKnownAddrs = 16
 )
 
-func newLoginGuard(failures int, window time.Duration, loggedInFrom func(ctx context.Context, user, addr string) bool) *loginGuard {
+func newLoginGuard(failures, successes int, window time.Duration, loggedInFrom func(ctx context.Context, user, addr string) bool) *loginGuard {
 	return &loginGuard{
+		successes: successes, wins: map[string][]time.Time{},
 		pair:      newLimiter(failures, window, time.Hour),
 		addr:      newLimiter(4*failures, window, time.Hour),
 		slowAfter: 2 * failures, window: window,
@@ -53,15 +59,42 @@ func pairKey(user, addr string) string { return nameKey(user) + " " + addrKey(ad
 // An admitted attempt counts against its pair at once (a success forgets
 // it), so that attempts checked side by side cannot pass the limit; one
 // from an unknown address takes the user's next slot while slowed down.
-func (g *loginGuard) admit(ctx context.Context, user, addr string, now time.Time) time.Duration {
+// reason is "" for failures, else why the attempt waits.
+func (g *loginGuard) admit(ctx context.Context, user, addr string, now time.Time) (wait time.Duration, reason string) {
 	if wait := max(g.pair.blocked(pairKey(user, addr), now), g.addr.blocked(addrKey(addr), now)); wait > 0 {
-		return wait
+		return wait, ""
 	}
 	if wait := g.slowdown(ctx, user, addr, now); wait > 0 {
-		return wait
+		return wait, ""
+	}
+	if wait := g.tooManySuccesses(user, now); wait > 0 {
+		return wait, fmt.Sprintf("%d successful logins of this user within %s", g.successes, g.window)
 	}
 	g.pair.fail(pairKey(user, addr), now)
-	return 0
+	return 0, ""
+}
+
+// tooManySuccesses says how long user must wait when it logged in
+// successes times within the window already (0: it may try).
+func (g *loginGuard) tooManySuccesses(user string, now time.Time) time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	w := recentTimes(g.wins[user], now, g.window)
+	g.wins[user] = w
+	if len(w) < g.successes {
+		return 0
+	}
+	return max(w[0].Add(g.window).Sub(now), time.Second)
+}
+
+func recentTimes(ts []time.Time, now time.Time, window time.Duration) []time.Time {
+	kept := ts[:0]
+	for _, t := range ts {
+		if now.Sub(t) < window {
+			kept = append(kept, t)
+		}
+	}
+	return kept
 }
 
 func (g *loginGuard) slowdown(ctx context.Context, user, addr string, now time.Time) time.Duration {
@@ -121,10 +154,18 @@ func (g *loginGuard) failed(user, addr string, now time.Time) {
 
 // succeeded forgets the pair's failures and remembers the address as the
 // user's.
-func (g *loginGuard) succeeded(user, addr string) {
+func (g *loginGuard) succeeded(user, addr string, now time.Time) {
 	g.pair.reset(pairKey(user, addr))
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if _, ok := g.wins[user]; !ok && len(g.wins) >= maxKeys {
+		for k, v := range g.wins {
+			if len(recentTimes(v, now, g.window)) == 0 {
+				delete(g.wins, k)
+			}
+		}
+	}
+	g.wins[user] = append(recentTimes(g.wins[user], now, g.window), now)
 	k := g.known[user]
 	if k == nil {
 		if len(g.known) >= maxKeys {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/server/store"
@@ -88,18 +89,26 @@ func (a *Auth) verifyAttempt(ctx context.Context, by *Principal, action, name, p
 		// of long names takes no memory.
 		by.User, limitName = quoteShort(name), "(invalid name)"
 	}
-	release, err := a.hashes.acquire(ctx)
+	release, err := a.hashes.acquire(ctx, limitName, by.ClientAddr)
 	if err != nil {
+		var rl *RateLimitError
+		if errors.As(err, &rl) {
+			a.auditRefusal(ctx, by, action, "refused: "+rl.Reason)
+		}
 		return nil, err
 	}
 	defer release()
-	if wait := a.guard.admit(ctx, limitName, by.ClientAddr, now); wait > 0 {
+	if wait, reason := a.guard.admit(ctx, limitName, by.ClientAddr, now); wait > 0 {
 		who := *by
 		if _, err := a.st.UserByName(ctx, name); errors.Is(err, store.ErrNotFound) {
 			who.User = "(unknown user)"
 		}
-		a.auditRepeat(ctx, &who, action, "refused: too many failed attempts")
-		return nil, &RateLimitError{RetryAfter: wait}
+		if reason != "" {
+			a.auditRefusal(ctx, &who, action, "refused: "+reason)
+		} else {
+			a.auditRepeat(ctx, &who, action, "refused: too many failed attempts")
+		}
+		return nil, &RateLimitError{RetryAfter: wait, Reason: reason}
 	}
 	u, ok, reason, err := a.checkPassword(ctx, name, password)
 	if err != nil {
@@ -116,17 +125,45 @@ func (a *Auth) verifyAttempt(ctx context.Context, by *Principal, action, name, p
 		a.auditRepeat(ctx, &who, action, reason)
 		return nil, ErrBadCredentials
 	}
-	a.guard.succeeded(limitName, by.ClientAddr)
+	a.guard.succeeded(limitName, by.ClientAddr, now)
 	return u, nil
 }
 
 // auditRepeat records a refused attempt, counted into the row of the same
 // actor, address and action within AuditRepeatWindow.
 func (a *Auth) auditRepeat(ctx context.Context, p *Principal, action, detail string) {
-	e := store.AuditEntry{At: a.now(), Actor: p.User, Via: p.Via, ClientAddr: p.ClientAddr, Action: action,
-		Outcome: store.OutcomeFailure, Detail: detail}
-	if _, err := a.st.WriteAuditRepeat(ctx, e, AuditRepeatWindow); err != nil {
-		a.cfg.Log.Error("audit record lost", "action", action, "actor", p.User, "err", err)
+	a.writeRefusals(ctx, store.AuditEntry{Actor: p.User, Via: p.Via, ClientAddr: p.ClientAddr, Action: action,
+		Outcome: store.OutcomeFailure, Detail: detail}, 1)
+}
+
+// auditRefusal is auditRepeat for an attempt refused because the password
+// checks were busy or the user logged in too often, which a flood answered
+// at once brings by the thousand: the first is written, those within
+// refusalFlush after it are counted in memory and written as one when it
+// has passed, so that the flood costs the database a commit a second per
+// (actor, address, reason), not one each, and does not slow everyone's
+// logins with its commits.
+func (a *Auth) auditRefusal(ctx context.Context, p *Principal, action, detail string) {
+	e := store.AuditEntry{Actor: p.User, Via: p.Via, ClientAddr: p.ClientAddr, Action: action, Outcome: store.OutcomeFailure, Detail: detail}
+	key := p.User + "\x00" + p.ClientAddr + "\x00" + action + "\x00" + detail
+	n, flushLater := a.refusals.add(key, a.now())
+	if flushLater {
+		// The count of what comes within the second is written after it.
+		time.AfterFunc(refusalFlush, func() {
+			if n := a.refusals.take(key); n > 0 {
+				a.writeRefusals(context.Background(), e, n)
+			}
+		})
+	}
+	if n > 0 {
+		a.writeRefusals(ctx, e, n)
+	}
+}
+
+func (a *Auth) writeRefusals(ctx context.Context, e store.AuditEntry, n int) {
+	e.At, e.Repeats = a.now(), n
+	if _, err := a.st.WriteAuditRepeat(context.WithoutCancel(ctx), e, AuditRepeatWindow); err != nil {
+		a.cfg.Log.Error("audit record lost", "action", e.Action, "actor", e.Actor, "err", err)
 	}
 }
 
@@ -280,4 +317,64 @@ func minTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// refusalFlush is how often one kind of refusal is written to the audit.
+const refusalFlush = time.Second
+
+// refusalCounts holds the refusals not yet written, by key.
+type refusalCounts struct {
+	mu sync.Mutex
+	m  map[string]*pendingRefusals
+}
+
+type pendingRefusals struct {
+	n        int
+	flushing bool // the first was written; a timer writes the rest
+}
+
+// add counts one refusal of key at now: how many to write now (0: none,
+// it is counted into a later write), and whether the caller is to write
+// what comes within refusalFlush once it has passed (take).
+func (r *refusalCounts) add(key string, now time.Time) (n int, flushLater bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]*pendingRefusals{}
+	}
+	p := r.m[key]
+	if p == nil {
+		if len(r.m) >= maxKeys {
+			clear(r.m) // what is pending is lost: at most a second's count each
+		}
+		p = &pendingRefusals{}
+		r.m[key] = p
+	}
+	p.n++
+	if p.flushing {
+		return 0, false
+	}
+	p.flushing = true
+	n = p.n
+	p.n = 0
+	return n, true
+}
+
+// take ends key's second: what was counted in it, to be written.
+func (r *refusalCounts) take(key string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.m[key]
+	if p == nil {
+		return 0
+	}
+	delete(r.m, key)
+	return p.n
 }

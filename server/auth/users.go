@@ -89,7 +89,7 @@ func roleDetail(r Role, err error) string {
 
 // hash hashes a password, waiting for a hashing slot.
 func (a *Auth) hash(ctx context.Context, password string) (string, error) {
-	release, err := a.hashes.acquire(ctx)
+	release, err := a.hashes.acquire(ctx, "", "")
 	if err != nil {
 		return "", err
 	}

@@ -27,7 +27,14 @@ type Client struct {
 	token  string
 	author string // sent on the local socket, whose caller the daemon trusts
 	hc     *http.Client
+	// maxAnswer bounds a JSON answer read (0: no bound): a peer director's
+	// answers are read only so far (MaxPeerAnswer).
+	maxAnswer int64
 }
+
+// MaxPeerAnswer is the most of a peer director's JSON answer that is read
+// (a fingerprint set, its node view): what a director's document may be.
+const MaxPeerAnswer = httpd.MaxBody
 
 // New calls the daemon at base (http:// or https://) with a bearer token.
 func New(base, token string) (*Client, error) {
@@ -103,7 +110,18 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, o *s
 		return resp.Header, err
 	}
 	if out != nil {
-		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		var body io.Reader = resp.Body
+		if c.maxAnswer > 0 {
+			b, err := io.ReadAll(io.LimitReader(resp.Body, c.maxAnswer+1))
+			if err != nil {
+				return nil, fmt.Errorf("read the daemon's answer to %s %s: %w", method, path, err)
+			}
+			if int64(len(b)) > c.maxAnswer {
+				return nil, fmt.Errorf("the answer of %s to %s %s is larger than the limit of %d bytes: not read past that", c.base, method, path, c.maxAnswer)
+			}
+			body = bytes.NewReader(b)
+		}
+		if err := json.NewDecoder(body).Decode(out); err != nil {
 			return nil, fmt.Errorf("read the daemon's answer to %s %s: %w", method, path, err)
 		}
 	}

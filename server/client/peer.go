@@ -35,7 +35,7 @@ func NewPeer(d server.PeerDial, own *tls.Certificate) (*Client, error) {
 	hc := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return errors.New("the peer answered with a redirect, which replication does not follow")
 	}}
-	return &Client{base: strings.TrimRight(base, "/"), token: d.Token, hc: hc}, nil
+	return &Client{base: strings.TrimRight(base, "/"), token: d.Token, hc: hc, maxAnswer: MaxPeerAnswer}, nil
 }
 
 // LoadIdentity reads a director's certificate and key (serve's identity)

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"sync"
 	"time"
@@ -29,6 +30,7 @@ func (r *bgpRunner) fingerprints(desired *ipvsmgr.Desired, snap *server.Snapshot
 	bgp.Age(st.Directors, time.Now(), bgp.StaleAfter)
 	st.Mismatches = bgp.Compare(st.Fingerprints, st.Directors)
 	st.Mismatch = len(st.Mismatches) > 0
+	st.Directors = bgp.WithoutInputs(st.Directors) // GET /bgp, /node, /status: fingerprints, not what others digest
 }
 
 // BGPPeerPoll is how often a director reports its fingerprints to the one
@@ -96,6 +98,11 @@ func (r *bgpRunner) report() server.FingerprintReport {
 	rep := server.FingerprintReport{RouterID: st.RouterID, Services: st.Fingerprints}
 	if rep.Services == nil {
 		rep.Services = []bgp.ServiceFingerprint{}
+	}
+	if b, err := json.Marshal(rep); err == nil && len(b) > server.MaxReportBody {
+		// Past the report's cap with what it digests: the fingerprints
+		// alone (the mismatch then says where to read this one's inputs).
+		rep.Services = bgp.WithoutInputs([]bgp.DirectorFingerprints{{Services: rep.Services}})[0].Services
 	}
 	return rep
 }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -94,6 +95,9 @@ func (a *api) routes() []auth.Route {
 
 func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, body := errorBody(err)
+	if rl := (*server.RateLimitedError)(nil); errors.As(err, &rl) {
+		w.Header().Set("Retry-After", strconv.Itoa(rl.Seconds()))
+	}
 	if body.Code == server.CodeStale {
 		if base, ok := baseRevision(r); ok {
 			body.ChangesSince, _ = a.core.ChangesSince(r.Context(), base)

@@ -1,9 +1,13 @@
 package httpd
 
 import (
+	"fmt"
+	"io"
 	"net/http"
+	"strconv"
 
 	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/auth"
 )
 
 // getBGP is GET /api/v1/bgp: the BGP speaker's sessions, what each VIP's
@@ -29,14 +33,37 @@ func (a *api) reportFingerprints(w http.ResponseWriter, r *http.Request) error {
 	if c == nil {
 		return &server.Error{Code: server.CodeForbidden, Msg: "only a director this one believes reports its fingerprints"}
 	}
-	var rep server.FingerprintReport
-	if err := decode(r, &rep); err != nil {
+	tooLarge := &server.Error{Code: server.CodeTooLarge, Msg: fmt.Sprintf("a fingerprint report is larger than the limit of %d bytes", server.MaxReportBody)}
+	if r.ContentLength > server.MaxReportBody {
+		return tooLarge
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, server.MaxReportBody))
+	if auth.IsBodyTooLarge(err) {
+		return tooLarge
+	} else if err != nil {
 		return err
 	}
-	set, err := a.core.ReportFingerprints(server.ReportCaller{Certificate: c.fingerprint, Addr: c.addr}, rep)
+	var rep server.FingerprintReport
+	if err := decodeBytes(body, &rep); err != nil {
+		return err
+	}
+	caller := server.ReportCaller{Certificate: c.fingerprint, Addr: c.addr}
+	if p, ok := auth.FromContext(r.Context()); ok {
+		caller.Credential = credential(p)
+	}
+	set, err := a.core.ReportFingerprints(caller, rep)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, set)
 	return nil
+}
+
+// credential names what p authenticated with: its token, or its session's
+// user (a director's calls come with a token).
+func credential(p *auth.Principal) string {
+	if p.TokenID != 0 {
+		return "token " + strconv.FormatInt(p.TokenID, 10) + " of " + p.User
+	}
+	return p.Via + " user " + p.User
 }

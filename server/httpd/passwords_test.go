@@ -138,8 +138,9 @@ func TestParallelPasswordChangesStayBounded(t *testing.T) {
 	if after.Peak > 2 || after.Slots != 2 {
 		t.Errorf("%d hashes ran at once in %d slots, want at most 2", after.Peak, after.Slots)
 	}
-	if n := after.Hashes - hashed.Hashes; n != 5 {
-		t.Errorf("%d password checks hashed, want the 5 let through before the limit", n)
+	n := after.Hashes - hashed.Hashes
+	if n < 1 || n > 5 {
+		t.Errorf("%d password checks hashed, want 1..5 (those let through before the failure limit, one user waiting at most one at a time)", n)
 	}
 	var wrong, limited int
 	for i, code := range codes {
@@ -152,19 +153,24 @@ func TestParallelPasswordChangesStayBounded(t *testing.T) {
 			t.Errorf("change %d: %d (Retry-After %q)", i, code, retry[i])
 		}
 	}
-	if wrong != 5 || limited != 19 {
-		t.Fatalf("%d wrong, %d limited; want 5 and 19", wrong, limited)
+	if int64(wrong) != n || wrong+limited != 24 {
+		t.Fatalf("%d wrong, %d limited; want the %d hashed wrong and the rest limited", wrong, limited, n)
 	}
-	es, err := st.Audit(context.Background(), store.AuditFilter{Action: "password change"})
-	if err != nil {
-		t.Fatal(err)
+	// The refusals of a busy queue are written a second at a time.
+	var es []store.AuditEntry
+	audited := 0
+	for deadline := time.Now().Add(10 * time.Second); audited != 24 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		var err error
+		if es, err = st.Audit(context.Background(), store.AuditFilter{Action: "password change"}); err != nil {
+			t.Fatal(err)
+		}
+		audited = 0
+		for _, e := range es {
+			audited += e.Repeats
+		}
 	}
-	n := 0
-	for _, e := range es {
-		n += e.Repeats
-	}
-	if n != 24 || len(es) != 2 {
-		t.Fatalf("audit: %d attempts in %d rows: %+v", n, len(es), es)
+	if audited != 24 || len(es) < 2 || len(es) > 3 { // wrong password; refused: failures; refused: one waiting already
+		t.Fatalf("audit: %d attempts in %d rows: %+v", audited, len(es), es)
 	}
 	// The login page is limited too: 429 with Retry-After.
 	for range 5 {

@@ -51,6 +51,18 @@ func (o Options) directorsOnly(next http.Handler) http.Handler {
 		}
 		addr := trust.RemoteAddr(r.RemoteAddr)
 		c := &directorCaller{addr: addr.String()}
+		h := proxied(r)
+		if h == "" && o.Auth != nil && o.Auth.FromTrustedProxy(r) {
+			h = "a trusted proxy (--trusted-proxy) as its peer"
+		}
+		if h != "" {
+			// A director calls another itself: a call a proxy passed on is
+			// a remote client's, whatever the peer address (a reverse
+			// proxy on the director is a loopback peer).
+			o.refuseCaller(w, r, c, &trust.UntrustedError{Reason: "a call between directors that came through a proxy (it has " + h +
+				"; client " + o.clientAddr(r) + "): directors call each other directly"})
+			return
+		}
 		if r.TLS == nil {
 			if !addr.IsLoopback() {
 				o.refuseCaller(w, r, c, &trust.UntrustedError{Reason: "a call between directors over plain HTTP from " + addr.String() + " (TLS with a director certificate is needed off loopback)"})
@@ -72,6 +84,24 @@ func (o Options) directorsOnly(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 	})
+}
+
+// proxied names the header that says r came through a proxy ("" if none).
+func proxied(r *http.Request) string {
+	for _, h := range []string{"X-Forwarded-For", "Forwarded", "X-Real-Ip", "X-Forwarded-Host"} {
+		if _, ok := r.Header[h]; ok {
+			return h
+		}
+	}
+	return ""
+}
+
+// clientAddr is the request's client as the trusted proxies say.
+func (o Options) clientAddr(r *http.Request) string {
+	if o.Auth == nil {
+		return trust.RemoteAddr(r.RemoteAddr).String()
+	}
+	return o.Auth.ClientAddr(r)
 }
 
 func (o Options) refuseCaller(w http.ResponseWriter, r *http.Request, c *directorCaller, err error) {

@@ -91,6 +91,9 @@ func (p *Panel) renderError(w http.ResponseWriter, r *http.Request, u who, statu
 // status its code maps to.
 func (p *Panel) fail(w http.ResponseWriter, r *http.Request, u who, err error) {
 	status := statusOf(err)
+	if rl := (*server.RateLimitedError)(nil); errors.As(err, &rl) {
+		w.Header().Set("Retry-After", strconv.Itoa(rl.Seconds()))
+	}
 	if status >= 500 {
 		p.log.Error("panel request failed", "path", r.URL.Path, "err", err)
 	}

@@ -51,6 +51,17 @@ func WithRealServerSSH(rs server.RealServerSSH) Option {
 	return func(c *server.Config) { c.RealServerSSH = rs }
 }
 
+// WithAuth has the daemon's logins, sessions and tokens configured by ac
+// (cheap password hashing unless ac says otherwise).
+func WithAuth(ac auth.Config) Option {
+	return func(c *server.Config) {
+		if ac.Params == (auth.Params{}) {
+			ac.Params = auth.CheapParams()
+		}
+		c.Auth = auth.New(c.Store, ac)
+	}
+}
+
 // Start runs a daemon over a new database in t.TempDir() until the test ends.
 func Start(t testing.TB, with ...Option) *Rig {
 	t.Helper()
@@ -70,8 +81,10 @@ func Start(t testing.TB, with ...Option) *Rig {
 	for _, o := range with {
 		o(&cfg)
 	}
-	g.Auth = auth.New(st, auth.Config{Params: auth.CheapParams(), Log: log})
-	cfg.Auth = g.Auth
+	if cfg.Auth == nil {
+		cfg.Auth = auth.New(st, auth.Config{Params: auth.CheapParams(), Log: log})
+	}
+	g.Auth = cfg.Auth
 	g.Core = server.New(cfg)
 	d := daemon.New(g.Core, st, log)
 	redundancy.Attach(d, redundancy.Hooks{})

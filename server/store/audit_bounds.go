@@ -9,26 +9,40 @@ import (
 )
 
 // WriteAuditRepeat records e as one more of the same within window: the
-// latest row of the same actor, client address, action, outcome and detail
-// newer than window counts it (repeats + 1, last_at), else e is a new row.
-// It returns the row's id.
+// latest row of the same actor, client address, action, target, outcome
+// and detail newer than window counts it (repeats + 1, last_at), else e is
+// a new row (e.Repeats, if more than 1, counts as that many). It returns
+// the row's id.
 func (s *Store) WriteAuditRepeat(ctx context.Context, e AuditEntry, window time.Duration) (int64, error) {
+	return s.writeAuditFolded(ctx, e, window, true)
+}
+
+// WriteAuditFold is WriteAuditRepeat whatever the detail: the same action
+// by the same actor on the same subject with the same outcome within
+// window is one row, its detail the latest's ("test this check now" run
+// over and over: one row with a count and the last result).
+func (s *Store) WriteAuditFold(ctx context.Context, e AuditEntry, window time.Duration) (int64, error) {
+	return s.writeAuditFolded(ctx, e, window, false)
+}
+
+func (s *Store) writeAuditFolded(ctx context.Context, e AuditEntry, window time.Duration, sameDetail bool) (int64, error) {
 	if e.At.IsZero() {
 		e.At = time.Now()
 	}
+	n := max(e.Repeats, 1) // e may stand for several attempts counted by the caller
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("write audit record %s: %w", e.Action, busy(err))
 	}
 	defer tx.Rollback()
 	var id int64
-	err = tx.QueryRowContext(ctx, `SELECT id FROM audit WHERE actor = ? AND client_addr = ? AND action = ? AND outcome = ?
-		AND detail = ? AND at >= ? ORDER BY id DESC LIMIT 1`, e.Actor, e.ClientAddr, e.Action, e.Outcome, e.Detail,
-		dbTime(e.At.Add(-window))).Scan(&id)
+	err = tx.QueryRowContext(ctx, `SELECT id FROM audit WHERE actor = ? AND client_addr = ? AND action = ? AND target = ? AND outcome = ?
+		AND revision IS NULL AND (detail = ? OR NOT ?) AND at >= ? ORDER BY id DESC LIMIT 1`, e.Actor, e.ClientAddr, e.Action, e.Target, e.Outcome,
+		e.Detail, sameDetail, dbTime(e.At.Add(-window))).Scan(&id)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		res, err := tx.ExecContext(ctx, `INSERT INTO audit (at, actor, via, client_addr, action, target, revision, outcome, detail)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, dbTime(e.At), e.Actor, e.Via, e.ClientAddr, e.Action, e.Target, e.Revision, e.Outcome, e.Detail)
+		res, err := tx.ExecContext(ctx, `INSERT INTO audit (at, actor, via, client_addr, action, target, revision, outcome, detail, repeats)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, dbTime(e.At), e.Actor, e.Via, e.ClientAddr, e.Action, e.Target, e.Revision, e.Outcome, e.Detail, n)
 		if err != nil {
 			return 0, fmt.Errorf("write audit record %s: %w", e.Action, busy(err))
 		}
@@ -38,8 +52,8 @@ func (s *Store) WriteAuditRepeat(ctx context.Context, e AuditEntry, window time.
 	case err != nil:
 		return 0, fmt.Errorf("write audit record %s: %w", e.Action, busy(err))
 	default:
-		if _, err := tx.ExecContext(ctx, `UPDATE audit SET repeats = repeats + 1, last_at = ? WHERE id = ?`,
-			dbTime(e.At), id); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE audit SET repeats = repeats + ?, last_at = ?, detail = ? WHERE id = ?`,
+			n, dbTime(e.At), e.Detail, id); err != nil {
 			return 0, fmt.Errorf("write audit record %s: %w", e.Action, busy(err))
 		}
 	}
@@ -65,7 +79,8 @@ func (s *Store) LoggedInFrom(ctx context.Context, user, addr string) (bool, erro
 
 // Retention bounds the records that grow without a change being made: the
 // audit and the health transitions are kept MaxAge, and while the database
-// holds more than MaxBytes the oldest go first.
+// holds more than MaxBytes the oldest go first, but never an admin's
+// action (notAdminAction): those go only past MaxAge.
 type Retention struct {
 	MaxAge   time.Duration
 	MaxBytes int64
@@ -102,7 +117,11 @@ func (s *Store) Prune(ctx context.Context, r Retention, now time.Time) (Pruned, 
 		if err != nil || used <= r.MaxBytes {
 			return p, err
 		}
-		a, err := s.exec(ctx, `DELETE FROM audit WHERE id IN (SELECT id FROM audit ORDER BY id LIMIT max(1, (SELECT count(*) FROM audit) / 10))`)
+		// The oldest tenth of the rows that are not an admin's: an
+		// operator's or a viewer's noise never pushes out what admins did
+		// (within MaxAge, which alone removes those).
+		a, err := s.exec(ctx, `DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE `+notAdminAction+`
+			ORDER BY id LIMIT max(1, (SELECT count(*) FROM audit WHERE `+notAdminAction+`) / 10))`)
 		if err != nil {
 			return p, err
 		}
@@ -118,6 +137,13 @@ func (s *Store) Prune(ctx context.Context, r Retention, now time.Time) (Pruned, 
 	}
 	return p, nil
 }
+
+// notAdminAction selects the audit rows that are not an admin's action:
+// neither the local CLI's (the director's administrator) nor made by a
+// user who is an admin now; a refused login that names an admin is not
+// one (anyone can send it).
+const notAdminAction = `(via <> 'cli' AND (actor NOT IN (SELECT name FROM users WHERE role = 'admin')
+	OR action IN ('login', 'password change') AND outcome <> 'success'))`
 
 func (s *Store) exec(ctx context.Context, q string, args ...any) (int64, error) {
 	res, err := s.db.ExecContext(ctx, q, args...)
