@@ -90,6 +90,7 @@ type ldVirtual struct {
 	reals                          [][2]any // text, line
 	netmask                        string
 	netmaskLine                    int
+	serviceLine                    int // of a service= line
 }
 
 type ldParser struct {
@@ -365,7 +366,7 @@ func (p *ldParser) virtualKey(v *ldVirtual, line int, rcmd string) error {
 		if !ok {
 			return p.errf(line, "service=%s: must be one of %s", val, strings.Join(ldServices, ", "))
 		}
-		v.service = w
+		v.service, v.serviceLine = w, line
 	case "httpmethod":
 		w := strings.ToUpper(regexp.MustCompile(`\w+`).FindString(val))
 		if w != "GET" && w != "HEAD" {
@@ -788,7 +789,13 @@ func (p *ldParser) finish() error {
 		if v.fallback != nil {
 			port, _ := strconv.Atoi(v.fallback.port)
 			svc.SorryServer = &ipvsmgr.SorryServer{Address: v.fallback.server, Port: port}
-			if svc.SorryServer.Port == svc.Port {
+			if port != svc.Port && v.fallback.forward != "masq" {
+				// Direct routing and tunnels keep the destination port.
+				p.im.warnf(p.g.fallbackLine, "fallback %s:%d (%s) in %s: %s forwarding keeps the port, the sorry server is reached on %d",
+					v.fallback.server, port, v.fallback.forward, v.scope, v.fallback.forward, svc.Port)
+				port = svc.Port
+			}
+			if port == svc.Port {
 				svc.SorryServer.Port = 0
 			}
 			if v.fallback.forward != "gate" {
@@ -841,6 +848,10 @@ func (p *ldParser) check(v *ldVirtual, svc *ipvsmgr.Service) {
 	kind := v.checktype
 	if kind == "combined" {
 		kind = "negotiate" // the full check; its connects in between are kept with checktype
+	}
+	if kind != "negotiate" && v.serviceLine > 0 {
+		// Only a negotiate check speaks the service; kept for one.
+		p.keep(v.serviceLine, v.scope, "service", v.service)
 	}
 	switch kind {
 	case "on":
@@ -895,6 +906,18 @@ func (p *ldParser) check(v *ldVirtual, svc *ipvsmgr.Service) {
 			p.keepCheck(v, "virtualhost", *v.virtualhost)
 		}
 	}
+	if c != nil && v.fwmark && c.Port == 0 && c.Type != "ping" && c.Type != "exec" {
+		if n, ok := ldServiceToPort(v.service); ok {
+			c.Port = n
+		} else {
+			// ldirectord's ld_checkport has no port either: its check cannot pass.
+			p.im.warnf(v.line, "%s: checktype=%s with no checkport and no port to check: no check here, checktype kept", v.scope, v.checktype)
+			if v.checktype != "combined" && v.checktype != "external-perl" {
+				p.keep(v.line, v.scope, "checktype", v.checktype)
+			}
+			c = nil
+		}
+	}
 	svc.Check = c
 	for i := range svc.Servers {
 		rc := svc.Servers[i].Check
@@ -917,4 +940,14 @@ func (p *ldParser) keepCheck(v *ldVirtual, key, val string) {
 		return
 	}
 	p.keep(v.line, v.scope, key, `"`+val+`"`)
+}
+
+// ldServiceToPort is read_config's ld_service_to_port.
+func ldServiceToPort(service string) (int, bool) {
+	for port, s := range ldServicePorts {
+		if s == service {
+			return port, true
+		}
+	}
+	return 0, false
 }
