@@ -68,6 +68,9 @@ type Options struct {
 	Glob     func(pattern string) ([]string, error)
 	// ServicesFile reads the service names of ports (nil: /etc/services).
 	ServicesFile func() ([]byte, error)
+	// LookupHost resolves a host name where the format takes one
+	// (ldirectord's real=, virtual=, fallback=); nil: net.LookupHost.
+	LookupHost func(host string) ([]string, error)
 }
 
 // Note is one line of an import's report: a fix the format's tool makes

@@ -561,7 +561,11 @@ func (p *ldParser) resolveHost(line int, host, family string) (string, bool) {
 		}
 		return a.String(), true
 	}
-	addrs, err := net.LookupHost(host)
+	lookup := p.im.opts.LookupHost
+	if lookup == nil {
+		lookup = net.LookupHost
+	}
+	addrs, err := lookup(host)
 	if err != nil {
 		return "", false
 	}
