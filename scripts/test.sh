@@ -27,7 +27,7 @@ promtool check rules docs/prometheus/alerts.yml
 # exceeded" when a -fuzztime duration ends while a worker is busy (go.dev/issue/75804, fixed in Go 1.27).
 fuzztime=${FUZZTIME:-100000x}
 echo "== fuzz: each importer, the fast document decoder against encoding/json, the store's reverse deltas, the VRRP HMAC advert decoder, the panel's redirect paths, certificate fingerprints, pair CAs, $fuzztime each"
-for target in FuzzImportIpvsadm FuzzImportJSON FuzzImportLVSCF FuzzImportKeepalived; do
+for target in FuzzImportIpvsadm FuzzImportJSON FuzzImportLVSCF FuzzImportKeepalived FuzzImportLdirectord; do
 	go test -run "^$" -fuzz "^$target\$" -fuzztime "$fuzztime" -fuzzminimizetime 50x ./ipvsmgr/formats
 done
 go test -run "^$" -fuzz "^FuzzDecodeFast\$" -fuzztime "$fuzztime" -fuzzminimizetime 50x ./ipvsmgr

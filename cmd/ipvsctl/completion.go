@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/formats"
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
@@ -250,6 +251,9 @@ func flagValue(name, cur string) (string, []string) {
 	switch name {
 	case "f", "targets", "identity", "known-hosts", "tls-cert", "tls-key", "db", "peer-ca":
 		return "files", nil
+	case "format":
+		importable, exportable := formats.Formats()
+		return "words", matching(slices.Compact(slices.Sorted(slices.Values(append(importable, exportable...)))), cur)
 	case "replication":
 		return "words", matching([]string{server.ReplicationPair, server.ReplicationSource, server.ReplicationFollower}, cur)
 	}

@@ -126,6 +126,8 @@ func TestCompleteWords(t *testing.T) {
 		{"apply -", "words", []string{"--base", "-f", "--json", "--no-apply", "--no-wait", "-v", "--ca-cert", "--db", "--server", "--token", "--help"}},
 		{"apply -f |", "files", nil},
 		{"import --format json |", "files", nil},
+		{"import --format l", "words", []string{"ldirectord", "lvs.cf"}},
+		{"export --format k", "words", []string{"keepalived"}},
 		{"--db |", "files", nil},
 		{"node set --peer-ca |", "files", nil},
 		{"node set --replication f", "words", []string{"follower"}},

@@ -82,3 +82,39 @@ func TestImportNothingLost(t *testing.T) {
 		t.Fatalf("--ignore-unknown: %d\n%s", r.code, r.stderr)
 	}
 }
+
+// ldirectord.cf through the CLI: import with its report, export back, and
+// a key ldirectord does not know refused at its line unless --ignore-unknown.
+func TestImportLdirectord(t *testing.T) {
+	k := fakekernel.New()
+	db := filepath.Join(t.TempDir(), "ipvsctl.db")
+	dir := t.TempDir()
+	cf := filepath.Join(dir, "ldirectord.cf")
+	doc := "checktimeout=3\nquiescent=yes\nvirtual=198.18.0.1:80\n\treal=198.18.0.11:80 gate 2\n\treal=198.18.0.12:80 gate\n\tservice=http\n\trequest=\"alive\"\n\treceive=\"ok\"\n\tscheduler=wlc\n\temailalert=\"ops@example.org\"\n"
+	if err := os.WriteFile(cf, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, k, "--db", db, "import", "--format", "ldirectord", cf)
+	if r.code != 0 || !strings.Contains(r.stderr, "read "+cf+": 1 virtual services, 2 real servers, 1 kept") {
+		t.Fatalf("import: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, k, "--db", db, "export", "--format", "ldirectord")
+	for _, want := range []string{"virtual=198.18.0.1:80\n", "    real=198.18.0.11:80 gate 2\n", "    service=http\n", "    request=\"alive\"\n",
+		"    receive=\"ok\"\n", "    scheduler=wlc\n", "    quiescent=yes\n", "    emailalert=\"ops@example.org\"\n"} {
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Fatalf("export --format ldirectord lacks %q: %d\n%s%s", want, r.code, r.stdout, r.stderr)
+		}
+	}
+	typo := filepath.Join(dir, "typo.cf")
+	if err := os.WriteFile(typo, []byte(doc+"\tcolor=blue\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, k, "--db", db, "import", "--format", "ldirectord", typo)
+	if r.code != 2 || !strings.Contains(r.stderr, "ldirectord line 11: unknown key color=blue") {
+		t.Fatalf("unknown key: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, k, "--db", db, "import", "--format", "ldirectord", "--ignore-unknown", "--no-apply", typo)
+	if r.code != 0 || !strings.Contains(r.stderr, "line 11") {
+		t.Fatalf("--ignore-unknown: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -18,7 +18,8 @@ import (
 func runExport(env *cliEnv, args []string) int {
 	_, exportable := formats.Formats()
 	fs, g := env.newFlagSet("export", "[--format "+strings.Join(exportable, "|")+"]",
-		"Print the stored desired state in ipvsctl's JSON, ipvsadm's save format (for ipvsadm -R) or Piranha's lvs.cf.")
+		"Print the stored desired state in ipvsctl's JSON, ipvsadm's save format (for ipvsadm -R), Piranha's lvs.cf,\n"+
+			"keepalived.conf or ldirectord.cf.")
 	format := fs.String("format", "json", "output format: "+strings.Join(exportable, ", "))
 	if st, ok := env.parseFlags(fs, args); !ok {
 		return st
@@ -152,7 +153,7 @@ func (env *cliEnv) printImportPlan(cur, doc *ipvsmgr.State, rep *formats.Report,
 
 // serviceMarks is how each format starts a virtual service, for counting
 // them as a large file is read.
-var serviceMarks = map[string]string{"ipvsadm": "-A ", "lvs.cf": "virtual ", "keepalived": "virtual_server ", "json": `"servers"`}
+var serviceMarks = map[string]string{"ipvsadm": "-A ", "lvs.cf": "virtual ", "keepalived": "virtual_server ", "ldirectord": "virtual", "json": `"servers"`}
 
 // servicesRead counts the services of r as it is read, on one terminal line.
 func (env *cliEnv) servicesRead(r io.Reader, format string) io.Reader {

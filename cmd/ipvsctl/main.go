@@ -102,9 +102,9 @@ func commands() map[string]command {
 				"end": "loadtest end 1 --rps 850 --p50 60ms --p99 410ms --cpu 93 --softirq 21 --entries 1019 --buckets 8192", "list": "loadtest list"}},
 		"history":  {summary: "list the revisions of the desired state, or show one", run: runHistory, examples: map[string]string{"": "history 7"}},
 		"rollback": {summary: "return to a revision's desired state and reconcile", run: runRollback, examples: map[string]string{"": "rollback 7"}},
-		"export": {summary: "print the desired state as JSON, an ipvsadm -R script or Piranha's lvs.cf", run: runExport,
+		"export": {summary: "print the desired state as JSON, an ipvsadm -R script, Piranha's lvs.cf, keepalived.conf or ldirectord.cf", run: runExport,
 			examples: map[string]string{"": "export --format ipvsadm"}},
-		"import": {summary: "replace the desired state with a JSON, ipvsadm -S, lvs.cf or keepalived.conf file", run: runImport,
+		"import": {summary: "replace the desired state with a JSON, ipvsadm -S, lvs.cf, keepalived.conf or ldirectord.cf file", run: runImport,
 			examples: map[string]string{"": "import --format lvs.cf lvs.cf"}},
 		"user": {summary: "users of the panel and the API", run: runUser, subs: []string{"add", "passwd", "set", "rm", "list"},
 			examples: map[string]string{

@@ -86,7 +86,8 @@ the daemon, and the one-shot boot restore for directors that run no daemon
 0 on success, 1 on failure, 2 on bad usage or invalid input (every invalid field is named with its value).
 .SH SEE ALSO
 .BR ipvsadm (8),
-.BR keepalived (8)
+.BR keepalived (8),
+.BR ldirectord (8)
 `)
 }
 

@@ -1,6 +1,6 @@
 // Package formats reads and writes the desired state in the formats of the
 // tools ipvsctl replaces: ipvsadm's save format, Piranha's lvs.cf,
-// keepalived.conf and ipvsctl's own JSON document.
+// keepalived.conf, ldirectord.cf and ipvsctl's own JSON document.
 //
 // Importers map what the model can hold and keep everything else in
 // State.Imported with its line and scope, so nothing is silently dropped. An
@@ -25,6 +25,7 @@ const (
 	FormatIpvsadm    = "ipvsadm"
 	FormatLVSCF      = "lvs.cf"
 	FormatKeepalived = "keepalived"
+	FormatLdirectord = "ldirectord"
 )
 
 // maxDocument bounds what an importer reads: the largest real configuration
@@ -49,8 +50,8 @@ func (e *ParseError) Error() string {
 
 // Formats lists the formats Import and Export take.
 func Formats() (importable, exportable []string) {
-	return []string{FormatJSON, FormatIpvsadm, FormatLVSCF, FormatKeepalived},
-		[]string{FormatJSON, FormatIpvsadm, FormatLVSCF, FormatKeepalived}
+	return []string{FormatJSON, FormatIpvsadm, FormatLVSCF, FormatKeepalived, FormatLdirectord},
+		[]string{FormatJSON, FormatIpvsadm, FormatLVSCF, FormatKeepalived, FormatLdirectord}
 }
 
 // Options change how an import reads its input.
@@ -67,6 +68,9 @@ type Options struct {
 	Glob     func(pattern string) ([]string, error)
 	// ServicesFile reads the service names of ports (nil: /etc/services).
 	ServicesFile func() ([]byte, error)
+	// LookupHost resolves a host name where the format takes one
+	// (ldirectord's real=, virtual=, fallback=); nil: net.LookupHost.
+	LookupHost func(host string) ([]string, error)
 }
 
 // Note is one line of an import's report: a fix the format's tool makes
@@ -152,7 +156,7 @@ func (im *importer) declare(services, servers int) {
 	im.rep.declaredServers += servers
 }
 
-// Import reads a document in format (json | ipvsadm | lvs.cf | keepalived) into a State. Malformed input is a
+// Import reads a document in format (json | ipvsadm | lvs.cf | keepalived | ldirectord) into a State. Malformed input is a
 // *ParseError naming the line (1-based) and what is wrong; the returned State is nil then. Keys with no
 // equivalent in the model are kept in State.Imported (Source, Line, Scope, Key, Value), never dropped.
 func Import(format string, r io.Reader) (*ipvsmgr.State, error) {
@@ -175,8 +179,10 @@ func ImportWith(format string, r io.Reader, o Options) (*ipvsmgr.State, *Report,
 		parse = parseLVSCF
 	case FormatKeepalived:
 		parse = parseKeepalived
+	case FormatLdirectord:
+		parse = parseLdirectord
 	default:
-		return nil, nil, fmt.Errorf("import: unknown format %q (want json, ipvsadm, lvs.cf or keepalived)", format)
+		return nil, nil, fmt.Errorf("import: unknown format %q (want json, ipvsadm, lvs.cf, keepalived or ldirectord)", format)
 	}
 	data, err := readDocument(format, r)
 	if err != nil {
@@ -248,7 +254,7 @@ func CheckReplace(current, next *ipvsmgr.State, allowEmpty bool) error {
 	return fmt.Errorf("the import has no virtual services and would remove all %d stored ones (--allow-empty to do that)", len(current.Services))
 }
 
-// Export writes st in format (json | ipvsadm | lvs.cf | keepalived).
+// Export writes st in format (json | ipvsadm | lvs.cf | keepalived | ldirectord).
 func Export(format string, st *ipvsmgr.State, w io.Writer) error {
 	if st == nil {
 		return errors.New("export: no state")
@@ -263,8 +269,10 @@ func Export(format string, st *ipvsmgr.State, w io.Writer) error {
 		err = exportLVSCF(st, w)
 	case FormatKeepalived:
 		err = exportKeepalived(st, w)
+	case FormatLdirectord:
+		err = exportLdirectord(st, w)
 	default:
-		return fmt.Errorf("export: unknown format %q (want json, ipvsadm, lvs.cf or keepalived)", format)
+		return fmt.Errorf("export: unknown format %q (want json, ipvsadm, lvs.cf, keepalived or ldirectord)", format)
 	}
 	if err != nil {
 		return fmt.Errorf("export %s: %w", format, err)

@@ -168,10 +168,10 @@ func checkErrors(t *testing.T, format string, cases []errorCase) {
 
 func TestFormats(t *testing.T) {
 	in, out := Formats()
-	if d := cmp.Diff([]string{"json", "ipvsadm", "lvs.cf", "keepalived"}, in); d != "" {
+	if d := cmp.Diff([]string{"json", "ipvsadm", "lvs.cf", "keepalived", "ldirectord"}, in); d != "" {
 		t.Error(d)
 	}
-	if d := cmp.Diff([]string{"json", "ipvsadm", "lvs.cf", "keepalived"}, out); d != "" {
+	if d := cmp.Diff([]string{"json", "ipvsadm", "lvs.cf", "keepalived", "ldirectord"}, out); d != "" {
 		t.Error(d)
 	}
 	if _, err := Import("yaml", strings.NewReader("")); err == nil || !strings.Contains(err.Error(), `"yaml"`) {

@@ -3,6 +3,7 @@ package formats
 import (
 	"bytes"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +24,7 @@ func seed(f *testing.F, dir string, extra ...string) {
 	corpus, _ := filepath.Glob(filepath.Join("testdata", "corpus", dir, "*"))
 	paths = append(paths, corpus...)
 	for _, p := range paths {
-		if strings.HasSuffix(p, ".golden.json") || strings.HasSuffix(p, ".md") || strings.HasSuffix(p, ".report") ||
+		if strings.HasSuffix(p, ".golden.json") || strings.HasSuffix(p, ".md") || strings.HasSuffix(p, ".pl") || strings.HasSuffix(p, ".report") ||
 			strings.HasSuffix(p, ".error") || filepath.Base(p) == "root" {
 			continue
 		}
@@ -40,8 +41,12 @@ func seed(f *testing.F, dir string, extra ...string) {
 
 // fuzzImport imports data; it fails on a panic (by not recovering), on an
 // error paired with a state, and on a state that does not compile.
-func fuzzImport(t *testing.T, format string, data []byte) *ipvsmgr.State {
-	st, err := Import(format, bytes.NewReader(data))
+func fuzzImport(t *testing.T, format string, data []byte, o ...Options) *ipvsmgr.State {
+	var opts Options
+	if len(o) > 0 {
+		opts = o[0]
+	}
+	st, _, err := ImportWith(format, bytes.NewReader(data), opts)
 	if err != nil {
 		if st != nil {
 			t.Fatalf("error %v came with a state", err)
@@ -145,6 +150,29 @@ func FuzzImportKeepalived(f *testing.F) {
 		var out bytes.Buffer
 		if err := Export(FormatKeepalived, st, &out); err == nil {
 			roundTrip(t, FormatKeepalived, st)
+		}
+	})
+}
+
+func FuzzImportLdirectord(f *testing.F) {
+	seed(f, "ldirectord", ldFeatures, "virtual=198.18.0.1:80\n\treal=198.18.0.2->198.18.0.4:80 masq 2 \"a\", \"b\" l:1 u:9\n\tfallback=198.18.0.9:8080 masq\n",
+		"fork=yes\nvirtual=3\n    real=198.18.0.2 gate\n    checkport=80\n    checkinterval=3\nvirtual=198.18.0.1:53\n    real=198.18.0.2:53 gate\n    checktype=2\n")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		// No resolver: the fuzzer's host names would each wait for DNS.
+		st := fuzzImport(t, FormatLdirectord, data, Options{LookupHost: func(h string) ([]string, error) {
+			if h == "localhost" {
+				return []string{"127.0.0.1", "::1"}, nil
+			}
+			return nil, &net.DNSError{Err: "no such host", Name: h, IsNotFound: true}
+		}})
+		if st == nil {
+			return
+		}
+		reexport(t, FormatIpvsadm, st)
+		reexport(t, FormatJSON, st)
+		var out bytes.Buffer
+		if err := Export(FormatLdirectord, st, &out); err == nil {
+			roundTrip(t, FormatLdirectord, st)
 		}
 	})
 }

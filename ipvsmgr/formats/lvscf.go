@@ -6,7 +6,6 @@ import (
 	"cmp"
 	"fmt"
 	"io"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -268,6 +267,7 @@ func (p *lvsParser) applyServiceKey(svc *ipvsmgr.Service, b *lvsBlock, k *ipvsmg
 			if n, ok = p.im.servicePort(v, proto); !ok {
 				return p.errf("port %q: neither a number nor a service name of /etc/services", v)
 			}
+			p.im.warnf(k.Line, "port %s resolved to %d (%s)", v, n, proto)
 		}
 		if n < 0 || n > 65535 || n == 0 && svc.Persistence == 0 {
 			return p.errf("port %q: want a number 1..65535 (0, all ports, only with persistent)", v)
@@ -318,9 +318,9 @@ func (p *lvsParser) virtualKey(b *lvsBlock, key, value string) error {
 		if len(words) == 0 || len(words) > 2 {
 			return p.errf("address %q: want \"VIP DEVICE:ALIAS\"", value)
 		}
-		a, err := netip.ParseAddr(words[0])
+		a, err := p.im.hostAddr(p.line, words[0])
 		if err != nil {
-			return p.errf("address %q: %q is not an IP address", value, words[0])
+			return p.errf("address %q: %v", value, err)
 		}
 		svc.Address = a.Unmap().String()
 		field("address")
@@ -392,9 +392,9 @@ func (p *lvsParser) serverKey(b *lvsBlock, key, value string) error {
 	v := unquote(value)
 	switch key {
 	case "address":
-		a, err := netip.ParseAddr(v)
+		a, err := p.im.hostAddr(p.line, v)
 		if err != nil {
-			return p.errf("address %q is not an IP address", value)
+			return p.errf("address %q: %v", value, err)
 		}
 		rs.Address = a.Unmap().String()
 		field("address")
@@ -415,7 +415,15 @@ func (p *lvsParser) serverKey(b *lvsBlock, key, value string) error {
 		field("weight")
 	case "port":
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || n > 65535 {
+		if err != nil {
+			// lvsconfig.c reads a port through getservbyname(name, "tcp").
+			var ok bool
+			if n, ok = p.im.servicePort(v, "tcp"); !ok {
+				return p.errf("port %q: neither a number nor a service name of /etc/services", value)
+			}
+			p.im.warnf(p.line, "port %s resolved to %d (tcp)", v, n)
+		}
+		if n < 0 || n > 65535 {
 			return p.errf("port %q: want a number 0..65535", value)
 		}
 		rs.Port = n

@@ -2,6 +2,8 @@ package formats
 
 import (
 	"bytes"
+	"errors"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -131,8 +133,8 @@ func TestImportLVSCFErrors(t *testing.T) {
 		{"server outside", "server a {\n}\n", 1, "outside a virtual block"},
 		{"nested virtual", "virtual a {\nvirtual b {\n", 2, "inside virtual a"},
 		{"no address", "virtual web {\n  port = 80\n}\n", 1, "has no address"},
-		{"bad address", "virtual web {\n  address = www.example.com eth0:1\n}\n", 2, "not an IP address"},
-		{"bad server address", "virtual web {\n  address = 198.18.0.1\n  port = 80\n  server a {\n    address = web1\n  }\n}\n", 5, "not an IP address"},
+		{"bad address", "virtual web {\n  address = www_example eth0:1\n}\n", 2, "neither an IP address nor a host name"},
+		{"bad server address", "virtual web {\n  address = 198.18.0.1\n  port = 80\n  server a {\n    address = web_1\n  }\n}\n", 5, "neither an IP address nor a host name"},
 		{"bad active", "virtual web {\n  address = 198.18.0.1\n  active = yes\n}\n", 3, "want 0 or 1"},
 		{"bad port", "virtual web {\n  address = 198.18.0.1\n  port = no-such-service\n}\n", 3, `port "no-such-service": neither a number nor a service name`},
 		{"bad protocol", "virtual web {\n  address = 198.18.0.1\n  port = 80\n  protocol = icmp\n}\n", 4, "want tcp or udp"},
@@ -220,5 +222,49 @@ func TestLVSCFAsPiranhaWritesIt(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "alias") || strings.Contains(out.String(), "seconds") {
 		t.Errorf("an internal key leaked into the export:\n%s", out.String())
+	}
+}
+
+// Piranha's lvsconfig.c reads a port through getservbyname(name, "tcp")
+// and an address through gethostbyname: `port = http` is port 80, a host
+// name its address, each resolved at import with a warning that names the
+// value; an unknown name is refused at its line.
+func TestLVSCFNames(t *testing.T) {
+	hosts := map[string][]string{"vip.lab": {"2001:db8::1", "198.18.0.100"}, "web1.lab": {"198.18.0.11"}, "v6only.lab": {"2001:db8::2"}}
+	opts := Options{
+		ServicesFile: func() ([]byte, error) { return []byte("http\t80/tcp\twww\nhttps 443/tcp\n"), nil },
+		LookupHost: func(h string) ([]string, error) {
+			if a, ok := hosts[h]; ok {
+				return a, nil
+			}
+			return nil, &net.DNSError{Err: "no such host", Name: h, IsNotFound: true}
+		},
+	}
+	in := "network = direct\nvirtual web {\n    address = vip.lab eth0:0\n    port = http\n    protocol = tcp\n    server r1 {\n        address = web1.lab\n        port = www\n    }\n}\n"
+	st, rep, err := ImportWith(FormatLVSCF, strings.NewReader(in), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := st.Services[0]
+	if svc.Address != "198.18.0.100" || svc.Port != 80 || svc.Servers[0].Address != "198.18.0.11" || svc.Servers[0].Port != 80 {
+		t.Errorf("service %+v servers %+v", svc, svc.Servers)
+	}
+	got := reportText(rep)
+	for _, want := range []string{"line 3: vip.lab resolved to 198.18.0.100", "line 4: port http resolved to 80 (tcp)",
+		"line 7: web1.lab resolved to 198.18.0.11", "line 8: port www resolved to 80 (tcp)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+	for _, c := range []errorCase{
+		{"unknown host", strings.Replace(in, "web1.lab", "web9.lab", 1), 7, `host "web9.lab" does not resolve`},
+		{"no IPv4", strings.Replace(in, "web1.lab", "v6only.lab", 1), 7, "no IPv4 address"},
+		{"unknown port name", strings.Replace(in, "port = www", "port = gopherx", 1), 8, `port "gopherx"`},
+	} {
+		_, _, err := ImportWith(FormatLVSCF, strings.NewReader(c.in), opts)
+		var pe *ParseError
+		if !errors.As(err, &pe) || pe.Line != c.line || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s: %v, want line %d with %q", c.name, err, c.line, c.msg)
+		}
 	}
 }

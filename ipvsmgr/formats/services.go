@@ -3,7 +3,11 @@ package formats
 import (
 	"bufio"
 	"bytes"
+	"fmt"
+	"net"
+	"net/netip"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -68,4 +72,33 @@ func (im *importer) servicePort(name, proto string) (int, bool) {
 	}
 	p, ok := fallbackServices[name]
 	return p, ok
+}
+
+var hostName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?$`)
+
+// hostAddr is an address as written, or a host name resolved the way
+// gethostbyname resolves it (its first IPv4 address), with a warning that
+// names what it became: the state keeps the address, not the name.
+func (im *importer) hostAddr(line int, s string) (netip.Addr, error) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a, nil
+	}
+	if !hostName.MatchString(s) {
+		return netip.Addr{}, fmt.Errorf("%q is neither an IP address nor a host name", s)
+	}
+	lookup := im.opts.LookupHost
+	if lookup == nil {
+		lookup = net.LookupHost
+	}
+	addrs, err := lookup(s)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("host %q does not resolve: %w", s, err)
+	}
+	for _, x := range addrs {
+		if a, err := netip.ParseAddr(x); err == nil && a.Unmap().Is4() {
+			im.warnf(line, "%s resolved to %s", s, a.Unmap())
+			return a.Unmap(), nil
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("host %q has no IPv4 address (%s)", s, strings.Join(addrs, ", "))
 }

@@ -105,3 +105,24 @@ func TestAPIImportReport(t *testing.T) {
 		t.Errorf("allow_empty: %s %s", resp.Status, body)
 	}
 }
+
+// POST /api/v1/import takes ldirectord.cf, with its report; a passwd's
+// value is neither stored nor reported.
+func TestAPIImportLdirectord(t *testing.T) {
+	g := servertest.Start(t)
+	setUp(t, g)
+	admin := g.Tokens[auth.Admin]
+	doc := "virtual=198.18.0.100:3306\n    real=198.18.0.11:3306 gate\n    service=mysql\n    login=\"mon\"\n    passwd=\"hunter2\"\n"
+	resp, body := do(t, g, admin, "POST", "/api/v1/import?format=ldirectord&name=ldirectord.cf&apply=false", doc)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "1 virtual services, 1 real servers, 3 kept") || strings.Contains(body, "hunter2") {
+		t.Fatalf("import: %s %s", resp.Status, body)
+	}
+	resp, body = do(t, g, admin, "GET", "/api/v1/state", "")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"key": "passwd"`) && !strings.Contains(body, `"key":"passwd"`) || strings.Contains(body, "hunter2") {
+		t.Fatalf("state: %s %s", resp.Status, body)
+	}
+	resp, body = do(t, g, admin, "POST", "/api/v1/import?format=ldirectord", doc+"    colour=blue\n")
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "line 6") || !strings.Contains(body, "colour=blue") {
+		t.Fatalf("unknown key: %s %s", resp.Status, body)
+	}
+}

@@ -255,6 +255,34 @@ func TestImportPreviewApplyAndExport(t *testing.T) {
 	}
 }
 
+// The panel's import form takes ldirectord.cf: a preview, then apply, and
+// an export with its file name.
+func TestImportLdirectordInThePanel(t *testing.T) {
+	e := newEnv(t)
+	e.seed(t, webState())
+	cf := "virtual=198.18.0.210:80\n\treal=198.18.0.41:80 gate 3\n\tscheduler=rr\n\tfallbackcommand=\"/usr/local/bin/sorry\"\n"
+	if r := e.get(t, "alice", "/import"); !strings.Contains(r.Body, "<option >ldirectord</option>") && !strings.Contains(r.Body, ">ldirectord</option>") {
+		t.Fatalf("the import form offers no ldirectord: %s", excerpt(r.Body))
+	}
+	r := e.upload(t, "alice", "ldirectord", "ldirectord.cf", cf)
+	if r.Code != http.StatusOK || !strings.Contains(r.Body, "ipvsadm -A -t 198.18.0.210:80 -s rr") || !strings.Contains(r.Body, "fallbackcommand") {
+		t.Fatalf("preview: %d %s", r.Code, excerpt(r.Body))
+	}
+	r = e.post(t, "alice", "/import/apply", url.Values{"format": {"ldirectord"}, "name": {"ldirectord.cf"}})
+	if r.Code != http.StatusSeeOther {
+		t.Fatalf("apply: %d %s", r.Code, excerpt(r.Body))
+	}
+	r = e.get(t, "vic", "/export?format=ldirectord")
+	if r.Code != http.StatusOK || !strings.Contains(r.Body, "virtual=198.18.0.210:80\n    real=198.18.0.41:80 gate 3\n") ||
+		!strings.Contains(r.Header.Get("Content-Disposition"), "ldirectord.cf") {
+		t.Fatalf("export: %d %q %v", r.Code, r.Body, r.Header)
+	}
+	r = e.upload(t, "alice", "ldirectord", "bad.cf", "virtual=198.18.0.210:80\n\treal=198.18.0.41:80 gate\n\tcolour=blue\n")
+	if r.Code != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "line 3") {
+		t.Fatalf("bad import: %d %s", r.Code, excerpt(r.Body))
+	}
+}
+
 func TestLiveTableFilterSortPageAndStale(t *testing.T) {
 	e := newEnv(t)
 	st := &ipvsmgr.State{}

@@ -128,7 +128,7 @@ func (p *Panel) exportDownload(w http.ResponseWriter, r *http.Request, u who) {
 		p.fail(w, r, u, err)
 		return
 	}
-	name := map[string]string{"json": "ipvsctl-state.json", "ipvsadm": "ipvsadm.rules", "lvs.cf": "lvs.cf", "keepalived": "keepalived.conf"}[format]
+	name := map[string]string{"json": "ipvsctl-state.json", "ipvsadm": "ipvsadm.rules", "lvs.cf": "lvs.cf", "keepalived": "keepalived.conf", "ldirectord": "ldirectord.cf"}[format]
 	ct := "text/plain; charset=utf-8"
 	if strings.HasSuffix(name, ".json") {
 		ct = "application/json"

@@ -1,0 +1,957 @@
+package formats
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+)
+
+// ldirectord.cf as ldirectord 1.186's read_config reads it: `key=value`
+// lines at the top level (no leading white space), and `virtual=` lines
+// followed by their keys indented by at least four spaces (a tab counts as
+// four). The first line that is not indented ends a virtual, so a blank line
+// inside one ends it too. Inside a virtual `#` starts a comment anywhere;
+// at the top level only at the start of a line. Keys are matched as
+// read_config matches them, by regular expression on the start of the line,
+// so `key = value` is valid and a trailing blank is part of a value.
+
+var (
+	ldVirtualIPv4  = regexp.MustCompile(`^(\d+\.\d+\.\d+\.\d+):([0-9A-Za-z_-]+)`)
+	ldVirtualName  = regexp.MustCompile(`^([0-9A-Za-z._+-]+):([0-9A-Za-z_-]+)`)
+	ldVirtualMark  = regexp.MustCompile(`^(\d+)`)
+	ldVirtualIPv6  = regexp.MustCompile(`^\[([0-9A-Fa-f:]+)\]:([0-9A-Za-z_-]+)`)
+	ldIndented     = regexp.MustCompile(`^ {4,}(.+)`)
+	ldKeyValue     = regexp.MustCompile(`^([a-z0-9]+)\s*=\s*(.*)`)
+	ldQuoted       = regexp.MustCompile(`^"(.*)"`)
+	ldDigits       = regexp.MustCompile(`(\d+)`)
+	ldReal         = regexp.MustCompile(`(\d+\.\d+\.\d+\.\d+|[A-Za-z0-9.-]+|\[[0-9A-fa-f:]+\])(->(\d+\.\d+\.\d+\.\d+|[A-Za-z0-9.-]+|\[[0-9A-fa-f:]+\]))?(:(\d+|[A-Za-z0-9_-]+))?\s+(.*)`)
+	ldRealFlags    = regexp.MustCompile(`^(\w+)(.*)`)
+	ldRealWeight   = regexp.MustCompile(`^\s+(\d+)(.*)`)
+	ldRealCheck    = regexp.MustCompile(`^\s+"(.*)"[, ]\s*"(.*)"(.*)`)
+	ldRealLower    = regexp.MustCompile(`^\s+l:(\d+)(.*)`)
+	ldRealUpper    = regexp.MustCompile(`^\s+u:(\d+)(.*)`)
+	ldPortSuffix   = regexp.MustCompile(`(:(\d+|[A-Za-z0-9_-]+))?$`)
+	ldFallbackWord = regexp.MustCompile(`(\S+)(\s+(\S+))?\s*$`)
+)
+
+// ldServices are the services read_config takes; ldServicePorts its
+// ld_port_to_service table, which gives a virtual without `service` one.
+var ldServices = []string{"dns", "ftp", "http", "https", "http_proxy", "imap", "imaps", "ldap", "ldaps", "nntp", "mysql",
+	"none", "oracle", "pop", "pops", "radius", "pgsql", "sip", "smtp", "submission", "simpletcp"}
+
+var ldServicePorts = map[int]string{21: "ftp", 25: "smtp", 53: "dns", 80: "http", 110: "pop", 119: "nntp", 143: "imap",
+	389: "ldap", 443: "https", 587: "submission", 636: "ldaps", 995: "pops", 993: "imaps", 1521: "oracle", 1812: "radius",
+	3128: "http_proxy", 3306: "mysql", 5060: "sip", 5432: "pgsql"}
+
+var ldForwarding = map[string]string{"gate": "dr", "masq": "nat", "ipip": "tun"}
+
+// ldSecretKeys are kept without their value.
+var ldSecretKeys = map[string]bool{"passwd": true, "secret": true}
+
+// ldSecret is the value kept in place of a secret's.
+const ldSecret = "(secret)"
+
+// ldGlobals is what the top level set that virtuals inherit.
+type ldGlobals struct {
+	checkTimeout, negotiateTimeout, checkInterval, failureCount int
+	quiescent, fork                                             string
+	fallback                                                    *ldFallback
+	fallbackLine                                                int
+}
+
+type ldFallback struct {
+	server, port, forward string
+}
+
+// ldVirtual is one virtual while its keys are read.
+type ldVirtual struct {
+	line, svc                      int
+	scope                          string
+	family                         string // "4" or "6"
+	host, port                     string
+	fwmark                         bool
+	checktype                      string
+	connects                       int
+	service                        string
+	request, receive, httpmethod   string
+	virtualhost                    *string
+	checkcommand                   string
+	checkport                      int
+	checkTimeout, negotiateTimeout int
+	checkInterval, failureCount    int
+	quiescent                      string
+	fallback                       *ldFallback
+	fallbackLine                   int
+	reals                          [][2]any // text, line
+	netmask                        string
+	netmaskLine                    int
+	serviceLine                    int // of a service= line
+}
+
+type ldParser struct {
+	im    *importer
+	st    *ipvsmgr.State
+	lines lineIndex
+	g     ldGlobals
+	vs    []*ldVirtual
+	seen  map[string]int
+	// named holds the names resolved, warned about once each.
+	named map[string]bool
+}
+
+func (p *ldParser) errf(line int, format string, args ...any) error {
+	return &ParseError{Format: FormatLdirectord, Line: line, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (p *ldParser) keep(line int, scope, key, value string) {
+	if ldSecretKeys[key] {
+		value = ldSecret
+	}
+	p.st.Imported = append(p.st.Imported, ipvsmgr.ImportedKey{Source: FormatLdirectord, Line: line, Scope: scope, Key: key, Value: value})
+}
+
+func parseLdirectord(data []byte, im *importer) (*ipvsmgr.State, lineIndex, error) {
+	p := &ldParser{im: im, st: &ipvsmgr.State{Services: []ipvsmgr.Service{}}, lines: lineIndex{}, seen: map[string]int{}, named: map[string]bool{},
+		g: ldGlobals{checkTimeout: -1, negotiateTimeout: -1, checkInterval: 10, failureCount: 1, quiescent: "no", fork: "no"}}
+	text := strings.Split(string(data), "\n")
+	if len(text) > 0 && text[len(text)-1] == "" {
+		text = text[:len(text)-1]
+	}
+	for i := 0; i < len(text); {
+		line := text[i]
+		if m := regexp.MustCompile(`^virtual(6)?\s*=\s*(.*)`).FindStringSubmatch(line); m != nil {
+			next, err := p.virtual(text, i, m[1] == "6", m[2])
+			if err != nil {
+				return nil, nil, err
+			}
+			i = next
+			continue
+		}
+		i++
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(strings.TrimLeft(line, " \t\r\v\f"), "#") {
+			continue
+		}
+		if err := p.global(i, line); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := p.finish(); err != nil {
+		return nil, nil, err
+	}
+	return p.st, p.lines, nil
+}
+
+// virtual reads the virtual at text[i] and its indented keys; it returns
+// the index of the first line after them.
+func (p *ldParser) virtual(text []string, i int, six bool, vattr string) (int, error) {
+	line := i + 1
+	v := &ldVirtual{line: line, family: "4", checktype: "negotiate", request: "/", httpmethod: "GET", checkcommand: "/bin/true",
+		checkTimeout: -1, negotiateTimeout: -1, checkInterval: -1, failureCount: -1, scope: "virtual " + strings.TrimSpace(vattr)}
+	if six {
+		v.family = "6"
+	}
+	switch m4, mn, mf, m6 := ldVirtualIPv4.FindStringSubmatch(vattr), ldVirtualName.FindStringSubmatch(vattr), ldVirtualMark.FindStringSubmatch(vattr), ldVirtualIPv6.FindStringSubmatch(vattr); {
+	case m4 != nil && !six:
+		v.host, v.port = m4[1], m4[2]
+	case mn != nil:
+		v.host, v.port = mn[1], mn[2]
+	case mf != nil:
+		v.fwmark, v.port = true, mf[1]
+		if mf[1] != strings.TrimSpace(vattr) {
+			p.im.warnf(line, "virtual=%s is read as firewall mark %s, as ldirectord reads it", strings.TrimSpace(vattr), mf[1])
+		}
+	case m6 != nil && !six:
+		return 0, p.errf(line, "virtual=%s: an IPv6 address needs virtual6=", vattr)
+	case m6 != nil:
+		if _, err := netip.ParseAddr(m6[1]); err != nil {
+			return 0, p.errf(line, "virtual6=%s: invalid IPv6 address %q", vattr, m6[1])
+		}
+		v.host, v.port = m6[1], m6[2]
+	default:
+		return 0, p.errf(line, "virtual=%s: invalid address for virtual server", vattr)
+	}
+	protocol := "tcp"
+	if v.fwmark {
+		protocol, v.service = "fwm", "none"
+	} else if v.port == "53" || v.port == "domain" {
+		protocol = "udp"
+	}
+	p.im.declare(1, 0)
+	v.svc = len(p.st.Services)
+	p.st.Services = append(p.st.Services, ipvsmgr.Service{Protocol: protocol, Scheduler: "wrr", Servers: []ipvsmgr.Server{}})
+	p.lines[fmt.Sprintf("services[%d]", v.svc)] = line
+	p.vs = append(p.vs, v)
+	for i++; i < len(text); i++ {
+		raw := text[i]
+		if strings.HasPrefix(strings.TrimLeft(raw, " \t\r\v\f"), "#") {
+			continue
+		}
+		if c := strings.IndexByte(raw, '#'); c >= 0 {
+			raw = raw[:c]
+		}
+		raw = strings.ReplaceAll(raw, "\t", "    ")
+		m := ldIndented.FindStringSubmatch(raw)
+		if m == nil {
+			break
+		}
+		if err := p.virtualKey(v, i+1, m[1]); err != nil {
+			return 0, err
+		}
+	}
+	return i, p.resolve(v, i)
+}
+
+// virtualKey is one indented line of a virtual.
+func (p *ldParser) virtualKey(v *ldVirtual, line int, rcmd string) error {
+	svc := &p.st.Services[v.svc]
+	kv := ldKeyValue.FindStringSubmatch(rcmd)
+	if kv == nil {
+		return p.im.unknown(line, "unknown key %q in %s", rcmd, v.scope)
+	}
+	key, val := kv[1], kv[2]
+	quoted := func(what string) (string, error) {
+		q := ldQuoted.FindStringSubmatch(val)
+		if q == nil {
+			return "", p.im.unknown(line, "%s=%s in %s: ldirectord reads %s only in double quotes", key, val, v.scope, key)
+		}
+		if q[1] == "" {
+			return "", p.errf(line, "%s=%s: no %s", key, val, what)
+		}
+		return q[1], nil
+	}
+	positive := func(what string) (int, error) {
+		d := ldDigits.FindString(val)
+		n, _ := strconv.Atoi(d)
+		if n <= 0 {
+			return 0, p.errf(line, "%s=%s: invalid %s", key, val, what)
+		}
+		return n, nil
+	}
+	yesNo := func() error {
+		if val != "yes" && val != "no" {
+			return p.errf(line, "%s=%q: must be yes or no", key, val)
+		}
+		return nil
+	}
+	var err error
+	switch key {
+	case "real", "real6":
+		if (key == "real6") != (v.family == "6") {
+			return p.errf(line, "%s=%s: a virtual%s takes real%s", key, val, map[string]string{"4": "", "6": "6"}[v.family], map[string]string{"4": "", "6": "6"}[v.family])
+		}
+		v.reals = append(v.reals, [2]any{val, line})
+	case "request":
+		if v.request, err = quoted("request string"); err == nil && !strings.HasPrefix(v.request, "/") {
+			v.request = "/" + v.request
+		}
+	case "receive":
+		v.receive, err = quoted("receive string")
+	case "checktype":
+		if d := ldDigits.FindString(val); d != "" {
+			v.connects, _ = strconv.Atoi(d)
+			v.checktype = "combined"
+			p.keep(line, v.scope, key, val)
+			break
+		}
+		w := regexp.MustCompile(`[\w-]+`).FindString(val)
+		switch w {
+		case "connect", "negotiate", "ping", "off", "on", "external", "external-perl":
+			v.checktype = w
+			if w == "external-perl" {
+				p.keep(line, v.scope, key, val)
+			}
+		default:
+			return p.errf(line, "checktype=%s: must be connect, negotiate, on, off, ping, external, external-perl or a number", val)
+		}
+	case "checkcommand":
+		c := val
+		if q := ldQuoted.FindStringSubmatch(val); q != nil {
+			c = q[1]
+		}
+		if c == "" {
+			return p.errf(line, "checkcommand=%s: invalid check command", val)
+		}
+		v.checkcommand = c
+	case "checktimeout":
+		v.checkTimeout, err = positive("check timeout")
+	case "negotiatetimeout":
+		v.negotiateTimeout, err = positive("negotiate timeout")
+	case "connecttimeout":
+		return p.errf(line, "connecttimeout=%s: deprecated in favour of negotiatetimeout (ldirectord refuses it)", val)
+	case "failurecount":
+		v.failureCount, err = positive("failure count")
+	case "checkinterval":
+		v.checkInterval, err = positive("check interval")
+	case "checkport":
+		d := ldDigits.FindString(val)
+		if d == "" {
+			return p.errf(line, "checkport=%s: invalid port", val)
+		}
+		n, _ := strconv.Atoi(d)
+		if n <= 0 || n >= 65536 {
+			return p.errf(line, "checkport=%s: must be in range 1..65535", val)
+		}
+		v.checkport = n
+	case "login", "passwd", "database", "secret", "load":
+		if _, err = quoted(key); err == nil {
+			p.keep(line, v.scope, key, val)
+		}
+	case "checkcount":
+		if _, err = positive("check count"); err == nil {
+			p.im.warnf(line, "checkcount is deprecated in ldirectord (see failurecount); kept, not used")
+			p.keep(line, v.scope, key, val)
+		}
+	case "scheduler":
+		s := regexp.MustCompile(`[a-z]+`).FindString(val)
+		if s == "" {
+			return p.errf(line, "scheduler=%s: invalid scheduler, should be only lowercase letters (a-z)", val)
+		}
+		svc.Scheduler = s
+	case "persistent":
+		d := ldDigits.FindString(val)
+		if d == "" {
+			return p.errf(line, "persistent=%s: invalid persistent timeout", val)
+		}
+		svc.Persistence, _ = strconv.Atoi(d)
+		if svc.Persistence == 0 {
+			// ipvsadm -p 0 is its default timeout, 300 s.
+			svc.Persistence = 300
+			p.im.warnf(line, "persistent=0 is ipvsadm's default persistence, 300 s")
+		}
+	case "schedflags":
+		f := strings.Fields(val)
+		if len(f) == 0 {
+			return p.errf(line, "schedflags=%s: invalid sched-flags", val)
+		}
+		for _, x := range strings.Split(f[0], ",") {
+			svc.SchedulerFlags = append(svc.SchedulerFlags, strings.TrimPrefix(x, "sh-"))
+		}
+	case "netmask":
+		if v.family == "6" {
+			n, err := strconv.Atoi(val)
+			if err != nil || n < 1 || n > 128 {
+				return p.errf(line, "netmask=%s: a prefix length between 1 and 128 is required", val)
+			}
+		} else if !regexp.MustCompile(`^\d+\.\d+\.\d+\.\d+$`).MatchString(val) {
+			return p.errf(line, "netmask=%s: dotted quad notation is required", val)
+		}
+		v.netmask, v.netmaskLine = val, line
+	case "protocol":
+		w := regexp.MustCompile(`\w+`).FindString(val)
+		switch {
+		case w == "":
+			return p.errf(line, "protocol=%s: invalid protocol", val)
+		case v.fwmark && w != "fwm":
+			return p.errf(line, "protocol=%s: must be fwm if the virtual service is a fwmark (a number)", val)
+		case !v.fwmark && w != "tcp" && w != "udp":
+			return p.errf(line, "protocol=%s: must be tcp or udp if the virtual service is an address and port", val)
+		case !v.fwmark:
+			svc.Protocol = w
+		}
+	case "ops":
+		if err = yesNo(); err == nil {
+			svc.OnePacket = val == "yes"
+		}
+	case "service":
+		w := regexp.MustCompile(`\w+`).FindString(val)
+		ok := false
+		for _, s := range ldServices {
+			ok = ok || s == w
+		}
+		if !ok {
+			return p.errf(line, "service=%s: must be one of %s", val, strings.Join(ldServices, ", "))
+		}
+		v.service, v.serviceLine = w, line
+	case "httpmethod":
+		w := strings.ToUpper(regexp.MustCompile(`\w+`).FindString(val))
+		if w != "GET" && w != "HEAD" {
+			return p.errf(line, "httpmethod=%s: must be GET or HEAD", val)
+		}
+		v.httpmethod = w
+	case "virtualhost":
+		h := regexp.MustCompile(`"?([^"]*)"?`).FindStringSubmatch(val)[1]
+		v.virtualhost = &h
+	case "fallback", "fallback6":
+		if (key == "fallback6") != (v.family == "6") {
+			return p.errf(line, "%s=%s: a virtual%s takes fallback%s", key, val, map[string]string{"4": "", "6": "6"}[v.family], map[string]string{"4": "", "6": "6"}[v.family])
+		}
+		fb, err := p.parseFallback(line, val, v.port)
+		if err != nil {
+			return err
+		}
+		v.fallback, v.fallbackLine = fb, line
+	case "quiescent":
+		if err = yesNo(); err == nil {
+			v.quiescent = val
+		}
+	case "cleanstop":
+		if err = yesNo(); err == nil {
+			p.keep(line, v.scope, key, val)
+		}
+	case "emailalertfreq":
+		if ldDigits.FindString(val) == "" {
+			return p.errf(line, "emailalertfreq=%s: invalid email alert frequency", val)
+		}
+		p.keep(line, v.scope, key, val)
+	case "emailalertstatus":
+		if err = p.alertStatus(line, val); err == nil {
+			p.keep(line, v.scope, key, val)
+		}
+	case "emailalert", "fallbackcommand", "monitorfile", "smtp", "servicename", "comment":
+		if strings.Trim(val, `"`) == "" && key != "servicename" && key != "comment" {
+			return p.errf(line, "%s=%s: no value", key, val)
+		}
+		p.keep(line, v.scope, key, val)
+	default:
+		return p.im.unknown(line, "unknown key %s=%s in %s", key, val, v.scope)
+	}
+	return err
+}
+
+func (p *ldParser) alertStatus(line int, val string) error {
+	parts := regexp.MustCompile(`\s*,\s*`).Split(val, -1)
+	none := false
+	for _, s := range parts {
+		none = none || s == "none"
+	}
+	for _, s := range parts {
+		switch s {
+		case "none":
+			continue
+		case "all", "starting", "stopping", "running", "reloading":
+		default:
+			return p.errf(line, "emailalertstatus=%s: invalid email alert status at %q", val, s)
+		}
+		if none {
+			return p.errf(line, "emailalertstatus=%s: %q specified with none", val, s)
+		}
+	}
+	return nil
+}
+
+// parseFallback is read_config's parse_fallback: HOST[:PORT] [gate|masq|ipip].
+func (p *ldParser) parseFallback(line int, val, vport string) (*ldFallback, error) {
+	fb := &ldFallback{forward: "gate"}
+	s := val
+	if m := ldFallbackWord.FindStringSubmatch(s); m != nil {
+		s, fb.forward = m[1], m[3]
+	}
+	if m := ldPortSuffix.FindStringSubmatchIndex(s); m != nil {
+		if m[4] >= 0 {
+			fb.port = s[m[4]:m[5]]
+		}
+		fb.server = s[:m[0]]
+	}
+	if fb.port == "" {
+		fb.port = vport
+	}
+	if fb.forward == "" {
+		fb.forward = "gate"
+	}
+	if _, ok := ldForwarding[fb.forward]; !ok {
+		return nil, p.errf(line, "fallback=%s: forward method must be gate, masq or ipip", val)
+	}
+	return fb, nil
+}
+
+// global is one line at the top level.
+func (p *ldParser) global(line int, text string) error {
+	kv := ldKeyValue.FindStringSubmatch(text)
+	if kv == nil {
+		if text == "supervised" {
+			p.im.warnf(line, "a bare supervised is supervised=yes")
+			p.keep(line, "", "supervised", "yes")
+			return nil
+		}
+		return p.im.unknown(line, "unknown command %q", text)
+	}
+	key, val := kv[1], kv[2]
+	positive := func(what string) (int, error) {
+		n, _ := strconv.Atoi(ldDigits.FindString(val))
+		if n <= 0 {
+			return 0, p.errf(line, "%s=%s: invalid %s value", key, val, what)
+		}
+		return n, nil
+	}
+	yesNo := func() error {
+		if val != "yes" && val != "no" {
+			return p.errf(line, "%s=%q: must be yes or no", key, val)
+		}
+		return nil
+	}
+	var err error
+	switch key {
+	case "checktimeout":
+		p.g.checkTimeout, err = positive("check timeout")
+	case "negotiatetimeout":
+		p.g.negotiateTimeout, err = positive("negotiate timeout")
+	case "checkinterval":
+		p.g.checkInterval, err = positive("check interval")
+	case "failurecount":
+		p.g.failureCount, err = positive("failure count")
+	case "connecttimeout":
+		return p.errf(line, "connecttimeout=%s: deprecated in favour of negotiatetimeout (ldirectord refuses it)", val)
+	case "timeout":
+		return p.errf(line, "timeout=%s: deprecated in favour of checktimeout and negotiatetimeout (ldirectord refuses it)", val)
+	case "checkcount":
+		if _, err = positive("check count"); err == nil {
+			p.im.warnf(line, "checkcount is deprecated in ldirectord (see failurecount); kept, not used")
+			p.keep(line, "", key, val)
+		}
+	case "fallback", "fallback6":
+		fb, err := p.parseFallback(line, val, "")
+		if err != nil {
+			return err
+		}
+		if key == "fallback6" {
+			p.keep(line, "", key, val) // a virtual6's default: kept
+			return nil
+		}
+		p.g.fallback, p.g.fallbackLine = fb, line
+	case "quiescent":
+		if err = yesNo(); err == nil {
+			p.g.quiescent = val
+		}
+	case "fork":
+		if err = yesNo(); err == nil {
+			p.g.fork = val
+			p.keep(line, "", key, val)
+		}
+	case "autoreload", "readdquiescent", "cleanstop", "supervised":
+		if err = yesNo(); err == nil {
+			p.keep(line, "", key, val)
+		}
+	case "callback", "logfile":
+		if ldQuoted.FindStringSubmatch(val) == nil {
+			return p.im.unknown(line, "%s=%s: ldirectord reads %s only in double quotes", key, val, key)
+		}
+		p.keep(line, "", key, val)
+	case "emailalertfreq":
+		if ldDigits.FindString(val) == "" {
+			return p.errf(line, "emailalertfreq=%s: invalid email alert frequency", val)
+		}
+		p.keep(line, "", key, val)
+	case "emailalertstatus":
+		if err = p.alertStatus(line, val); err == nil {
+			p.keep(line, "", key, val)
+		}
+	case "fallbackcommand", "execute", "emailalert", "emailalertfrom", "smtp", "maintenancedir":
+		if strings.Trim(val, `"`) == "" {
+			return p.errf(line, "%s=%s: no value", key, val)
+		}
+		p.keep(line, "", key, val)
+	default:
+		return p.im.unknown(line, "unknown command %s=%s", key, val)
+	}
+	return err
+}
+
+// resolveHost is ld_gethostbyname: an address as it is, a name through
+// the resolver, with a warning that names what it became.
+func (p *ldParser) resolveHost(line int, host, family string) (string, bool) {
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if a, err := netip.ParseAddr(host); err == nil {
+		if (family == "6") != a.Is6() {
+			return "", false
+		}
+		return a.String(), true
+	}
+	lookup := p.im.opts.LookupHost
+	if lookup == nil {
+		lookup = net.LookupHost
+	}
+	addrs, err := lookup(host)
+	if err != nil {
+		return "", false
+	}
+	for _, s := range addrs {
+		if a, err := netip.ParseAddr(s); err == nil && (family == "6") == (a.Is6() && !a.Is4In6()) {
+			p.im.warnf(line, "%s resolved to %s", host, a.String())
+			return a.String(), true
+		}
+	}
+	return "", false
+}
+
+// resolvePort is ld_getservbyname: a number below 65536 as it is, a name
+// from the services file for proto ("" for any).
+func (p *ldParser) resolvePort(line int, port, proto string) (int, bool) {
+	if regexp.MustCompile(`^[0-9]+$`).MatchString(port) {
+		n, err := strconv.Atoi(port)
+		return n, err == nil && n < 65536
+	}
+	protos := []string{proto}
+	if proto == "" {
+		protos = []string{"tcp", "udp"}
+	}
+	for _, pr := range protos {
+		if n, ok := p.im.servicePort(port, pr); ok {
+			if !p.named["port "+port] {
+				p.named["port "+port] = true
+				p.im.warnf(line, "port %s resolved to %d (and so wherever it is named again)", port, n)
+			}
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// resolve finishes a virtual once its keys are read, as read_config does:
+// its address, fallback and real servers, now that the protocol is known.
+func (p *ldParser) resolve(v *ldVirtual, endLine int) error {
+	svc := &p.st.Services[v.svc]
+	if v.fwmark {
+		n, err := strconv.ParseUint(v.port, 10, 32)
+		if err != nil || n == 0 {
+			return p.errf(v.line, "virtual=%s: invalid firewall mark", v.port)
+		}
+		svc.FWMark, svc.Protocol = uint32(n), ""
+		if v.family == "6" {
+			p.keep(v.line, v.scope, "virtual6", v.port)
+		}
+	} else {
+		addr, ok := p.resolveHost(v.line, v.host, v.family)
+		port, ok2 := p.resolvePort(v.line, v.port, svc.Protocol)
+		if !ok || !ok2 || port == 0 {
+			return p.errf(v.line, "virtual=%s:%s: invalid address for virtual service (could not resolve)", v.host, v.port)
+		}
+		svc.Address, svc.Port = addr, port
+		if v.service == "" {
+			v.service = ldServicePorts[port]
+			if v.service == "" {
+				v.service = "none"
+			}
+		}
+	}
+	// Kept keys name the virtual as an export writes it, resolved.
+	scope := "virtual " + ldHostPort(svc.Address, svc.Port)
+	if v.fwmark {
+		scope = "virtual " + v.port
+	}
+	for i := range p.st.Imported {
+		if p.st.Imported[i].Scope == v.scope {
+			p.st.Imported[i].Scope = scope
+		}
+	}
+	v.scope = scope
+	if v.fallback != nil {
+		if err := p.resolveFallback(v.fallbackLine, v.fallback, svc.Protocol, v.family); err != nil {
+			return err
+		}
+	}
+	for _, r := range v.reals {
+		if err := p.real(v, r[0].(string), r[1].(int)); err != nil {
+			return err
+		}
+	}
+	id := fmt.Sprintf("%s:%s:%d:%d", svc.Protocol, svc.Address, svc.Port, svc.FWMark)
+	if _, dup := p.seen[id]; dup {
+		return p.errf(endLine, "%s: duplicate virtual server", v.scope)
+	}
+	p.seen[id] = v.line
+	return nil
+}
+
+func (p *ldParser) resolveFallback(line int, fb *ldFallback, proto, family string) error {
+	addr, ok := p.resolveHost(line, fb.server, family)
+	if !ok {
+		return p.errf(line, "fallback %s: invalid IPv%s address or could not resolve", fb.server, family)
+	}
+	fb.server = addr
+	if fb.port != "" {
+		n, ok := p.resolvePort(line, fb.port, proto)
+		if !ok || n == 0 {
+			return p.errf(line, "fallback %s:%s: invalid port for fallback server", addr, fb.port)
+		}
+		fb.port = strconv.Itoa(n)
+	}
+	return nil
+}
+
+// real is read_config's _ld_read_config_real_resolve and add_real_server:
+// HOST[->HOST][:PORT] gate|masq|ipip [WEIGHT] ["REQUEST", "RECEIVE"] [l:N] [u:N].
+func (p *ldParser) real(v *ldVirtual, text string, line int) error {
+	m := ldReal.FindStringSubmatch(text)
+	if m == nil {
+		return p.errf(line, "real=%s: invalid address for real server (wrong format)", text)
+	}
+	first, ok := p.resolveHost(line, m[1], v.family)
+	if !ok {
+		return p.errf(line, "real=%s: invalid address (%s) for real server (could not resolve host)", text, m[1])
+	}
+	port := 0
+	if m[5] != "" {
+		if port, ok = p.resolvePort(line, m[5], ""); !ok {
+			return p.errf(line, "real=%s: invalid port (%s) for real server (could not resolve port)", text, m[5])
+		}
+	}
+	addrs := []string{first}
+	if m[3] != "" {
+		last, ok := p.resolveHost(line, m[3], v.family)
+		if !ok {
+			return p.errf(line, "real=%s: invalid address (%s) for real server (could not resolve end host)", text, m[3])
+		}
+		if v.family == "6" {
+			return p.errf(line, "real=%s: address range for IPv6 is not supported (by ldirectord)", text)
+		}
+		a, b := netip.MustParseAddr(first), netip.MustParseAddr(last)
+		if b.Less(a) {
+			return p.errf(line, "real=%s: invalid range %s-%s: the first must not be above the last", text, first, last)
+		}
+		if n := ipv4Int(b) - ipv4Int(a); n >= 65536 {
+			return p.errf(line, "real=%s: a range of %d real servers", text, n+1)
+		}
+		addrs = addrs[:0]
+		for x := a; ; x = x.Next() {
+			addrs = append(addrs, x.String())
+			if x == b {
+				break
+			}
+		}
+	}
+	flags := ldRealFlags.FindStringSubmatch(m[6])
+	if flags == nil || ldForwarding[flags[1]] == "" {
+		return p.errf(line, "real=%s: forward method must be gate, masq or ipip", text)
+	}
+	rs := ipvsmgr.Server{Forwarding: ldForwarding[flags[1]], Weight: intPtr(1)}
+	if port != 0 {
+		rs.Port = port
+	}
+	rest := flags[2]
+	if w := ldRealWeight.FindStringSubmatch(rest); w != nil {
+		n, err := strconv.Atoi(w[1])
+		if err != nil {
+			return p.errf(line, "real=%s: invalid weight %s", text, w[1])
+		}
+		rs.Weight, rest = intPtr(n), w[2]
+	}
+	var check *[2]string
+	if c := ldRealCheck.FindStringSubmatch(rest); c != nil {
+		check, rest = &[2]string{c[1], c[2]}, c[3]
+	}
+	if l := ldRealLower.FindStringSubmatch(rest); l != nil {
+		rs.LowerThreshold, _ = strconv.Atoi(l[1])
+		rest = l[2]
+	}
+	if u := ldRealUpper.FindStringSubmatch(rest); u != nil {
+		rs.UpperThreshold, _ = strconv.Atoi(u[1])
+		rest = u[2]
+	}
+	if strings.TrimSpace(rest) != "" {
+		return p.errf(line, "real=%s: invalid real server line, around %q", text, rest)
+	}
+	svc := &p.st.Services[v.svc]
+	p.im.declare(0, len(addrs))
+	for _, a := range addrs {
+		r := rs
+		r.Address = a
+		if check != nil {
+			req := check[0]
+			if !strings.HasPrefix(req, "/") {
+				req = "/" + req
+			}
+			r.Check = &ipvsmgr.Check{Path: req, ExpectBody: check[1]}
+		}
+		p.lines[fmt.Sprintf("services[%d].servers[%d]", v.svc, len(svc.Servers))] = line
+		svc.Servers = append(svc.Servers, r)
+	}
+	return nil
+}
+
+func ipv4Int(a netip.Addr) int {
+	b := a.As4()
+	return int(b[0])<<24 | int(b[1])<<16 | int(b[2])<<8 | int(b[3])
+}
+
+// finish applies what the top level sets to every virtual (ldirectord
+// reads it at start-up, after the whole file): timeouts, interval, failure
+// count, quiescent and the global fallback, and makes each virtual's check.
+func (p *ldParser) finish() error {
+	for _, v := range p.vs {
+		svc := &p.st.Services[v.svc]
+		if v.netmask != "" {
+			// ldirectord gives ipvsadm -M only with -p.
+			if svc.Persistence > 0 {
+				svc.PersistenceNetmask = v.netmask
+				p.lines[fmt.Sprintf("services[%d].persistence_netmask", v.svc)] = v.netmaskLine
+			} else {
+				p.keep(v.netmaskLine, v.scope, "netmask", v.netmask)
+			}
+		}
+		if v.fallback == nil && p.g.fallback != nil && !v.fwmark && v.family == "4" {
+			fb := *p.g.fallback
+			if err := p.resolveFallback(p.g.fallbackLine, &fb, svc.Protocol, "4"); err != nil {
+				return err
+			}
+			v.fallback = &fb
+		}
+		if v.fallback != nil {
+			port, _ := strconv.Atoi(v.fallback.port)
+			svc.SorryServer = &ipvsmgr.SorryServer{Address: v.fallback.server, Port: port}
+			if port != svc.Port && v.fallback.forward != "masq" {
+				// Direct routing and tunnels keep the destination port.
+				p.im.warnf(p.g.fallbackLine, "fallback %s:%d (%s) in %s: %s forwarding keeps the port, the sorry server is reached on %d",
+					v.fallback.server, port, v.fallback.forward, v.scope, v.fallback.forward, svc.Port)
+				port = svc.Port
+			}
+			if port == svc.Port {
+				svc.SorryServer.Port = 0
+			}
+			if v.fallback.forward != "gate" {
+				p.keep(v.line, v.scope, "fallback-forward", v.fallback.forward)
+			}
+		}
+		p.check(v, svc)
+	}
+	return nil
+}
+
+// ldTimeouts is ld_setup's choice of the connect and negotiate timeouts.
+func (p *ldParser) timeouts(v *ldVirtual) (connect, negotiate int) {
+	first := func(xs ...int) int {
+		for _, x := range xs {
+			if x >= 0 {
+				return x
+			}
+		}
+		return -1
+	}
+	connect = first(v.checkTimeout, v.negotiateTimeout, p.g.checkTimeout, p.g.negotiateTimeout, 5)
+	negotiate = first(v.negotiateTimeout, v.checkTimeout, p.g.negotiateTimeout, p.g.checkTimeout, 30)
+	return connect, negotiate
+}
+
+// check makes the service's check from the virtual's checktype and service.
+func (p *ldParser) check(v *ldVirtual, svc *ipvsmgr.Service) {
+	connect, negotiate := p.timeouts(v)
+	interval := p.g.checkInterval
+	if v.checkInterval > 0 {
+		if p.g.fork == "yes" {
+			interval = v.checkInterval
+		} else {
+			p.im.warnf(v.line, "checkinterval in %s is ignored when fork=no (ldirectord ignores it)", v.scope)
+		}
+	}
+	fall := p.g.failureCount
+	if v.failureCount > 0 {
+		fall = v.failureCount
+	}
+	quiescent := p.g.quiescent
+	if v.quiescent != "" {
+		quiescent = v.quiescent
+	}
+	c := &ipvsmgr.Check{Interval: float64(interval), Rise: 1, Fall: fall, Port: v.checkport, OnFailure: "remove"}
+	if quiescent == "yes" {
+		c.OnFailure = "quiesce"
+	}
+	kind := v.checktype
+	if kind == "combined" {
+		kind = "negotiate" // the full check; its connects in between are kept with checktype
+	}
+	if kind != "negotiate" && v.serviceLine > 0 {
+		// Only a negotiate check speaks the service; kept for one.
+		p.keep(v.serviceLine, v.scope, "service", v.service)
+	}
+	switch kind {
+	case "on":
+		c = nil
+	case "off":
+		c = nil
+		for i := range svc.Servers {
+			svc.Servers[i].Health = "down"
+		}
+	case "connect":
+		c.Type, c.Timeout = "tcp", float64(connect)
+	case "ping":
+		c.Type, c.Timeout = "ping", float64(connect)
+	case "external", "external-perl":
+		c.Type, c.Timeout = "exec", float64(connect)
+		// ldirectord runs it with the virtual's and the real server's address and port.
+		vip, vport := svc.Address, strconv.Itoa(svc.Port)
+		if v.fwmark {
+			vip, vport = v.port, "0"
+		}
+		c.Command = ipvsmgr.Argv{v.checkcommand, vip, vport, "%h", "%p"}
+	case "negotiate":
+		c.Timeout = float64(negotiate)
+		switch v.service {
+		case "http", "https":
+			c.Type, c.Method, c.Path, c.ExpectBody = v.service, v.httpmethod, v.request, v.receive
+			if v.virtualhost != nil {
+				c.Host = *v.virtualhost
+			}
+			if v.service == "https" {
+				c.TLSVerify = boolPtr(false)
+			}
+		case "dns":
+			c.Type, c.Name = "dns", strings.TrimPrefix(v.request, "/")
+			p.keepCheck(v, "receive", v.receive)
+		case "smtp":
+			c.Type = "smtp"
+		case "none":
+			c = nil
+		default:
+			// A negotiate check ipvsctl does not speak yet: a connect
+			// check in its place, the service kept.
+			c.Type = "tcp"
+			p.keep(v.line, v.scope, "service", v.service)
+			p.im.warnf(v.line, "service=%s in %s: no %s check in ipvsctl; checked by a connect (tcp), the service kept", v.service, v.scope, v.service)
+			p.keepCheck(v, "request", v.request)
+			p.keepCheck(v, "receive", v.receive)
+		}
+	}
+	if c != nil && (kind == "negotiate" && v.service != "http" && v.service != "https") {
+		if v.virtualhost != nil {
+			p.keepCheck(v, "virtualhost", *v.virtualhost)
+		}
+	}
+	if c != nil && v.fwmark && c.Port == 0 && c.Type != "ping" && c.Type != "exec" {
+		if n, ok := ldServiceToPort(v.service); ok {
+			c.Port = n
+		} else {
+			// ldirectord's ld_checkport has no port either: its check cannot pass.
+			p.im.warnf(v.line, "%s: checktype=%s with no checkport and no port to check: no check here, checktype kept", v.scope, v.checktype)
+			if v.checktype != "combined" && v.checktype != "external-perl" {
+				p.keep(v.line, v.scope, "checktype", v.checktype)
+			}
+			c = nil
+		}
+	}
+	svc.Check = c
+	for i := range svc.Servers {
+		rc := svc.Servers[i].Check
+		if rc == nil {
+			continue
+		}
+		if c == nil || (c.Type != "http" && c.Type != "https") {
+			rs := &svc.Servers[i]
+			p.keep(p.lines[fmt.Sprintf("services[%d].servers[%d]", v.svc, i)], v.scope+" real "+ldHostPort(rs.Address, rs.Port), "request-receive",
+				`"`+strings.TrimPrefix(rc.Path, "/")+`", "`+rc.ExpectBody+`"`)
+			svc.Servers[i].Check = nil
+		}
+	}
+}
+
+// keepCheck keeps a check key that has no field here, unless it is
+// ldirectord's default.
+func (p *ldParser) keepCheck(v *ldVirtual, key, val string) {
+	if (key == "request" && val == "/") || val == "" {
+		return
+	}
+	p.keep(v.line, v.scope, key, `"`+val+`"`)
+}
+
+// ldServiceToPort is read_config's ld_service_to_port.
+func ldServiceToPort(service string) (int, bool) {
+	for port, s := range ldServicePorts {
+		if s == service {
+			return port, true
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,294 @@
+package formats
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+)
+
+var ldForwardingBack = map[string]string{"dr": "gate", "nat": "masq", "tun": "ipip"}
+
+// exportLdirectord writes st as an ldirectord.cf that ldirectord's
+// read_config loads: the kept globals, then one virtual per service with its
+// keys indented by four spaces, its kept keys last.
+func exportLdirectord(st *ipvsmgr.State, w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	kept := map[string][]ipvsmgr.ImportedKey{}
+	var fork string
+	for _, k := range st.Imported {
+		if k.Source != FormatLdirectord {
+			continue
+		}
+		kept[k.Scope] = append(kept[k.Scope], k)
+		if k.Scope == "" && k.Key == "fork" {
+			fork = k.Value
+		}
+	}
+	intervals := map[float64]bool{}
+	for _, svc := range st.Services {
+		if svc.Check != nil {
+			intervals[svc.Check.Interval] = true
+		}
+	}
+	perVirtual := fork == "yes" || len(intervals) > 1
+	fmt.Fprintln(bw, "# ldirectord.cf written by ipvsctl")
+	for _, k := range kept[""] {
+		if k.Key == "fork" && perVirtual && len(intervals) > 1 {
+			continue
+		}
+		fmt.Fprintf(bw, "%s=%s\n", k.Key, k.Value)
+	}
+	if perVirtual && fork != "yes" {
+		fmt.Fprintln(bw, "fork=yes")
+	}
+	if !perVirtual {
+		for iv := range intervals {
+			fmt.Fprintf(bw, "checkinterval=%s\n", ldSeconds(iv))
+		}
+	}
+	for i := range st.Services {
+		if err := ldExportService(bw, &st.Services[i], kept, perVirtual); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+func ldSeconds(f float64) string {
+	n := int(f + 0.999)
+	if n < 1 {
+		n = 1
+	}
+	return strconv.Itoa(n)
+}
+
+func ldHostPort(addr string, port int) string {
+	if strings.Contains(addr, ":") {
+		return "[" + addr + "]:" + strconv.Itoa(port)
+	}
+	return addr + ":" + strconv.Itoa(port)
+}
+
+func ldExportService(bw *bufio.Writer, svc *ipvsmgr.Service, kept map[string][]ipvsmgr.ImportedKey, perVirtual bool) error {
+	six := strings.Contains(svc.Address, ":")
+	var head, scope string
+	switch {
+	case svc.FWMark > 0:
+		head = "virtual=" + strconv.FormatUint(uint64(svc.FWMark), 10)
+		if ldKept(kept["virtual "+strconv.FormatUint(uint64(svc.FWMark), 10)], "virtual6") {
+			head = "virtual6=" + strconv.FormatUint(uint64(svc.FWMark), 10)
+		}
+	case six:
+		head = "virtual6=" + ldHostPort(svc.Address, svc.Port)
+	default:
+		head = "virtual=" + ldHostPort(svc.Address, svc.Port)
+	}
+	scope = "virtual " + strings.TrimPrefix(strings.TrimPrefix(head, "virtual6="), "virtual=")
+	mine := map[string]string{}
+	for _, k := range kept[scope] {
+		mine[k.Key] = k.Value
+	}
+	if svc.Protocol == "sctp" {
+		return fmt.Errorf("service %s: ldirectord has no sctp", scope)
+	}
+	if svc.FWMark > 0 && svc.Address != "" {
+		return fmt.Errorf("service %s: ldirectord's fwmark virtual has no address (%s)", scope, svc.Address)
+	}
+	fmt.Fprintf(bw, "\n%s\n", head)
+	real := "real"
+	if six {
+		real = "real6"
+	}
+	fwd := svc.Forwarding
+	for _, rs := range svc.Servers {
+		f := rs.Forwarding
+		if f == "" {
+			f = fwd
+		}
+		if f == "" {
+			f = "dr"
+		}
+		if rs.Tunnel != "" && rs.Tunnel != "ipip" {
+			return fmt.Errorf("service %s: real server %s: ldirectord has no %s tunnel", scope, rs.Address, rs.Tunnel)
+		}
+		line := fmt.Sprintf("    %s=%s %s %d", real, ldHostPort(rs.Address, rs.Port), ldForwardingBack[f], rs.EffectiveWeight())
+		if rs.Port == 0 {
+			line = fmt.Sprintf("    %s=%s %s %d", real, bracket(rs.Address), ldForwardingBack[f], rs.EffectiveWeight())
+		}
+		if rs.Check != nil && (rs.Check.Path != "" || rs.Check.ExpectBody != "") {
+			line += ` "` + strings.TrimPrefix(rs.Check.Path, "/") + `", "` + rs.Check.ExpectBody + `"`
+		}
+		for _, k := range kept[scope+" real "+ldHostPort(rs.Address, rs.Port)] {
+			if k.Key == "request-receive" {
+				line += " " + k.Value
+			}
+		}
+		if rs.LowerThreshold > 0 {
+			line += fmt.Sprintf(" l:%d", rs.LowerThreshold)
+		}
+		if rs.UpperThreshold > 0 {
+			line += fmt.Sprintf(" u:%d", rs.UpperThreshold)
+		}
+		fmt.Fprintln(bw, line)
+	}
+	if svc.FWMark == 0 {
+		fmt.Fprintf(bw, "    protocol=%s\n", svc.Protocol)
+	}
+	if svc.Scheduler != "" {
+		fmt.Fprintf(bw, "    scheduler=%s\n", svc.Scheduler)
+	}
+	if len(svc.SchedulerFlags) > 0 {
+		fl := make([]string, len(svc.SchedulerFlags))
+		for i, f := range svc.SchedulerFlags {
+			fl[i] = "sh-" + f
+		}
+		fmt.Fprintf(bw, "    schedflags=%s\n", strings.Join(fl, ","))
+	}
+	if svc.OnePacket {
+		fmt.Fprintln(bw, "    ops=yes")
+	}
+	if svc.Persistence > 0 {
+		fmt.Fprintf(bw, "    persistent=%d\n", svc.Persistence)
+	}
+	if svc.PersistenceNetmask != "" {
+		fmt.Fprintf(bw, "    netmask=%s\n", svc.PersistenceNetmask)
+	}
+	if svc.SorryServer != nil {
+		port := svc.SorryServer.Port
+		if port == 0 {
+			port = svc.Port
+		}
+		fb := ldHostPort(svc.SorryServer.Address, port)
+		if port == 0 {
+			fb = bracket(svc.SorryServer.Address)
+		}
+		f := "gate"
+		if v, ok := mine["fallback-forward"]; ok {
+			f = v
+		}
+		name := "fallback"
+		if six {
+			name = "fallback6"
+		}
+		fmt.Fprintf(bw, "    %s=%s %s\n", name, fb, f)
+	}
+	ldExportCheck(bw, svc, mine, perVirtual)
+	for _, k := range kept[scope] {
+		if k.Key == "fallback-forward" || k.Key == "virtual6" || strings.HasPrefix(k.Key, "request-receive") {
+			continue
+		}
+		v := k.Value
+		if ldSecretKeys[k.Key] {
+			v = `"` + v + `"`
+		}
+		fmt.Fprintf(bw, "    %s=%s\n", k.Key, v)
+	}
+	return nil
+}
+
+func bracket(a string) string {
+	if strings.Contains(a, ":") {
+		return "[" + a + "]"
+	}
+	return a
+}
+
+// ldExportCheck writes the check keys. A kept checktype (a number, or
+// external-perl) goes out with the kept keys instead.
+func ldExportCheck(bw *bufio.Writer, svc *ipvsmgr.Service, mine map[string]string, perVirtual bool) {
+	c := svc.Check
+	down := len(svc.Servers) > 0
+	for _, rs := range svc.Servers {
+		down = down && rs.Health == "down"
+	}
+	_, keptType := mine["checktype"]
+	_, keptService := mine["service"]
+	ct := func(t string) {
+		if !keptType {
+			fmt.Fprintf(bw, "    checktype=%s\n", t)
+		}
+	}
+	if c == nil {
+		if down {
+			ct("off")
+		} else {
+			ct("on")
+		}
+		return
+	}
+	timeout := "checktimeout"
+	switch c.Type {
+	case "tcp":
+		if keptService {
+			ct("negotiate")
+			timeout = "negotiatetimeout"
+		} else {
+			ct("connect")
+		}
+	case "ping":
+		ct("ping")
+	case "exec":
+		ct("external")
+		if len(c.Command) > 0 {
+			fmt.Fprintf(bw, "    checkcommand=\"%s\"\n", c.Command[0])
+		}
+	case "http", "https", "dns", "smtp":
+		ct("negotiate")
+		timeout = "negotiatetimeout"
+		fmt.Fprintf(bw, "    service=%s\n", c.Type)
+		switch c.Type {
+		case "http", "https":
+			if c.Path != "" && c.Path != "/" {
+				fmt.Fprintf(bw, "    request=\"%s\"\n", strings.TrimPrefix(c.Path, "/"))
+			}
+			if c.ExpectBody != "" {
+				fmt.Fprintf(bw, "    receive=\"%s\"\n", c.ExpectBody)
+			}
+			if c.Method != "" {
+				fmt.Fprintf(bw, "    httpmethod=%s\n", c.Method)
+			}
+			if c.Host != "" {
+				fmt.Fprintf(bw, "    virtualhost=%s\n", c.Host)
+			}
+		case "dns":
+			if c.Name != "" {
+				fmt.Fprintf(bw, "    request=\"%s\"\n", c.Name)
+			}
+		}
+	default:
+		ct("connect")
+	}
+	if keptType {
+		timeout = "negotiatetimeout"
+	}
+	if c.Timeout > 0 {
+		fmt.Fprintf(bw, "    %s=%s\n", timeout, ldSeconds(c.Timeout))
+	}
+	if perVirtual && c.Interval > 0 {
+		fmt.Fprintf(bw, "    checkinterval=%s\n", ldSeconds(c.Interval))
+	}
+	if c.Fall > 0 {
+		fmt.Fprintf(bw, "    failurecount=%d\n", c.Fall)
+	}
+	if c.Port > 0 {
+		fmt.Fprintf(bw, "    checkport=%d\n", c.Port)
+	}
+	q := "no"
+	if c.OnFailure == "quiesce" {
+		q = "yes"
+	}
+	fmt.Fprintf(bw, "    quiescent=%s\n", q)
+}
+
+func ldKept(ks []ipvsmgr.ImportedKey, key string) bool {
+	for _, k := range ks {
+		if k.Key == key {
+			return true
+		}
+	}
+	return false
+}
