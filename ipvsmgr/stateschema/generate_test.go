@@ -147,8 +147,8 @@ func (g *generator) schemaOf(t reflect.Type) map[string]any {
 	if t == reflect.TypeFor[ipvsmgr.Argv]() {
 		// A program and its arguments, or one string split into them.
 		return map[string]any{"oneOf": []any{
-			map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "minItems": 1},
-			map[string]any{"type": "string", "minLength": 1}}}
+			map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+			map[string]any{"type": "string"}}}
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
