@@ -13,9 +13,9 @@ import (
 // document says passes.
 func TestValidatingReportsDrift(t *testing.T) {
 	answer := map[string]string{
-		"/api/v1/services":                     `[{"name":"web","address":"198.18.0.1","port":80,"servers":[]}]`,
-		"/api/v1/history":                      `[{"revision":"seven"}]`, // a revision is a number
-		"/api/v1/settings":                     `{"network":"dr","tcp_timeout":0,"tcpfin_timeout":0,"udp_timeout":0,"colour":"red"}`,
+		"/api/v1/services":                    `[{"name":"web","address":"198.18.0.1","port":80,"servers":[]}]`,
+		"/api/v1/history":                     `[{"revision":"seven"}]`, // a revision is a number
+		"/api/v1/settings":                    `{"network":"dr","tcp_timeout":0,"tcpfin_timeout":0,"udp_timeout":0,"colour":"red"}`,
 		"/api/v1/services/web/servers/r1/why": `{}`,
 	}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
