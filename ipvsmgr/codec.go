@@ -65,6 +65,10 @@ func walkDocument(data []byte, st *State, services func(d *fastDecoder)) bool {
 			case "imported":
 				d.once(seen, 2)
 				d.strict(&st.Imported)
+			case SchemaKey:
+				d.once(seen, 3)
+				var ignored string // as stateDocument's: a string or null, then dropped
+				d.strict(&ignored)
 			default:
 				d.fail()
 			}

@@ -3,6 +3,7 @@ package ipvsmgr_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -15,18 +16,7 @@ import (
 )
 
 // slowDecode is DecodeState without the fast path: encoding/json, strict.
-func slowDecode(data []byte) (*ipvsmgr.State, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var st ipvsmgr.State
-	if err := dec.Decode(&st); err != nil {
-		return nil, err
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("trailing data")
-	}
-	return &st, nil
-}
+func slowDecode(data []byte) (*ipvsmgr.State, error) { return ipvsmgr.DecodeJSON(data) }
 
 // checkFastDecode fails if the fast decoder accepted data with a result
 // encoding/json would not give, or if a service it decoded does not encode
@@ -202,8 +192,63 @@ func FuzzDecodeFast(f *testing.F) {
 	f.Add([]byte(`{"settings":{"network":"dr"},"services":[{"name":"web","address":"198.18.0.100","port":80,"scheduler_flags":["sh-port"],"match":[{"protocol":"tcp","ports":[80]}],"enabled":true,"servers":[{"address":"198.18.0.11","weight":3,"enabled":null}]}],"imported":[{"source":"x","line":1,"key":"k","value":"v"}]}`))
 	f.Add([]byte(`{"services":[{"name":"caf\u00e9 <&>","fwmark":7,"servers":null}]}`))
 	f.Add([]byte(`{"services":[{"port":1e2,"port":0}]}`))
+	f.Add([]byte(`{"$schema":"./state.schema.json","services":[],"$schema":null}`))
 	f.Add([]byte(`{"services":[{"check":{"type":"exec","command":"/bin/x %h","interval":0.5},"sorry_server":{"address":"198.18.0.5"},"quorum":2,"servers":[{"address":"198.18.0.11","health":"up","check":{"port":81}}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkFastDecode(t, data)
 	})
+}
+
+// An editor's "$schema" key is accepted and dropped by both decoders, the
+// same way (a string or null; anything else refused); every other unknown
+// key stays an error.
+func TestSchemaKeyIsAcceptedAndDropped(t *testing.T) {
+	plain := `{"services":[{"name":"web","address":"198.18.0.100","port":80,"servers":[{"address":"198.18.0.11"}]}]}`
+	want, err := ipvsmgr.DecodeState(strings.NewReader(plain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range []string{
+		`{"$schema":"https://example.org/state.schema.json",` + plain[1:],
+		`{"$schema":"./docs/state.schema.json","services":[{"name":"web","address":"198.18.0.100","port":80,"servers":[{"address":"198.18.0.11"}]}],"settings":{}}`,
+		`{"services":[{"name":"web","address":"198.18.0.100","port":80,"servers":[{"address":"198.18.0.11"}]}],"$schema":null}`,
+	} {
+		fast, ok := ipvsmgr.DecodeFast([]byte(doc))
+		if !ok {
+			t.Errorf("fast decoder gave up on %s", doc)
+		}
+		slow, err := ipvsmgr.DecodeJSON([]byte(doc))
+		if err != nil {
+			t.Fatalf("encoding/json path refused %s: %v", doc, err)
+		}
+		got, err := ipvsmgr.DecodeState(strings.NewReader(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, st := range map[string]*ipvsmgr.State{"fast": fast, "json": slow, "DecodeState": got} {
+			if d := cmp.Diff(want, st); d != "" {
+				t.Errorf("%s decoding of %s differs from the document without $schema:\n%s", name, doc, d)
+			}
+			var out bytes.Buffer
+			if err := st.Encode(&out); err != nil || strings.Contains(out.String(), "$schema") {
+				t.Errorf("%s: re-encoded %q (%v): $schema kept", name, out.String(), err)
+			}
+		}
+	}
+	for _, doc := range []string{
+		`{"$schema":5,"services":[]}`,
+		`{"$schema":{"a":1},"services":[]}`,
+		`{"$id":"x","services":[]}`,
+		`{"services":[{"$schema":"x","address":"198.18.0.100","port":80,"servers":[]}]}`,
+		`{"settings":{"$schema":"x"},"services":[]}`,
+	} {
+		if _, ok := ipvsmgr.DecodeFast([]byte(doc)); ok {
+			t.Errorf("fast decoder accepted %s", doc)
+		}
+		_, err := ipvsmgr.DecodeState(strings.NewReader(doc))
+		var ve *ipvsmgr.ValidationError
+		if !errors.As(err, &ve) || ve.Problems[0].Field != "document" {
+			t.Errorf("%s: got %v, want a document error", doc, err)
+		}
+	}
 }

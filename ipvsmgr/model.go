@@ -6,9 +6,11 @@ package ipvsmgr
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -307,17 +309,45 @@ func DecodeState(r io.Reader) (*State, error) {
 		return st, nil
 	}
 	// The slow path also gives the exact diagnostic, with its line.
+	st, err := decodeJSON(data)
+	if err != nil {
+		msg := "trailing data after the JSON object"
+		if !errors.Is(err, errTrailingData) {
+			msg = describeJSONError(data, err)
+		}
+		return nil, &ValidationError{Problems: []Problem{{Field: "document", Message: msg}}}
+	}
+	return st, nil
+}
+
+var errTrailingData = errors.New("trailing data after the JSON object")
+
+// decodeJSON is DecodeState with encoding/json alone: what the fast decoder
+// must agree with (FuzzDecodeFast), and where the diagnostics come from.
+func decodeJSON(data []byte) (*State, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	var st State
-	if err := dec.Decode(&st); err != nil {
-		return nil, &ValidationError{Problems: []Problem{{Field: "document", Message: describeJSONError(data, err)}}}
+	var doc stateDocument
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
 	}
 	if dec.More() {
-		return nil, &ValidationError{Problems: []Problem{{Field: "document", Message: "trailing data after the JSON object"}}}
+		return nil, errTrailingData
 	}
-	ScrubImported(st.Imported)
-	return &st, nil
+	ScrubImported(doc.State.Imported)
+	return &doc.State, nil
+}
+
+// SchemaKey is the top-level key an editor puts in a document to name its
+// JSON Schema (docs/state.schema.json): accepted and dropped, never stored.
+const SchemaKey = "$schema"
+
+// stateDocument is a document as it is read: the state, and the editor's
+// "$schema" beside it (a string or null). Every other unknown key is still
+// an error.
+type stateDocument struct {
+	Schema *string `json:"$schema"`
+	State
 }
 
 // describeJSONError turns a decoder error into a message with the line.
@@ -328,7 +358,8 @@ func describeJSONError(data []byte, err error) string {
 		off = e.Offset
 	case *json.UnmarshalTypeError:
 		off = e.Offset
-		return fmt.Sprintf("line %d: field %q: got JSON %s, want %s", lineOf(data, off), e.Field, e.Value, e.Type)
+		// stateDocument embeds State: its fields are the document's own.
+		return fmt.Sprintf("line %d: field %q: got JSON %s, want %s", lineOf(data, off), strings.TrimPrefix(e.Field, "State."), e.Value, e.Type)
 	}
 	if off >= 0 {
 		return fmt.Sprintf("line %d: %v", lineOf(data, off), err)

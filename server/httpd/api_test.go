@@ -69,6 +69,7 @@ var calls = []call{
 	{"DELETE", "/api/v1/users/dora", "", auth.Admin},
 	{"POST", "/api/v1/draft/start", "", server.RoleFor("draft stage")},
 	{"GET", "/metrics", "", auth.Viewer},
+	{"GET", "/api/v1/openapi.json", "", auth.Viewer},
 }
 
 const webDoc = `{"services":[{"name":"web","address":"198.18.0.100","port":80,"interface":"eth0","scheduler":"wrr",

@@ -71,14 +71,21 @@ func LocalHandler(o Options) http.Handler {
 	return r
 }
 
-func (o Options) register(r chi.Router, guard func(auth.Role, http.Handler) http.Handler) {
-	a := &api{core: o.Core}
+// routeTable is every route of the API (and /healthz, /metrics): what the
+// OpenAPI document describes, one operation each (openapi_test.go).
+func (o Options) routeTable(a *api) []auth.Route {
 	routes := append(a.routes(), auth.Route{Method: "GET", Pattern: "/healthz", Role: auth.Public, Handler: http.HandlerFunc(a.healthz)})
 	routes = append(routes, a.remoteRoutes()...) // users, tokens, charts (api_users.go)
+	routes = append(routes, auth.Route{Method: "GET", Pattern: PathOpenAPI, Role: auth.Viewer, Handler: http.HandlerFunc(serveOpenAPI)})
 	if o.Metrics != nil {
 		routes = append(routes, auth.Route{Method: "GET", Pattern: "/metrics", Role: auth.Viewer, Handler: o.Metrics})
 	}
-	for _, rt := range routes {
+	return routes
+}
+
+func (o Options) register(r chi.Router, guard func(auth.Role, http.Handler) http.Handler) {
+	a := &api{core: o.Core}
+	for _, rt := range o.routeTable(a) {
 		if rt.Role < auth.Public || rt.Role > auth.Admin || rt.Handler == nil {
 			panic(fmt.Sprintf("httpd: route %s %s has no role or no handler", rt.Method, rt.Pattern))
 		}

@@ -39,6 +39,9 @@ type Rig struct {
 	Handler http.Handler
 	Socket  string // the local CLI's socket
 	Tokens  map[auth.Role]string
+	// Contract counts what the rig checked against the OpenAPI document:
+	// every API request over URL and its answer (servertest/openapi.go).
+	Contract *Contract
 	// Password is every test user's password; the users are named admin, operator and viewer.
 	Password string
 }
@@ -118,7 +121,8 @@ func Start(t testing.TB, with ...Option) *Rig {
 		t.Fatal(err)
 	}
 	g.Handler = h
-	ts := httptest.NewServer(h)
+	g.Contract = &Contract{}
+	ts := httptest.NewServer(validating(t, h, g.Contract, t.Errorf))
 	g.URL = ts.URL
 	g.Socket = g.DB + ".sock"
 	ln, err := httpd.ListenUnix(g.Socket)
@@ -137,6 +141,7 @@ func Start(t testing.TB, with ...Option) *Rig {
 	}
 	t.Cleanup(func() {
 		ts.Close()
+		t.Logf("OpenAPI: %d API calls checked against the document (%d requests it refuses, refused by the API too)", g.Contract.Checked.Load(), g.Contract.Refused.Load())
 		local.Close()
 		cancel()
 		<-done
