@@ -45,9 +45,14 @@ type WriteOptions struct {
 	BaseEmpty bool
 	// Progress, if set, hears of the drains under way while the change waits for them.
 	Progress func([]ipvsmgr.Retiring) `json:"-"`
-	// Draft stages a Write's edits in the actor's draft (StageEdits)
-	// instead: nothing is stored as a revision, nothing reaches the kernel.
+	// Draft stages a Write's edits in the actor's draft (started when they
+	// have none) instead: nothing is stored as a revision, nothing reaches
+	// the kernel.
 	Draft bool
+	// IntoOpenDraft stages a Write's edits when the actor has a draft (and
+	// may stage), else makes them: the panel's rule, "once you start a
+	// draft your edits collect in it", decided here on the core's drafts.
+	IntoOpenDraft bool `json:"-"`
 }
 
 // noDraft refuses Draft for a change that replaces the whole document.
@@ -104,6 +109,7 @@ type Core struct {
 	// core's saves, and in the daemon another process's (noticeResults).
 	resultsGen atomic.Int64
 	accounts   *auth.Auth    // users and tokens (core_users.go)
+	drafts     draftCache    // the users' drafts (drafts.go, drafts_cache.go)
 	followers  followerTable // the directors following this one (followers.go)
 	checkRuns  *userRate     // "test this check now", per user (health.go)
 }
@@ -299,13 +305,17 @@ func (c *Core) replace(ctx context.Context, a Actor, label string, doc *ipvsmgr.
 // revision, retried on a concurrent write), refuses a result that does not
 // validate, then makes the kernel match the stored state unless NoApply.
 // Each edit is audited under its own action, all with the one outcome.
-// With o.Draft the edits are staged in a's draft instead (StageEdits).
+// With o.Draft the edits are staged in a's draft instead, with
+// o.IntoOpenDraft when a has one (drafts.go).
 func (c *Core) Write(ctx context.Context, a Actor, o WriteOptions, edits ...Edit) (res *WriteResult, err error) {
 	if len(edits) == 0 {
 		return nil, errorf(CodeBadInput, "no change given")
 	}
-	if o.Draft {
-		return c.stage(ctx, a, edits)
+	if o.Draft || o.IntoOpenDraft {
+		res, staged, err := c.stage(ctx, a, edits, !o.Draft)
+		if staged || err != nil {
+			return res, err
+		}
 	}
 	var summary string
 	defer func() {

@@ -32,7 +32,7 @@ type Director interface {
 	Drafts(ctx context.Context) ([]DraftInfo, error)
 	DraftDocument(ctx context.Context, author string) ([]byte, error)
 	DiffDraft(ctx context.Context, author string) (*DraftDiff, error)
-	DraftStart(ctx context.Context, a Actor) (*DraftInfo, error)
+	StartDraft(ctx context.Context, a Actor) (*DraftInfo, error)
 	ApplyDraft(ctx context.Context, a Actor, label string, o WriteOptions) (*WriteResult, error)
 	DiscardDraft(ctx context.Context, a Actor) error
 	Rollback(ctx context.Context, a Actor, rev int64, o WriteOptions) (*WriteResult, error)

@@ -14,7 +14,9 @@ import (
 // A draft is one user's staged desired state: the edits they stage (the same
 // Edits a direct write makes) collect in a whole document, kept in the store
 // per user so that it survives a restart, and applied later as one revision
-// refused if the stored state moved since the draft's base.
+// refused if the stored state moved since the draft's base. Drafts are the
+// core's alone: every entry point reads and writes them here, through one
+// copy (drafts_cache.go).
 
 // DraftInfo is one user's draft, without its document.
 type DraftInfo struct {
@@ -48,13 +50,19 @@ func (c *Core) Drafts(ctx context.Context) ([]DraftInfo, error) {
 	return out, err
 }
 
-// Draft is author's draft, with its document (CodeNotFound when none).
+// Draft is author's draft, with its document (CodeNotFound when none):
+// the core's copy (drafts_cache.go), not a read of the store. The caller
+// may change the returned struct, not its Doc's bytes.
 func (c *Core) Draft(ctx context.Context, author string) (*store.Draft, error) {
-	d, err := c.store.Draft(ctx, author)
-	if errors.Is(err, store.ErrNotFound) {
+	e, err := c.drafts.entry(ctx, c.store, author)
+	if err != nil {
+		return nil, err
+	}
+	if e.d == nil {
 		return nil, fmt.Errorf("%s has no draft: %w", author, store.ErrNotFound)
 	}
-	return d, err
+	d := *e.d
+	return &d, nil
 }
 
 // DraftDocument is author's draft as a desired-state document.
@@ -79,12 +87,68 @@ func (c *Core) DraftState(ctx context.Context, author string) (*ipvsmgr.State, *
 	return st, d, nil
 }
 
-// StartDraft makes a's draft from the current state unless they have one.
-func (c *Core) StartDraft(ctx context.Context, a Actor) (*store.Draft, error) {
+// DraftSummary is the banner a screen shows about a draft.
+type DraftSummary struct {
+	Base    int64 `json:"base"`
+	Current int64 `json:"current"`
+	Changes int   `json:"changes"` // how many changes it makes to the current state
+	Moved   bool  `json:"moved"`   // the stored state moved since its base
+}
+
+// SummarizeDraft is author's draft's summary (CodeNotFound when none),
+// counted once per draft and revision: rev is the current revision as the
+// caller knows it (the panel's: the daemon's, without a database read).
+func (c *Core) SummarizeDraft(ctx context.Context, author string, rev int64) (*DraftSummary, error) {
+	e, err := c.drafts.entry(ctx, c.store, author)
+	if err != nil {
+		return nil, err
+	}
+	if e.d == nil {
+		return nil, fmt.Errorf("%s has no draft: %w", author, store.ErrNotFound)
+	}
+	c.drafts.mu.Lock()
+	sum, at := e.sum, e.sumRev
+	c.drafts.mu.Unlock()
+	if sum != nil && at == rev {
+		return sum, nil
+	}
+	sum = &DraftSummary{Base: e.d.Base}
+	cur, curRev, err := c.State(ctx)
+	if err != nil {
+		return sum, nil
+	}
+	sum.Current, sum.Moved = curRev, curRev != e.d.Base
+	if st, err := ipvsmgr.DecodeState(bytes.NewReader(e.d.Doc)); err == nil {
+		sum.Changes = len(ipvsmgr.Changes(cur, st))
+	}
+	c.drafts.mu.Lock()
+	e.sum, e.sumRev = sum, rev
+	c.drafts.mu.Unlock()
+	return sum, nil
+}
+
+func infoOf(d *store.Draft) *DraftInfo {
+	return &DraftInfo{Author: d.Author, Base: d.Base, Updated: d.Updated}
+}
+
+// StartDraft starts a's draft from the current state unless they have one
+// (then it is kept): what the panel's "Start a draft", POST
+// /api/v1/draft/start and ipvsctl draft start do.
+func (c *Core) StartDraft(ctx context.Context, a Actor) (*DraftInfo, error) {
 	if err := allow(a, "draft stage", RoleFor("draft stage")); err != nil {
 		return nil, err
 	}
-	if d, err := c.store.Draft(ctx, a.Name); err == nil || !errors.Is(err, store.ErrNotFound) {
+	defer c.drafts.lock(a.Name)()
+	d, err := c.startDraft(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	return infoOf(d), nil
+}
+
+// startDraft is StartDraft under a's draft lock, allowed.
+func (c *Core) startDraft(ctx context.Context, a Actor) (*store.Draft, error) {
+	if d, err := c.Draft(ctx, a.Name); err == nil || !errors.Is(err, store.ErrNotFound) {
 		return d, err
 	}
 	st, rev, err := c.State(ctx)
@@ -95,71 +159,77 @@ func (c *Core) StartDraft(ctx context.Context, a Actor) (*store.Draft, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &store.Draft{Author: a.Name, Base: rev, Doc: doc}
+	return c.saveDraft(ctx, &store.Draft{Author: a.Name, Base: rev, Doc: doc})
+}
+
+// saveDraft stores d and keeps what the store has (under d.Author's lock).
+func (c *Core) saveDraft(ctx context.Context, d *store.Draft) (*store.Draft, error) {
 	if err := c.store.SaveDraft(ctx, d); err != nil {
+		c.drafts.forget(d.Author)
 		return nil, err
 	}
-	return c.store.Draft(ctx, a.Name)
-}
-
-// DraftStart is StartDraft without the document: a's draft, started from
-// the current state unless they have one (what a script's POST
-// /api/v1/draft/start and ipvsctl draft start answer).
-func (c *Core) DraftStart(ctx context.Context, a Actor) (*DraftInfo, error) {
-	d, err := c.StartDraft(ctx, a)
+	saved, err := c.store.Draft(ctx, d.Author)
 	if err != nil {
+		c.drafts.forget(d.Author)
 		return nil, err
 	}
-	return &DraftInfo{Author: d.Author, Base: d.Base, Updated: d.Updated}, nil
+	c.drafts.set(d.Author, saved)
+	cp := *saved
+	return &cp, nil
 }
 
-// StageEdits makes edits on a's draft (started from the current state when
-// they have none), refused as a direct write would be: the same checks of
-// role and validation, the same errors. Nothing reaches the kernel.
-func (c *Core) StageEdits(ctx context.Context, a Actor, edits ...Edit) (*store.Draft, error) {
-	if len(edits) == 0 {
-		return nil, errorf(CodeBadInput, "no change given")
-	}
+// stage is a Write with WriteOptions.Draft or IntoOpenDraft: the edits
+// made on a's draft (started from the current state when they have none),
+// refused as a direct write would be: the same checks of role and
+// validation, the same errors. Nothing reaches the kernel. With onlyOpen,
+// when a has no draft (or may not stage) nothing is done and staged is
+// false: the change is the caller's to make.
+func (c *Core) stage(ctx context.Context, a Actor, edits []Edit, onlyOpen bool) (res *WriteResult, staged bool, err error) {
 	for _, e := range edits {
 		if err := allow(a, e.Action, e.Role); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	d, err := c.StartDraft(ctx, a)
+	if err := allow(a, "draft stage", RoleFor("draft stage")); err != nil {
+		if onlyOpen {
+			return nil, false, nil // who may not stage makes the change itself
+		}
+		return nil, false, err
+	}
+	defer c.drafts.lock(a.Name)()
+	if onlyOpen {
+		if _, err := c.Draft(ctx, a.Name); errors.Is(err, store.ErrNotFound) {
+			return nil, false, nil
+		} else if err != nil {
+			return nil, false, err
+		}
+	}
+	d, err := c.startDraft(ctx, a)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	st, err := ipvsmgr.DecodeState(bytes.NewReader(d.Doc))
 	if err != nil {
-		return nil, fmt.Errorf("draft of %s: %w", a.Name, err)
+		return nil, false, fmt.Errorf("draft of %s: %w", a.Name, err)
 	}
 	if _, err := batch(edits)(st); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if _, err := ipvsmgr.Compile(st); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if d.Doc, err = store.Encode(st); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if err := c.store.SaveDraft(ctx, d); err != nil {
-		return nil, err
+	if d, err = c.saveDraft(ctx, d); err != nil {
+		return nil, false, err
 	}
-	return c.store.Draft(ctx, a.Name)
-}
-
-// stage is a Write with WriteOptions.Draft: the edits staged in a's draft.
-func (c *Core) stage(ctx context.Context, a Actor, edits []Edit) (*WriteResult, error) {
-	d, err := c.StageEdits(ctx, a, edits...)
-	if err != nil {
-		return nil, err
-	}
-	return &WriteResult{Revision: d.Base, Draft: &DraftInfo{Author: d.Author, Base: d.Base, Updated: d.Updated}}, nil
+	return &WriteResult{Revision: d.Base, Draft: infoOf(d)}, true, nil
 }
 
 // StageState makes st (validated) a's whole draft, based on the current
 // revision: an import previewed before it is applied.
-func (c *Core) StageState(ctx context.Context, a Actor, st *ipvsmgr.State) (*store.Draft, error) {
+func (c *Core) StageState(ctx context.Context, a Actor, st *ipvsmgr.State) (*DraftInfo, error) {
 	if err := allow(a, "draft stage", RoleFor("draft stage")); err != nil {
 		return nil, err
 	}
@@ -174,10 +244,12 @@ func (c *Core) StageState(ctx context.Context, a Actor, st *ipvsmgr.State) (*sto
 	if err != nil {
 		return nil, err
 	}
-	if err := c.store.SaveDraft(ctx, &store.Draft{Author: a.Name, Base: rev, Doc: doc}); err != nil {
+	defer c.drafts.lock(a.Name)()
+	d, err := c.saveDraft(ctx, &store.Draft{Author: a.Name, Base: rev, Doc: doc})
+	if err != nil {
 		return nil, err
 	}
-	return c.store.Draft(ctx, a.Name)
+	return infoOf(d), nil
 }
 
 // DiffDraft is what applying author's draft would change.
@@ -190,7 +262,7 @@ func (c *Core) DiffDraft(ctx context.Context, author string) (*DraftDiff, error)
 	if err != nil {
 		return nil, err
 	}
-	out := &DraftDiff{DraftInfo: DraftInfo{Author: d.Author, Base: d.Base, Updated: d.Updated}, Current: rev, Moved: rev != d.Base}
+	out := &DraftDiff{DraftInfo: *infoOf(d), Current: rev, Moved: rev != d.Base}
 	if out.Changes = ipvsmgr.Changes(cur, st); out.Changes == nil {
 		out.Changes = []string{}
 	}
@@ -223,6 +295,9 @@ func (c *Core) RevisionsSince(ctx context.Context, base int64) ([]store.Revision
 // label says what the draft was for the history ("": "draft of USER").
 func (c *Core) ApplyDraft(ctx context.Context, a Actor, label string, o WriteOptions) (*WriteResult, error) {
 	label = orDefault(label, "draft of "+a.Name)
+	// Held through the write: an edit staged meanwhile would be lost with
+	// the applied draft.
+	defer c.drafts.lock(a.Name)()
 	st, d, err := c.DraftState(ctx, a.Name)
 	if err != nil {
 		c.audit(ctx, a, "draft apply", label, nil, err, "")
@@ -243,6 +318,9 @@ func (c *Core) ApplyDraft(ctx context.Context, a Actor, label string, o WriteOpt
 	}
 	if err := c.store.DeleteDraft(ctx, a.Name); err != nil {
 		c.log.Error("delete applied draft", "user", a.Name, "err", err)
+		c.drafts.forget(a.Name)
+	} else {
+		c.drafts.set(a.Name, nil)
 	}
 	return res, nil
 }
@@ -252,5 +330,11 @@ func (c *Core) DiscardDraft(ctx context.Context, a Actor) error {
 	if err := allow(a, "draft discard", RoleFor("draft discard")); err != nil {
 		return err
 	}
-	return c.store.DeleteDraft(ctx, a.Name)
+	defer c.drafts.lock(a.Name)()
+	if err := c.store.DeleteDraft(ctx, a.Name); err != nil {
+		c.drafts.forget(a.Name)
+		return err
+	}
+	c.drafts.set(a.Name, nil)
+	return nil
 }

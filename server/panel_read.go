@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/arpguard"
-	"github.com/ipvsctl/ipvsctl/server/auth"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -61,13 +60,4 @@ func (c *Core) ChartPoints(ctx context.Context, res int, chunk, since int64) ([]
 // LastLogin is when user last logged in after since (zero: never).
 func (c *Core) LastLogin(ctx context.Context, user string, since time.Time) (time.Time, error) {
 	return c.store.LastLogin(ctx, user, since)
-}
-
-// VerifyPassword reports whether password is user's.
-func (c *Core) VerifyPassword(ctx context.Context, user, password string) (bool, error) {
-	u, err := c.store.UserByName(ctx, user)
-	if err != nil {
-		return false, err
-	}
-	return auth.VerifyPassword(u.PasswordHash, password)
 }

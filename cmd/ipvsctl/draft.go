@@ -129,7 +129,7 @@ func draftStart(env *cliEnv, args []string) int {
 		return env.fail("draft start", err, false)
 	}
 	defer b.close()
-	d, err := b.DraftStart(ctx, b.actor)
+	d, err := b.StartDraft(ctx, b.actor)
 	if err != nil {
 		return env.fail("draft start", err, false)
 	}

@@ -272,3 +272,49 @@ func TestDraftStartFromTheCLI(t *testing.T) {
 		t.Fatalf("staged only, yet revision %d scheduler %q drain timeout %d", rev, st.Services[0].Scheduler, st.Settings.DrainTimeout)
 	}
 }
+
+// ipvsctl --server ... draft start, after the panel drew pages for the same
+// user, and through the daemon's socket with no --server: the panel's next
+// edit is staged in the draft the CLI started, not made live.
+func TestDraftStartedFromTheCLIStagesPanelEdits(t *testing.T) {
+	for _, via := range []string{"--server", "socket"} {
+		t.Run(via, func(t *testing.T) {
+			g := servertest.Start(t)
+			ctx := context.Background()
+			if _, err := g.Core.Apply(ctx, server.Actor{Name: "seed", Via: "cli"}, strings.NewReader(drainDoc), "seed", server.WriteOptions{NoWait: true}); err != nil {
+				t.Fatal(err)
+			}
+			vars := map[string]string{"IPVSCTL_SERVER": g.URL, "IPVSCTL_TOKEN": g.Tokens[auth.Admin]}
+			if via == "socket" {
+				// The local CLI's user, as the daemon's socket names it, is the panel's admin.
+				vars = map[string]string{"IPVSCTL_DB": g.DB, "USER": "admin", "SUDO_USER": "admin"}
+			}
+			admin := g.PanelLogin(t, "admin")
+			for _, path := range []string{"/", "/services/web"} {
+				if resp, _ := g.Panel(t, admin, "GET", path, nil); resp.StatusCode != http.StatusOK {
+					t.Fatalf("%s: %s", path, resp.Status)
+				}
+			}
+			var out, errb bytes.Buffer
+			env := &cliEnv{stdout: &out, stderr: &errb, getenv: func(k string) string { return vars[k] }}
+			if code := dispatch(env, []string{"draft", "start"}); code != 0 || !strings.Contains(errb.String(), "draft of admin, made on revision 1") {
+				t.Fatalf("draft start: %d %s%s", code, out.String(), errb.String())
+			}
+			g.Kernel.Ops()
+			if resp, body := g.Panel(t, admin, "POST", "/services/web/servers/r2", url.Values{"name": {"r2"}, "address": {"198.18.0.12"},
+				"weight": {"9"}, "enabled": {"1"}, "base": {"1"}}); resp.StatusCode != http.StatusSeeOther {
+				t.Fatalf("panel edit: %s %s", resp.Status, body)
+			}
+			if st, rev, _ := g.Core.State(ctx); rev != 1 || st.Services[0].Servers[1].EffectiveWeight() != 1 {
+				t.Fatalf("the panel's edit went live: revision %d, r2's weight %d", rev, st.Services[0].Servers[1].EffectiveWeight())
+			}
+			if ops := g.Kernel.Ops(); len(ops) != 0 {
+				t.Fatalf("staged only, yet the kernel got %q", ops)
+			}
+			diff, err := g.Core.DiffDraft(ctx, "admin")
+			if err != nil || !strings.Contains(strings.Join(diff.Changes, "\n"), "weight: 1 -> 9") {
+				t.Fatalf("the CLI's draft lacks the panel's edit: %+v %v", diff, err)
+			}
+		})
+	}
+}

@@ -414,7 +414,7 @@ func (c *Client) DiffDraft(ctx context.Context, author string) (*server.DraftDif
 	return &d, nil
 }
 
-func (c *Client) DraftStart(ctx context.Context, _ server.Actor) (*server.DraftInfo, error) {
+func (c *Client) StartDraft(ctx context.Context, _ server.Actor) (*server.DraftInfo, error) {
 	var d server.DraftInfo
 	if _, err := c.do(ctx, "POST", "/api/v1/draft/start", nil, nil, nil, &d); err != nil {
 		return nil, err

@@ -455,7 +455,7 @@ func draftAuthor(r *http.Request) string {
 // startDraft starts the caller's own draft from the current state (kept
 // when they have one); the edit routes with ?draft=true stage in it.
 func (a *api) startDraft(w http.ResponseWriter, r *http.Request) error {
-	d, err := a.core.DraftStart(r.Context(), actor(r))
+	d, err := a.core.StartDraft(r.Context(), actor(r))
 	if err != nil {
 		return err
 	}

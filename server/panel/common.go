@@ -45,13 +45,6 @@ func kernelOf(snap *server.Snapshot) *kernelBanner {
 // ageText is how old a snapshot is, as the pages say it.
 func ageText(age time.Duration) string { return strconv.FormatFloat(age.Seconds(), 'f', 1, 64) + " s" }
 
-// draftInfo is the banner about the user's draft.
-type draftInfo struct {
-	Base, Current int64
-	Changes       int
-	Moved         bool
-}
-
 // newPage starts a page for the user; it looks up their draft (admins only
 // stage) and the kernel's freshness.
 func (p *Panel) newPage(ctx context.Context, r *http.Request, u who, title, nav string) *page {
@@ -60,8 +53,8 @@ func (p *Panel) newPage(ctx context.Context, r *http.Request, u who, title, nav 
 }
 
 // draftBanner is the banner about u's draft (nil: none, or not an admin),
-// from memory: counted once per draft and revision.
-func (p *Panel) draftBanner(ctx context.Context, u who, key server.RenderKey) *draftInfo {
+// the core's summary: counted once per draft and revision.
+func (p *Panel) draftBanner(ctx context.Context, u who, key server.RenderKey) *server.DraftSummary {
 	if !u.CanAdmin() {
 		return nil
 	}
@@ -69,7 +62,11 @@ func (p *Panel) draftBanner(ctx context.Context, u who, key server.RenderKey) *d
 	if err != nil {
 		return nil
 	}
-	return p.drafts.summary(ctx, u.User, rev, func(d *store.Draft) *draftInfo { return p.draftSummary(ctx, d) })
+	sum, err := p.core.SummarizeDraft(ctx, u.User, rev)
+	if err != nil {
+		return nil
+	}
+	return sum
 }
 
 // revOf is the desired revision of a view keyed on key: the one the daemon

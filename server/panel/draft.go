@@ -29,7 +29,7 @@ func (p *Panel) draftShow(w http.ResponseWriter, r *http.Request, u who) {
 	pg.Flash = takeFlash(w, r)
 	d := &draftData{CanEdit: u.CanAdmin()}
 	pg.Data = d
-	if _, err := p.drafts.get(ctx, u.User); errors.Is(err, store.ErrNotFound) {
+	if _, err := p.core.Draft(ctx, u.User); errors.Is(err, store.ErrNotFound) {
 		p.render(w, r, http.StatusOK, "draft", pg)
 		return
 	} else if err != nil {
@@ -61,19 +61,12 @@ func (p *Panel) fillDraft(r *http.Request, d *draftData, u who) {
 // draftStart makes a draft from the current state.
 func (p *Panel) draftStart(w http.ResponseWriter, r *http.Request, u who) {
 	ctx := r.Context()
-	var base int64
-	err := p.drafts.write(u.User, func() (*store.Draft, error) {
-		d, err := p.core.StartDraft(ctx, p.actor(r, u))
-		if d != nil {
-			base = d.Base
-		}
-		return d, err
-	})
+	d, err := p.core.StartDraft(ctx, p.actor(r, u))
 	if err != nil {
 		p.fail(w, r, u, err)
 		return
 	}
-	redirect(w, r, backTo(r, "/services"), "Draft started on revision "+strconv.FormatInt(base, 10)+": edits now collect in it until you apply or discard it.")
+	redirect(w, r, backTo(r, "/services"), "Draft started on revision "+strconv.FormatInt(d.Base, 10)+": edits now collect in it until you apply or discard it.")
 }
 
 // draftApply stores the draft as one revision, refused when the state moved
@@ -86,15 +79,7 @@ func (p *Panel) draftApply(w http.ResponseWriter, r *http.Request, u who) {
 // history, "" for the core's), then goes to the history.
 func (p *Panel) applyDraft(w http.ResponseWriter, r *http.Request, u who, label, done string) {
 	ctx := r.Context()
-	var res *server.WriteResult
-	err := p.drafts.write(u.User, func() (*store.Draft, error) {
-		var err error
-		if res, err = p.core.ApplyDraft(ctx, p.actor(r, u), label, server.WriteOptions{NoWait: true}); err != nil {
-			d, _ := p.core.Draft(ctx, u.User)
-			return d, err
-		}
-		return nil, nil
-	})
+	res, err := p.core.ApplyDraft(ctx, p.actor(r, u), label, server.WriteOptions{NoWait: true})
 	switch {
 	case err == nil:
 		redirect(w, r, "/history", writeSummary(done, res))
@@ -122,7 +107,7 @@ func (p *Panel) draftRefused(w http.ResponseWriter, r *http.Request, u who, err 
 }
 
 func (p *Panel) draftDiscard(w http.ResponseWriter, r *http.Request, u who) {
-	if err := p.drafts.remove(u.User, func() error { return p.core.DiscardDraft(r.Context(), p.actor(r, u)) }); err != nil {
+	if err := p.core.DiscardDraft(r.Context(), p.actor(r, u)); err != nil {
 		p.fail(w, r, u, err)
 		return
 	}

@@ -46,7 +46,7 @@ func (p *Panel) showImport(w http.ResponseWriter, r *http.Request, u who, status
 	ctx := r.Context()
 	d.Formats, d.Exports = formats.Formats()
 	d.CanImport = u.CanAdmin()
-	if _, err := p.drafts.get(ctx, u.User); err == nil {
+	if _, err := p.core.Draft(ctx, u.User); err == nil {
 		d.HasDraft = true
 	}
 	pg := p.newPage(ctx, r, u, "Import and export", "import")
@@ -89,17 +89,12 @@ func (p *Panel) importPreview(w http.ResponseWriter, r *http.Request, u who) {
 		p.fail(w, r, u, err)
 		return
 	}
-	var rev int64
-	if err := p.drafts.write(u.User, func() (*store.Draft, error) {
-		d, err := p.core.StageState(ctx, p.actor(r, u), st)
-		if d != nil {
-			rev = d.Base
-		}
-		return d, err
-	}); err != nil {
+	staged, err := p.core.StageState(ctx, p.actor(r, u), st)
+	if err != nil {
 		p.fail(w, r, u, err)
 		return
 	}
+	rev := staged.Base
 	doc, err := store.Encode(st)
 	if err != nil {
 		p.fail(w, r, u, err)

@@ -49,7 +49,7 @@ type overviewPage struct {
 // overviewVariant is what, besides the key, makes two users' overviews differ.
 type overviewVariant struct {
 	role  string
-	draft draftInfo
+	draft server.DraftSummary
 	has   bool // a draft banner
 }
 
@@ -114,7 +114,7 @@ func (p *Panel) overviewShow(w http.ResponseWriter, r *http.Request, u who) {
 }
 
 // overviewShared renders the overview with markers in its holes.
-func (p *Panel) overviewShared(r *http.Request, u who, key server.RenderKey, draft *draftInfo) (*overviewPage, error) {
+func (p *Panel) overviewShared(r *http.Request, u who, key server.RenderKey, draft *server.DraftSummary) (*overviewPage, error) {
 	var marks [overviewHoles]string
 	for i := range marks {
 		marks[i] = p.holes.mark(i)
@@ -138,7 +138,7 @@ func (p *Panel) overviewShared(r *http.Request, u who, key server.RenderKey, dra
 
 // overviewPageOf is the overview's page; marks, when set, go where the
 // per-request values would (else they are the request's).
-func (p *Panel) overviewPageOf(r *http.Request, u who, key server.RenderKey, draft *draftInfo, marks []string) (*page, error) {
+func (p *Panel) overviewPageOf(r *http.Request, u who, key server.RenderKey, draft *server.DraftSummary, marks []string) (*page, error) {
 	ctx := r.Context()
 	m, err := p.modelAt(ctx, key)
 	if err != nil {

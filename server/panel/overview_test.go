@@ -373,14 +373,15 @@ func TestOverviewPerUser(t *testing.T) {
 	check(3)
 }
 
-// The drafts the panel keeps in memory are what the store has: a draft
-// saved, replaced and discarded reads back the same from a fresh panel.
+// The drafts the core keeps in memory are what the store has: a draft
+// staged, replaced and discarded in the panel reads back the same from a
+// fresh core over the same database.
 func TestDraftsKeptAreStored(t *testing.T) {
 	e := newEnv(t)
 	rev := e.seed(t, webState())
 	ctx := context.Background()
 	e.post(t, "alice", "/services/web/servers/r1", url.Values{"name": {"r1"}, "address": {"198.18.0.11"}, "weight": {"5"}, "enabled": {"1"}, "stage": {"1"}, "base": {itoa64(rev)}})
-	kept, err := e.panel.drafts.get(ctx, "alice")
+	kept, err := e.core.Draft(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,14 +390,19 @@ func TestDraftsKeptAreStored(t *testing.T) {
 		t.Fatalf("kept %+v, stored %+v (%v)", kept, stored, err)
 	}
 	kept.Doc = []byte("changed by a caller")
-	if again, _ := e.panel.drafts.get(ctx, "alice"); bytes.Equal(again.Doc, kept.Doc) {
+	if again, _ := e.core.Draft(ctx, "alice"); bytes.Equal(again.Doc, kept.Doc) {
 		t.Fatal("a caller's change to its copy reached the kept draft")
+	}
+	e.post(t, "alice", "/services/web/servers/r1", url.Values{"name": {"r1"}, "address": {"198.18.0.11"}, "weight": {"7"}, "enabled": {"1"}, "base": {itoa64(rev)}})
+	kept, _ = e.core.Draft(ctx, "alice")
+	if fresh, err := server.New(server.Config{Store: e.st}).Draft(ctx, "alice"); err != nil || !bytes.Equal(fresh.Doc, kept.Doc) || !bytes.Contains(kept.Doc, []byte(`"weight":7`)) {
+		t.Fatalf("replaced draft: kept %s, a fresh core reads %v (%v)", kept.Doc, fresh, err)
 	}
 	e.post(t, "alice", "/draft/discard", nil)
 	if _, err := e.st.Draft(ctx, "alice"); err == nil {
 		t.Fatal("discarded in memory only")
 	}
-	if _, err := newDrafts(e.core).get(ctx, "alice"); err == nil {
-		t.Fatal("a fresh panel finds a discarded draft")
+	if _, err := server.New(server.Config{Store: e.st}).Draft(ctx, "alice"); err == nil {
+		t.Fatal("a fresh core finds a discarded draft")
 	}
 }

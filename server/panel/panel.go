@@ -37,7 +37,6 @@ type Panel struct {
 	started time.Time
 
 	cache   modelCache
-	drafts  *drafts
 	holes   holes
 	sampler *sampler
 	liveMu  sync.Mutex
@@ -52,7 +51,7 @@ func New(d Deps) (*Panel, error) {
 		return nil, errors.New("panel: Core, Who, Login and Logout are required")
 	}
 	p := &Panel{d: d, core: d.Core, storage: d.Core, log: d.Log, started: d.Started}
-	p.drafts, p.holes = newDrafts(d.Core), newHoles()
+	p.holes = newHoles()
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/web"
 )
 
@@ -111,7 +112,7 @@ type page struct {
 	Who     who
 	Flash   string
 	Errors  []string // shown at the top, in the one place errors go
-	Draft   *draftInfo
+	Draft   *server.DraftSummary
 	Kernel  *kernelBanner
 	Data    any
 	Refresh string // URL of a fragment the page polls (live table)
