@@ -252,10 +252,18 @@ func TestOverviewFlagsAStaleSnapshot(t *testing.T) {
 	if strings.Contains(frag, "STALE") {
 		t.Fatalf("fresh fragment: %s", frag)
 	}
-	snap := e.core.Snapshot()
-	time.Sleep(time.Until(snap.At.Add(2*server.PollInterval + 100*time.Millisecond)))
-	if e.core.Snapshot() != snap {
-		t.Fatal("the snapshot moved: the test shows nothing")
+	// The daemon's first reconcile (its restore) may come after the seed on
+	// a loaded machine and move the snapshot once: wait for one that holds
+	// still for two poll intervals.
+	for try := 0; ; try++ {
+		snap := e.core.Snapshot()
+		time.Sleep(time.Until(snap.At.Add(2*server.PollInterval + 100*time.Millisecond)))
+		if e.core.Snapshot() == snap {
+			break
+		}
+		if try == 3 {
+			t.Fatal("the snapshot kept moving: the test shows nothing")
+		}
 	}
 	body = e.get(t, "vic", "/").Body
 	if !strings.Contains(body, "STALE") || strings.Contains(body, "kernel OK") {
