@@ -123,7 +123,7 @@ func TestCompleteWords(t *testing.T) {
 		{"rs set --weight 3 web-nat n", "words", []string{"nat1", "nat2"}},
 		{"--db " + db + " rs list |", "words", []string{"web", "web-nat"}},
 		{"rs add web --we", "words", []string{"--weight"}},
-		{"apply -", "words", []string{"--base", "-f", "--json", "--no-apply", "--no-wait", "-v", "--ca-cert", "--db", "--server", "--token", "--help"}},
+		{"apply -", "words", []string{"--base", "-f", "--json", "--no-apply", "--no-wait", "-v", "--ca-cert", "--db", "--server", "--token", "--token-file", "--help"}},
 		{"apply -f |", "files", nil},
 		{"import --format json |", "files", nil},
 		{"--db |", "files", nil},
@@ -134,7 +134,7 @@ func TestCompleteWords(t *testing.T) {
 		{"help rs d", "words", []string{"drain", "disable"}},
 		{"completion |", "words", []string{"bash", "zsh", "fish"}},
 		{"__complete |", "words", nil},
-		{"version -", "words", []string{"--json", "--ca-cert", "--db", "--server", "--token", "--help"}},
+		{"version -", "words", []string{"--json", "--ca-cert", "--db", "--server", "--token", "--token-file", "--help"}},
 	} {
 		words := strings.Fields(strings.ReplaceAll(c.line, "|", "\x00"))
 		for i := range words {
