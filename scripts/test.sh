@@ -20,6 +20,9 @@ go vet -tags vmtest ./scripts/vmtest
 go vet -tags labtest ./scripts/lab
 (cd scripts/package && go vet .)
 go test -race -count=1 ./...
+echo "== OpenAPI: redocly lint docs/openapi.json (Redocly's recommended rules, redocly.yaml; .ci/run installs it in /tmp/redocly)"
+redocly=${REDOCLY:-/tmp/redocly/node_modules/.bin/redocly}
+"$redocly" lint docs/openapi.json
 echo "== Prometheus: promtool check rules and test rules (docs/prometheus)"
 promtool check rules docs/prometheus/alerts.yml
 (cd docs/prometheus && promtool test rules alerts_test.yml)
