@@ -25,6 +25,7 @@ type loginGuard struct {
 	// password one knows checked over and over costs hashes too.
 	successes int
 	wins      map[string][]time.Time
+	checking  map[string]int // user -> its attempts admitted and not yet done
 
 	mu    sync.Mutex
 	users map[string]*slowdown
@@ -45,7 +46,7 @@ const (
 
 func newLoginGuard(failures, successes int, window time.Duration, loggedInFrom func(ctx context.Context, user, addr string) bool) *loginGuard {
 	return &loginGuard{
-		successes: successes, wins: map[string][]time.Time{},
+		successes: successes, wins: map[string][]time.Time{}, checking: map[string]int{},
 		pair:      newLimiter(failures, window, time.Hour),
 		addr:      newLimiter(4*failures, window, time.Hour),
 		slowAfter: 2 * failures, window: window,
@@ -55,9 +56,10 @@ func newLoginGuard(failures, successes int, window time.Duration, loggedInFrom f
 
 func pairKey(user, addr string) string { return nameKey(user) + " " + addrKey(addr) }
 
-// admit says how long this attempt must wait (0: check the password now).
-// An admitted attempt counts against its pair at once (a success forgets
-// it), so that attempts checked side by side cannot pass the limit; one
+// admit says how long this attempt must wait (0: check the password now,
+// then call done). An admitted attempt counts against its pair at once (a
+// success forgets it), and against the user's successes until done, so
+// that attempts checked side by side cannot pass either limit; one
 // from an unknown address takes the user's next slot while slowed down.
 // reason is "" for failures, else why the attempt waits.
 func (g *loginGuard) admit(ctx context.Context, user, addr string, now time.Time) (wait time.Duration, reason string) {
@@ -75,16 +77,30 @@ func (g *loginGuard) admit(ctx context.Context, user, addr string, now time.Time
 }
 
 // tooManySuccesses says how long user must wait when it logged in
-// successes times within the window already (0: it may try).
+// successes times within the window already, counting its attempts being
+// checked as successes (0: it may try, and is counted as being checked).
 func (g *loginGuard) tooManySuccesses(user string, now time.Time) time.Duration {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	w := recentTimes(g.wins[user], now, g.window)
 	g.wins[user] = w
-	if len(w) < g.successes {
+	if len(w)+g.checking[user] < g.successes {
+		g.checking[user]++
 		return 0
 	}
+	if len(w) == 0 { // only its attempts being checked: one is done within a hash
+		return time.Second
+	}
 	return max(w[0].Add(g.window).Sub(now), time.Second)
+}
+
+// done ends an admitted attempt (after succeeded or failed, or an error).
+func (g *loginGuard) done(user string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.checking[user]--; g.checking[user] <= 0 {
+		delete(g.checking, user)
+	}
 }
 
 func recentTimes(ts []time.Time, now time.Time, window time.Duration) []time.Time {

@@ -110,6 +110,7 @@ func (a *Auth) verifyAttempt(ctx context.Context, by *Principal, action, name, p
 		}
 		return nil, &RateLimitError{RetryAfter: wait, Reason: reason}
 	}
+	defer a.guard.done(limitName)
 	u, ok, reason, err := a.checkPassword(ctx, name, password)
 	if err != nil {
 		_ = a.Audit(ctx, by, action, "", nil, err, "")
@@ -132,38 +133,36 @@ func (a *Auth) verifyAttempt(ctx context.Context, by *Principal, action, name, p
 // auditRepeat records a refused attempt, counted into the row of the same
 // actor, address and action within AuditRepeatWindow.
 func (a *Auth) auditRepeat(ctx context.Context, p *Principal, action, detail string) {
-	a.writeRefusals(ctx, store.AuditEntry{Actor: p.User, Via: p.Via, ClientAddr: p.ClientAddr, Action: action,
-		Outcome: store.OutcomeFailure, Detail: detail}, 1)
+	e := store.AuditEntry{At: a.now(), Actor: p.User, Via: p.Via, ClientAddr: p.ClientAddr, Action: action,
+		Outcome: store.OutcomeFailure, Detail: detail}
+	if _, err := a.st.WriteAuditRepeat(context.WithoutCancel(ctx), e, AuditRepeatWindow); err != nil {
+		a.cfg.Log.Error("audit record lost", "action", e.Action, "actor", e.Actor, "err", err)
+	}
 }
 
 // auditRefusal is auditRepeat for an attempt refused because the password
 // checks were busy or the user logged in too often, which a flood answered
-// at once brings by the thousand: the first is written, those within
-// refusalFlush after it are counted in memory and written as one when it
-// has passed, so that the flood costs the database a commit a second per
-// (actor, address, reason), not one each, and does not slow everyone's
-// logins with its commits.
+// at once brings by the thousand, from as many addresses as it has: they
+// are counted in memory, by (actor, address, reason), and refusalFlush
+// after the first all that were counted are written in one transaction.
+// The flood costs the database one commit a second, whatever its number
+// of addresses, and does not slow everyone's logins with its commits.
 func (a *Auth) auditRefusal(ctx context.Context, p *Principal, action, detail string) {
 	e := store.AuditEntry{Actor: p.User, Via: p.Via, ClientAddr: p.ClientAddr, Action: action, Outcome: store.OutcomeFailure, Detail: detail}
-	key := p.User + "\x00" + p.ClientAddr + "\x00" + action + "\x00" + detail
-	n, flushLater := a.refusals.add(key, a.now())
-	if flushLater {
-		// The count of what comes within the second is written after it.
-		time.AfterFunc(refusalFlush, func() {
-			if n := a.refusals.take(key); n > 0 {
-				a.writeRefusals(context.Background(), e, n)
-			}
-		})
-	}
-	if n > 0 {
-		a.writeRefusals(ctx, e, n)
+	if a.refusals.add(e) {
+		time.AfterFunc(refusalFlush, a.flushRefusals)
 	}
 }
 
-func (a *Auth) writeRefusals(ctx context.Context, e store.AuditEntry, n int) {
-	e.At, e.Repeats = a.now(), n
-	if _, err := a.st.WriteAuditRepeat(context.WithoutCancel(ctx), e, AuditRepeatWindow); err != nil {
-		a.cfg.Log.Error("audit record lost", "action", e.Action, "actor", e.Actor, "err", err)
+// flushRefusals writes the refusals counted since the last flush.
+func (a *Auth) flushRefusals() {
+	es := a.refusals.take()
+	at := a.now()
+	for i := range es {
+		es[i].At = at
+	}
+	if err := a.st.WriteAuditRepeats(context.Background(), es, AuditRepeatWindow); err != nil {
+		a.cfg.Log.Error("audit records lost", "refusals", len(es), "err", err)
 	}
 }
 
@@ -326,55 +325,45 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// refusalFlush is how often one kind of refusal is written to the audit.
+// refusalFlush is how often the refusals counted are written to the audit.
 const refusalFlush = time.Second
 
-// refusalCounts holds the refusals not yet written, by key.
+// refusalCounts holds the refusals not yet written, by kind.
 type refusalCounts struct {
-	mu sync.Mutex
-	m  map[string]*pendingRefusals
+	mu      sync.Mutex
+	m       map[refusalKey]*store.AuditEntry // Repeats counts them
+	pending bool                             // a flush is due
 }
 
-type pendingRefusals struct {
-	n        int
-	flushing bool // the first was written; a timer writes the rest
-}
+type refusalKey struct{ actor, addr, action, detail string }
 
-// add counts one refusal of key at now: how many to write now (0: none,
-// it is counted into a later write), and whether the caller is to write
-// what comes within refusalFlush once it has passed (take).
-func (r *refusalCounts) add(key string, now time.Time) (n int, flushLater bool) {
+// add counts one refusal like e, and says whether the caller is to
+// schedule the flush (none was due).
+func (r *refusalCounts) add(e store.AuditEntry) (schedule bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.m == nil {
-		r.m = map[string]*pendingRefusals{}
-	}
-	p := r.m[key]
+	k := refusalKey{e.Actor, e.ClientAddr, e.Action, e.Detail}
+	p := r.m[k]
 	if p == nil {
-		if len(r.m) >= maxKeys {
-			clear(r.m) // what is pending is lost: at most a second's count each
+		if r.m == nil || len(r.m) >= maxKeys {
+			r.m = map[refusalKey]*store.AuditEntry{} // what was pending is lost: at most a second's count each
 		}
-		p = &pendingRefusals{}
-		r.m[key] = p
+		p = &e
+		r.m[k] = p
 	}
-	p.n++
-	if p.flushing {
-		return 0, false
-	}
-	p.flushing = true
-	n = p.n
-	p.n = 0
-	return n, true
+	p.Repeats++
+	schedule, r.pending = !r.pending, true
+	return schedule
 }
 
-// take ends key's second: what was counted in it, to be written.
-func (r *refusalCounts) take(key string) int {
+// take ends the flush's second: what was counted in it, to be written.
+func (r *refusalCounts) take() []store.AuditEntry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p := r.m[key]
-	if p == nil {
-		return 0
+	es := make([]store.AuditEntry, 0, len(r.m))
+	for _, e := range r.m {
+		es = append(es, *e)
 	}
-	delete(r.m, key)
-	return p.n
+	r.m, r.pending = nil, false
+	return es
 }

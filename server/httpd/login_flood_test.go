@@ -104,6 +104,9 @@ func TestAdminLoginIsNotQueuedBehindAnotherAccount(t *testing.T) {
 	if s.Peak > s.Slots || s.QueuePeak > 2 {
 		t.Errorf("slots %+v: want at most %d running and 2 waiting (the viewer's one and the admin's)", s, s.Slots)
 	}
+	if ok.Load() > 20 { // auth.Config.LoginSuccesses' default
+		t.Errorf("the viewer logged in %d times, past its bound of 20 successful logins within the window", ok.Load())
+	}
 	if other.Load() != 0 || limited.Load() == 0 || ok.Load() == 0 {
 		t.Errorf("viewer's answers: %d logged in, %d limited (429 with Retry-After), %d other", ok.Load(), limited.Load(), other.Load())
 	}

@@ -34,10 +34,12 @@ func (p *Panel) loginSubmit(w http.ResponseWriter, r *http.Request) {
 	user, pass := strings.TrimSpace(r.PostFormValue("user")), r.PostFormValue("password")
 	next := safeNext(r.PostFormValue("next"))
 	if err := p.d.Login(w, r, user, pass); err != nil {
-		msg, status := "Login failed.", http.StatusUnauthorized
+		// Not a refusal: the server failed (its log says how), and the
+		// password may well be right.
+		msg, status := "Login failed: the server could not complete it (its log says why). Try again.", http.StatusInternalServerError
 		var le *LoginError
 		if errors.As(err, &le) {
-			msg, status = le.Msg, limitedStatus(w, le, status)
+			msg, status = le.Msg, limitedStatus(w, le, http.StatusUnauthorized)
 		} else {
 			p.log.Error("panel login", "user", user, "err", err)
 		}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,7 +78,7 @@ func Start(t testing.TB, with ...Option) *Rig {
 		t.Fatal(err)
 	}
 	g.Store = st
-	log := slog.New(slog.DiscardHandler)
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	cfg := server.Config{Store: st, Log: log, OpenKernel: func() (*server.KernelConn, error) {
 		return &server.KernelConn{Kernel: g.Kernel, Host: g.Host, Close: func() {}}, nil
 	}}

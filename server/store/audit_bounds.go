@@ -25,18 +25,52 @@ func (s *Store) WriteAuditFold(ctx context.Context, e AuditEntry, window time.Du
 	return s.writeAuditFolded(ctx, e, window, false)
 }
 
-func (s *Store) writeAuditFolded(ctx context.Context, e AuditEntry, window time.Duration, sameDetail bool) (int64, error) {
-	if e.At.IsZero() {
-		e.At = time.Now()
+// WriteAuditRepeats is WriteAuditRepeat for each of es, in one transaction:
+// a flood's refusals of many kinds cost the database one commit.
+func (s *Store) WriteAuditRepeats(ctx context.Context, es []AuditEntry, window time.Duration) error {
+	if len(es) == 0 {
+		return nil
 	}
-	n := max(e.Repeats, 1) // e may stand for several attempts counted by the caller
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("write %d audit records: %w", len(es), busy(err))
+	}
+	defer tx.Rollback()
+	for _, e := range es {
+		if _, err := foldAudit(ctx, tx, e, window, true); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("write %d audit records: %w", len(es), busy(err))
+	}
+	return nil
+}
+
+func (s *Store) writeAuditFolded(ctx context.Context, e AuditEntry, window time.Duration, sameDetail bool) (int64, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("write audit record %s: %w", e.Action, busy(err))
 	}
 	defer tx.Rollback()
+	id, err := foldAudit(ctx, tx, e, window, sameDetail)
+	if err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("write audit record %s: %w", e.Action, busy(err))
+	}
+	return id, nil
+}
+
+// foldAudit counts e into the latest row like it within window, or adds it.
+func foldAudit(ctx context.Context, tx *sql.Tx, e AuditEntry, window time.Duration, sameDetail bool) (int64, error) {
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
+	n := max(e.Repeats, 1) // e may stand for several attempts counted by the caller
 	var id int64
-	err = tx.QueryRowContext(ctx, `SELECT id FROM audit WHERE actor = ? AND client_addr = ? AND action = ? AND target = ? AND outcome = ?
+	err := tx.QueryRowContext(ctx, `SELECT id FROM audit WHERE actor = ? AND client_addr = ? AND action = ? AND target = ? AND outcome = ?
 		AND revision IS NULL AND (detail = ? OR NOT ?) AND at >= ? ORDER BY id DESC LIMIT 1`, e.Actor, e.ClientAddr, e.Action, e.Target, e.Outcome,
 		e.Detail, sameDetail, dbTime(e.At.Add(-window))).Scan(&id)
 	switch {
@@ -46,18 +80,12 @@ func (s *Store) writeAuditFolded(ctx context.Context, e AuditEntry, window time.
 		if err != nil {
 			return 0, fmt.Errorf("write audit record %s: %w", e.Action, busy(err))
 		}
-		if id, err = res.LastInsertId(); err != nil {
-			return 0, err
-		}
+		return res.LastInsertId()
 	case err != nil:
 		return 0, fmt.Errorf("write audit record %s: %w", e.Action, busy(err))
-	default:
-		if _, err := tx.ExecContext(ctx, `UPDATE audit SET repeats = repeats + ?, last_at = ?, detail = ? WHERE id = ?`,
-			n, dbTime(e.At), e.Detail, id); err != nil {
-			return 0, fmt.Errorf("write audit record %s: %w", e.Action, busy(err))
-		}
 	}
-	if err := tx.Commit(); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE audit SET repeats = repeats + ?, last_at = ?, detail = ? WHERE id = ?`,
+		n, dbTime(e.At), e.Detail, id); err != nil {
 		return 0, fmt.Errorf("write audit record %s: %w", e.Action, busy(err))
 	}
 	return id, nil
