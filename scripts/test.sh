@@ -14,22 +14,24 @@ cd "$root"
 if [ "${CI:-}" = true ]; then
 	export IPVSCTL_STRICT_SKIPS=1
 fi
-echo "== tier 1+2: go test -race ./..."
+# Each section's heading says how far in it starts, so a slow CI run shows where its time went.
+section() { echo "== $* [${SECONDS}s in]"; }
+section "tier 1+2: go test -race ./..."
 go vet ./...
 go vet -tags vmtest ./scripts/vmtest
 go vet -tags labtest ./scripts/lab
 (cd scripts/package && go vet .)
 go test -race -count=1 ./...
-echo "== OpenAPI: redocly lint docs/openapi.json (Redocly's recommended rules, redocly.yaml; .ci/run installs it in /tmp/redocly)"
+section "OpenAPI: redocly lint docs/openapi.json (Redocly's recommended rules, redocly.yaml; .ci/run installs it in /tmp/redocly)"
 redocly=${REDOCLY:-/tmp/redocly/node_modules/.bin/redocly}
 "$redocly" lint docs/openapi.json
-echo "== Prometheus: promtool check rules and test rules (docs/prometheus)"
+section "Prometheus: promtool check rules and test rules (docs/prometheus)"
 promtool check rules docs/prometheus/alerts.yml
 (cd docs/prometheus && promtool test rules alerts_test.yml)
 # A count of executions, not a duration: Go 1.26's fuzzer can fail a target with a bare "context deadline
 # exceeded" when a -fuzztime duration ends while a worker is busy (go.dev/issue/75804, fixed in Go 1.27).
 fuzztime=${FUZZTIME:-100000x}
-echo "== fuzz: each importer, the fast document decoder against encoding/json, the store's reverse deltas, the VRRP HMAC advert decoder, the panel's redirect paths, certificate fingerprints, pair CAs, $fuzztime each"
+section "fuzz: each importer, the fast document decoder against encoding/json, the store's reverse deltas, the VRRP HMAC advert decoder, the panel's redirect paths, certificate fingerprints, pair CAs, $fuzztime each"
 for target in FuzzImportIpvsadm FuzzImportJSON FuzzImportLVSCF FuzzImportKeepalived FuzzImportLdirectord; do
 	go test -run "^$" -fuzz "^$target\$" -fuzztime "$fuzztime" -fuzzminimizetime 50x ./ipvsmgr/formats
 done
@@ -43,12 +45,13 @@ if [ "${1:-}" = "--no-vm" ]; then
 	scripts/package/test.sh --no-vm
 	exit 0
 fi
-echo "== tier 3: VM test bed (Debian kernel with IPVS)"
+section "tier 3: VM test bed (Debian kernel with IPVS)"
 scripts/vm/setup.sh >/dev/null
 scripts/vmtest.sh
-echo "== soak: scripts/soak.sh --duration ${IPVSCTL_SOAK_DURATION:-5m}"
+section "soak: scripts/soak.sh --duration ${IPVSCTL_SOAK_DURATION:-5m}"
 scripts/soak.sh --duration "${IPVSCTL_SOAK_DURATION:-5m}"
-echo "== the lab: scripts/lab.sh on 127.0.0.1:${IPVSCTL_LAB_PORT:-3636}"
+section "the lab: scripts/lab.sh on 127.0.0.1:${IPVSCTL_LAB_PORT:-3636}"
 go test -tags labtest -count=1 -v -timeout 8m ./scripts/lab
-echo "== the Debian package (scripts/package.sh): contents, lintian, installed in the VM"
+section "the Debian package (scripts/package.sh): contents, lintian, installed in the VM"
 scripts/package/test.sh
+section "done"
