@@ -46,6 +46,11 @@ type TokenRequest struct {
 	User    string `json:"user"`
 	Name    string `json:"name,omitempty"`
 	Expires string `json:"expires,omitempty"`
+	// Director makes a peer director's token (the other director's node
+	// set --peer-token-file): over TLS it is taken only from that director,
+	// with its believed certificate. A token becomes one anyway at its
+	// first call between directors.
+	Director bool `json:"director,omitempty"`
 }
 
 // CreatedToken is a new token: the secret, shown this once, and what is kept of it.
@@ -119,7 +124,11 @@ func (c *Core) CreateToken(ctx context.Context, a Actor, req TokenRequest) (*Cre
 	if err != nil {
 		return nil, accountError(err)
 	}
-	secret, t, err := c.accounts.CreateToken(ctx, a.principal(), req.User, req.Name, ttl)
+	create := c.accounts.CreateToken
+	if req.Director {
+		create = c.accounts.CreateDirectorToken
+	}
+	secret, t, err := create(ctx, a.principal(), req.User, req.Name, ttl)
 	if err != nil {
 		return nil, accountError(err)
 	}

@@ -83,6 +83,7 @@ func (p *serveProc) metricsOf(tok string) string {
 func TestMaglevFingerprintsAcrossNDirectors(t *testing.T) {
 	src, f1, f2 := newServeProc(t, "source"), newServeProc(t, "follower1"), newServeProc(t, "follower2")
 	tok := peerToken(t, src.db)
+	reader := viewerToken(t, src.db, "reader")
 	for _, p := range []*serveProc{src, f1, f2} {
 		p.start()
 	}
@@ -127,7 +128,7 @@ func TestMaglevFingerprintsAcrossNDirectors(t *testing.T) {
 	if out := src.mustCLI("status"); !strings.Contains(out, "Maglev inputs match 2 other directors") {
 		t.Errorf("status on the source:\n%s", out)
 	}
-	if m := src.metricsOf(tok); !strings.Contains(m, `ipvsctl_bgp_maglev_mismatches{director="198.18.0.3"} 0`) ||
+	if m := src.metricsOf(reader); !strings.Contains(m, `ipvsctl_bgp_maglev_mismatches{director="198.18.0.3"} 0`) ||
 		!strings.Contains(m, `ipvsctl_bgp_maglev_compared{director="198.18.0.2"} 1`) {
 		t.Errorf("the source's metrics lack the matching followers:\n%s", grepLines(m, "maglev"))
 	}
@@ -149,7 +150,7 @@ func TestMaglevFingerprintsAcrossNDirectors(t *testing.T) {
 	if out := f1.mustCLI("node", "show"); !strings.Contains(out, "director 198.18.0.3 (at 127.0.0.1, via "+src.url()+"): STALE, not compared: last heard") {
 		t.Errorf("node show on follower 1 with follower 2 silent:\n%s", out)
 	}
-	if m := src.metricsOf(tok); !strings.Contains(m, `ipvsctl_bgp_maglev_compared{director="198.18.0.3"} 0`) {
+	if m := src.metricsOf(reader); !strings.Contains(m, `ipvsctl_bgp_maglev_compared{director="198.18.0.3"} 0`) {
 		t.Errorf("the source's metrics with follower 2 silent:\n%s", grepLines(m, "maglev"))
 	}
 
@@ -178,13 +179,13 @@ func TestMaglevFingerprintsAcrossNDirectors(t *testing.T) {
 	if out := f1.mustCLI("node", "show"); !strings.Contains(out, "MISMATCH web with 198.18.0.3: Maglev inputs differ") {
 		t.Errorf("node show on follower 1:\n%s", out)
 	}
-	if m := src.metricsOf(tok); !strings.Contains(m, `ipvsctl_bgp_maglev_mismatches{director="198.18.0.3"} 1`) ||
+	if m := src.metricsOf(reader); !strings.Contains(m, `ipvsctl_bgp_maglev_mismatches{director="198.18.0.3"} 1`) ||
 		!strings.Contains(m, `ipvsctl_bgp_maglev_mismatches{director="198.18.0.2"} 0`) {
 		t.Errorf("the source's metrics with follower 2 differing:\n%s", grepLines(m, "maglev"))
 	}
 	if os.Getenv("IPVSCTL_SHOW") != "" {
 		t.Logf("source status:\n%s\nsource node show:\n%s\nfollower 1 node show:\n%s\nsource metrics:\n%s",
-			src.mustCLI("status"), src.mustCLI("node", "show"), f1.mustCLI("node", "show"), grepLines(src.metricsOf(tok), "maglev"))
+			src.mustCLI("status"), src.mustCLI("node", "show"), f1.mustCLI("node", "show"), grepLines(src.metricsOf(reader), "maglev"))
 	}
 }
 

@@ -164,6 +164,14 @@ func waitFor(t *testing.T, within time.Duration, what string, ok func() bool) {
 func peerToken(t *testing.T, db string) string {
 	t.Helper()
 	seedAccounts(t, db)
+	return viewerToken(t, db, "followers")
+}
+
+// viewerToken makes a viewer token named name in db (seedAccounts first).
+// A token the followers use becomes a director's, taken over TLS only with
+// a believed director certificate: a test's own reads use another one.
+func viewerToken(t *testing.T, db, name string) string {
+	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, db)
 	if err != nil {
@@ -171,7 +179,7 @@ func peerToken(t *testing.T, db string) string {
 	}
 	defer st.Close()
 	tok, _, err := auth.New(st, auth.Config{Params: auth.CheapParams()}).CreateToken(ctx,
-		&auth.Principal{User: "root", Role: auth.Admin, Via: "cli"}, auth.Viewer.String(), "followers", 0)
+		&auth.Principal{User: "root", Role: auth.Admin, Via: "cli"}, auth.Viewer.String(), name, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,13 +31,16 @@ func runToken(env *cliEnv, args []string) int {
 }
 
 func tokenCreate(env *cliEnv, args []string) int {
-	fs, g := env.newFlagSet("token create", "--user NAME [--name N] [--expires 720h]",
+	fs, g := env.newFlagSet("token create", "--user NAME [--name N] [--expires 720h] [--director]",
 		"Make an API token for user NAME and print it, once, on standard output (only the token, so that a\n"+
 			"script can capture it); only its hash is kept. --expires takes a duration (720h, 90d); without it\n"+
-			"the token lasts until revoked.")
+			"the token lasts until revoked. --director makes the token of a peer director (the other director's\n"+
+			"node set --peer-token-file): over TLS it is taken only from that director, with the certificate this\n"+
+			"one believes, never through a proxy. A token becomes one anyway at its first call between directors.")
 	user := fs.String("user", "", "the user the token acts as (required)")
 	name := fs.String("name", "", "a name for the token (default USER-PREFIX)")
 	expires := fs.String("expires", "", "how long the token is valid, e.g. 720h or 90d (default: until revoked)")
+	director := fs.Bool("director", false, "a peer director's token: over TLS taken only with that director's believed certificate")
 	if st, ok := env.parseFlags(fs, args); !ok {
 		return st
 	}
@@ -55,7 +58,7 @@ func tokenCreate(env *cliEnv, args []string) int {
 		return env.fail("token create", err, false)
 	}
 	defer b.close()
-	created, err := b.CreateToken(ctx, b.actor, server.TokenRequest{User: *user, Name: *name, Expires: *expires})
+	created, err := b.CreateToken(ctx, b.actor, server.TokenRequest{User: *user, Name: *name, Expires: *expires, Director: *director})
 	if err != nil {
 		return userFail(env, "token create", err)
 	}
@@ -65,8 +68,12 @@ func tokenCreate(env *cliEnv, args []string) int {
 	if t.ExpiresAt != nil {
 		until = "until " + t.ExpiresAt.Local().Format(time.DateTime)
 	}
-	fmt.Fprintf(env.stderr, "ipvsctl token create: token %d %q (prefix %s) acts as %s, %s. It is shown this once: keep it now.\n",
-		t.ID, t.Name, t.Prefix, t.UserName, until)
+	kind := "token"
+	if t.DirectorAt != nil {
+		kind = "director's token"
+	}
+	fmt.Fprintf(env.stderr, "ipvsctl token create: %s %d %q (prefix %s) acts as %s, %s. It is shown this once: keep it now.\n",
+		kind, t.ID, t.Name, t.Prefix, t.UserName, until)
 	return exitOK
 }
 
@@ -112,13 +119,17 @@ func timeOr(t *time.Time, none string) string {
 }
 
 func tokenState(t *server.Token, now time.Time) string {
+	state := "active"
 	switch {
 	case t.RevokedAt != nil:
-		return "revoked"
+		state = "revoked"
 	case t.ExpiresAt != nil && !now.Before(*t.ExpiresAt):
-		return "expired"
+		state = "expired"
 	}
-	return "active"
+	if t.DirectorAt != nil {
+		state += " (director's)"
+	}
+	return state
 }
 
 func tokenRevoke(env *cliEnv, args []string) int {

@@ -149,6 +149,10 @@ type Principal struct {
 	// TokenID the token's id. At most one is set.
 	SessionID string `json:"-"`
 	TokenID   int64  `json:"-"`
+	// Director says the token is a director's (store.Token.DirectorAt):
+	// the HTTP side takes it over TLS only with a believed director
+	// certificate.
+	Director bool `json:"-"`
 }
 
 type principalKey struct{}

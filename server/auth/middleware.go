@@ -81,7 +81,11 @@ func (a *Auth) principal(r *http.Request) (*Principal, error) {
 		if !ok || !strings.EqualFold(scheme, "Bearer") {
 			return nil, &TokenError{Reason: "must come as Authorization: Bearer TOKEN"}
 		}
-		return a.tokenPrincipal(r.Context(), strings.TrimSpace(token), addr)
+		p, err := a.tokenPrincipal(r.Context(), strings.TrimSpace(token), addr)
+		if err != nil {
+			return nil, err
+		}
+		return a.directorToken(r, p)
 	}
 	if c, err := r.Cookie(CookieName); err == nil {
 		p, err := a.sessionPrincipal(r.Context(), c.Value, addr)

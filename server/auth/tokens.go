@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +29,17 @@ const (
 // USER-PREFIX), valid for ttl (0: until revoked). The token is returned once
 // and never again. by is audited as having made it.
 func (a *Auth) CreateToken(ctx context.Context, by *Principal, user, name string, ttl time.Duration) (token string, t *store.Token, err error) {
+	return a.createToken(ctx, by, user, name, ttl, false)
+}
+
+// CreateDirectorToken is CreateToken for a peer director's token (node set
+// --peer-token-file on the other director): over TLS it is taken only with
+// a director certificate this one believes (Config.CheckDirector).
+func (a *Auth) CreateDirectorToken(ctx context.Context, by *Principal, user, name string, ttl time.Duration) (token string, t *store.Token, err error) {
+	return a.createToken(ctx, by, user, name, ttl, true)
+}
+
+func (a *Auth) createToken(ctx context.Context, by *Principal, user, name string, ttl time.Duration, director bool) (token string, t *store.Token, err error) {
 	defer func() { _ = a.Audit(ctx, by, "token create", nameOr(name, user), nil, err, tokenDetail(t)) }()
 	if err := CheckName("user", user); err != nil {
 		return "", nil, err
@@ -58,6 +71,9 @@ func (a *Auth) CreateToken(ctx context.Context, by *Principal, user, name string
 		exp := now.Add(ttl)
 		t.ExpiresAt = &exp
 	}
+	if director {
+		t.DirectorAt = &now
+	}
 	if t.ID, err = a.st.CreateToken(ctx, t); err != nil {
 		return "", nil, err
 	}
@@ -78,6 +94,9 @@ func tokenDetail(t *store.Token) string {
 	d := fmt.Sprintf("token %d (%s) for user %s", t.ID, t.Prefix, t.UserName)
 	if t.ExpiresAt != nil {
 		d += ", expires " + t.ExpiresAt.UTC().Format(time.RFC3339)
+	}
+	if t.DirectorAt != nil {
+		d += ", a director's (taken over TLS only with a believed director certificate)"
 	}
 	return d
 }
@@ -129,5 +148,34 @@ func (a *Auth) tokenPrincipal(ctx context.Context, token, clientAddr string) (*P
 			a.cfg.Log.Warn("record token use", "token", t.Prefix, "err", err)
 		}
 	}
-	return &Principal{User: t.UserName, Role: role, Via: ViaAPI, ClientAddr: clientAddr, TokenID: t.ID}, nil
+	return &Principal{User: t.UserName, Role: role, Via: ViaAPI, ClientAddr: clientAddr, TokenID: t.ID, Director: t.DirectorAt != nil}, nil
+}
+
+type directorCallKey struct{}
+
+// WithDirectorCall marks ctx as a call between directors that the caller's
+// certificate proved (what only a director calls: replication's long poll,
+// its fingerprint reports): the token it brings becomes a director's
+// (Principal.Director), if it was not one already, and is audited so.
+func WithDirectorCall(ctx context.Context) context.Context {
+	return context.WithValue(ctx, directorCallKey{}, true)
+}
+
+// directorToken marks p's token a director's when r is a call between
+// directors that the caller's certificate proved (WithDirectorCall), and
+// audits it the first time.
+func (a *Auth) directorToken(r *http.Request, p *Principal) (*Principal, error) {
+	if p.TokenID == 0 || p.Director || r.Context().Value(directorCallKey{}) == nil {
+		return p, nil
+	}
+	marked, err := a.st.MarkTokenDirector(r.Context(), p.TokenID, a.now())
+	if err != nil {
+		return nil, err
+	}
+	if marked {
+		_ = a.Audit(r.Context(), p, "token director", strconv.FormatInt(p.TokenID, 10), nil, nil,
+			"its first call between directors: over TLS it is now taken only with a believed director certificate")
+	}
+	p.Director = true
+	return p, nil
 }

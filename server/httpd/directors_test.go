@@ -99,6 +99,12 @@ func TestDirectorCallsNeedABelievedClientCertificate(t *testing.T) {
 	base := directorTLS(t, g, srvCert)
 	toMe := trust.Directors{Pins: []string{srvFP}}
 	viewer := g.Tokens[auth.Viewer]
+	// The peer's token: its first believed call makes it a director's, so
+	// operators' calls below use another one.
+	peer, _, err := g.Auth.CreateToken(ctx, &auth.Principal{User: "root", Role: auth.Admin, Via: "cli"}, "viewer", "peer", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	const longPoll = "/api/v1/state?after=0"
 	const fingerprintsPath = "/api/v1/bgp/fingerprints"
 
@@ -115,7 +121,7 @@ func TestDirectorCallsNeedABelievedClientCertificate(t *testing.T) {
 	refused := func(t *testing.T, own *tls.Certificate, want string) {
 		t.Helper()
 		for _, path := range []string{longPoll, fingerprintsPath} {
-			for _, tok := range []string{viewer, "not-a-token"} {
+			for _, tok := range []string{peer, "not-a-token"} {
 				code, eb := poll(t, base, toMe, own, tok, path)
 				if code != http.StatusForbidden || eb.Code != server.CodeForbidden || !strings.Contains(eb.Error, want) {
 					t.Fatalf("%s, token %.8s: %d %+v, want 403 with %q", path, tok, code, eb, want)
@@ -129,7 +135,7 @@ func TestDirectorCallsNeedABelievedClientCertificate(t *testing.T) {
 			if code, eb := poll(t, base, toMe, own, "not-a-token", path); code != http.StatusUnauthorized {
 				t.Fatalf("%s: a believed director with a wrong token: %d %+v, want 401 (the token is still the role check)", path, code, eb)
 			}
-			if code, eb := poll(t, base, toMe, own, viewer, path); code != http.StatusOK {
+			if code, eb := poll(t, base, toMe, own, peer, path); code != http.StatusOK {
 				t.Fatalf("%s: a believed director: %d %+v", path, code, eb)
 			}
 		}
@@ -222,5 +228,105 @@ func TestDirectorCallsNeedABelievedClientCertificate(t *testing.T) {
 	if len(reps) != 2 || !slices.ContainsFunc(reps, func(d bgp.DirectorFingerprints) bool { return d.Certificate == pinnedFP && d.Name == "198.18.0.2" }) ||
 		slices.ContainsFunc(reps, func(d bgp.DirectorFingerprints) bool { return d.Certificate == unpinnedFP }) {
 		t.Errorf("fingerprint reports kept: %+v", reps)
+	}
+}
+
+// tlsGet GETs path over TLS as a client showing own (nil: none) with
+// token and the header pairs hdr; it returns the status and the body.
+func tlsGet(t *testing.T, base string, srvTrust trust.Directors, own *tls.Certificate, token, path string, hdr ...string) (int, string) {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: srvTrust.ClientConfig("127.0.0.1", own, nil)}}
+	defer hc.CloseIdleConnections()
+	req, _ := http.NewRequest("GET", base+path, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "application/json")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// A director's token (made with token create --director, or used once for
+// a believed call between directors) is taken over TLS only as a call
+// between directors is, on every route, the panel's too: with that
+// director's believed certificate, never through a proxy. So a stolen
+// peer token alone reads nothing. Other tokens need no certificate.
+func TestDirectorTokenNeedsItsDirectorsCertificate(t *testing.T) {
+	ctx := context.Background()
+	g := servertest.Start(t)
+	setUp(t, g)
+	srvCert, srvFP := trusttest.SelfSigned(t, "d1", net.ParseIP("198.18.0.1"))
+	base := directorTLS(t, g, srvCert)
+	toMe := trust.Directors{Pins: []string{srvFP}}
+	pinned, pinnedFP := trusttest.SelfSigned(t, "d2", net.ParseIP("198.18.0.2"))
+	unpinned, _ := trusttest.SelfSigned(t, "d3", net.ParseIP("198.18.0.3"))
+	admin := server.Actor{Name: "root", Via: "cli"}
+	if _, err := g.Core.SetNode(ctx, admin, server.NodePatch{Replication: ptr("source"), FollowerFingerprints: &[]string{pinnedFP}}); err != nil {
+		t.Fatal(err)
+	}
+	made, err := g.Core.CreateToken(ctx, admin, server.TokenRequest{User: "viewer", Name: "made-for-d2", Director: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if made.Info.DirectorAt == nil {
+		t.Fatalf("token create --director: %+v, want director_at set", made.Info)
+	}
+	later, err := g.Core.CreateToken(ctx, admin, server.TokenRequest{User: "viewer", Name: "used-by-d2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := g.Tokens[auth.Viewer]
+
+	// A plain token is an operator's until a director uses it.
+	if code, body := tlsGet(t, base, toMe, nil, later.Token, "/api/v1/status"); code != http.StatusOK {
+		t.Fatalf("a plain token without a certificate: %d %s", code, body)
+	}
+	if code, eb := poll(t, base, toMe, &pinned, later.Token, "/api/v1/state?after=0"); code != http.StatusOK {
+		t.Fatalf("the believed director's long poll: %d %+v", code, eb)
+	}
+	ts, err := g.Core.Tokens(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range ts {
+		if (tk.Name == "used-by-d2" || tk.Name == "made-for-d2") != (tk.DirectorAt != nil) {
+			t.Errorf("token %s: director_at %v", tk.Name, tk.DirectorAt)
+		}
+	}
+	es, err := g.Store.Audit(ctx, store.AuditFilter{Action: "token director"})
+	if err != nil || len(es) != 1 || es[0].Actor != "viewer" || !strings.Contains(es[0].Detail, "first call between directors") {
+		t.Errorf("audit of the token becoming a director's: %+v %v", es, err)
+	}
+
+	for _, tok := range []string{made.Token, later.Token} {
+		for _, path := range []string{"/api/v1/status", "/api/v1/state", "/api/v1/settings", "/", "/services"} {
+			for _, c := range []struct {
+				own  *tls.Certificate
+				hdr  []string
+				want string
+			}{
+				{nil, nil, "showed no certificate"},
+				{&unpinned, nil, "not the pinned"},
+				{&pinned, []string{"X-Forwarded-For", "192.0.2.7"}, "came through a proxy"},
+			} {
+				code, body := tlsGet(t, base, toMe, c.own, tok, path, c.hdr...)
+				if code != http.StatusForbidden || !strings.Contains(body, "is a director's") || !strings.Contains(body, c.want) {
+					t.Errorf("%s with token %.16s, %v %v: %d %.300s; want 403 naming the director's token and %q", path, tok, c.own != nil, c.hdr, code, body, c.want)
+				}
+			}
+			if code, body := tlsGet(t, base, toMe, &pinned, tok, path); code != http.StatusOK {
+				t.Errorf("%s with the director's token and its certificate: %d %.300s", path, code, body)
+			}
+		}
+	}
+	// Another viewer's token still reads without a certificate.
+	if code, body := tlsGet(t, base, toMe, nil, other, "/api/v1/status"); code != http.StatusOK {
+		t.Errorf("an operator's token without a certificate: %d %s", code, body)
 	}
 }

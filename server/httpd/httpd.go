@@ -51,7 +51,7 @@ func Handler(o Options) (http.Handler, error) {
 	}
 	r := chi.NewRouter()
 	r.Use(securityHeaders, auth.MaxBody(MaxBody), crossOrigin, o.directorsOnly)
-	o.register(r, func(role auth.Role, h http.Handler) http.Handler { return o.Auth.Guard(role, h) })
+	o.register(r, func(role auth.Role, h http.Handler) http.Handler { return o.Auth.Guard(role, o.directorTokens(h)) })
 	return r, nil
 }
 
@@ -103,9 +103,9 @@ func (o Options) register(r chi.Router, guard func(auth.Role, http.Handler) http
 		// public one knowing who asks (if anyone), the rest for a logged-in
 		// user (the panel checks each action's role, server.Policy's).
 		for _, rt := range o.Panel.RouteTable() {
-			h := o.Auth.Authenticate(rt.Handler)
+			h := o.Auth.Authenticate(o.directorTokens(rt.Handler))
 			if rt.Public {
-				h = o.Auth.Identify(rt.Handler)
+				h = o.Auth.Identify(o.directorTokens(rt.Handler))
 			}
 			if o.Instrument != nil {
 				h = o.Instrument("panel", h)

@@ -122,7 +122,7 @@ func (x *accounts) ListTokens(ctx context.Context) ([]panel.Token, error) {
 		if t.RevokedAt != nil {
 			continue
 		}
-		pt := panel.Token{ID: t.Prefix, Name: t.Name, User: t.UserName, Created: t.CreatedAt}
+		pt := panel.Token{ID: t.Prefix, Name: t.Name, User: t.UserName, Created: t.CreatedAt, Director: t.DirectorAt != nil}
 		if t.ExpiresAt != nil {
 			pt.Expires = *t.ExpiresAt
 		}

@@ -2,10 +2,12 @@ package httpd
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/auth"
 	"github.com/ipvsctl/ipvsctl/server/trust"
 )
 
@@ -42,48 +44,77 @@ type directorCaller struct {
 // by the pair CA for the caller's address), before the route's guard looks
 // at its token. Over plain HTTP (serve on loopback, tests) such a call is
 // taken from loopback only. Other routes are the operators' and the
-// panel's: they need no client certificate.
+// panel's: they need no client certificate, but for a director's token
+// (directorTokens).
 func (o Options) directorsOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !isDirectorCall(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		addr := trust.RemoteAddr(r.RemoteAddr)
-		c := &directorCaller{addr: addr.String()}
-		h := proxied(r)
-		if h == "" && o.Auth != nil && o.Auth.FromTrustedProxy(r) {
-			h = "a trusted proxy (--trusted-proxy) as its peer"
-		}
-		if h != "" {
-			// A director calls another itself: a call a proxy passed on is
-			// a remote client's, whatever the peer address (a reverse
-			// proxy on the director is a loopback peer).
-			o.refuseCaller(w, r, c, &trust.UntrustedError{Reason: "a call between directors that came through a proxy (it has " + h +
-				"; client " + o.clientAddr(r) + "): directors call each other directly"})
+		c, err := o.believeDirector(r)
+		if err != nil {
+			o.refuseCaller(w, r, c, "", err)
 			return
 		}
-		if r.TLS == nil {
-			if !addr.IsLoopback() {
-				o.refuseCaller(w, r, c, &trust.UntrustedError{Reason: "a call between directors over plain HTTP from " + addr.String() + " (TLS with a director certificate is needed off loopback)"})
-				return
-			}
-		} else {
-			d, err := o.Core.Directors(r.Context())
-			if err != nil {
-				st, b := errorBody(err)
-				writeJSON(w, st, b)
-				return
-			}
-			fp, err := d.VerifyCaller(r.TLS.PeerCertificates, addr, time.Now())
-			c.fingerprint = fp
-			if err != nil {
-				o.refuseCaller(w, r, c, err)
-				return
-			}
+		ctx := context.WithValue(r.Context(), callerKey{}, c)
+		if r.TLS != nil {
+			ctx = auth.WithDirectorCall(ctx) // its token becomes a director's
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// directorTokens holds a director's token (auth.Principal.Director: it made
+// a call between directors, or was made with token create --director) to
+// the rule of a call between directors on every route: from that director
+// itself, never through a proxy, and over TLS with its believed
+// certificate. So a stolen peer token alone reads nothing.
+func (o Options) directorTokens(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := auth.FromContext(r.Context())
+		if !ok || !p.Director || r.Context().Value(callerKey{}) != nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if c, err := o.believeDirector(r); err != nil {
+			o.refuseCaller(w, r, c, "this API token is a director's, taken only as a call between directors is: ", err)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// believeDirector says whether r comes from a director this one believes:
+// not through a proxy; over TLS with a director certificate pinned with
+// node set or signed by the pair CA for the caller's address; over plain
+// HTTP (serve on loopback, tests) from loopback only.
+func (o Options) believeDirector(r *http.Request) (*directorCaller, error) {
+	addr := trust.RemoteAddr(r.RemoteAddr)
+	c := &directorCaller{addr: addr.String()}
+	h := proxied(r)
+	if h == "" && o.Auth != nil && o.Auth.FromTrustedProxy(r) {
+		h = "a trusted proxy (--trusted-proxy) as its peer"
+	}
+	if h != "" {
+		// A director calls another itself: a call a proxy passed on is
+		// a remote client's, whatever the peer address (a reverse
+		// proxy on the director is a loopback peer).
+		return c, &trust.UntrustedError{Reason: "a call between directors that came through a proxy (it has " + h +
+			"; client " + o.clientAddr(r) + "): directors call each other directly"}
+	}
+	if r.TLS == nil {
+		if !addr.IsLoopback() {
+			return c, &trust.UntrustedError{Reason: "a call between directors over plain HTTP from " + addr.String() + " (TLS with a director certificate is needed off loopback)"}
+		}
+		return c, nil
+	}
+	d, err := o.Core.Directors(r.Context())
+	if err != nil {
+		return c, err
+	}
+	c.fingerprint, err = d.VerifyCaller(r.TLS.PeerCertificates, addr, time.Now())
+	return c, err
 }
 
 // proxied names the header that says r came through a proxy ("" if none).
@@ -104,9 +135,17 @@ func (o Options) clientAddr(r *http.Request) string {
 	return o.Auth.ClientAddr(r)
 }
 
-func (o Options) refuseCaller(w http.ResponseWriter, r *http.Request, c *directorCaller, err error) {
+// refuseCaller answers a call believeDirector refused: 403 for an
+// untrusted caller (reported in the core), else the store's error.
+func (o Options) refuseCaller(w http.ResponseWriter, r *http.Request, c *directorCaller, why string, err error) {
+	var ue *trust.UntrustedError
+	if !errors.As(err, &ue) {
+		st, b := errorBody(err)
+		writeJSON(w, st, b)
+		return
+	}
 	o.Core.CallerRefused(r.Context(), c.addr, c.fingerprint, err)
-	writeJSON(w, http.StatusForbidden, &ErrorBody{Error: err.Error() + "; a director calling another shows its own certificate, which the called one pins (node set --follower-fingerprint, --peer-fingerprint) or its pair CA signed (--peer-ca)",
+	writeJSON(w, http.StatusForbidden, &ErrorBody{Error: why + err.Error() + "; a director calling another shows its own certificate, which the called one pins (node set --follower-fingerprint, --peer-fingerprint) or its pair CA signed (--peer-ca)",
 		Code: server.CodeForbidden, Fields: []FieldError{}})
 }
 

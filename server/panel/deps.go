@@ -91,6 +91,8 @@ type Token struct {
 	Created  time.Time
 	Expires  time.Time // zero: never
 	LastUsed time.Time // zero: never
+	// Director: a peer director's token (taken over TLS only with its certificate).
+	Director bool
 }
 
 // AuditEntry is one audited action.

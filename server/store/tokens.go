@@ -23,28 +23,33 @@ type Token struct {
 	ExpiresAt  *time.Time `json:"expires_at"`
 	LastUsedAt *time.Time `json:"last_used_at"`
 	RevokedAt  *time.Time `json:"revoked_at"`
+	// DirectorAt is when the token became a director's (token create
+	// --director, or its first call between directors): over TLS it is
+	// then taken only with a believed director certificate.
+	DirectorAt *time.Time `json:"director_at"`
 }
 
-const tokenColumns = `t.id, t.user_id, u.name, u.role, t.name, t.prefix, t.hash, t.created_at, t.expires_at, t.last_used_at, t.revoked_at`
+const tokenColumns = `t.id, t.user_id, u.name, u.role, t.name, t.prefix, t.hash, t.created_at, t.expires_at, t.last_used_at, t.revoked_at, t.director_at`
 
 func scanToken(row interface{ Scan(...any) error }) (*Token, error) {
 	var t Token
 	var created string
-	var expires, used, revoked sql.NullString
-	if err := row.Scan(&t.ID, &t.UserID, &t.UserName, &t.Role, &t.Name, &t.Prefix, &t.Hash, &created, &expires, &used, &revoked); err != nil {
+	var expires, used, revoked, director sql.NullString
+	if err := row.Scan(&t.ID, &t.UserID, &t.UserName, &t.Role, &t.Name, &t.Prefix, &t.Hash, &created, &expires, &used, &revoked, &director); err != nil {
 		return nil, err
 	}
 	t.CreatedAt = parseTime(created)
 	t.ExpiresAt, t.LastUsedAt, t.RevokedAt = parseNullTime(expires), parseNullTime(used), parseNullTime(revoked)
+	t.DirectorAt = parseNullTime(director)
 	return &t, nil
 }
 
 // CreateToken stores a token for user t.UserName and returns its id; a name
 // held by another active token is ErrExists.
 func (s *Store) CreateToken(ctx context.Context, t *Token) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `INSERT INTO tokens (user_id, name, prefix, hash, created_at, expires_at)
-		SELECT id, ?, ?, ?, ?, ? FROM users WHERE name = ?`,
-		t.Name, t.Prefix, t.Hash, dbTime(t.CreatedAt), dbTimePtr(t.ExpiresAt), t.UserName)
+	res, err := s.db.ExecContext(ctx, `INSERT INTO tokens (user_id, name, prefix, hash, created_at, expires_at, director_at)
+		SELECT id, ?, ?, ?, ?, ?, ? FROM users WHERE name = ?`,
+		t.Name, t.Prefix, t.Hash, dbTime(t.CreatedAt), dbTimePtr(t.ExpiresAt), dbTimePtr(t.DirectorAt), t.UserName)
 	if isUnique(err) {
 		return 0, fmt.Errorf("token %q %w", t.Name, ErrExists)
 	}
@@ -119,6 +124,17 @@ func (s *Store) RevokeToken(ctx context.Context, id int64, at time.Time) error {
 		return fmt.Errorf("token %d: %w", id, ErrNotFound)
 	}
 	return nil
+}
+
+// MarkTokenDirector records that token id is a director's, at at, unless
+// it was already; it reports whether this call marked it.
+func (s *Store) MarkTokenDirector(ctx context.Context, id int64, at time.Time) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE tokens SET director_at = ? WHERE id = ? AND director_at IS NULL`, dbTime(at), id)
+	if err != nil {
+		return false, fmt.Errorf("mark token %d a director's: %w", id, busy(err))
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
 }
 
 // TouchToken records a token's use.
