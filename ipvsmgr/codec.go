@@ -3,35 +3,30 @@ package ipvsmgr
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"strconv"
 	"unicode/utf8"
 )
 
-// Why this codec stays (measured against encoding/json/v2, Go 1.26 with
+// Why this decoder stays (measured against encoding/json/v2, Go 1.26 with
 // GOEXPERIMENT=jsonv2, by BenchmarkCodecVersusJSONv2 in codec_v2_bench_test.go
 // on 1,000 services x 10 real servers, the contenders taking turns in one
-// run, on a shared 2-core machine at load 25-32): decoding, json/v2 with
+// run, on a shared 2-core machine at load 25-32): json/v2 with
 // RejectUnknownMembers took 1.7x-3.0x the decoder's time (27,622 allocations
 // here, 38,537 there), and json/v1 2.4x-3.6x. That is past the 1.5x a
 // library would be allowed, so the decoder stays, with encoding/json
 // behind it for the diagnostics (field paths come from Validate, not from
-// here). Encoding a whole document, json/v1 took 0.7x-0.9x the time of
-// AppendService over every service and json/v2 0.95x-2.9x: the encoder is
-// not kept for speed of a whole document but because the compile cache and
-// the stored form need one service's bytes exactly as json.Marshal writes
-// them, checked by TestFastCodecRoundTrip. The bailout panic is the
-// decoder's only way out of a deep walk; it never leaves run, which
-// recovers it and re-panics anything else.
+// here). Encoding needs no such help: json.Marshal writes the stored form
+// (EncodeService). The bailout panic is the decoder's only way out of a
+// deep walk; it never leaves run, which recovers it and re-panics anything
+// else.
 //
 // A director's document has thousands of services, and every write decodes
-// one and encodes one: encoding/json's reflection made that most of the time
-// of a one-weight change. This file decodes and encodes services directly.
-// Both are checked against encoding/json (FuzzDecodeFast, TestFastCodecRoundTrip):
-// the decoder gives up on anything it does not handle (nulls where
-// encoding/json would leave a value alone, keys in another case, duplicate
-// keys, floats, ...) and DecodeState then uses encoding/json, which also
-// gives the diagnostic; the encoder writes exactly what json.Marshal writes.
+// one: encoding/json's reflection made that most of the time of a
+// one-weight change. The decoder is checked against encoding/json
+// (FuzzDecodeFast, TestFastCodecRoundTrip): it gives up on anything it does
+// not handle (nulls where encoding/json would leave a value alone, keys in
+// another case, duplicate keys, floats, ...) and DecodeState then uses
+// encoding/json, which also gives the diagnostic.
 
 // decodeFast decodes a document; ok is false when it gave up.
 func decodeFast(data []byte) (*State, bool) {
@@ -542,265 +537,12 @@ func (d *fastDecoder) server(s *Server) {
 	})
 }
 
-// object writes a JSON object's fields in order, as json.Marshal writes a
-// struct whose fields have omitempty: a field's name, then its value.
-type object struct {
-	b     []byte
-	comma bool
-}
-
-func (o *object) field(name string) {
-	if o.comma {
-		o.b = append(o.b, ',')
-	}
-	o.comma = true
-	o.b = append(append(append(o.b, '"'), name...), `":`...)
-}
-
-func (o *object) str(name, v string) {
-	if v != "" {
-		o.field(name)
-		o.b = appendString(o.b, v)
-	}
-}
-
-func (o *object) num(name string, v int64) {
-	if v != 0 {
-		o.field(name)
-		o.b = strconv.AppendInt(o.b, v, 10)
-	}
-}
-
-func (o *object) boolean(name string, v *bool) {
-	if v != nil {
-		o.field(name)
-		o.b = strconv.AppendBool(o.b, *v)
-	}
-}
-
-// list writes a non-empty list field, each element by elem.
-func list[T any](o *object, name string, vs []T, elem func(b []byte, v T) []byte) {
-	if len(vs) == 0 {
-		return
-	}
-	o.field(name)
-	o.b = append(o.b, '[')
-	for i, v := range vs {
-		if i > 0 {
-			o.b = append(o.b, ',')
-		}
-		o.b = elem(o.b, v)
-	}
-	o.b = append(o.b, ']')
-}
-
-// AppendService appends the service as json.Marshal writes it.
-func AppendService(b []byte, s *Service) []byte {
-	o := &object{b: append(b, '{')}
-	o.str("name", s.Name)
-	o.str("protocol", s.Protocol)
-	o.str("address", s.Address)
-	o.num("port", int64(s.Port))
-	o.num("fwmark", int64(s.FWMark))
-	if len(s.Match) > 0 {
-		o.field("match")
-		o.b = append(o.b, '[')
-		for i := range s.Match {
-			if i > 0 {
-				o.b = append(o.b, ',')
-			}
-			o.b = appendMatch(o.b, &s.Match[i])
-		}
-		o.b = append(o.b, ']')
-	}
-	o.str("interface", s.Interface)
-	o.str("scheduler", s.Scheduler)
-	list(o, "scheduler_flags", s.SchedulerFlags, appendString)
-	if s.OnePacket {
-		o.field("one_packet")
-		o.b = append(o.b, "true"...)
-	}
-	o.num("persistence", int64(s.Persistence))
-	o.str("persistence_netmask", s.PersistenceNetmask)
-	o.str("forwarding", s.Forwarding)
-	o.boolean("enabled", s.Enabled)
-	if s.Check != nil {
-		o.field("check")
-		o.b = appendCheck(o.b, s.Check)
-	}
-	if s.SorryServer != nil {
-		o.field("sorry_server")
-		o.b = appendString(append(o.b, `{"address":`...), s.SorryServer.Address)
-		if s.SorryServer.Port != 0 {
-			o.b = strconv.AppendInt(append(o.b, `,"port":`...), int64(s.SorryServer.Port), 10)
-		}
-		o.b = append(o.b, '}')
-	}
-	o.num("quorum", int64(s.Quorum))
-	o.num("hysteresis", int64(s.Hysteresis))
-	list(o, "quorum_up", s.QuorumUp, appendString)
-	list(o, "quorum_down", s.QuorumDown, appendString)
-	o.str("group", s.Group)
-	o.field("servers")
-	if s.Servers == nil {
-		o.b = append(o.b, "null"...)
-	} else {
-		o.b = append(o.b, '[')
-		for i := range s.Servers {
-			if i > 0 {
-				o.b = append(o.b, ',')
-			}
-			o.b = appendServer(o.b, &s.Servers[i])
-		}
-		o.b = append(o.b, ']')
-	}
-	return append(o.b, '}')
-}
-
-func appendMatch(b []byte, m *Match) []byte {
-	b = appendString(append(b, `{"protocol":`...), m.Protocol)
-	b = append(b, `,"ports":`...)
-	if m.Ports == nil {
-		return append(b, "null}"...)
-	}
-	b = append(b, '[')
-	for i, p := range m.Ports {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, int64(p), 10)
-	}
-	return append(b, "]}"...)
-}
-
-func appendServer(b []byte, s *Server) []byte {
-	if s.Name != "" {
-		b = appendString(append(b, `{"name":`...), s.Name)
-		b = append(b, `,"address":`...)
-	} else {
-		b = append(b, `{"address":`...)
-	}
-	b = appendString(b, s.Address)
-	if s.Port != 0 {
-		b = strconv.AppendInt(append(b, `,"port":`...), int64(s.Port), 10)
-	}
-	if s.Weight != nil {
-		b = strconv.AppendInt(append(b, `,"weight":`...), int64(*s.Weight), 10)
-	}
-	if s.Forwarding != "" {
-		b = appendString(append(b, `,"forwarding":`...), s.Forwarding)
-	}
-	if s.Tunnel != "" {
-		b = appendString(append(b, `,"tunnel":`...), s.Tunnel)
-	}
-	if s.TunnelPort != 0 {
-		b = strconv.AppendInt(append(b, `,"tunnel_port":`...), int64(s.TunnelPort), 10)
-	}
-	if s.TunnelChecksum != "" {
-		b = appendString(append(b, `,"tunnel_checksum":`...), s.TunnelChecksum)
-	}
-	if s.UpperThreshold != 0 {
-		b = strconv.AppendInt(append(b, `,"upper_threshold":`...), int64(s.UpperThreshold), 10)
-	}
-	if s.LowerThreshold != 0 {
-		b = strconv.AppendInt(append(b, `,"lower_threshold":`...), int64(s.LowerThreshold), 10)
-	}
-	if s.Enabled != nil {
-		b = strconv.AppendBool(append(b, `,"enabled":`...), *s.Enabled)
-	}
-	if s.Drained {
-		b = append(b, `,"drained":true`...)
-	}
-	if s.Health != "" {
-		b = appendString(append(b, `,"health":`...), s.Health)
-	}
-	if s.Check != nil {
-		b = appendCheck(append(b, `,"check":`...), s.Check)
-	}
-	return append(b, '}')
-}
-
-// appendString quotes s as json.Marshal does (HTML characters escaped).
-func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	return append(append(append(b, '"'), s...), '"')
-}
-
-// appendCheck appends a check as json.Marshal writes it.
-func appendCheck(b []byte, c *Check) []byte {
-	o := &object{b: append(b, '{')}
-	flt := func(name string, v float64) {
-		if v != 0 {
-			o.field(name)
-			o.b = appendFloat(o.b, v)
-		}
-	}
-	o.str("type", c.Type)
-	flt("interval", c.Interval)
-	flt("timeout", c.Timeout)
-	flt("fast_interval", c.FastInterval)
-	flt("down_interval", c.DownInterval)
-	o.num("rise", int64(c.Rise))
-	o.num("fall", int64(c.Fall))
-	o.str("address", c.Address)
-	o.num("port", int64(c.Port))
-	o.str("on_failure", c.OnFailure)
-	if c.SlowStart != nil {
-		o.field("slow_start")
-		o.b = appendFloat(o.b, *c.SlowStart)
-	}
-	o.boolean("start_healthy", c.StartHealthy)
-	if c.Warmup != nil {
-		o.field("warmup")
-		o.b = appendFloat(o.b, *c.Warmup)
-	}
-	o.str("method", c.Method)
-	o.str("path", c.Path)
-	o.str("host", c.Host)
-	list(o, "expect_status", c.ExpectStatus, func(b []byte, v int) []byte { return strconv.AppendInt(b, int64(v), 10) })
-	o.str("expect_body", c.ExpectBody)
-	o.boolean("tls_verify", c.TLSVerify)
-	o.str("sni", c.SNI)
-	o.str("send", c.Send)
-	o.str("expect", c.Expect)
-	o.boolean("use_regex", c.UseRegex)
-	o.str("protocol", c.Protocol)
-	o.str("name", c.Name)
-	o.str("qtype", c.QType)
-	o.str("rcode", c.RCode)
-	list(o, "command", c.Command, appendString)
-	o.boolean("dynamic_weight", c.DynamicWeight)
-	o.str("file", c.File)
-	if c.FileWeight != nil {
-		o.field("file_weight")
-		o.b = strconv.AppendInt(o.b, int64(*c.FileWeight), 10)
-	}
-	o.boolean("file_reverse", c.FileReverse)
-	return append(o.b, '}')
-}
-
-// appendFloat writes a float64 as encoding/json does (ES6 number form).
-func appendFloat(b []byte, f float64) []byte {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		q, _ := json.Marshal(f) // json.Marshal refuses these; so does the document
-		return append(b, q...)
-	}
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// e-09 -> e-9, as encoding/json writes it
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
+// EncodeService is one service's bytes in the stored form, as json.Marshal
+// writes them: what the compile cache keys on and the store keeps.
+func EncodeService(s *Service) []byte {
+	b, err := json.Marshal(s)
+	if err != nil { // a Service holds only strings, numbers, bools, lists and structs of them
+		panic("ipvsmgr: encode a service: " + err.Error())
 	}
 	return b
 }

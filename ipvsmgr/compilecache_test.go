@@ -40,7 +40,7 @@ func TestCompileCacheMatchesCompile(t *testing.T) {
 		}
 		enc := make([][]byte, len(next.Services))
 		for j := range next.Services {
-			enc[j] = AppendService(nil, &next.Services[j])
+			enc[j] = EncodeService(&next.Services[j])
 		}
 		want, wantErr := Compile(&next)
 		got, gotErr := CompileWith(&next, enc, &cache)
@@ -57,7 +57,7 @@ func TestCompileCacheMatchesCompile(t *testing.T) {
 	// One weight changed: one service compiled, the rest reused.
 	enc := make([][]byte, len(st.Services))
 	for j := range st.Services {
-		enc[j] = AppendService(nil, &st.Services[j])
+		enc[j] = EncodeService(&st.Services[j])
 	}
 	if _, err := CompileWith(st, enc, &cache); err != nil {
 		t.Fatal(err)
@@ -69,7 +69,7 @@ func TestCompileCacheMatchesCompile(t *testing.T) {
 	w := 42
 	st.Services[3].Servers = append([]Server(nil), st.Services[3].Servers...)
 	st.Services[3].Servers[1].Weight = &w
-	enc[3] = AppendService(nil, &st.Services[3])
+	enc[3] = EncodeService(&st.Services[3])
 	d, err := CompileWith(st, enc, &cache)
 	if err != nil {
 		t.Fatal(err)

@@ -270,7 +270,7 @@ func reencode(cur *current, next *ipvsmgr.State, ed edit) ([][]byte, error) {
 		enc = slices.Delete(enc, ed.removed, ed.removed+1)
 	}
 	if ed.touched >= 0 {
-		b := ipvsmgr.AppendService(nil, &next.Services[ed.touched])
+		b := ipvsmgr.EncodeService(&next.Services[ed.touched])
 		if ed.touched == len(enc) {
 			enc = append(enc, b)
 		} else {

@@ -4,85 +4,78 @@ package ipvsmgrtest
 
 import (
 	"math/rand/v2"
+	"reflect"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 )
 
-// RandomState gives a state of that many services that covers every field,
-// with strings json.Marshal escapes.
+// RandomState gives a state of that many services, each field of every
+// service, server, match and check set by reflection (so a field added to
+// the model is covered without a change here; TestRandomStateSetsEveryField
+// proves each is set in some sample), with strings json.Marshal escapes
+// and numbers at their edges.
 func RandomState(r *rand.Rand, services int) *ipvsmgr.State {
-	words := []string{"", "web", "dr", "wlc", "198.18.0.11", "2001:db8::1", "a<b>&c", `q"u\o`, "tab\there", "é", "\u2028", "\x7f"}
-	w := func() string { return words[r.IntN(len(words))] }
-	n := func() int { return []int{0, 1, -1, 80, 65535, 1 << 40}[r.IntN(6)] }
 	st := &ipvsmgr.State{Services: []ipvsmgr.Service{}}
 	for range services {
-		s := ipvsmgr.Service{Name: w(), Protocol: w(), Address: w(), Port: n(), FWMark: uint32(r.IntN(3)), Interface: w(), Scheduler: w(),
-			OnePacket: r.IntN(2) == 0, Persistence: n(), PersistenceNetmask: w(), Forwarding: w()}
-		if r.IntN(2) == 0 {
-			s.Match = []ipvsmgr.Match{{Protocol: w(), Ports: []int{n(), n()}}, {Protocol: w()}}
-		}
-		if r.IntN(2) == 0 {
-			s.SchedulerFlags = []string{w(), w()}
-		}
-		if r.IntN(3) > 0 {
-			e := r.IntN(2) == 0
-			s.Enabled = &e
-		}
-		if r.IntN(3) == 0 {
-			s.Check = randomCheck(r, w, n)
-		}
-		if r.IntN(3) == 0 {
-			s.SorryServer = &ipvsmgr.SorryServer{Address: w(), Port: n()}
-		}
-		s.Quorum = []int{0, 0, 1, 2}[r.IntN(4)]
-		if r.IntN(4) > 0 {
-			s.Servers = []ipvsmgr.Server{}
-		}
-		for range r.IntN(4) {
-			sv := ipvsmgr.Server{Name: w(), Address: w(), Port: n(), Forwarding: w(), UpperThreshold: n(), LowerThreshold: n()}
-			if r.IntN(2) == 0 {
-				wt := n()
-				sv.Weight = &wt
-			}
-			if r.IntN(2) == 0 {
-				e := r.IntN(2) == 0
-				sv.Enabled = &e
-			}
-			if r.IntN(3) == 0 {
-				sv.Health = w()
-			}
-			if r.IntN(3) == 0 {
-				sv.Check = randomCheck(r, w, n)
-			}
-			s.Servers = append(s.Servers, sv)
-		}
+		var s ipvsmgr.Service
+		fill(r, reflect.ValueOf(&s).Elem(), 0)
 		st.Services = append(st.Services, s)
 	}
 	return st
 }
 
-// randomCheck sets each field of a check or leaves it unset, at random.
-func randomCheck(r *rand.Rand, w func() string, n func() int) *ipvsmgr.Check {
-	f := func() float64 { return []float64{0, 0.1, 1, 2.5, 1e-7, 1e21, 123456789.125, -3}[r.IntN(8)] }
-	b := func() *bool {
-		if r.IntN(3) == 0 {
-			return nil
+var (
+	words  = []string{"", "web", "dr", "wlc", "198.18.0.11", "2001:db8::1", "a<b>&c", `q"u\o`, "tab\there", "é", "\u2028", "\x7f", "%h:%p"}
+	ints   = []int64{0, 1, -1, 80, 65535, 1 << 40}
+	uints  = []uint64{0, 1, 80, 65535, 1<<32 - 1}
+	floats = []float64{0, 0.1, 1, 2.5, 1e-7, 1e21, 123456789.125, -3}
+)
+
+// fill sets v, of any kind the model uses, at random: a pointer nil or
+// filled, a list nil, empty or of up to three, each struct field in turn.
+func fill(r *rand.Rand, v reflect.Value, depth int) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(words[r.IntN(len(words))])
+	case reflect.Bool:
+		v.SetBool(r.IntN(2) == 0)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		x := ints[r.IntN(len(ints))]
+		for v.OverflowInt(x) {
+			x = ints[r.IntN(4)]
 		}
-		v := r.IntN(2) == 0
-		return &v
+		v.SetInt(x)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		x := uints[r.IntN(len(uints))]
+		for v.OverflowUint(x) {
+			x = uints[r.IntN(3)]
+		}
+		v.SetUint(x)
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(floats[r.IntN(len(floats))])
+	case reflect.Pointer:
+		if r.IntN(3) > 0 {
+			v.Set(reflect.New(v.Type().Elem()))
+			fill(r, v.Elem(), depth+1)
+		}
+	case reflect.Slice:
+		switch k := r.IntN(4); {
+		case k == 0:
+		case k == 1 || depth > 2:
+			v.Set(reflect.MakeSlice(v.Type(), 0, 0))
+		default:
+			v.Set(reflect.MakeSlice(v.Type(), k-1, k-1))
+			for i := range v.Len() {
+				fill(r, v.Index(i), depth+1)
+			}
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fill(r, v.Field(i), depth+1)
+			}
+		}
+	default:
+		panic("ipvsmgrtest: RandomState cannot fill a " + v.Type().String())
 	}
-	c := &ipvsmgr.Check{Type: w(), Interval: f(), Timeout: f(), Rise: n(), Fall: n(), Address: w(), Port: n(), OnFailure: w(),
-		StartHealthy: b(), Method: w(), Path: w(), Host: w(), ExpectBody: w(), TLSVerify: b(), SNI: w(), Send: w(),
-		Expect: w(), UseRegex: b(), Protocol: w(), Name: w(), QType: w(), RCode: w(), DynamicWeight: b()}
-	if r.IntN(2) == 0 {
-		v := f()
-		c.SlowStart = &v
-	}
-	if r.IntN(2) == 0 {
-		c.ExpectStatus = []int{n(), 200}
-	}
-	if r.IntN(2) == 0 {
-		c.Command = ipvsmgr.Argv{w(), w(), "%h:%p"}
-	}
-	return c
 }

@@ -91,7 +91,7 @@ func ParseStored(doc []byte) (*StoredState, error) {
 	}
 	was := &StoredState{Settings: st.Settings, Imported: st.Imported}
 	for i := range st.Services {
-		was.Services = append(was.Services, ipvsmgr.AppendService(nil, &st.Services[i]))
+		was.Services = append(was.Services, ipvsmgr.EncodeService(&st.Services[i]))
 	}
 	return was, nil
 }

@@ -116,7 +116,7 @@ func checkChangesTo(t *testing.T, old, new []byte) {
 	}
 	encoded := make([][]byte, len(newState.Services))
 	for i := range newState.Services {
-		encoded[i] = ipvsmgr.AppendService(nil, &newState.Services[i])
+		encoded[i] = ipvsmgr.EncodeService(&newState.Services[i])
 	}
 	changes, prevDelta, err := was.ChangesTo(encoded, &newState)
 	if err != nil {

@@ -340,7 +340,7 @@ func Encode(st *ipvsmgr.State) ([]byte, error) {
 func EncodeServices(st *ipvsmgr.State) (doc []byte, services [][]byte, err error) {
 	services = make([][]byte, len(st.Services))
 	for i := range st.Services {
-		services[i] = ipvsmgr.AppendService(nil, &st.Services[i])
+		services[i] = ipvsmgr.EncodeService(&st.Services[i])
 	}
 	doc, err = JoinServices(st, services)
 	return doc, services, err
