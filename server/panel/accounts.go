@@ -2,6 +2,7 @@ package panel
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -222,9 +223,18 @@ func (p *Panel) tokenCreate(w http.ResponseWriter, r *http.Request, u who) {
 		return
 	}
 	user, name := strings.TrimSpace(r.PostFormValue("user")), strings.TrimSpace(r.PostFormValue("name"))
-	days, _ := strconv.Atoi(r.PostFormValue("days"))
-	id, secret, err := p.d.Accounts.CreateToken(r.Context(), user, name, time.Duration(days)*24*time.Hour)
 	f := newForm()
+	// Empty or 0 is a token until revoked; anything else not a whole
+	// number of days is refused, never taken as "never expires".
+	days, err := 0, error(nil)
+	if v := strings.TrimSpace(r.PostFormValue("days")); v != "" {
+		if days, err = strconv.Atoi(v); err != nil || days < 0 || days >= 100000 {
+			f.Top = append(f.Top, fmt.Sprintf("Expires after (days): %q is not a whole number of days from 0 (never) to 99999; no token was made.", v))
+			p.showUsers(w, r, u, http.StatusUnprocessableEntity, f, "")
+			return
+		}
+	}
+	id, secret, err := p.d.Accounts.CreateToken(r.Context(), user, name, time.Duration(days)*24*time.Hour)
 	if err != nil {
 		f.Top = append(f.Top, err.Error())
 		p.showUsers(w, r, u, http.StatusUnprocessableEntity, f, "")

@@ -396,6 +396,14 @@ func TestAccountsScreens(t *testing.T) {
 	if _, ok := e.acct.users["carol"]; ok {
 		t.Fatal("remove user")
 	}
+	// A lifetime that is not a whole number of days is refused by name and
+	// value, never taken as "until revoked".
+	for _, bad := range []string{"thirty", "-1", "1.5", "100000"} {
+		r = e.post(t, "alice", "/tokens", url.Values{"user": {"alice"}, "name": {"deploy"}, "days": {bad}})
+		if r.Code != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "Expires after (days): &#34;"+bad+"&#34; is not a whole number") || len(e.acct.tokens) != 0 {
+			t.Fatalf("days %q: %d, %d tokens, %s", bad, r.Code, len(e.acct.tokens), excerpt(r.Body))
+		}
+	}
 	r = e.post(t, "alice", "/tokens", url.Values{"user": {"alice"}, "name": {"deploy"}, "days": {"30"}})
 	if !strings.Contains(r.Body, "secret-t1") {
 		t.Fatal("token secret not shown once")
