@@ -36,6 +36,18 @@ func FindService(st *ipvsmgr.State, id string) (int, error) {
 	return -1, errorf(CodeNotFound, "no virtual service %q (give its name, PROTO:ADDRESS:PORT or fwmark:N)", id)
 }
 
+// ServerID is how URLs and the verbs name a real server in its service:
+// its name, else address:port, else its address (FindServer takes each).
+func ServerID(rs *ipvsmgr.Server) string {
+	if rs.Name != "" {
+		return rs.Name
+	}
+	if rs.Port != 0 {
+		return rs.Address + ":" + strconv.Itoa(rs.Port)
+	}
+	return rs.Address
+}
+
 // FindServer returns the index of real server id (its name, ADDRESS or
 // ADDRESS:PORT) in service s.
 func FindServer(s *ipvsmgr.Service, id string) (int, error) {

@@ -62,6 +62,10 @@ type StatusView struct {
 		UDP    uint32 `json:"udp"`
 	} `json:"timeouts"`
 	Services []StatusService `json:"services"`
+	// States are the desired state's services in the words the panel's
+	// tiles show (up, degraded, all down, ...; a real server's up, down,
+	// draining, drained, full, ...), each with its reason (States).
+	States []ServiceState `json:"states"`
 	// Redundancy is the director's part in a redundant pair (absent without settings.redundancy).
 	Redundancy *RedundancyStatus `json:"redundancy,omitempty"`
 	// BGP is what the director announces and whether its Maglev inputs
@@ -93,9 +97,16 @@ func (c *Core) Status(ctx context.Context) (*StatusView, error) {
 		for i := range v.Services {
 			v.Services[i].Name = desired.Names[statusKey(&v.Services[i])]
 		}
+		hs := c.healthStatuses(desired)
 		if len(desired.Checks)+len(desired.Sorry) > 0 {
-			attachHealth(v, desired, c.healthStatuses(desired))
+			attachHealth(v, desired, hs)
 		}
+		st, _, err := c.State(ctx)
+		if err != nil {
+			return nil, err
+		}
+		sk, dk := KernelKeys(st)
+		v.States = States(st, sk, dk, snap.Table, hs)
 	}
 	rs, err := c.store.Results(ctx)
 	if err != nil {
@@ -125,7 +136,7 @@ func (c *Core) currentDesired(ctx context.Context) (int64, *ipvsmgr.Desired, err
 }
 
 func viewOf(t *ipvsmgr.Table) *StatusView {
-	v := &StatusView{Services: []StatusService{}, RealServers: []arpguard.Result{}}
+	v := &StatusView{Services: []StatusService{}, States: []ServiceState{}, RealServers: []arpguard.Result{}}
 	if t == nil {
 		return v
 	}

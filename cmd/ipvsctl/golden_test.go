@@ -65,6 +65,7 @@ func goldenArgs(doc string) [][]string {
 		{"vs", "set", "web", "--persistence", "300", "--persistence-netmask", "255.255.255.0"},
 		{"diff"},
 		{"status"},
+		{"status", "--states"},
 		{"export", "--format", "ipvsadm"},
 		{"rs", "enable", "web", "198.18.0.11"},
 		{"rs", "list", "web"},

@@ -13,10 +13,13 @@ import (
 )
 
 func runStatus(env *cliEnv, args []string) int {
-	fs, g := env.newFlagSet("status", "[--json]",
+	fs, g := env.newFlagSet("status", "[--states] [--json]",
 		"Show the kernel's IPVS table: every virtual service and real server with active and inactive\n"+
-			"connections, counters and rates (like ipvsadm -Ln --stats --rate).")
+			"connections, counters and rates (like ipvsadm -Ln --stats --rate). --states shows instead each\n"+
+			"service of the desired state and its real servers in the panel's words (up, degraded, all down,\n"+
+			"down, disabled, unknown; a real server's up, down, draining, drained, full, ...) with why.")
 	asJSON := fs.Bool("json", false, "print JSON")
+	states := fs.Bool("states", false, "the desired state's services and real servers in the panel's words, with why")
 	if st, ok := env.parseFlags(fs, args); !ok {
 		return st
 	}
@@ -34,11 +37,31 @@ func runStatus(env *cliEnv, args []string) int {
 	if err != nil {
 		return env.fail("status", err, false)
 	}
-	if *asJSON {
+	switch {
+	case *asJSON && *states:
+		return env.printJSON("status", v.States)
+	case *asJSON:
 		return env.printJSON("status", v)
+	case *states:
+		printStates(env, v.States)
+	default:
+		printStatus(env, v)
 	}
-	printStatus(env, v)
 	return exitOK
+}
+
+// printStates prints each service and its real servers in the words the
+// panel's tiles show, with why.
+func printStates(env *cliEnv, states []server.ServiceState) {
+	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVICE\tADDRESS\tSTATE\tADMIN\tHEALTH\tWHY")
+	for _, s := range states {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t-\t%s\n", s.ID, s.Service, s.State, map[bool]string{true: "enabled", false: "disabled"}[s.Enabled], orDash(s.Reason))
+		for _, r := range s.Servers {
+			fmt.Fprintf(tw, "  -> %s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Address, r.State, r.Admin, r.Health, orDash(r.Reason))
+		}
+	}
+	tw.Flush()
 }
 
 func printStatus(env *cliEnv, v *server.StatusView) {
@@ -179,4 +202,11 @@ func containsColon(s string) bool {
 
 func statCols(s ipvsmgr.Stats) string {
 	return fmt.Sprintf("%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d", s.Conns, s.InPkts, s.OutPkts, s.InBytes, s.OutBytes, s.CPS, s.InPPS, s.OutPPS, s.InBPS, s.OutBPS)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

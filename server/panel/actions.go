@@ -53,7 +53,7 @@ func serversAt(st *ipvsmgr.State, addr string) []target {
 	for i := range st.Services {
 		for j := range st.Services[i].Servers {
 			if st.Services[i].Servers[j].Address == addr {
-				ts = append(ts, target{server.ServiceID(&st.Services[i]), serverID(&st.Services[i].Servers[j])})
+				ts = append(ts, target{server.ServiceID(&st.Services[i]), server.ServerID(&st.Services[i].Servers[j])})
 			}
 		}
 	}

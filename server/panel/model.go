@@ -157,98 +157,58 @@ func seriesKeyDest(k ipvsmgr.ServiceKey, d ipvsmgr.DestKey) string {
 
 func buildModel(rev int64, st *ipvsmgr.State, sk []ipvsmgr.ServiceKey, dk [][]ipvsmgr.DestKey, snap *server.Snapshot, hs map[ipvsmgr.ServerRef]*server.HealthStatus) *model {
 	m := &model{Rev: rev, State: st, Snap: snap, byID: make(map[string]*svcRow, len(st.Services))}
-	kernel := map[ipvsmgr.ServiceKey]*ipvsmgr.VirtualService{}
-	known := snap != nil && snap.Table != nil
-	if known {
-		for _, vs := range snap.Table.Services {
-			kernel[vs.Key] = vs
-		}
+	var table *ipvsmgr.Table
+	if snap != nil {
+		table = snap.Table
 	}
 	matched := 0
-	for i := range st.Services {
-		vs := kernel[sk[i]]
-		if vs != nil {
+	for i, ss := range server.States(st, sk, dk, table, hs) {
+		if ss.InKernel {
 			matched++
 		}
-		row := serviceRow(i, &st.Services[i], sk[i], dk[i], vs, known, hs)
+		row := serviceRow(i, ss, table != nil)
 		m.Rows = append(m.Rows, row)
 		m.byID[row.ID] = row
 		m.count(row)
 	}
-	if known {
-		m.Foreign = len(snap.Table.Services) - matched
+	if table != nil {
+		m.Foreign = len(table.Services) - matched
 	}
 	return m
 }
 
-// serviceRow is service i of the desired state matched with vs, the
-// kernel's (nil when it has none): its servers, then the removed ones the
-// kernel still has (retiring: weight 0 until their connections end).
-func serviceRow(i int, svc *ipvsmgr.Service, key ipvsmgr.ServiceKey, dk []ipvsmgr.DestKey, vs *ipvsmgr.VirtualService, known bool,
-	hs map[ipvsmgr.ServerRef]*server.HealthStatus) *svcRow {
-	row := &svcRow{Index: i, ID: server.ServiceID(svc), Name: svc.Name, Key: key, KeyText: key.String(), Svc: svc,
-		Enabled: svc.IsEnabled(), Known: known, SeriesKey: seriesKeySvc(key)}
-	row.search = strings.ToLower(row.Name + "\x00" + row.KeyText + "\x00" + svc.Address + "\x00" + row.ID)
-	dests := map[ipvsmgr.DestKey]*ipvsmgr.Destination{}
-	if vs != nil {
-		row.InKernel, row.Stats = true, vs.Stats
-		for _, d := range vs.Dests {
-			dests[d.Key] = d
-		}
+// serviceRow is the panel's row of service i, in the words the core gives
+// it (server.States): its servers, then the removed ones the kernel still
+// has (retiring: weight 0 until their connections end).
+func serviceRow(i int, ss server.ServiceState, known bool) *svcRow {
+	row := &svcRow{Index: i, ID: ss.ID, Name: ss.Name, Key: ss.Key, KeyText: ss.Service, Svc: ss.Desired,
+		Enabled: ss.Enabled, Known: known, InKernel: ss.InKernel, State: ss.State, Problem: ss.Reason, SeriesKey: seriesKeySvc(ss.Key)}
+	row.search = strings.ToLower(row.Name + "\x00" + row.KeyText + "\x00" + ss.Desired.Address + "\x00" + row.ID)
+	if ss.Kernel != nil {
+		row.Stats = ss.Kernel.Stats
 	}
-	serving, shouldServe := 0, 0
-	for j := range svc.Servers {
-		var dkey ipvsmgr.DestKey
-		if j < len(dk) {
-			dkey = dk[j]
-		}
-		sr := serverRow(row, &svc.Servers[j], dkey, dests[dkey], hs[ipvsmgr.ServerRef{Service: key, Server: dkey}])
-		delete(dests, dkey)
-		wantServe := row.Enabled && sr.Admin == "enabled"
-		if wantServe {
-			shouldServe++
-		}
-		sr.Status, sr.Problem = serverStatus(sr, row.Enabled, wantServe, known)
-		if sr.Status == "up" {
-			serving++
-		}
-		row.add(sr)
+	for k := range ss.Servers {
+		row.add(serverRow(row, &ss.Servers[k]))
 	}
-	if vs != nil {
-		for _, d := range vs.Dests {
-			if dests[d.Key] == nil {
-				continue
-			}
-			sr := &srvRow{Svc: row, ID: d.Key.String(), Addr: d.Key.String(), Admin: "removed", Health: "unchecked",
-				InKernel: true, KWeight: d.Weight, Active: d.ActiveConns, Inactive: d.InactiveConns, Stats: d.Stats,
-				SeriesKey: seriesKeyDest(key, d.Key), Status: "draining"}
-			sr.search = strings.ToLower(sr.Addr)
-			row.add(sr)
-		}
-	}
-	row.State, row.Problem = serviceState(row, serving, shouldServe)
 	return row
 }
 
-// serverRow is one real server of row as configured, with the kernel's
-// destination d (nil when it has none) and its health h (nil: unchecked).
-func serverRow(row *svcRow, rs *ipvsmgr.Server, key ipvsmgr.DestKey, d *ipvsmgr.Destination, h *server.HealthStatus) *srvRow {
-	sr := &srvRow{Svc: row, ID: serverID(rs), Name: rs.Name, Addr: key.String(), Server: rs, Health: "unchecked",
-		CfgWeight: rs.EffectiveWeight(), Upper: rs.UpperThreshold, Lower: rs.LowerThreshold, SeriesKey: seriesKeyDest(row.Key, key)}
-	if h != nil {
-		sr.Health, sr.HealthOf = h.Phase, h
+// serverRow is the panel's row of one real server of row.
+func serverRow(row *svcRow, s *server.ServerState) *srvRow {
+	sr := &srvRow{Svc: row, ID: s.ID, Name: s.Name, Addr: s.Address, Server: s.Desired, Admin: s.Admin, Health: s.Health, HealthOf: s.HealthOf,
+		Status: s.State, InKernel: s.InKernel, SeriesKey: seriesKeyDest(row.Key, s.Key)}
+	if s.State != server.StateDraining { // draining is no problem: the reason says why it drains
+		sr.Problem = s.Reason
 	}
-	switch {
-	case !rs.IsEnabled():
-		sr.Admin = "disabled"
-	case rs.Drained || rs.EffectiveWeight() == 0:
-		sr.Admin = "drained" // drained, or configured at weight 0
-	default:
-		sr.Admin = "enabled"
+	if rs := s.Desired; rs != nil {
+		sr.CfgWeight, sr.Upper, sr.Lower = rs.EffectiveWeight(), rs.UpperThreshold, rs.LowerThreshold
 	}
 	sr.search = strings.ToLower(sr.Name + "\x00" + sr.Addr + "\x00" + sr.ID)
-	if d != nil {
-		sr.InKernel, sr.KWeight, sr.Active, sr.Inactive, sr.Stats = true, d.Weight, d.ActiveConns, d.InactiveConns, d.Stats
+	if s.Desired == nil {
+		sr.search = strings.ToLower(sr.Addr)
+	}
+	if d := s.Dest; d != nil {
+		sr.KWeight, sr.Active, sr.Inactive, sr.Stats = d.Weight, d.ActiveConns, d.InactiveConns, d.Stats
 	}
 	return sr
 }
@@ -295,65 +255,6 @@ func (m *model) count(row *svcRow) {
 	t.CPS += row.Stats.CPS
 	t.PPS += row.Stats.InPPS + row.Stats.OutPPS
 	t.BPS += row.Stats.InBPS + row.Stats.OutBPS
-}
-
-func serverID(rs *ipvsmgr.Server) string {
-	if rs.Name != "" {
-		return rs.Name
-	}
-	if rs.Port != 0 {
-		return rs.Address + ":" + itoa(rs.Port)
-	}
-	return rs.Address
-}
-
-// serverStatus is what a real server is doing, and why that is a problem
-// when it is one.
-func serverStatus(sr *srvRow, svcEnabled, wantServe, known bool) (string, string) {
-	switch {
-	case !known:
-		return "unknown", ""
-	case !svcEnabled:
-		if sr.InKernel {
-			return "draining", ""
-		}
-		return "disabled", ""
-	case sr.Admin == "disabled":
-		if sr.InKernel {
-			return "draining", "" // kept at weight 0 until its connections end
-		}
-		return "disabled", ""
-	case sr.Admin == "drained":
-		if sr.Active > 0 {
-			return "draining", ""
-		}
-		return "drained", ""
-	case !sr.InKernel:
-		return "down", "not in the kernel"
-	case sr.KWeight == 0:
-		return "down", "weight 0 in the kernel"
-	case sr.AtThreshold():
-		return "full", "at its connection limit"
-	}
-	return "up", ""
-}
-
-func serviceState(row *svcRow, serving, shouldServe int) (string, string) {
-	switch {
-	case !row.Enabled:
-		return "disabled", ""
-	case !row.Known:
-		return "unknown", ""
-	case !row.InKernel:
-		return "down", "not in the kernel"
-	case len(row.Servers) == 0:
-		return "all down", "no real servers"
-	case serving == 0:
-		return "all down", "no real server takes traffic"
-	case serving < shouldServe:
-		return "degraded", itoa(shouldServe-serving) + " of " + itoa(shouldServe) + " real servers not taking traffic"
-	}
-	return "up", ""
 }
 
 func itoa(n int) string {

@@ -75,7 +75,7 @@ func (p *Panel) serverCreate(w http.ResponseWriter, r *http.Request, u who) {
 		p.showServerForm(w, r, u, http.StatusUnprocessableEntity, d)
 		return
 	}
-	msg, err := p.commit(ctx, r, u, "add real server "+serverID(&rs)+" to "+svcID, server.AddServerEdit(svcID, rs), d.Base)
+	msg, err := p.commit(ctx, r, u, "add real server "+server.ServerID(&rs)+" to "+svcID, server.AddServerEdit(svcID, rs), d.Base)
 	if err != nil {
 		p.formFailed(w, r, u, err, f, true, func(status int) { p.showServerForm(w, r, u, status, d) })
 		return
@@ -143,7 +143,7 @@ func (p *Panel) showServer(w http.ResponseWriter, r *http.Request, u who, now *c
 	if !ok {
 		return
 	}
-	d := &serverData{SvcID: server.ServiceID(l.svc), Svc: l.svc, Server: l.rs, ID: serverID(l.rs), Base: l.rev, Drafted: l.drafted, Range: chartRange(r),
+	d := &serverData{SvcID: server.ServiceID(l.svc), Svc: l.svc, Server: l.rs, ID: server.ServerID(l.rs), Base: l.rev, Drafted: l.drafted, Range: chartRange(r),
 		Inherited: checkFacts(healthOf(l.svc.Check, nil, 0), checkRows(true, "", "")),
 		Overrides: checkFacts(healthOf(l.rs.Check, nil, 0), checkRows(true, "", "")),
 		Testable:  testable(l.svc, l.rs), CheckNow: now}
@@ -197,7 +197,7 @@ func (p *Panel) serverEdit(w http.ResponseWriter, r *http.Request, u who) {
 		return
 	}
 	p.showServerForm(w, r, u, http.StatusOK, &serverFormData{Form: serverForm(l.rs, checkType(l.svc)), SvcID: server.ServiceID(l.svc),
-		ID: serverID(l.rs), Base: l.rev, Drafted: l.drafted, Inherit: checkType(l.svc)})
+		ID: server.ServerID(l.rs), Base: l.rev, Drafted: l.drafted, Inherit: checkType(l.svc)})
 }
 
 func (p *Panel) serverSave(w http.ResponseWriter, r *http.Request, u who) {
@@ -226,7 +226,7 @@ func (p *Panel) serverSave(w http.ResponseWriter, r *http.Request, u who) {
 	if u.CanAdmin() && rs.Name != "" {
 		next = rs.Name
 	} else if u.CanAdmin() && rs.Name == "" {
-		next = serverID(&rs)
+		next = server.ServerID(&rs)
 	}
 	redirect(w, r, pathOf("services", svcID, "servers", next), msg)
 }

@@ -80,7 +80,7 @@ func parseViews(a *assets) (*views, error) {
 			}
 			return b
 		},
-		"serverID":  serverID,
+		"serverID":  server.ServerID,
 		"hasText":   strings.Contains,
 		"ms":        func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/1e6) },
 		"sum":       func(a, b uint64) uint64 { return a + b },
