@@ -70,22 +70,37 @@ func (g *loginGuard) admit(ctx context.Context, user, addr string, now time.Time
 		return wait, ""
 	}
 	if wait := g.tooManySuccesses(user, now); wait > 0 {
-		return wait, fmt.Sprintf("%d successful logins of this user within %s", g.successes, g.window)
+		return wait, g.successesReason()
 	}
 	g.pair.fail(pairKey(user, addr), now)
 	return 0, ""
+}
+
+// successesReason is why an attempt past the successes bound is refused.
+func (g *loginGuard) successesReason() string {
+	return fmt.Sprintf("%d successful logins of this user within %s", g.successes, g.window)
 }
 
 // tooManySuccesses says how long user must wait when it logged in
 // successes times within the window already, counting its attempts being
 // checked as successes (0: it may try, and is counted as being checked).
 func (g *loginGuard) tooManySuccesses(user string, now time.Time) time.Duration {
+	return g.successesWait(user, now, true)
+}
+
+// successesWait is tooManySuccesses that counts an attempt it lets through
+// as being checked only when count is set: without, it only asks (before
+// an attempt waits for a hashing slot, so that one past the bound does not
+// wait for a slot to be refused).
+func (g *loginGuard) successesWait(user string, now time.Time, count bool) time.Duration {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	w := recentTimes(g.wins[user], now, g.window)
 	g.wins[user] = w
 	if len(w)+g.checking[user] < g.successes {
-		g.checking[user]++
+		if count {
+			g.checking[user]++
+		}
 		return 0
 	}
 	if len(w) == 0 { // only its attempts being checked: one is done within a hash

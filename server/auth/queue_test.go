@@ -12,17 +12,19 @@ import (
 )
 
 // Password checks wait for the two hashing slots in one queue, bounded so
-// that no caller makes another's login wait behind its own: a user's
-// second waiting check and an address's second are answered 429 with
-// Retry-After at once, and so is any past MaxQueuedChecks. Checked with
-// the slots held (each check blocked in its hash until released), so that
-// what waits and what is refused is exact, on the counters the slots keep.
+// that no caller makes another's login wait behind its own: one user (and
+// one address) holds at most one of the two slots, so the other stays free
+// for everyone else; a user's second waiting check and an address's second
+// are answered 429 with Retry-After at once, and so is any past
+// MaxQueuedChecks. Checked with the slots held (each check blocked in its
+// hash until released), so that what runs, waits and is refused is exact,
+// on the counters the slots keep.
 func TestPasswordChecksQueueIsBoundedPerUserAndAddress(t *testing.T) {
 	f := newFixture(t, Config{MaxQueuedChecks: 3})
 	for _, u := range []struct {
 		name string
 		role Role
-	}{{"vera", Viewer}, {"otto", Operator}, {"ada", Admin}} {
+	}{{"vera", Viewer}, {"otto", Operator}, {"ada", Admin}, {"cy", Viewer}} {
 		f.addUser(t, u.name, u.role)
 	}
 	h := f.handler(t)
@@ -58,13 +60,17 @@ func TestPasswordChecksQueueIsBoundedPerUserAndAddress(t *testing.T) {
 			}
 		}
 	}
-	// vera holds both slots (from two addresses), a third of hers waits.
+	// vera holds one slot; her second check waits though the other is free.
 	start("vera1", "vera", "198.18.5.1")
+	<-entered
 	start("vera2", "vera", "198.18.5.2")
+	until("vera's second check to wait beside the free slot", func(s HashStats) bool { return s.Queued == 1 && s.Running == 1 })
+	// otto takes the free slot at once.
+	start("otto", "otto", "198.18.5.3")
 	<-entered
-	<-entered
-	start("vera3", "vera", "198.18.5.3")
-	until("vera's third check to wait", func(s HashStats) bool { return s.Queued == 1 })
+	if s := f.a.HashStats(); s.Running != 2 || s.Queued != 1 {
+		t.Fatalf("otto's check did not take the free slot: %+v", s)
+	}
 	refused := func(a answer, want string) {
 		t.Helper()
 		if a.code != http.StatusTooManyRequests || a.retry == "" || !strings.Contains(a.body, want) {
@@ -72,12 +78,12 @@ func TestPasswordChecksQueueIsBoundedPerUserAndAddress(t *testing.T) {
 		}
 	}
 	refused(login("vera", "198.18.5.4"), `a password check of user \"vera\" is already waiting`)
-	refused(login("otto", "198.18.5.3"), "a password check from 198.18.5.3 is already waiting")
-	start("otto", "otto", "198.18.5.5")
-	until("otto's check to wait", func(s HashStats) bool { return s.Queued == 2 })
+	refused(login("otto", "198.18.5.2"), "a password check from 198.18.5.2 is already waiting")
 	start("ada", "ada", "198.18.5.6")
+	until("ada's check to wait", func(s HashStats) bool { return s.Queued == 2 })
+	start("cy", "cy", "198.18.5.7")
 	until("three checks to wait", func(s HashStats) bool { return s.Queued == 3 })
-	refused(login("nobody", "198.18.5.7"), "3 password checks are already waiting")
+	refused(login("nobody", "198.18.5.8"), "3 password checks are already waiting")
 	close(gate)
 	wg.Wait()
 	for key, ch := range waiting {
@@ -89,9 +95,8 @@ func TestPasswordChecksQueueIsBoundedPerUserAndAddress(t *testing.T) {
 	if s.Peak != 2 || s.QueuePeak != 3 || s.Refused != 3 || s.Queued != 0 || s.Running != 0 {
 		t.Errorf("slots: %+v, want peak 2, queue peak 3, 3 refused, none left", s)
 	}
-	// First come, first served: each waited behind the two running and
-	// those queued before it.
-	for user, want := range map[string]int{"vera": 2, "otto": 3, "ada": 4} {
+	// Each waited behind those running and queued as it came; otto behind none.
+	for user, want := range map[string]int{"vera": 1, "otto": 0, "ada": 3, "cy": 4} {
 		if got := f.a.WaitedBehind(user); got != want {
 			t.Errorf("%s waited behind %d checks, want %d", user, got, want)
 		}

@@ -89,6 +89,13 @@ func (a *Auth) verifyAttempt(ctx context.Context, by *Principal, action, name, p
 		// of long names takes no memory.
 		by.User, limitName = quoteShort(name), "(invalid name)"
 	}
+	// A user at its bound of successful logins is refused before it waits
+	// for a hashing slot (admit decides again, in the slot).
+	if wait := a.guard.successesWait(limitName, now, false); wait > 0 {
+		reason := a.guard.successesReason()
+		a.auditRefusal(ctx, by, action, "refused: "+reason)
+		return nil, &RateLimitError{RetryAfter: wait, Reason: reason}
+	}
 	release, err := a.hashes.acquire(ctx, limitName, by.ClientAddr)
 	if err != nil {
 		var rl *RateLimitError

@@ -9,21 +9,26 @@ import (
 
 // hashSlots bounds the argon2id computations that run at once: each takes
 // Params.Memory, so the slots are what bounds the memory passwords take.
-// Checks wait for a slot in one queue, first come first served, and the
-// queue is bounded three ways, so that no caller can make another's login
-// wait behind its own: at most one check waiting per user and one per
-// client address (a second is refused at once, 429), and at most maxQueue
-// waiting in all. It counts what it let through and how many checks each
-// waited behind, so that the bounds are checked on the slots themselves
-// rather than on the process's memory or the clock.
+// No caller can make another's login wait behind its own: one user, and
+// one client address, holds at most all slots but one (one of the two by
+// default), so a flood of one account's logins leaves a slot to everyone
+// else; checks wait for a slot in one queue, first come first served among
+// those allowed one, and the queue is bounded three ways: at most one check
+// waiting per user and one per client address (a second is refused at
+// once, 429), and at most maxQueue waiting in all. It counts what it let
+// through and how many checks each waited behind, so that the bounds are
+// checked on the slots themselves rather than on the process's memory or
+// the clock.
 type hashSlots struct {
 	mu       sync.Mutex
 	slots    int
 	maxQueue int
 	running  int
 	queue    []*hashWaiter
-	byUser   map[string]int
-	byAddr   map[string]int
+	byUser   map[string]int // waiting, per user
+	byAddr   map[string]int // waiting, per client address
+	runUser  map[string]int // running, per user
+	runAddr  map[string]int // running, per client address
 	peak     int
 	qpeak    int
 	hashes   int64
@@ -43,7 +48,29 @@ const queueRetry = time.Second
 const maxBehindUsers = 1024
 
 func newHashSlots(n, maxQueue int) *hashSlots {
-	return &hashSlots{slots: n, maxQueue: maxQueue, byUser: map[string]int{}, byAddr: map[string]int{}, behind: map[string]int{}}
+	return &hashSlots{slots: n, maxQueue: maxQueue, byUser: map[string]int{}, byAddr: map[string]int{},
+		runUser: map[string]int{}, runAddr: map[string]int{}, behind: map[string]int{}}
+}
+
+// mayRun says whether a check of user's from addr may take a free slot:
+// one user, and one address, holds all slots but one at most. An
+// authenticated admin's check (user "") has no such bound.
+func (s *hashSlots) mayRun(user, addr string) bool {
+	if user == "" {
+		return true
+	}
+	most := max(1, s.slots-1)
+	return s.runUser[user] < most && (addr == "" || s.runAddr[addr] < most)
+}
+
+func (s *hashSlots) run(user, addr string) {
+	s.running++
+	if user != "" {
+		s.runUser[user]++
+		if addr != "" {
+			s.runAddr[addr]++
+		}
+	}
 }
 
 // acquire waits for a slot for a check of user's password from addr; the
@@ -54,11 +81,13 @@ func newHashSlots(n, maxQueue int) *hashSlots {
 func (s *hashSlots) acquire(ctx context.Context, user, addr string) (release func(), err error) {
 	s.mu.Lock()
 	ahead := s.running + len(s.queue)
-	if s.running < s.slots && len(s.queue) == 0 {
-		s.running++
+	// A free slot with checks waiting is one none of them may take (a
+	// slot is handed to the first waiter that may run as it frees).
+	if s.running < s.slots && s.mayRun(user, addr) {
+		s.run(user, addr)
 		s.admitted(user, 0)
 		s.mu.Unlock()
-		return s.release, nil
+		return func() { s.release(user, addr) }, nil
 	}
 	if user != "" {
 		var why string
@@ -83,11 +112,11 @@ func (s *hashSlots) acquire(ctx context.Context, user, addr string) (release fun
 	s.qpeak = max(s.qpeak, len(s.queue))
 	s.mu.Unlock()
 	select {
-	case <-w.ready: // release handed its slot over (running counts it)
+	case <-w.ready: // release handed its slot over (run counted it)
 		s.mu.Lock()
 		s.admitted(user, ahead)
 		s.mu.Unlock()
-		return s.release, nil
+		return func() { s.release(user, addr) }, nil
 	case <-ctx.Done():
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -99,7 +128,7 @@ func (s *hashSlots) acquire(ctx context.Context, user, addr string) (release fun
 			}
 		}
 		// Handed a slot as it gave up: pass it on.
-		s.releaseLocked()
+		s.releaseLocked(user, addr)
 		return nil, ctx.Err()
 	}
 }
@@ -124,22 +153,32 @@ func (s *hashSlots) unqueued(w *hashWaiter) {
 	}
 }
 
-func (s *hashSlots) release() {
+func (s *hashSlots) release(user, addr string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.releaseLocked()
+	s.releaseLocked(user, addr)
 }
 
-// releaseLocked hands the slot to the first check waiting, or frees it.
-func (s *hashSlots) releaseLocked() {
-	if len(s.queue) == 0 {
-		s.running--
-		return
+// releaseLocked frees the slot a check of user's from addr held and hands
+// it to the first check waiting that may run.
+func (s *hashSlots) releaseLocked(user, addr string) {
+	s.running--
+	if user != "" {
+		for m, k := range map[*map[string]int]string{&s.runUser: user, &s.runAddr: addr} {
+			if (*m)[k]--; (*m)[k] <= 0 {
+				delete(*m, k)
+			}
+		}
 	}
-	w := s.queue[0]
-	s.queue = s.queue[1:]
-	s.unqueued(w)
-	close(w.ready)
+	for i, w := range s.queue {
+		if s.mayRun(w.user, w.addr) {
+			s.queue = append(s.queue[:i], s.queue[i+1:]...)
+			s.unqueued(w)
+			s.run(w.user, w.addr)
+			close(w.ready)
+			return
+		}
+	}
 }
 
 // counted is called by a slot's holder as it starts an argon2id computation.
