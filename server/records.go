@@ -1,6 +1,9 @@
 package server
 
-import "github.com/ipvsctl/ipvsctl/server/store"
+import (
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server/store"
+)
 
 // The records the core's reads hand out, named here so that callers (the
 // CLI, the client, handlers) speak of the core and never import the store:
@@ -13,7 +16,23 @@ type (
 	User        = store.User
 	Revision    = store.Revision
 	Head        = store.Head
+	ChartRow    = store.ChartRow
+	// StaleError is a write refused because the state moved past its base.
+	StaleError = store.StaleError
 )
+
+// ChartChunk is how many chart series one stored row holds.
+const ChartChunk = store.ChartChunk
+
+// The audit's outcomes (AuditEntry.Outcome).
+const (
+	OutcomeSuccess = store.OutcomeSuccess
+	OutcomeFailure = store.OutcomeFailure
+)
+
+// EncodeState is a document in the stored form (what export and the
+// revisions hold).
+func EncodeState(st *ipvsmgr.State) ([]byte, error) { return store.Encode(st) }
 
 // DocumentHash is the content hash a revision's document is known by (the
 // Content-Hash a peer serves).

@@ -19,7 +19,6 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 // api holds the JSON handlers; each calls the core and nothing else.
@@ -626,7 +625,7 @@ func (a *api) audit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	f := store.AuditFilter{Actor: q.Get("actor"), Action: q.Get("action"), Limit: limit}
+	f := server.AuditFilter{Actor: q.Get("actor"), Action: q.Get("action"), Limit: limit}
 	if v := q.Get("since"); v != "" {
 		if f.Since, err = time.Parse(time.RFC3339, v); err != nil {
 			return &server.Error{Code: server.CodeBadInput, Msg: "since: " + strconv.Quote(v) + " is not an RFC 3339 time"}

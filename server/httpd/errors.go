@@ -9,7 +9,6 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/formats"
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 // FieldError names one invalid field of a request.
@@ -52,7 +51,7 @@ func errorBody(err error) (int, *ErrorBody) {
 			b.Fields = append(b.Fields, FieldError{Path: p.Field, Message: p.Message})
 		}
 	}
-	var stale *store.StaleError
+	var stale *server.StaleError
 	if errors.As(err, &stale) {
 		b.CurrentRevision = stale.Current
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
 	"github.com/ipvsctl/ipvsctl/server/panel"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 // NewPanel is the HTML panel over the core, its users and sessions those of a.
@@ -65,7 +64,7 @@ func loginError(err error) error {
 	return err
 }
 
-// accounts is the panel's users, tokens and audit screens over auth and the store.
+// accounts is the panel's users, tokens and audit screens over auth and the core.
 type accounts struct {
 	a    *auth.Auth
 	core *server.Core
@@ -148,11 +147,11 @@ func (x *accounts) RevokeToken(ctx context.Context, id string) error {
 }
 
 func (x *accounts) Audit(ctx context.Context, f panel.AuditFilter) ([]panel.AuditEntry, error) {
-	es, err := x.core.Audit(ctx, store.AuditFilter{Actor: f.User, Contains: f.Action, Since: f.Since, Limit: f.Limit})
+	es, err := x.core.Audit(ctx, server.AuditFilter{Actor: f.User, Contains: f.Action, Since: f.Since, Limit: f.Limit})
 	out := make([]panel.AuditEntry, 0, len(es))
 	for _, e := range es {
 		pe := panel.AuditEntry{At: e.At, User: e.Actor, Addr: e.ClientAddr, Via: e.Via, Action: e.Action,
-			Detail: strings.TrimSpace(e.Target + " " + e.Detail), OK: e.Outcome == store.OutcomeSuccess}
+			Detail: strings.TrimSpace(e.Target + " " + e.Detail), OK: e.Outcome == server.OutcomeSuccess}
 		if e.Repeats > 1 && e.LastAt != nil {
 			pe.Detail += fmt.Sprintf(" (x%d, the last at %s)", e.Repeats, e.LastAt.Local().Format(time.DateTime))
 		}

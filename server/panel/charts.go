@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/server"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 // chartView is one chart drawn as inline SVG (no script: it works with
@@ -51,7 +50,7 @@ func chartRange(r *http.Request) string {
 func (p *Panel) charts(ctx context.Context, key, rng string) []chartView {
 	now := time.Now()
 	series, err := server.ReadChart(ctx, p.storage, key, rng, now)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, server.ErrNotFound) {
 		return nil // never sampled: no charts
 	}
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/server"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 // kernelBanner says how old the kernel data is; Bad when it is stale or missing.
@@ -225,7 +224,7 @@ func (f *form) takeErr(err error, serverForm bool, fields []string) {
 
 // staleRevision is a revision that moved the state under a form or draft.
 type staleRevision struct {
-	store.Revision
+	server.Revision
 	Changes []string
 }
 

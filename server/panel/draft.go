@@ -7,7 +7,6 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/server"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 type draftData struct {
@@ -29,7 +28,7 @@ func (p *Panel) draftShow(w http.ResponseWriter, r *http.Request, u who) {
 	pg.Flash = takeFlash(w, r)
 	d := &draftData{CanEdit: u.CanAdmin()}
 	pg.Data = d
-	if _, err := p.core.Draft(ctx, u.User); errors.Is(err, store.ErrNotFound) {
+	if _, err := p.core.Draft(ctx, u.User); errors.Is(err, server.ErrNotFound) {
 		p.render(w, r, http.StatusOK, "draft", pg)
 		return
 	} else if err != nil {

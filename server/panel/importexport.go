@@ -11,7 +11,6 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/formats"
 	"github.com/ipvsctl/ipvsctl/server"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 // maxUpload bounds an uploaded configuration (the importers read up to 64 MB;
@@ -95,7 +94,7 @@ func (p *Panel) importPreview(w http.ResponseWriter, r *http.Request, u who) {
 		return
 	}
 	rev := staged.Base
-	doc, err := store.Encode(st)
+	doc, err := server.EncodeState(st)
 	if err != nil {
 		p.fail(w, r, u, err)
 		return

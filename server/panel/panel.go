@@ -15,7 +15,6 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 // Storage keeps the panel's chart points (the core is one).
@@ -23,7 +22,7 @@ type Storage interface {
 	ChartSeries(ctx context.Context, keys []string, seen int64) (map[string]int64, error)
 	ChartSeriesID(ctx context.Context, key string) (int64, error)
 	SaveChartPoints(ctx context.Context, res int, t int64, chunks map[int64][]byte, keepFrom, forgetBefore int64) error
-	ChartPoints(ctx context.Context, res int, chunk, since int64) ([]store.ChartRow, error)
+	ChartPoints(ctx context.Context, res int, chunk, since int64) ([]server.ChartRow, error)
 }
 
 // Panel is the admin panel's handlers.

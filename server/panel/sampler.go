@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/server"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 // Chart samples. Every 10 s the sampler takes the daemon's shared snapshot
@@ -191,16 +190,16 @@ func (s *sampler) chunks(pts map[string]point) map[int64][]byte {
 		if !ok {
 			continue
 		}
-		c := id / store.ChartChunk
+		c := id / server.ChartChunk
 		b := out[c]
 		if b == nil {
-			b = make([]byte, store.ChartChunk*pointBytes)
-			for i := 0; i < store.ChartChunk; i++ {
+			b = make([]byte, server.ChartChunk*pointBytes)
+			for i := 0; i < server.ChartChunk; i++ {
 				binary.LittleEndian.PutUint32(b[i*pointBytes:], missingMarker)
 			}
 			out[c] = b
 		}
-		o := int(id%store.ChartChunk) * pointBytes
+		o := int(id%server.ChartChunk) * pointBytes
 		binary.LittleEndian.PutUint32(b[o:], math.Float32bits(pt.active))
 		binary.LittleEndian.PutUint32(b[o+4:], math.Float32bits(pt.cps))
 		binary.LittleEndian.PutUint32(b[o+8:], math.Float32bits(pt.pps))
