@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ipvsctl/ipvsctl/server/auth"
 )
 
 type loginData struct {
@@ -123,7 +125,7 @@ func (p *Panel) showUsers(w http.ResponseWriter, r *http.Request, u who, status 
 	ctx := r.Context()
 	pg := p.newPage(ctx, r, u, "Users and tokens", "users")
 	pg.Flash = takeFlash(w, r)
-	d := &usersData{Form: f, Secret: secret, Roles: []string{RoleViewer, RoleOperator, RoleAdmin}}
+	d := &usersData{Form: f, Secret: secret, Roles: []string{auth.Viewer.String(), auth.Operator.String(), auth.Admin.String()}}
 	if p.d.Accounts == nil {
 		d.Missing = true
 	} else {
@@ -158,7 +160,7 @@ func (p *Panel) userCreate(w http.ResponseWriter, r *http.Request, u who) {
 	if name == "" {
 		f.set("name", "give a user name")
 	}
-	if roleRank(role) < 0 {
+	if _, err := auth.ParseRole(role); err != nil {
 		f.set("role", "choose viewer, operator or admin")
 	}
 	if pass == "" {
@@ -193,7 +195,7 @@ func (p *Panel) userAction(w http.ResponseWriter, r *http.Request, u who) {
 		err, msg = p.d.Accounts.RemoveUser(ctx, name), "User "+name+" removed."
 	case "role":
 		role := r.PostFormValue("role")
-		if roleRank(role) < 0 {
+		if _, err := auth.ParseRole(role); err != nil {
 			p.renderError(w, r, u, http.StatusUnprocessableEntity, "Choose viewer, operator or admin.")
 			return
 		}

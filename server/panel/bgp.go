@@ -7,6 +7,7 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/bgp"
 	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/auth"
 )
 
 // bgpData is the BGP page: the speaker's sessions, each VIP's route, node
@@ -55,7 +56,7 @@ func (p *Panel) bgpDataOf(r *http.Request, u who) (*bgpData, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &bgpData{S: n.BGP, Drained: n.Drained, CanDrain: roleRank(u.Role) >= roleRank(server.RoleFor("node set").String())}
+	d := &bgpData{S: n.BGP, Drained: n.Drained, CanDrain: auth.Allows(u.role, server.RoleFor("node set"))}
 	if d.S == nil {
 		return d, nil
 	}

@@ -13,26 +13,6 @@ import (
 	"github.com/ipvsctl/ipvsctl/server"
 )
 
-// Role names, lowest first: a viewer reads, an operator also drains,
-// enables, disables and changes weights, an admin does everything.
-const (
-	RoleViewer   = "viewer"
-	RoleOperator = "operator"
-	RoleAdmin    = "admin"
-)
-
-func roleRank(role string) int {
-	switch role {
-	case RoleAdmin:
-		return 2
-	case RoleOperator:
-		return 1
-	case RoleViewer:
-		return 0
-	}
-	return -1
-}
-
 // Deps is what the panel is given.
 type Deps struct {
 	Core *server.Core

@@ -222,7 +222,7 @@ func newEnvOf(t testing.TB, o envOptions) *env {
 	if o.daemon != nil {
 		o.daemon(d)
 	}
-	auth := &fakeAuth{users: map[string]string{"alice": RoleAdmin, "oscar": RoleOperator, "vic": RoleViewer}}
+	auth := &fakeAuth{users: map[string]string{"alice": "admin", "oscar": "operator", "vic": "viewer"}}
 	acct := newFakeAccounts()
 	p, err := New(Deps{Core: core, Who: auth.who, Login: auth.login, Logout: auth.logout, Log: log, Accounts: acct,
 		NoUsers:        func(context.Context) bool { return false },
@@ -338,7 +338,7 @@ type fakeAccounts struct {
 func newFakeAccounts() *fakeAccounts {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	return &fakeAccounts{
-		users: map[string]User{"alice": {Name: "alice", Role: RoleAdmin, Created: now}, "vic": {Name: "vic", Role: RoleViewer, Created: now}},
+		users: map[string]User{"alice": {Name: "alice", Role: "admin", Created: now}, "vic": {Name: "vic", Role: "viewer", Created: now}},
 		pw:    map[string]string{"alice": "pw-alice"},
 	}
 }

@@ -59,8 +59,8 @@ func TestOverviewSharedIsTheRenderedPage(t *testing.T) {
 	ctx := t.Context()
 	name := `m<i>"&'+` + "\x00x"
 	e.post(t, "alice", "/services/web/servers/r1", url.Values{"name": {"r1"}, "address": {"198.18.0.11"}, "weight": {"5"}, "enabled": {"1"}, "stage": {"1"}, "base": {itoa64(rev)}})
-	for _, u := range []who{{User: name, Role: RoleViewer}, {User: name, Role: RoleOperator}, {User: name, Role: RoleAdmin}, {User: "alice", Role: RoleAdmin}} {
-		u.rank = roleRank(u.Role)
+	for _, u := range []who{{User: name, Role: "viewer"}, {User: name, Role: "operator"}, {User: name, Role: "admin"}, {User: "alice", Role: "admin"}} {
+		u = whoOf(u.User, u.Role)
 		key := e.core.KeyNow()
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		draft := e.panel.draftBanner(ctx, u, key)
@@ -95,7 +95,7 @@ func TestOverviewSharedIsTheRenderedPage(t *testing.T) {
 	m, _ := e.panel.model(ctx)
 	kb := kernelOf(m.Snap)
 	r := httptest.NewRequest(http.MethodGet, "/live/rows?problems=1&q=r", nil)
-	u := who{User: "oscar", Role: RoleOperator, rank: 1}
+	u := whoOf("oscar", "operator")
 	d := e.panel.liveDataOf(r, u, m, kb)
 	d.Age = e.panel.holes.mark(0)
 	b, _ := e.panel.renderBytes(r, "live_rows", "live_rows", d)
@@ -299,8 +299,8 @@ func TestOverviewPerUser(t *testing.T) {
 	rev := e.seed(t, webState())
 	waitFor(t, "kernel", func() bool { m, _ := e.panel.model(t.Context()); return m != nil && m.Rows[0].InKernel })
 	e.auth.mu.Lock()
-	e.auth.users["ann"] = RoleAdmin
-	e.auth.users["m<i>&'+"] = RoleViewer
+	e.auth.users["ann"] = "admin"
+	e.auth.users["m<i>&'+"] = "viewer"
 	e.auth.mu.Unlock()
 	stage := func(user, weight string) {
 		r := e.post(t, user, "/services/web/servers/r1", url.Values{"name": {"r1"}, "address": {"198.18.0.11"}, "weight": {weight}, "enabled": {"1"}, "stage": {"1"}, "base": {itoa64(rev)}})
@@ -310,7 +310,7 @@ func TestOverviewPerUser(t *testing.T) {
 	}
 	stage("alice", "5")
 	banner := func(user string) string {
-		d := e.panel.draftBanner(t.Context(), who{User: user, Role: RoleAdmin, rank: 2}, e.core.KeyNow())
+		d := e.panel.draftBanner(t.Context(), whoOf(user, "admin"), e.core.KeyNow())
 		if d == nil {
 			t.Fatalf("%s has no draft", user)
 		}
@@ -322,9 +322,9 @@ func TestOverviewPerUser(t *testing.T) {
 		draft       string // "" for no banner
 	}
 	users := map[string]want{
-		"alice": {RoleAdmin, "alice", true, banner("alice")}, "ann": {RoleAdmin, "ann", true, ""},
-		"oscar": {RoleOperator, "oscar", false, ""}, "vic": {RoleViewer, "vic", false, ""},
-		"m<i>&'+": {RoleViewer, "m&lt;i&gt;&amp;&#39;&#43;", false, ""},
+		"alice": {"admin", "alice", true, banner("alice")}, "ann": {"admin", "ann", true, ""},
+		"oscar": {"operator", "oscar", false, ""}, "vic": {"viewer", "vic", false, ""},
+		"m<i>&'+": {"viewer", "m&lt;i&gt;&amp;&#39;&#43;", false, ""},
 	}
 	check := func(round int) {
 		var wg sync.WaitGroup

@@ -104,19 +104,28 @@ func securityHeaders(next http.Handler) http.Handler {
 	})
 }
 
-// who is the request's user, with their role's rank.
+// who is the request's user, with their role (auth's roles, the ones the
+// core's Policy speaks of; a role name auth does not know may do nothing).
 type who struct {
 	User string
 	Role string
-	rank int
+	role auth.Role
 }
 
-func (w who) CanOperate() bool { return w.rank >= 1 }
-func (w who) CanAdmin() bool   { return w.rank >= 2 }
+func whoOf(user, role string) who {
+	r, err := auth.ParseRole(role)
+	if err != nil {
+		r = auth.Public
+	}
+	return who{User: user, Role: role, role: r}
+}
+
+func (w who) CanOperate() bool { return auth.Allows(w.role, auth.Operator) }
+func (w who) CanAdmin() bool   { return auth.Allows(w.role, auth.Admin) }
 
 // need wraps a handler: nobody logged in goes to the login page, a role
 // below min gets 403.
-func (p *Panel) need(min string, h func(http.ResponseWriter, *http.Request, who)) http.HandlerFunc {
+func (p *Panel) need(min auth.Role, h func(http.ResponseWriter, *http.Request, who)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		user, role, ok := p.d.Who(r)
 		if !ok {
@@ -127,8 +136,8 @@ func (p *Panel) need(min string, h func(http.ResponseWriter, *http.Request, who)
 			p.renderError(w, r, who{}, http.StatusUnauthorized, "You are not logged in.")
 			return
 		}
-		u := who{User: user, Role: role, rank: roleRank(role)}
-		if u.rank < roleRank(min) {
+		u := whoOf(user, role)
+		if !auth.Allows(u.role, min) {
 			p.renderError(w, r, u, http.StatusForbidden, fmt.Sprintf("This needs the %s role; you are %s.", min, role))
 			return
 		}
@@ -139,7 +148,7 @@ func (p *Panel) need(min string, h func(http.ResponseWriter, *http.Request, who)
 // needTo wraps a handler that makes action: its least role is the core's
 // (server.Policy), the one the API's route and the core's own check use.
 func (p *Panel) needTo(action string, h func(http.ResponseWriter, *http.Request, who)) http.HandlerFunc {
-	return p.need(server.RoleFor(action).String(), h)
+	return p.need(server.RoleFor(action), h)
 }
 
 func (p *Panel) actor(r *http.Request, u who) server.Actor {
@@ -149,11 +158,7 @@ func (p *Panel) actor(r *http.Request, u who) server.Actor {
 	} else if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 		addr = host
 	}
-	role, err := auth.ParseRole(u.Role)
-	if err != nil {
-		role = auth.Public // a role the panel does not know may do nothing
-	}
-	return server.Actor{Name: u.User, Via: "panel", Addr: addr, Role: role}
+	return server.Actor{Name: u.User, Via: "panel", Addr: addr, Role: u.role}
 }
 
 // bufPool holds render buffers: a page is rendered whole before any byte is

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/ipvsctl/ipvsctl/server/auth"
 )
 
 // Route is one panel page or action: its method, its path pattern (chi's,
@@ -43,7 +45,7 @@ func (p *Panel) RouteTable() []Route {
 
 func (p *Panel) routes(handle func(pattern string, h http.HandlerFunc)) {
 	mux := muxFunc(handle)
-	const V, O, A = RoleViewer, RoleOperator, RoleAdmin
+	const V, O, A = auth.Viewer, auth.Operator, auth.Admin
 	mux.HandleFunc("GET /static/{hash}/{name...}", p.assets.serve)
 	mux.HandleFunc("GET /login", p.loginShow)
 	mux.HandleFunc("POST /login", p.loginSubmit)
