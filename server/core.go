@@ -22,6 +22,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/tune"
 	"github.com/ipvsctl/ipvsctl/server/auth"
+	"github.com/ipvsctl/ipvsctl/server/events"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -112,6 +113,7 @@ type Core struct {
 	drafts     draftCache    // the users' drafts (drafts.go, drafts_cache.go)
 	followers  followerTable // the directors following this one (followers.go)
 	checkRuns  *userRate     // "test this check now", per user (health.go)
+	events     *events.Log   // what the daemon tells of (nil in a CLI's process)
 }
 
 // Config configures a Core.
@@ -133,12 +135,15 @@ type Config struct {
 	// fingerprint is what the peer pins); "" for the self-signed one
 	// beside the database.
 	IdentityCert string
+	// Events is the daemon's event log (server/events); nil in a process
+	// that is not the daemon, which tells of nothing.
+	Events *events.Log
 }
 
 // New returns a Core over a store.
 func New(cfg Config) *Core {
 	c := &Core{store: cfg.Store, open: cfg.OpenKernel, log: cfg.Log, lockPath: cfg.LockPath, now: time.Now, red: newRedState(),
-		rsSSH: cfg.RealServerSSH, tuneHost: cfg.TuneHost, identity: cfg.IdentityCert, checkRuns: newUserRate(CheckRunsPerUser, CheckRunsWindow)}
+		rsSSH: cfg.RealServerSSH, tuneHost: cfg.TuneHost, identity: cfg.IdentityCert, events: cfg.Events, checkRuns: newUserRate(CheckRunsPerUser, CheckRunsWindow)}
 	if c.open == nil {
 		c.open = OpenHostKernel
 	}
@@ -296,6 +301,9 @@ func (c *Core) replace(ctx context.Context, a Actor, label string, doc *ipvsmgr.
 		}
 		res.Revision, res.Changed = rev, changed
 		c.w.replaced(rev, doc, encServices)
+		if changed {
+			c.revisionStored(a, rev, label+": "+ipvsmgr.Summary(changes))
+		}
 		break
 	}
 	return c.afterCommit(ctx, res, desired, o, apply, nil)

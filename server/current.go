@@ -185,6 +185,9 @@ func (w *cachedWriter) update(ctx context.Context, a Actor, o WriteOptions, chan
 			return nil, nil, nil, ed.summary, err
 		}
 		w.cur = &current{rev: rev, st: &next, enc: enc, cache: cur.cache}
+		if changed {
+			c.revisionStored(a, rev, ed.summary)
+		}
 		return &WriteResult{Revision: rev, Changed: changed}, desired, touchedKeys(cur, &next, ed, reloaded), ed.summary, nil
 	}
 }

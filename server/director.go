@@ -51,6 +51,8 @@ type Director interface {
 	StartLoadRun(ctx context.Context, a Actor, s LoadRunStart) (*LoadRun, error)
 	EndLoadRun(ctx context.Context, a Actor, id int64, res LoadResult) (*LoadRun, error)
 	LoadRuns(ctx context.Context, test string) ([]LoadRun, error)
+	ReadEvents(ctx context.Context, a Actor, after int64, f EventFilter) ([]Event, error)
+	WatchEvents(ctx context.Context, a Actor, after int64, f EventFilter, fn func(Event) error) error
 }
 
 var _ Director = (*Core)(nil)

@@ -26,7 +26,7 @@ func Policy() []Rule {
 		{"rs set", o},
 		{"rs drain", o}, {"rs enable", o}, {"rs disable", o}, {"rs check", o},
 		{"draft stage", a}, {"draft apply", a}, {"draft discard", a}, {"draft show", v},
-		{"why", v}, {"node set", a}, {"realserver", a}, {"realserver tune", a},
+		{"why", v}, {"events", v}, {"node set", a}, {"realserver", a}, {"realserver tune", a},
 		{"loadtest start", a}, {"loadtest end", a},
 	}
 }

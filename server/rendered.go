@@ -34,6 +34,8 @@ type RenderKey struct {
 	Health int64
 	// Results counts the changes of the stored real-server preparation results.
 	Results int64
+	// Events is the newest event's ID (the overview's recent events).
+	Events int64
 }
 
 // KeyNow is the key of a rendering of what the daemon knows now. It takes
@@ -43,6 +45,7 @@ func (c *Core) KeyNow() RenderKey {
 	k := RenderKey{Snap: s, Stale: s == nil || time.Since(s.At) > 2*PollInterval, Results: c.resultsGen.Load()}
 	n := c.rt.Counters()
 	k.Rev, k.Reconciles, k.Health = n.Rev, n.Reconciles, n.Health
+	k.Events = c.events.Last()
 	return k
 }
 

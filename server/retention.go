@@ -18,8 +18,8 @@ func (c *Core) RunRetention(ctx context.Context, r store.Retention, every time.D
 		switch {
 		case err != nil && ctx.Err() == nil:
 			c.log.Error("prune the audit and health records", "err", err)
-		case p.Audit+p.Transitions+p.Sessions > 0:
-			c.log.Info("pruned old records", "audit_rows", p.Audit, "health_transitions", p.Transitions, "sessions", p.Sessions,
+		case p.Audit+p.Transitions+p.Sessions+p.Events > 0:
+			c.log.Info("pruned old records", "audit_rows", p.Audit, "health_transitions", p.Transitions, "sessions", p.Sessions, "events", p.Events,
 				"max_age", r.MaxAge.String(), "max_bytes", r.MaxBytes)
 		}
 		select {

@@ -15,7 +15,7 @@ const cliDocPath = "../../docs/cli.md"
 // cliSeeAlso names, per verb, the docs page that shows it at work.
 var cliSeeAlso = map[string]string{
 	"apply": "state.md#apply-it-and-see-what-would-change", "diff": "state.md#apply-it-and-see-what-would-change",
-	"history": "state.md#revisions-history-and-rollback", "rollback": "state.md#revisions-history-and-rollback",
+	"events": "events.md", "history": "state.md#revisions-history-and-rollback", "rollback": "state.md#revisions-history-and-rollback",
 	"vs": "state.md#change-one-thing", "rs": "state.md#change-one-thing", "why": "state.md#change-one-thing",
 	"settings": "state.md#change-one-thing", "draft": "state.md#drafts-several-edits-as-one-revision",
 	"status": "health-checks.md#seeing-the-health", "health": "health-checks.md#seeing-the-health",

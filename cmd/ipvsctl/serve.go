@@ -16,6 +16,7 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
+	"github.com/ipvsctl/ipvsctl/server/events"
 	"github.com/ipvsctl/ipvsctl/server/client"
 	"github.com/ipvsctl/ipvsctl/server/daemon"
 	"github.com/ipvsctl/ipvsctl/server/httpd"
@@ -128,7 +129,7 @@ func parseServeFlags(env *cliEnv, args []string) (f *serveFlags, g *globalFlags,
 	fs.StringVar(&f.tlsKey, "tls-key", "", "TLS key file (PEM)")
 	fs.BoolVar(&f.tlsSelfSigned, "tls-self-signed", false, "serve TLS with this director's self-signed certificate even on loopback (the default elsewhere)")
 	fs.BoolVar(&f.plainHTTP, "plain-http", false, "serve plain HTTP on a non-loopback --listen (passwords and tokens cross the network in clear)")
-	fs.IntVar(&f.retainDays, "retain-days", 90, "keep audit rows and health transitions this many days (0: no age limit)")
+	fs.IntVar(&f.retainDays, "retain-days", 90, "keep audit rows, health transitions and events this many days (0: no age limit)")
 	fs.IntVar(&f.retainMB, "retain-mb", 1024, "and while the database uses more than this many MB, drop the oldest first (0: no size limit)")
 	fs.StringVar(&f.trustedProxies, "trusted-proxy", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed")
 	fs.StringVar(&f.trustedOrigs, "trusted-origin", "", "comma-separated origins (https://name) allowed to post besides the panel's own")
@@ -174,7 +175,12 @@ type serveParts struct {
 }
 
 func newServeParts(ctx context.Context, cfg server.Config, st *store.Store, f *serveFlags, log *slog.Logger) (*serveParts, error) {
-	p := &serveParts{auth: auth.New(st, auth.Config{TrustedProxies: f.proxies, Log: log})}
+	evs, err := events.New(ctx, st, log)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Events = evs
+	p := &serveParts{auth: auth.New(st, auth.Config{TrustedProxies: f.proxies, Log: log, OnLockout: server.LockoutEvent(evs)})}
 	cfg.Auth = p.auth // the API's user and token writes share the logins' hashing limits
 	p.core = server.New(cfg)
 	p.daemon = daemon.New(p.core, st, log)

@@ -30,6 +30,9 @@ type Event struct {
 	// Ramp says the weight is a step of the slow-start ramp (a change worth
 	// applying, not one worth keeping in the history).
 	Ramp bool
+	// Quiesce says a failure leaves the server in at weight 0 (on_failure
+	// quiesce) rather than taking it out.
+	Quiesce bool
 }
 
 // Config sets a Runner up. Every field is optional.
@@ -604,7 +607,7 @@ func (r *Runner) record(p *probe, res Result, now time.Time) []Event {
 		m.sent, m.sentFlt = h, p.fault
 		events = append(events, Event{Ref: m.check.Ref, ServiceName: m.check.ServiceName, ServerName: m.check.ServerName,
 			At: now, From: from, To: p.state, Health: h, Reason: res.Reason, Fault: p.fault, Flapping: flapping,
-			Ramp: !m.rampFrom.IsZero() && from == p.state})
+			Ramp: !m.rampFrom.IsZero() && from == p.state, Quiesce: m.check.OnFailure == "quiesce"})
 	}
 	return events
 }

@@ -36,6 +36,8 @@ type Transition struct {
 	From, To State
 	Reason   string
 	At       time.Time
+	// Priority is the router's own priority at the change.
+	Priority uint8
 }
 
 func (t Transition) String() string {
@@ -182,7 +184,7 @@ func (m *Machine) Deadline() time.Time {
 }
 
 func (m *Machine) transition(to State, reason string, now time.Time) Action {
-	t := Transition{From: m.state, To: to, Reason: reason, At: now}
+	t := Transition{From: m.state, To: to, Reason: reason, At: now, Priority: m.cfg.Priority}
 	m.state = to
 	m.masterDown, m.adver, m.garpRepeat, m.lowerSince = time.Time{}, time.Time{}, time.Time{}, time.Time{}
 	return Action{Kind: ActTransition, Transition: t}

@@ -59,8 +59,11 @@ type Config struct {
 	// LoginSuccesses bounds a user's successful logins within LoginWindow
 	// (past it: 429 with Retry-After, no password checked); 20.
 	LoginSuccesses int
-	Now            func() time.Time
-	Log            *slog.Logger
+	// OnLockout, if set, is told of a failed login that locked its user and
+	// address (or its address) out, and for how long (the events).
+	OnLockout func(user, addr string, wait time.Duration)
+	Now       func() time.Time
+	Log       *slog.Logger
 }
 
 // Auth authenticates and authorizes requests against the store.

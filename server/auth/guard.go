@@ -76,6 +76,13 @@ func (g *loginGuard) admit(ctx context.Context, user, addr string, now time.Time
 	return 0, ""
 }
 
+// lockedFor is how long user from addr (or addr alone) is locked out: past
+// a failure, more than 0 only when that failure locked it (no attempt is
+// admitted while locked).
+func (g *loginGuard) lockedFor(user, addr string, now time.Time) time.Duration {
+	return max(g.pair.blocked(pairKey(user, addr), now), g.addr.blocked(addrKey(addr), now))
+}
+
 // successesReason is why an attempt past the successes bound is refused.
 func (g *loginGuard) successesReason() string {
 	return fmt.Sprintf("%d successful logins of this user within %s", g.successes, g.window)

@@ -125,6 +125,9 @@ func (a *Auth) verifyAttempt(ctx context.Context, by *Principal, action, name, p
 	}
 	if !ok {
 		a.guard.failed(limitName, by.ClientAddr, now)
+		if wait := a.guard.lockedFor(limitName, by.ClientAddr, now); wait > 0 && a.cfg.OnLockout != nil {
+			a.cfg.OnLockout(limitName, by.ClientAddr, wait)
+		}
 		who := *by
 		if reason == "unknown user" {
 			// One row for all the names no user has, from one address.

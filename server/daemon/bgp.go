@@ -43,6 +43,9 @@ type bgpRunner struct {
 	warn    []ipvsmgr.Problem
 	drainSt bgpDrain
 
+	// sessions is each router's session as last told of (events).
+	sessions map[string]bool
+
 	peersMu sync.Mutex
 	// others is what the directors this one follows said last (and the
 	// others they passed on); selfCert is this director's certificate.
@@ -155,16 +158,20 @@ func (r *bgpRunner) step(ctx context.Context) {
 			prefixes = append(prefixes, v.Prefix)
 		}
 	}
+	before := r.sp.Announced()
 	if err := r.sp.Announce(prefixes); err != nil && st.Error == "" {
 		st.Error = err.Error()
 	}
-	st.Announced = len(r.sp.Announced())
+	after := r.sp.Announced()
+	st.Announced = len(after)
+	r.routeEvents(before, after, st.VIPs)
 	if err := r.sp.TendPeers(ctx); err != nil && st.Error == "" {
 		st.Error = err.Error()
 	}
 	if st.Peers, err = r.sp.Peers(ctx); err != nil && st.Error == "" {
 		st.Error = err.Error()
 	}
+	r.sessionEvents(st.Peers)
 }
 
 // warnings keeps the BGP warnings of revision rev, logged once each.

@@ -2,12 +2,15 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/health"
 	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/events"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -79,6 +82,12 @@ func orDuration(d, def time.Duration) time.Duration {
 func (d *Daemon) Run(ctx context.Context) error {
 	sk := d.sk
 	defer sk.close()
+	// The events are written until the very end (deferred first, it runs
+	// last): what the stop tells of, VRRP resigning, is kept too.
+	evCtx, evStop := context.WithCancel(context.WithoutCancel(ctx))
+	evDone := make(chan struct{})
+	go func() { defer close(evDone); d.Core.Events().Run(evCtx) }()
+	defer func() { evStop(); <-evDone }()
 	// The runners (VRRP) stop before the kernel closes: a master resigns,
 	// then its VIPs go.
 	for _, run := range d.runners {
@@ -201,6 +210,7 @@ func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision, restore 
 	if err != nil {
 		if sk.isOpen() {
 			d.Log.Error("reconcile", "revision", rev, "err", err)
+			d.reconcileFailed(rev, err)
 		}
 		return true
 	}
@@ -208,6 +218,9 @@ func (d *Daemon) reconcile(ctx context.Context, rev int64, newRevision, restore 
 	// health change makes that its own reconcile has not made yet are not.
 	if n := repairs(drift, res); n > 0 && !newRevision && !restore {
 		d.Log.Warn("kernel had drifted from the desired state; repaired", "revision", rev, "changes", n)
+		d.Core.Events().Publish(events.Event{Type: events.DriftRepaired, Subject: "kernel",
+			Message: fmt.Sprintf("the kernel had drifted from revision %d; %d changes repaired it", rev, n),
+			Fields:  map[string]string{"revision": strconv.FormatInt(rev, 10), "changes": strconv.Itoa(n)}})
 		if d.onRepair != nil {
 			d.onRepair(n)
 		}

@@ -71,6 +71,9 @@ func (d *Daemon) notify(e health.Event) {
 	if f := h.onEvent; f != nil {
 		f(e)
 	}
+	if ev, ok := healthEvent(e); ok {
+		d.Core.Events().Publish(ev)
+	}
 }
 
 func poke(c chan struct{}) {
@@ -151,6 +154,7 @@ func (d *Daemon) healthChanged(ctx context.Context) {
 	if err != nil {
 		if sk.isOpen() && ctx.Err() == nil {
 			d.Log.Error("reconcile after a health change", "err", err)
+			d.reconcileFailed(0, err)
 		}
 		return
 	}

@@ -113,6 +113,7 @@ func (d *Daemon) startQuorumRun(ctx context.Context, pol *ipvsmgr.SorryPolicy, u
 	}
 	d.Log.Info("service "+what, "service", pol.Service.String(), "healthy", healthy,
 		"quorum", pol.Quorum, "hysteresis", pol.Hysteresis, "threshold", ipvsmgr.QuorumThreshold(!up, pol.Quorum, pol.Hysteresis))
+	d.quorumEvents(pol, up, atStart, healthy, what)
 	if len(cmd) == 0 {
 		return
 	}

@@ -25,6 +25,7 @@ import (
 type api struct {
 	core     *server.Core
 	polls    pollLimit               // long polls per user (longpoll.go)
+	streams  pollLimit               // event streams per user (api_events.go)
 	rendered server.Rendered[[]byte] // the status document, one encoding per change of what the daemon knows
 }
 
@@ -74,6 +75,7 @@ func (a *api) routes() []auth.Route {
 		{Method: "GET", Pattern: p + "/status", Role: auth.Viewer, Handler: h(a.status)},
 		{Method: "GET", Pattern: p + "/health", Role: auth.Viewer, Handler: h(a.health)},
 		{Method: "GET", Pattern: p + "/history", Role: auth.Viewer, Handler: h(a.history)},
+		{Method: "GET", Pattern: p + "/events", Role: server.RoleFor("events"), Handler: h(a.events)},
 		{Method: "GET", Pattern: p + "/history/{rev}", Role: auth.Viewer, Handler: h(a.revision)},
 		{Method: "POST", Pattern: p + "/rollback/{rev}", Role: server.RoleFor("rollback"), Handler: h(a.rollback)},
 		{Method: "GET", Pattern: p + "/export", Role: auth.Viewer, Handler: h(a.export)},

@@ -28,7 +28,7 @@ func (a *api) waitState(w http.ResponseWriter, r *http.Request) error {
 	}
 	release, ok := a.polls.take(r)
 	if !ok {
-		tooManyPolls(w)
+		tooManyPolls(w, "long polls", MaxLongPollsPerUser)
 		return nil
 	}
 	defer release()

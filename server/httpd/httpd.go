@@ -84,7 +84,7 @@ func (o Options) routeTable(a *api) []auth.Route {
 }
 
 func (o Options) register(r chi.Router, guard func(auth.Role, http.Handler) http.Handler) {
-	a := &api{core: o.Core}
+	a := &api{core: o.Core, streams: pollLimit{max: MaxEventStreamsPerUser}}
 	for _, rt := range o.routeTable(a) {
 		if rt.Role < auth.Public || rt.Role > auth.Admin || rt.Handler == nil {
 			panic(fmt.Sprintf("httpd: route %s %s has no role or no handler", rt.Method, rt.Pattern))

@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"cmp"
 	"net/http"
 	"strconv"
 	"sync"
@@ -14,10 +15,12 @@ import (
 // while it waits, so a viewer must not open thousands.
 const MaxLongPollsPerUser = 4
 
-// pollLimit counts the long polls in progress per user.
+// pollLimit counts the long polls (or the event streams) in progress per
+// user, up to max (0: MaxLongPollsPerUser).
 type pollLimit struct {
-	mu sync.Mutex
-	n  map[string]int
+	max int
+	mu  sync.Mutex
+	n   map[string]int
 }
 
 // take reserves a long poll for r's caller; ok false past the limit.
@@ -31,7 +34,7 @@ func (l *pollLimit) take(r *http.Request) (release func(), ok bool) {
 	if l.n == nil {
 		l.n = map[string]int{}
 	}
-	if l.n[who] >= MaxLongPollsPerUser {
+	if l.n[who] >= cmp.Or(l.max, MaxLongPollsPerUser) {
 		return nil, false
 	}
 	l.n[who]++
@@ -44,9 +47,10 @@ func (l *pollLimit) take(r *http.Request) (release func(), ok bool) {
 	}, true
 }
 
-// tooManyPolls answers a long poll past the limit: 429, try again in 5 s.
-func tooManyPolls(w http.ResponseWriter) {
+// tooManyPolls answers a long poll (what) past the limit (max): 429, try
+// again in 5 s.
+func tooManyPolls(w http.ResponseWriter, what string, max int) {
 	w.Header().Set("Retry-After", strconv.Itoa(5))
-	writeJSON(w, http.StatusTooManyRequests, &ErrorBody{Error: "too many long polls at once for this user (at most " +
-		strconv.Itoa(MaxLongPollsPerUser) + "); try again later", Code: server.CodeBusy, Fields: []FieldError{}})
+	writeJSON(w, http.StatusTooManyRequests, &ErrorBody{Error: "too many " + what + " at once for this user (at most " +
+		strconv.Itoa(max) + "); try again later", Code: server.CodeBusy, Fields: []FieldError{}})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/stateschema"
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
+	"github.com/ipvsctl/ipvsctl/server/events"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -34,6 +35,8 @@ type body struct {
 	typ    reflect.Type
 	schema map[string]any
 	media  []string // default application/json
+	// extra are other media types with schemas of their own (an event stream).
+	extra map[string]map[string]any
 }
 
 func typeOf[T any]() *body { return &body{typ: reflect.TypeFor[T]()} }
@@ -134,6 +137,17 @@ var description = map[string]op{
 		params: []param{q("service", "string", "only this service's"), q("server", "string", "only this real server's"), q("limit", "integer", "results per real server (default 20)")}},
 	"GET /api/v1/history": {tag: "history", summary: "The latest revisions", resp: typeOf[[]store.Revision](),
 		params: []param{q("limit", "integer", "how many (default 20)")}},
+	"GET /api/v1/events": {tag: "status", summary: "What the director told of: real servers down and back, VRRP and BGP changes, revisions stored",
+		desc: "The events after `after` (or the `Last-Event-ID` header) that `type` and `subject` select, oldest first. " +
+			"With `Accept: text/event-stream` the answer is a stream of Server-Sent Events: those, then each new one as it happens " +
+			"(`id:` the event's ID, `event:` its type, `data:` the event as JSON, as in the JSON answer), with a comment every 15 s. " +
+			"A reader that falls more than 256 events behind gets `event: dropped` and the stream ends: reconnect with Last-Event-ID to catch up. " +
+			"At most 8 streams per user. Types: " + strings.Join(events.Types, ", ") + ".",
+		resp: &body{typ: reflect.TypeFor[EventList](), extra: map[string]map[string]any{"text/event-stream": {"type": "string"}}},
+		params: []param{q("after", "integer", "only the events with a greater ID (default 0: the oldest kept)"),
+			{name: "type", in: "query", desc: "only these types (comma-separated, or repeated; a prefix such as realserver. selects a kind)", schema: map[string]any{"type": "string"}},
+			q("subject", "string", "only events whose subject contains this (a real server's address, a service, a prefix, a router)"),
+			{name: "Last-Event-ID", in: "header", desc: "the ID an EventSource resumes after (as after)", schema: map[string]any{"type": "string"}}}},
 	"GET /api/v1/history/{rev}":   {tag: "history", summary: "One revision: its document and what it changed", resp: typeOf[server.RevisionDetail]()},
 	"POST /api/v1/rollback/{rev}": {tag: "history", summary: "Make a past revision's document the desired state again (a new revision)", resp: typeOf[server.WriteResult](), write: true},
 	"GET /api/v1/export": {tag: "state", summary: "The desired state in a format (json, ipvsadm, lvs.cf, keepalived)",
@@ -239,6 +253,9 @@ func generateOpenAPI(t *testing.T) []byte {
 		out := map[string]any{}
 		for _, m := range media {
 			out[m] = map[string]any{"schema": schemaOf(b)}
+		}
+		for m, sc := range b.extra {
+			out[m] = map[string]any{"schema": sc}
 		}
 		return out
 	}

@@ -22,6 +22,7 @@ type overviewData struct {
 	PrepIssues int
 	Tuning     *tuningBadge // set when a setting is far off
 	BGP        *bgpCard     // set in BGP mode
+	Events     []eventRow   // the newest few, newest first
 	// How old things are, as of the request (holes of a shared rendering).
 	Age, StartedAgo, ReconcileAgo string
 }
@@ -168,6 +169,11 @@ func (p *Panel) overviewPageOf(r *http.Request, u who, key server.RenderKey, dra
 	}
 	d.Tuning = p.tuningBadge(ctx)
 	d.BGP = bgpCardOf(p.core.BGPStatus())
+	evs, err := p.latestEvents(r, u, server.EventFilter{}, eventsRecent)
+	if err != nil {
+		return nil, err
+	}
+	d.Events = eventRowsOf(evs, now)
 	if marks != nil {
 		d.Age, d.StartedAgo, d.ReconcileAgo = marks[holeAge], marks[holeStartedAgo], marks[holeReconcileAgo]
 	} else {

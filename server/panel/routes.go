@@ -87,6 +87,8 @@ func (p *Panel) routes(handle func(pattern string, h http.HandlerFunc)) {
 	mux.HandleFunc("POST /draft/discard", p.needTo("draft discard", p.draftDiscard))
 
 	mux.HandleFunc("GET /history", p.need(V, p.historyList))
+	mux.HandleFunc("GET /events", p.need(V, p.eventsShow))
+	mux.HandleFunc("GET /events/rows", p.need(V, p.eventsRows))
 	mux.HandleFunc("GET /history/{rev}", p.need(V, p.historyShow))
 	mux.HandleFunc("POST /history/{rev}/rollback", p.needTo("rollback", p.historyRollback))
 

@@ -48,7 +48,12 @@ var viewPartials = map[string][]string{
 	"account":      nil,
 	"import":       nil,
 	"stale":        {"stale"},
+	"events":       {"event_rows"},
+	"events_rows":  {"event_rows"}, // the fragment the event log polls
 }
+
+// fragments are the views that are a partial alone, without a page.
+var fragments = map[string]bool{"live_rows": true, "live_row": true, "events_rows": true}
 
 var sortLabels = map[string]string{"name": "configuration order", "state": "state (problems first)", "active": "active connections",
 	"cps": "connections/s", "bps": "bytes/s", "pps": "packets/s"}
@@ -93,7 +98,7 @@ func parseViews(a *assets) (*views, error) {
 		for _, p := range partials {
 			files = append(files, "templates/partials/"+p+".html")
 		}
-		if name != "live_rows" && name != "live_row" {
+		if !fragments[name] {
 			files = append(files, "templates/views/"+name+".html")
 		}
 		t, err := template.New(name).Funcs(funcs).ParseFS(web.Templates, files...)

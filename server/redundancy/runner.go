@@ -503,6 +503,7 @@ func (r *redRunner) onTransition(ri *runningInst) func(vrrp.Transition) {
 			r.transitions = slices.Clone(r.transitions[len(r.transitions)-64:])
 		}
 		r.mu.Unlock()
+		r.c.Events().Publish(vrrpEvent(t, familyName(ri.v4)))
 		rec := r.sk.Reconciler()
 		if rec != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), vipMoveTimeout)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/events"
 	"github.com/ipvsctl/ipvsctl/server/store"
 	"github.com/ipvsctl/ipvsctl/server/trust"
 )
@@ -138,6 +139,7 @@ func (p *replicator) run(ctx context.Context) {
 			p.mu.Lock()
 			if p.st.Error != err.Error() {
 				p.log.Error("replication", "err", err)
+				p.failed("the peer's desired state was not taken", err)
 			}
 			p.st.Error = err.Error()
 			p.st.Failures++
@@ -158,10 +160,18 @@ func (p *replicator) run(ctx context.Context) {
 	}
 }
 
+// failed tells of a failure of replication (the callers tell of each
+// failure once, until it changes).
+func (p *replicator) failed(what string, err error) {
+	p.c.Events().Publish(events.Event{Type: events.Replication, Subject: p.url, Message: "replication from " + p.url + ": " + what + ": " + err.Error(),
+		Fields: map[string]string{"peer": p.url, "error": err.Error()}})
+}
+
 // unreachable logs a failed poll, and audits a peer refused for its
 // identity (its certificate, or plain HTTP where TLS was asked): such a
 // peer was never sent the token.
 func (p *replicator) unreachable(ctx context.Context, err error) {
+	p.failed("the peer did not answer", err)
 	if !trust.IsRefusal(err) {
 		p.log.Warn("replication: peer unreachable", "err", err)
 		return

@@ -20,6 +20,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/server/auth"
 	"github.com/ipvsctl/ipvsctl/server/client"
 	"github.com/ipvsctl/ipvsctl/server/daemon"
+	"github.com/ipvsctl/ipvsctl/server/events"
 	"github.com/ipvsctl/ipvsctl/server/httpd"
 	"github.com/ipvsctl/ipvsctl/server/metrics"
 	"github.com/ipvsctl/ipvsctl/server/redundancy"
@@ -32,6 +33,7 @@ type Rig struct {
 	Store  *store.Store
 	Core   *server.Core
 	Auth   *auth.Auth
+	Events *events.Log
 	Kernel *fakekernel.Kernel
 	Host   *fakekernel.Host
 	URL    string // the API over TCP
@@ -79,14 +81,19 @@ func Start(t testing.TB, with ...Option) *Rig {
 	}
 	g.Store = st
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	cfg := server.Config{Store: st, Log: log, OpenKernel: func() (*server.KernelConn, error) {
+	evs, err := events.New(ctx, st, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Events = evs
+	cfg := server.Config{Store: st, Log: log, Events: evs, OpenKernel: func() (*server.KernelConn, error) {
 		return &server.KernelConn{Kernel: g.Kernel, Host: g.Host, Close: func() {}}, nil
 	}}
 	for _, o := range with {
 		o(&cfg)
 	}
 	if cfg.Auth == nil {
-		cfg.Auth = auth.New(st, auth.Config{Params: auth.CheapParams(), Log: log})
+		cfg.Auth = auth.New(st, auth.Config{Params: auth.CheapParams(), Log: log, OnLockout: server.LockoutEvent(evs)})
 	}
 	g.Auth = cfg.Auth
 	g.Core = server.New(cfg)

@@ -119,7 +119,7 @@ func DefaultRetention() Retention { return Retention{MaxAge: 90 * 24 * time.Hour
 
 // Pruned says what a Prune removed.
 type Pruned struct {
-	Audit, Transitions, Sessions int64
+	Audit, Transitions, Sessions, Events int64
 }
 
 // Prune applies r at now: rows older than MaxAge, then the oldest tenth
@@ -137,6 +137,9 @@ func (s *Store) Prune(ctx context.Context, r Retention, now time.Time) (Pruned, 
 			return p, err
 		}
 		if p.Transitions, err = s.exec(ctx, `DELETE FROM health_transitions WHERE at < ?`, cut); err != nil {
+			return p, err
+		}
+		if p.Events, err = s.exec(ctx, `DELETE FROM events WHERE at < ?`, cut); err != nil {
 			return p, err
 		}
 	}
@@ -158,8 +161,13 @@ func (s *Store) Prune(ctx context.Context, r Retention, now time.Time) (Pruned, 
 		if err != nil {
 			return p, err
 		}
-		p.Audit, p.Transitions = p.Audit+a, p.Transitions+t
-		if a+t == 0 {
+		e, err := s.exec(ctx, `DELETE FROM events WHERE id IN (SELECT id FROM events ORDER BY id
+			LIMIT max(1, (SELECT count(*) FROM events) / 10))`)
+		if err != nil {
+			return p, err
+		}
+		p.Audit, p.Transitions, p.Events = p.Audit+a, p.Transitions+t, p.Events+e
+		if a+t+e == 0 {
 			return p, nil // what is left is not ours to drop
 		}
 	}
