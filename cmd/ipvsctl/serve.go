@@ -16,9 +16,9 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
-	"github.com/ipvsctl/ipvsctl/server/events"
 	"github.com/ipvsctl/ipvsctl/server/client"
 	"github.com/ipvsctl/ipvsctl/server/daemon"
+	"github.com/ipvsctl/ipvsctl/server/events"
 	"github.com/ipvsctl/ipvsctl/server/httpd"
 	"github.com/ipvsctl/ipvsctl/server/metrics"
 	"github.com/ipvsctl/ipvsctl/server/redundancy"
