@@ -102,7 +102,13 @@ func (s *Store) Close() error { return s.db.Close() }
 func (s *Store) migrate(ctx context.Context) error {
 	// Every command opens the database: one that is up to date is only read,
 	// without loading the migrations.
-	if v, err := s.SchemaVersion(ctx); err != nil || v != migrations.Latest() {
+	v, err := s.SchemaVersion(ctx)
+	if errors.Is(busy(err), ErrDiskFull) {
+		// SQLite could not make the WAL's index beside the database: no
+		// statement can run, so say that rather than which one failed first.
+		return fmt.Errorf("open database %s: %w", s.path, ErrDiskFull)
+	}
+	if err != nil || v != migrations.Latest() {
 		all, err := migrations.All()
 		if err != nil {
 			return err
