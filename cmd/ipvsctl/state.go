@@ -42,7 +42,13 @@ func (e *cliEnv) readBackend(ctx context.Context, g *globalFlags) (*backend, err
 		}
 		st, err := store.OpenReadOnly(ctx, path)
 		if errors.Is(err, store.ErrSchemaBehind) {
-			return store.Open(ctx, path)
+			st, oerr := store.Open(ctx, path)
+			if oerr != nil {
+				// On a full or read-only filesystem: say that the read
+				// needed the upgrade, not only why the upgrade failed.
+				return nil, fmt.Errorf("%w; the read needs that upgrade, a write, which failed: %w", err, oerr)
+			}
+			return st, nil
 		}
 		return st, err
 	})

@@ -54,14 +54,6 @@ var kaTopLevel = words("SSL bfd_instance child_wait_time garp_group global_defs 
 	"static_routes static_rules track_file track_group use_pid_dir vrrp_instance vrrp_script vrrp_sync_group " +
 	"vrrp_track_file vrrp_track_process vrrp_sync_group")
 
-func words(s string) map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(s) {
-		m[w] = true
-	}
-	return m
-}
-
 func parseKeepalived(data []byte, im *importer) (*ipvsmgr.State, lineIndex, error) {
 	k := &kaImporter{importer: im, st: &ipvsmgr.State{Services: []ipvsmgr.Service{}}, lines: lineIndex{}, groups: map[string]*kaGroup{}}
 	nodes, err := parseKeepalivedTree(data, 0)
@@ -115,7 +107,7 @@ func (k *kaImporter) topLevel(n *kaNode) error {
 			k.keep("", n)
 		}
 		return nil
-	case kaTopLevel[kw], strings.HasPrefix(kw, "$"), strings.HasPrefix(kw, "@"):
+	case kaTopLevel()[kw], strings.HasPrefix(kw, "$"), strings.HasPrefix(kw, "@"):
 		// A definition ($NAME=value) or a line for one configuration id
 		// only (@id ...) is kept as written.
 		k.keep("", n)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 )
@@ -45,22 +46,22 @@ var kaCheckers = map[string]struct {
 
 // kaCheckerKeywords are what keepalived knows inside each checker block
 // (check_api.c's common keywords and each check_*.c's own).
-var kaCheckerKeywords = func() map[string]map[string]bool {
+var kaCheckerKeywords = sync.OnceValue(func() map[string]map[string]bool {
 	common := "connect_ip connect_port bindto bind_port bind_if connect_timeout fwmark retry delay_before_retry " +
 		"warmup delay_loop alpha log_all_failures "
 	http := common + "nb_get_retry virtualhost http_protocol enable_sni sni_name fast_recovery tls_compliant url"
 	return map[string]map[string]bool{
-		"TCP_CHECK":  words(common),
-		"HTTP_GET":   words(http),
-		"SSL_GET":    words(http),
-		"MISC_CHECK": words(common + "misc_path misc_timeout misc_dynamic user"),
-		"DNS_CHECK":  words(common + "type name"),
-		"UDP_CHECK":  words(common + "payload require_reply min_reply_length max_reply_length"),
-		"SMTP_CHECK": words(common + "helo_name host"),
-		"PING_CHECK": words(common),
-		"FILE_CHECK": words("track_file weight"),
+		"TCP_CHECK":  wordSet(common),
+		"HTTP_GET":   wordSet(http),
+		"SSL_GET":    wordSet(http),
+		"MISC_CHECK": wordSet(common + "misc_path misc_timeout misc_dynamic user"),
+		"DNS_CHECK":  wordSet(common + "type name"),
+		"UDP_CHECK":  wordSet(common + "payload require_reply min_reply_length max_reply_length"),
+		"SMTP_CHECK": wordSet(common + "helo_name host"),
+		"PING_CHECK": wordSet(common),
+		"FILE_CHECK": wordSet("track_file weight"),
 	}
-}()
+})
 
 // kaURLKeywords are what keepalived knows in an url block.
 var kaURLKeywords = words("path digest status_code virtualhost regex regex_no_match regex_options regex_min_offset " +
@@ -155,7 +156,7 @@ func (k *kaImporter) checker(scope string, n *kaNode, inherited kaCheckSettings)
 // know there is refused, a known one mapped or kept.
 func (r *kaChecker) statement(ch *kaNode) error {
 	k, kw := r.k, ch.word(0)
-	if !kaCheckerKeywords[r.n.word(0)][kw] || ch.block != (kw == "url" || kw == "host") {
+	if !kaCheckerKeywords()[r.n.word(0)][kw] || ch.block != (kw == "url" || kw == "host") {
 		if kw == "nb_get_retry" && !ch.block {
 			// keepalived 1.x files write it in every checker; keepalived 2
 			// knows it only in HTTP_GET and SSL_GET.
@@ -313,7 +314,7 @@ func (r *kaChecker) finish(defaultRetry int) (*kaCheck, error) {
 func (k *kaImporter) url(scope string, n *kaNode, c *ipvsmgr.Check, lines map[string]int) error {
 	scope += " url"
 	for _, ch := range n.children {
-		if !kaURLKeywords[ch.word(0)] || ch.block {
+		if !kaURLKeywords()[ch.word(0)] || ch.block {
 			if err := k.unknownKeyword(scope, ch); err != nil {
 				return err
 			}

@@ -197,12 +197,12 @@ func (k *kaImporter) script(c *kaNode) (argv, after []string, err error) {
 // are read after all of them, since they inherit the checker settings).
 func (k *kaImporter) vsStatement(v *kaVS, c *kaNode) error {
 	kw := c.word(0)
-	if kaLegacyVSKeywords[kw] && !c.block {
+	if kaLegacyVSKeywords()[kw] && !c.block {
 		k.warnf(c.line, "%s: a keepalived 1.x keyword keepalived 2 does not know - ignored, as keepalived ignores it", kw)
 		k.keep(v.scope, c)
 		return nil
 	}
-	if !kaVSKeywords[kw] || (c.block && kw != "real_server") {
+	if !kaVSKeywords()[kw] || (c.block && kw != "real_server") {
 		return k.unknownKeyword(v.scope, c)
 	}
 	set := func(f string) { v.fields[f] = c.line }
@@ -423,11 +423,11 @@ func (k *kaImporter) rsStatement(r *kaRS, c *kaNode, checks *kaCheckSettings, ch
 		*checkers = append(*checkers, c)
 		return nil
 	}
-	if kaOtherCheckers[kw] && c.block {
+	if kaOtherCheckers()[kw] && c.block {
 		*checkers = append(*checkers, c) // kept whole, in its place
 		return nil
 	}
-	if !kaRSKeywords[kw] || c.block {
+	if !kaRSKeywords()[kw] || c.block {
 		return k.unknownKeyword(r.scope, c)
 	}
 	if checks.setting(c) {

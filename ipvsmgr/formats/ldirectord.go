@@ -21,22 +21,22 @@ import (
 // so `key = value` is valid and a trailing blank is part of a value.
 
 var (
-	ldVirtualIPv4  = regexp.MustCompile(`^(\d+\.\d+\.\d+\.\d+):([0-9A-Za-z_-]+)`)
-	ldVirtualName  = regexp.MustCompile(`^([0-9A-Za-z._+-]+):([0-9A-Za-z_-]+)`)
-	ldVirtualMark  = regexp.MustCompile(`^(\d+)`)
-	ldVirtualIPv6  = regexp.MustCompile(`^\[([0-9A-Fa-f:]+)\]:([0-9A-Za-z_-]+)`)
-	ldIndented     = regexp.MustCompile(`^ {4,}(.+)`)
-	ldKeyValue     = regexp.MustCompile(`^([a-z0-9]+)\s*=\s*(.*)`)
-	ldQuoted       = regexp.MustCompile(`^"(.*)"`)
-	ldDigits       = regexp.MustCompile(`(\d+)`)
-	ldReal         = regexp.MustCompile(`(\d+\.\d+\.\d+\.\d+|[A-Za-z0-9.-]+|\[[0-9A-fa-f:]+\])(->(\d+\.\d+\.\d+\.\d+|[A-Za-z0-9.-]+|\[[0-9A-fa-f:]+\]))?(:(\d+|[A-Za-z0-9_-]+))?\s+(.*)`)
-	ldRealFlags    = regexp.MustCompile(`^(\w+)(.*)`)
-	ldRealWeight   = regexp.MustCompile(`^\s+(\d+)(.*)`)
-	ldRealCheck    = regexp.MustCompile(`^\s+"(.*)"[, ]\s*"(.*)"(.*)`)
-	ldRealLower    = regexp.MustCompile(`^\s+l:(\d+)(.*)`)
-	ldRealUpper    = regexp.MustCompile(`^\s+u:(\d+)(.*)`)
-	ldPortSuffix   = regexp.MustCompile(`(:(\d+|[A-Za-z0-9_-]+))?$`)
-	ldFallbackWord = regexp.MustCompile(`(\S+)(\s+(\S+))?\s*$`)
+	ldVirtualIPv4  = lazyRegexp(`^(\d+\.\d+\.\d+\.\d+):([0-9A-Za-z_-]+)`)
+	ldVirtualName  = lazyRegexp(`^([0-9A-Za-z._+-]+):([0-9A-Za-z_-]+)`)
+	ldVirtualMark  = lazyRegexp(`^(\d+)`)
+	ldVirtualIPv6  = lazyRegexp(`^\[([0-9A-Fa-f:]+)\]:([0-9A-Za-z_-]+)`)
+	ldIndented     = lazyRegexp(`^ {4,}(.+)`)
+	ldKeyValue     = lazyRegexp(`^([a-z0-9]+)\s*=\s*(.*)`)
+	ldQuoted       = lazyRegexp(`^"(.*)"`)
+	ldDigits       = lazyRegexp(`(\d+)`)
+	ldReal         = lazyRegexp(`(\d+\.\d+\.\d+\.\d+|[A-Za-z0-9.-]+|\[[0-9A-fa-f:]+\])(->(\d+\.\d+\.\d+\.\d+|[A-Za-z0-9.-]+|\[[0-9A-fa-f:]+\]))?(:(\d+|[A-Za-z0-9_-]+))?\s+(.*)`)
+	ldRealFlags    = lazyRegexp(`^(\w+)(.*)`)
+	ldRealWeight   = lazyRegexp(`^\s+(\d+)(.*)`)
+	ldRealCheck    = lazyRegexp(`^\s+"(.*)"[, ]\s*"(.*)"(.*)`)
+	ldRealLower    = lazyRegexp(`^\s+l:(\d+)(.*)`)
+	ldRealUpper    = lazyRegexp(`^\s+u:(\d+)(.*)`)
+	ldPortSuffix   = lazyRegexp(`(:(\d+|[A-Za-z0-9_-]+))?$`)
+	ldFallbackWord = lazyRegexp(`(\S+)(\s+(\S+))?\s*$`)
 )
 
 // ldServices are the services read_config takes; ldServicePorts its
@@ -155,7 +155,7 @@ func (p *ldParser) virtual(text []string, i int, six bool, vattr string) (int, e
 	if six {
 		v.family = "6"
 	}
-	switch m4, mn, mf, m6 := ldVirtualIPv4.FindStringSubmatch(vattr), ldVirtualName.FindStringSubmatch(vattr), ldVirtualMark.FindStringSubmatch(vattr), ldVirtualIPv6.FindStringSubmatch(vattr); {
+	switch m4, mn, mf, m6 := ldVirtualIPv4().FindStringSubmatch(vattr), ldVirtualName().FindStringSubmatch(vattr), ldVirtualMark().FindStringSubmatch(vattr), ldVirtualIPv6().FindStringSubmatch(vattr); {
 	case m4 != nil && !six:
 		v.host, v.port = m4[1], m4[2]
 	case mn != nil:
@@ -195,7 +195,7 @@ func (p *ldParser) virtual(text []string, i int, six bool, vattr string) (int, e
 			raw = raw[:c]
 		}
 		raw = strings.ReplaceAll(raw, "\t", "    ")
-		m := ldIndented.FindStringSubmatch(raw)
+		m := ldIndented().FindStringSubmatch(raw)
 		if m == nil {
 			break
 		}
@@ -209,13 +209,13 @@ func (p *ldParser) virtual(text []string, i int, six bool, vattr string) (int, e
 // virtualKey is one indented line of a virtual.
 func (p *ldParser) virtualKey(v *ldVirtual, line int, rcmd string) error {
 	svc := &p.st.Services[v.svc]
-	kv := ldKeyValue.FindStringSubmatch(rcmd)
+	kv := ldKeyValue().FindStringSubmatch(rcmd)
 	if kv == nil {
 		return p.im.unknown(line, "unknown key %q in %s", rcmd, v.scope)
 	}
 	key, val := kv[1], kv[2]
 	quoted := func(what string) (string, error) {
-		q := ldQuoted.FindStringSubmatch(val)
+		q := ldQuoted().FindStringSubmatch(val)
 		if q == nil {
 			return "", p.im.unknown(line, "%s=%s in %s: ldirectord reads %s only in double quotes", key, val, v.scope, key)
 		}
@@ -225,7 +225,7 @@ func (p *ldParser) virtualKey(v *ldVirtual, line int, rcmd string) error {
 		return q[1], nil
 	}
 	positive := func(what string) (int, error) {
-		d := ldDigits.FindString(val)
+		d := ldDigits().FindString(val)
 		n, _ := strconv.Atoi(d)
 		if n <= 0 {
 			return 0, p.errf(line, "%s=%s: invalid %s", key, val, what)
@@ -252,7 +252,7 @@ func (p *ldParser) virtualKey(v *ldVirtual, line int, rcmd string) error {
 	case "receive":
 		v.receive, err = quoted("receive string")
 	case "checktype":
-		if d := ldDigits.FindString(val); d != "" {
+		if d := ldDigits().FindString(val); d != "" {
 			v.connects, _ = strconv.Atoi(d)
 			v.checktype = "combined"
 			p.keep(line, v.scope, key, val)
@@ -270,7 +270,7 @@ func (p *ldParser) virtualKey(v *ldVirtual, line int, rcmd string) error {
 		}
 	case "checkcommand":
 		c := val
-		if q := ldQuoted.FindStringSubmatch(val); q != nil {
+		if q := ldQuoted().FindStringSubmatch(val); q != nil {
 			c = q[1]
 		}
 		if c == "" {
@@ -288,7 +288,7 @@ func (p *ldParser) virtualKey(v *ldVirtual, line int, rcmd string) error {
 	case "checkinterval":
 		v.checkInterval, err = positive("check interval")
 	case "checkport":
-		d := ldDigits.FindString(val)
+		d := ldDigits().FindString(val)
 		if d == "" {
 			return p.errf(line, "checkport=%s: invalid port", val)
 		}
@@ -313,7 +313,7 @@ func (p *ldParser) virtualKey(v *ldVirtual, line int, rcmd string) error {
 		}
 		svc.Scheduler = s
 	case "persistent":
-		d := ldDigits.FindString(val)
+		d := ldDigits().FindString(val)
 		if d == "" {
 			return p.errf(line, "persistent=%s: invalid persistent timeout", val)
 		}
@@ -394,7 +394,7 @@ func (p *ldParser) virtualKey(v *ldVirtual, line int, rcmd string) error {
 			p.keep(line, v.scope, key, val)
 		}
 	case "emailalertfreq":
-		if ldDigits.FindString(val) == "" {
+		if ldDigits().FindString(val) == "" {
 			return p.errf(line, "emailalertfreq=%s: invalid email alert frequency", val)
 		}
 		p.keep(line, v.scope, key, val)
@@ -438,10 +438,10 @@ func (p *ldParser) alertStatus(line int, val string) error {
 func (p *ldParser) parseFallback(line int, val, vport string) (*ldFallback, error) {
 	fb := &ldFallback{forward: "gate"}
 	s := val
-	if m := ldFallbackWord.FindStringSubmatch(s); m != nil {
+	if m := ldFallbackWord().FindStringSubmatch(s); m != nil {
 		s, fb.forward = m[1], m[3]
 	}
-	if m := ldPortSuffix.FindStringSubmatchIndex(s); m != nil {
+	if m := ldPortSuffix().FindStringSubmatchIndex(s); m != nil {
 		if m[4] >= 0 {
 			fb.port = s[m[4]:m[5]]
 		}
@@ -461,7 +461,7 @@ func (p *ldParser) parseFallback(line int, val, vport string) (*ldFallback, erro
 
 // global is one line at the top level.
 func (p *ldParser) global(line int, text string) error {
-	kv := ldKeyValue.FindStringSubmatch(text)
+	kv := ldKeyValue().FindStringSubmatch(text)
 	if kv == nil {
 		if text == "supervised" {
 			p.im.warnf(line, "a bare supervised is supervised=yes")
@@ -472,7 +472,7 @@ func (p *ldParser) global(line int, text string) error {
 	}
 	key, val := kv[1], kv[2]
 	positive := func(what string) (int, error) {
-		n, _ := strconv.Atoi(ldDigits.FindString(val))
+		n, _ := strconv.Atoi(ldDigits().FindString(val))
 		if n <= 0 {
 			return 0, p.errf(line, "%s=%s: invalid %s value", key, val, what)
 		}
@@ -527,12 +527,12 @@ func (p *ldParser) global(line int, text string) error {
 			p.keep(line, "", key, val)
 		}
 	case "callback", "logfile":
-		if ldQuoted.FindStringSubmatch(val) == nil {
+		if ldQuoted().FindStringSubmatch(val) == nil {
 			return p.im.unknown(line, "%s=%s: ldirectord reads %s only in double quotes", key, val, key)
 		}
 		p.keep(line, "", key, val)
 	case "emailalertfreq":
-		if ldDigits.FindString(val) == "" {
+		if ldDigits().FindString(val) == "" {
 			return p.errf(line, "emailalertfreq=%s: invalid email alert frequency", val)
 		}
 		p.keep(line, "", key, val)
@@ -676,7 +676,7 @@ func (p *ldParser) resolveFallback(line int, fb *ldFallback, proto, family strin
 // real is read_config's _ld_read_config_real_resolve and add_real_server:
 // HOST[->HOST][:PORT] gate|masq|ipip [WEIGHT] ["REQUEST", "RECEIVE"] [l:N] [u:N].
 func (p *ldParser) real(v *ldVirtual, text string, line int) error {
-	m := ldReal.FindStringSubmatch(text)
+	m := ldReal().FindStringSubmatch(text)
 	if m == nil {
 		return p.errf(line, "real=%s: invalid address for real server (wrong format)", text)
 	}
@@ -714,7 +714,7 @@ func (p *ldParser) real(v *ldVirtual, text string, line int) error {
 			}
 		}
 	}
-	flags := ldRealFlags.FindStringSubmatch(m[6])
+	flags := ldRealFlags().FindStringSubmatch(m[6])
 	if flags == nil || ldForwarding[flags[1]] == "" {
 		return p.errf(line, "real=%s: forward method must be gate, masq or ipip", text)
 	}
@@ -723,7 +723,7 @@ func (p *ldParser) real(v *ldVirtual, text string, line int) error {
 		rs.Port = port
 	}
 	rest := flags[2]
-	if w := ldRealWeight.FindStringSubmatch(rest); w != nil {
+	if w := ldRealWeight().FindStringSubmatch(rest); w != nil {
 		n, err := strconv.Atoi(w[1])
 		if err != nil {
 			return p.errf(line, "real=%s: invalid weight %s", text, w[1])
@@ -731,14 +731,14 @@ func (p *ldParser) real(v *ldVirtual, text string, line int) error {
 		rs.Weight, rest = intPtr(n), w[2]
 	}
 	var check *[2]string
-	if c := ldRealCheck.FindStringSubmatch(rest); c != nil {
+	if c := ldRealCheck().FindStringSubmatch(rest); c != nil {
 		check, rest = &[2]string{c[1], c[2]}, c[3]
 	}
-	if l := ldRealLower.FindStringSubmatch(rest); l != nil {
+	if l := ldRealLower().FindStringSubmatch(rest); l != nil {
 		rs.LowerThreshold, _ = strconv.Atoi(l[1])
 		rest = l[2]
 	}
-	if u := ldRealUpper.FindStringSubmatch(rest); u != nil {
+	if u := ldRealUpper().FindStringSubmatch(rest); u != nil {
 		rs.UpperThreshold, _ = strconv.Atoi(u[1])
 		rest = u[2]
 	}

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -74,7 +73,7 @@ func (im *importer) servicePort(name, proto string) (int, bool) {
 	return p, ok
 }
 
-var hostName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?$`)
+var hostName = lazyRegexp(`^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?$`)
 
 // hostAddr is an address as written, or a host name resolved the way
 // gethostbyname resolves it (its first IPv4 address), with a warning that
@@ -83,7 +82,7 @@ func (im *importer) hostAddr(line int, s string) (netip.Addr, error) {
 	if a, err := netip.ParseAddr(s); err == nil {
 		return a, nil
 	}
-	if !hostName.MatchString(s) {
+	if !hostName().MatchString(s) {
 		return netip.Addr{}, fmt.Errorf("%q is neither an IP address nor a host name", s)
 	}
 	lookup := im.opts.LookupHost

@@ -58,23 +58,19 @@ func openRO(ctx context.Context, path, extra string) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{db: db, path: path}
-	all, err := migrations.All()
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
+	latest := migrations.Latest()
 	v, err := s.SchemaVersion(ctx)
 	switch {
 	case err != nil:
 		db.Close()
 		return nil, err
-	case v > len(all):
+	case v > latest:
 		db.Close()
-		return nil, fmt.Errorf("%w: %s is at schema version %d, this ipvsctl knows up to %d; upgrade ipvsctl", ErrSchemaNewer, path, v, len(all))
-	case v < len(all):
+		return nil, fmt.Errorf("%w: %s is at schema version %d, this ipvsctl knows up to %d; upgrade ipvsctl", ErrSchemaNewer, path, v, latest)
+	case v < latest:
 		db.Close()
 		return nil, fmt.Errorf("%w: %s is at schema version %d, this ipvsctl's is %d; run any write (or start the daemon) to upgrade it",
-			ErrSchemaBehind, path, v, len(all))
+			ErrSchemaBehind, path, v, latest)
 	}
 	return s, nil
 }

@@ -100,12 +100,22 @@ func Open(ctx context.Context, path string) (*Store, error) {
 func (s *Store) Close() error { return s.db.Close() }
 
 func (s *Store) migrate(ctx context.Context) error {
-	all, err := migrations.All()
-	if err != nil {
-		return err
+	// Every command opens the database: one that is up to date is only read,
+	// without loading the migrations.
+	v, err := s.SchemaVersion(ctx)
+	if errors.Is(busy(err), ErrDiskFull) {
+		// SQLite could not make the WAL's index beside the database: no
+		// statement can run, so say that rather than which one failed first.
+		return fmt.Errorf("open database %s: %w", s.path, ErrDiskFull)
 	}
-	if err := s.migrateTo(ctx, all); err != nil {
-		return err
+	if err != nil || v != migrations.Latest() {
+		all, err := migrations.All()
+		if err != nil {
+			return err
+		}
+		if err := s.migrateTo(ctx, all); err != nil {
+			return err
+		}
 	}
 	if s.vacuum {
 		// The pages a secret was on are free, not blank: VACUUM rewrites
