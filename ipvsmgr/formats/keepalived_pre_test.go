@@ -163,3 +163,18 @@ func TestKeepalivedPreprocessorIncludes(t *testing.T) {
 		t.Errorf("error in an included file: %v", err)
 	}
 }
+
+// A sorry server at one of the service's real servers is what keepalived
+// accepts (s_svr_duplicates_rs): it imports, the real server counted once.
+func TestKeepalivedSorryServerIsARealServer(t *testing.T) {
+	in := "virtual_server 198.18.0.1 80 {\n  protocol TCP\n  lb_kind NAT\n  sorry_server 198.18.0.2 80\n" +
+		"  real_server 198.18.0.2 80 {\n    TCP_CHECK {\n    }\n  }\n  real_server 198.18.0.3 80 {\n    TCP_CHECK {\n    }\n  }\n}\n"
+	st, rep, err := ImportWith(FormatKeepalived, strings.NewReader(in), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Services != 1 || rep.Servers != 2 || st.Services[0].SorryServer == nil || st.Services[0].SorryServer.Address != "198.18.0.2" {
+		t.Errorf("imported %s: %+v", rep.Summary(), st.Services[0])
+	}
+	roundTrip(t, FormatKeepalived, st)
+}
