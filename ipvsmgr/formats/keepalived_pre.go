@@ -35,7 +35,8 @@ import (
 //
 // Keepalived 2.4 does not look at a line again once a replacement is made
 // (2.2 and 2.3 did): `$C=@main` then `$C priority 1` gives a keyword
-// "@main" there, as here. Its ~SEQ and ~LST line repetitions are refused by
+// "@main" there, which keepalived does not know: refused here (or passed
+// over under --ignore-unknown), as a definition made by a replacement is. Its ~SEQ and ~LST line repetitions are refused by
 // their line.
 
 const (
@@ -188,6 +189,11 @@ func (p *kaPre) line(raw string, ref int, path string, depth int, fromFile bool)
 		}
 		if replaced {
 			buf, changed = kaDecomment(out), true
+			if strings.HasPrefix(buf, "@") || strings.HasPrefix(buf, "$") && p.isDefinition(buf) {
+				// keepalived 2.4 passes it on as a keyword it does not know.
+				kw, _, _ := strings.Cut(buf, " ")
+				return p.k.unknown(ref, "unknown keyword %q: keepalived 2.4 does not read a line again once a definition is replaced in it (2.2 and 2.3 did)", kw)
+			}
 		}
 	}
 	if isIncludeLine(buf) {
@@ -218,19 +224,10 @@ func isNameByte(c byte) bool { return isNameStart(c) || c >= '0' && c <= '9' }
 // definition reads `$NAME=VALUE` (check_definition): a new definition, or a
 // new value for one (keepalived's own ones included).
 func (p *kaPre) definition(buf string) bool {
-	if len(buf) < 2 || buf[0] != '$' || !isNameStart(buf[1]) {
+	if !p.isDefinition(buf) {
 		return false
 	}
-	i := 2
-	for i < len(buf) && buf[i] != '=' {
-		if !isNameByte(buf[i]) {
-			return false
-		}
-		i++
-	}
-	if i == len(buf) {
-		return false
-	}
+	i := strings.IndexByte(buf, '=')
 	value, multiline := strings.TrimLeft(buf[i+1:], " \t"), false
 	if strings.HasSuffix(value, `\`) {
 		value, multiline = strings.TrimRight(value[:len(value)-1], " \t"), true
@@ -248,6 +245,22 @@ func (p *kaPre) definition(buf string) bool {
 		p.ml = d
 	}
 	return true
+}
+
+// isDefinition is whether buf is `$NAME=...`.
+func (p *kaPre) isDefinition(buf string) bool {
+	if len(buf) < 2 || buf[0] != '$' || !isNameStart(buf[1]) {
+		return false
+	}
+	for i := 2; i < len(buf); i++ {
+		if buf[i] == '=' {
+			return true
+		}
+		if !isNameByte(buf[i]) {
+			return false
+		}
+	}
+	return false
 }
 
 func (p *kaPre) find(name string, multilineToo bool) *kaDef {

@@ -73,7 +73,6 @@ func TestKeepalivedPreprocessor(t *testing.T) {
 		{"conditional without an id", "@high priority 170\n@^high state BACKUP\n", "",
 			[]string{"2 state BACKUP"}},
 		{"a conditional definition", "@main $P=240\n@backup $P=200\npriority $P\n", "backup", []string{"3 priority 200"}},
-		{"no recheck after a replacement (2.4)", "$IF=@main\n$IF priority 240\n", "main", []string{"2 @main priority 240"}},
 		{"built-ins", "a ${_INSTANCE} ${_HASH}b ${_BANG} $_PWD\n", "lb1", []string{"1 a lb1"}},
 		{"_PWD is the file's directory", "a ${_PWD}/x\n", "", []string{"1 a /etc/keepalived/x"}},
 		{"a definition overrides a built-in", "$_INSTANCE=me\na ${_INSTANCE}\n", "lb1", []string{"2 a me"}},
@@ -101,6 +100,8 @@ func TestKeepalivedPreprocessorErrors(t *testing.T) {
 		{"random words", "x ${_RANDOM a}\n", "line 1: Definition _RANDOM requires numeric parameters only."},
 		{"env params", "x ${_ENV A B}\n", "line 1: Definition _ENV requires between 1 and 1 parameters, 2 specified."},
 		{"seq", "~SEQ(N,1,3) x $N\n", "line 1: ~SEQ: keepalived's line repetition"},
+		{"no recheck after a replacement (2.4)", "$IF=@main\nvrrp_instance I {\n  $IF priority 240\n}\n", `line 3: unknown keyword "@main": keepalived 2.4 does not read a line again`},
+		{"no definition made by a replacement", "$D=$E=1\n$D\n", `line 2: unknown keyword "$E=1"`},
 		{"endless lines", "$M=x \\\n$M\n$M\n", "line 3: $M: multi-line definitions make more than 100000 lines"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -110,6 +111,11 @@ func TestKeepalivedPreprocessorErrors(t *testing.T) {
 				t.Errorf("got %v, want %q", err, c.msg)
 			}
 		})
+	}
+	// --ignore-unknown passes over such a line, as keepalived does.
+	st, rep, err := ImportWith(FormatKeepalived, strings.NewReader("$IF=@main\nvrrp_instance I {\n  $IF priority 240\n  state BACKUP\n}\n"), Options{IgnoreUnknown: true, ConfigID: "main"})
+	if err != nil || len(rep.Ignored) != 1 || rep.Ignored[0].Line != 3 || len(st.Imported) != 1 || strings.Contains(st.Imported[0].Value, "priority") {
+		t.Errorf("ignored: %v %+v %+v", err, rep, st)
 	}
 	// Without a path (the API's import), ${_PWD} is not known.
 	if _, err := Import(FormatKeepalived, strings.NewReader("include ${_PWD}/a.conf\n")); err == nil || !strings.Contains(err.Error(), "line 1: ${_PWD}: the directory of the file is not known") {
