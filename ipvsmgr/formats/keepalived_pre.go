@@ -196,6 +196,9 @@ func (p *kaPre) line(raw string, ref int, path string, depth int, fromFile bool)
 			}
 		}
 	}
+	if name := undefinedBraced(buf); name != "" {
+		return p.k.errf(ref, "${%s} is not defined: keepalived leaves it as written, and takes its { and } for a block's (define it first: $%s=VALUE)", name, name)
+	}
 	if isIncludeLine(buf) {
 		return p.k.include(p, buf, ref, path, depth)
 	}
@@ -453,4 +456,25 @@ func isIncludeLine(buf string) bool {
 
 func isBlankByte(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
+
+// undefinedBraced is the name of a ${NAME} reference left in buf outside
+// quotes (keepalived splits a line at its first brace outside quotes).
+func undefinedBraced(buf string) string {
+	quote := false
+	for i := 0; i < len(buf); i++ {
+		switch {
+		case buf[i] == '"':
+			quote = !quote
+		case !quote && buf[i] == '$' && i+2 < len(buf) && buf[i+1] == '{' && isNameStart(buf[i+2]):
+			n := i + 3
+			for n < len(buf) && isNameByte(buf[n]) {
+				n++
+			}
+			if n < len(buf) && buf[n] == '}' {
+				return buf[i+2 : n]
+			}
+		}
+	}
+	return ""
 }

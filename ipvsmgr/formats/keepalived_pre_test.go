@@ -61,7 +61,7 @@ func TestKeepalivedPreprocessor(t *testing.T) {
 		{"definitions and references", "$VIP=198.18.0.1\n$PORT=80 # the web\nvirtual_server $VIP ${PORT} {\n  x ${VIP}:${PORT},$PORT)\n}\n", "",
 			[]string{"3 virtual_server 198.18.0.1 80 {", "4 x 198.18.0.1:80,80)", "5 }"}},
 		{"a blank before = is no definition", "$A =1\n", "", []string{"1 $A =1"}},
-		{"undefined stays as written", "$A=1\nx $B ${B} $A$A ${A}${A} $Ax\n", "", []string{"2 x $B ${B} $A1 11 $Ax"}},
+		{"undefined stays as written", "$A=1\nx $B \"${B}\" $A$A ${A}${A} $Ax\n", "", []string{"2 x $B \"${B}\" $A1 11 $Ax"}},
 		{"replaced when used, recursively", "$BASE=10.2.${SUB}\n$SUB=0\n${BASE}.100\n$SUB=10\n${BASE}.100\n", "",
 			[]string{"3 10.2.0.100", "5 10.2.10.100"}},
 		{"multi-line", "$RS=real_server 198.18.1.1 80 { \\\n  weight 2 \\\n}\nvirtual_server 198.18.0.1 80 {\n  $RS\n}\n", "",
@@ -99,6 +99,7 @@ func TestKeepalivedPreprocessorErrors(t *testing.T) {
 		{"random", "x ${_RANDOM 1 9}\n", "line 1: ${_RANDOM}: keepalived draws a new number"},
 		{"random words", "x ${_RANDOM a}\n", "line 1: Definition _RANDOM requires numeric parameters only."},
 		{"env params", "x ${_ENV A B}\n", "line 1: Definition _ENV requires between 1 and 1 parameters, 2 specified."},
+		{"undefined in braces", "virtual_server 198.18.0.1 80 {\n  real_server ${RS} 80 {\n  }\n}\n", "line 2: ${RS} is not defined: keepalived leaves it as written, and takes its { and } for a block's"},
 		{"seq", "~SEQ(N,1,3) x $N\n", "line 1: ~SEQ: keepalived's line repetition"},
 		{"no recheck after a replacement (2.4)", "$IF=@main\nvrrp_instance I {\n  $IF priority 240\n}\n", `line 3: unknown keyword "@main": keepalived 2.4 does not read a line again`},
 		{"no definition made by a replacement", "$D=$E=1\n$D\n", `line 2: unknown keyword "$E=1"`},
@@ -152,10 +153,10 @@ func TestKeepalivedPreprocessorIncludes(t *testing.T) {
 		t.Errorf("imported %s: %+v", rep.Summary(), st.Services)
 	}
 	// Another id reads another include: none.conf is missing, which a plain
-	// include only notes.
+	// include only notes; $VIP is then undefined, and stays as written.
 	o.ConfigID = "lb2"
 	_, _, err = ImportWith(FormatKeepalived, strings.NewReader(files[o.Path]), o)
-	if err == nil || !strings.Contains(err.Error(), `line 4: virtual_server $VIP 80: "$VIP"`) && !strings.Contains(err.Error(), "line 4") {
+	if err == nil || err.Error() != `keepalived line 4: "$VIP" is not an IP address` {
 		t.Errorf("without the definitions: %v", err)
 	}
 	// An error in an included file names it.
