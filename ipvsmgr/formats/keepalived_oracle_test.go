@@ -15,12 +15,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/ipvsctl/ipvsctl/internal/testenv"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 )
 
 // keepalivedServers runs Debian's keepalived (2.2.7) on file with config id
 // id, checker only, in a network namespace of its own, and reads its own
 // view of the virtual servers' real servers: the "Shutting down service RS
-// from VS VS" line it logs for each as it stops (here it stops at once, the
+// from VS VS" line it logs for each as it stops, as "[VIP]:PORT RS:PORT"
+// ("FWM N" a fwmark one's, "[GROUP]:0" a virtual_server group's) (here it stops at once, the
 // kernel having no IPVS; where it has, it is stopped after 3 s).
 func keepalivedServers(t *testing.T, dir, file, id string) []string {
 	t.Helper()
@@ -47,10 +49,10 @@ func keepalivedServers(t *testing.T, dir, file, id string) []string {
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 	out, _ := cmd.CombinedOutput()
-	re := regexp.MustCompile(`Shutting down service \[([^\]]+)\]:(?:tcp|udp|sctp):(\d+) from VS \[([^\]]+)\]:(?:tcp|udp|sctp):(\d+)`)
+	re := regexp.MustCompile(`Shutting down (?:\(inhibited\) )?service \[([^\]]+)\]:[a-z]+:(\d+) from VS (?:(\[[^\]]+\]:)(?:[a-z]+:)?(\d+)|(FWM \d+))`)
 	var got []string
 	for _, m := range re.FindAllStringSubmatch(string(out), -1) {
-		got = append(got, fmt.Sprintf("%s:%s %s:%s", m[3], m[4], m[1], m[2]))
+		got = append(got, fmt.Sprintf("%s %s:%s", m[3]+m[4]+m[5], m[1], m[2]))
 	}
 	if !strings.Contains(string(out), "Opening file") {
 		t.Fatalf("keepalived did not read %s:\n%s", file, out)
@@ -101,18 +103,12 @@ func TestKeepalivedPreprocessorAgreesWithKeepalived(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []string
-			for _, s := range st.Services {
-				for _, rs := range s.Servers {
-					got = append(got, fmt.Sprintf("%s:%d %s:%d", s.Address, s.Port, rs.Address, rs.Port))
-				}
-			}
+			got := importedServers(st)
 			for _, s := range st.Services {
 				if rs := s.Servers[0]; s.Port == 80 && (rs.Weight == nil || *rs.Weight != map[string]int{"lb1": 3, "lb2": 4}[id]) {
 					t.Errorf("weight $W of %s: %v", rs.Address, rs.Weight)
 				}
 			}
-			slices.Sort(got)
 			want := map[string]int{"lb1": 4, "lb2": 5}[id]
 			if len(got) != want || rep.Servers != want || rep.Services != 3 {
 				t.Errorf("imported %s: %q, want 3 services and %d servers", rep.Summary(), got, want)
@@ -122,6 +118,54 @@ func TestKeepalivedPreprocessorAgreesWithKeepalived(t *testing.T) {
 			if d := cmp.Diff(ka, got); d != "" {
 				t.Errorf("real servers (-keepalived +ipvsctl):\n%s", d)
 			}
+		})
+	}
+}
+
+// importedServers are the real servers of st as keepalivedServers names
+// them.
+func importedServers(st *ipvsmgr.State) []string {
+	var got []string
+	for _, s := range st.Services {
+		vs := fmt.Sprintf("[%s]:%d", s.Address, s.Port)
+		switch {
+		case s.Group != "":
+			vs = "[" + s.Group + "]:0"
+		case s.FWMark != 0:
+			vs = fmt.Sprintf("FWM %d", s.FWMark)
+		}
+		for _, rs := range s.Servers {
+			got = append(got, fmt.Sprintf("%s %s:%d", vs, rs.Address, rs.Port))
+		}
+	}
+	slices.Sort(got)
+	return slices.Compact(got)
+}
+
+// TestKeepalivedCorpusAgreesWithKeepalived: each corpus keepalived.conf that
+// imports sets up the real servers keepalived itself sets up from it (run
+// with -i high, as the corpus test imports them).
+func TestKeepalivedCorpusAgreesWithKeepalived(t *testing.T) {
+	for _, p := range corpusFiles(t, "keepalived") {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			t.Parallel() // keepalived mostly waits
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, _, err := ImportWith(FormatKeepalived, strings.NewReader(string(data)), rootedOptions(p))
+			if err != nil {
+				testenv.Elsewhere(t, "TestCorpus", "refused at a line (its .error)")
+			}
+			abs, err := filepath.Abs(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := importedServers(st)
+			if d := cmp.Diff(keepalivedServers(t, t.TempDir(), abs, "high"), got); d != "" {
+				t.Errorf("real servers (-keepalived +ipvsctl):\n%s", d)
+			}
+			t.Logf("%d (virtual server, real server) pairs agree", len(got))
 		})
 	}
 }
