@@ -23,9 +23,10 @@ import (
 //   - `$NAME` (followed by a blank, a comma, a ) or the end of the line) and
 //     `${NAME}` are replaced by the definition's value, again and again over
 //     what the replacement brings, so that a value may name another
-//     definition; an undefined one stays as it is written. A multi-line
-//     definition is replaced only at the end of a line: its first line there,
-//     its other lines after it. Keepalived defines _PWD (the directory of the
+//     definition; an undefined one stays as it is written (a ${NAME} outside
+//     quotes is refused: keepalived would take its braces for a block's). A
+//     multi-line definition is replaced only at the end of a line: its first
+//     line there, its other lines after it. Keepalived defines _PWD (the directory of the
 //     file being read), _INSTANCE (the configuration id), _HASH (#), _BANG
 //     (!), ${_ENV NAME} (the environment variable) and ${_RANDOM [MIN [MAX]]}
 //     (refused: ipvsctl imports one state, keepalived draws a new number each
@@ -36,8 +37,8 @@ import (
 // Keepalived 2.4 does not look at a line again once a replacement is made
 // (2.2 and 2.3 did): `$C=@main` then `$C priority 1` gives a keyword
 // "@main" there, which keepalived does not know: refused here (or passed
-// over under --ignore-unknown), as a definition made by a replacement is. Its ~SEQ and ~LST line repetitions are refused by
-// their line.
+// over under --ignore-unknown), as a definition made by a replacement is.
+// Its ~SEQ and ~LST line repetitions are refused by their line.
 
 const (
 	// kaMaxLine is keepalived's MAXBUF: a longer line after replacement is
