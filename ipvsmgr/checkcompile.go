@@ -277,11 +277,10 @@ func (v *validator) sorryServer(field string, svc *Service, vs *VirtualService, 
 	if d.Key.Port != vs.Key.Port && d.Forward != ForwardNAT {
 		v.addf(field+".port", "%d differs from the service port %d: only nat forwarding can change the port", s.Port, vs.Key.Port)
 	}
-	for j := range svc.Servers {
-		if k, ok := destKeyOf(&svc.Servers[j], vs); ok && k == d.Key {
-			v.addf(field+".address", "%s is already real server %s.servers[%d]", d.Key, strings.TrimSuffix(field, ".sorry_server"), j)
-		}
-	}
+	// A sorry server at a real server's address and port is what keepalived
+	// calls s_svr_duplicates_rs: one destination in the kernel, which the
+	// sorry server brings back (at its own weight) once the real server is
+	// out and the quorum is lost (ApplyHealthTo).
 	return d
 }
 

@@ -1,5 +1,7 @@
 package ipvsmgr
 
+import "slices"
+
 // ServerHealth is what the checks say of one real server of one service.
 type ServerHealth struct {
 	State HealthState
@@ -76,12 +78,28 @@ func ApplyHealthTo(t *Table, d *Desired, view *HealthView, actual *Table) *Table
 				dests = append(dests, want)
 			}
 		}
-		if pol != nil && pol.Dest != nil && healthy < sorryThreshold(pol, inKernel[s.Key]) && !hasDest(s.Dests, pol.Dest.Key) {
+		cur := s.Dests
+		if changed {
+			cur = dests
+		}
+		// The sorry server may be one of the real servers (keepalived allows
+		// it): it goes in where that server is out, or in at weight 0 (an
+		// inhibited failure), in its place.
+		at := -1
+		if pol != nil && pol.Dest != nil {
+			at = slices.IndexFunc(cur, func(d *Destination) bool { return d.Key == pol.Dest.Key })
+		}
+		serverIn := at >= 0 && cur[at].Weight > 0
+		if pol != nil && pol.Dest != nil && healthy < sorryThreshold(pol, inKernel[s.Key], serverIn) && !serverIn {
 			if !changed {
 				changed = true
 				dests = append(make([]*Destination, 0, len(s.Dests)+1), s.Dests...)
 			}
-			dests = append(dests, pol.Dest)
+			if at >= 0 {
+				dests[at] = pol.Dest
+			} else {
+				dests = append(dests, pol.Dest)
+			}
 		}
 		if !changed {
 			out.Services = append(out.Services, s)
@@ -158,12 +176,13 @@ func hasDest(ds []*Destination, k DestKey) bool {
 
 // sorryThreshold is the number of healthy servers below which the sorry
 // server is in: the quorum, moved by the hysteresis away from the side the
-// kernel is on.
-func sorryThreshold(pol *SorryPolicy, inKernel *VirtualService) int {
+// kernel is on. serverIn is whether a real server at the sorry server's
+// address is in (then the kernel's destination there is that server's).
+func sorryThreshold(pol *SorryPolicy, inKernel *VirtualService, serverIn bool) int {
 	if pol.Hysteresis == 0 || inKernel == nil {
 		return pol.Quorum
 	}
-	return QuorumThreshold(!hasDest(inKernel.Dests, pol.Dest.Key), pol.Quorum, pol.Hysteresis)
+	return QuorumThreshold(serverIn || !hasDest(inKernel.Dests, pol.Dest.Key), pol.Quorum, pol.Hysteresis)
 }
 
 // QuorumThreshold is keepalived's update_quorum_state threshold: the

@@ -143,3 +143,61 @@ func TestBGPServersHoldTheirPlaceBeforeTheirFirstCheck(t *testing.T) {
 		}
 	}
 }
+
+// A sorry server at a real server's address (keepalived's
+// s_svr_duplicates_rs) is one destination: while that server is in, the
+// kernel has it as the server; once it is out (removed, or quiesced at
+// weight 0) and the quorum is lost, the sorry server takes its place at its
+// own weight; the kernel never gets the address twice.
+func TestSorryServerIsARealServer(t *testing.T) {
+	const doc = `{"services":[{"name":"web","address":"198.18.0.100","port":80,
+ "check":{"type":"http","on_failure":"remove"}, "quorum":2,
+ "sorry_server":{"address":"198.18.0.12"},
+ "servers":[{"name":"r1","address":"198.18.0.11","weight":3},
+            {"name":"r2","address":"198.18.0.12","weight":5},
+            {"name":"r3","address":"198.18.0.13","weight":5,"check":{"on_failure":"quiesce"}}]}]}`
+	up := ipvsmgr.ServerHealth{State: ipvsmgr.HealthUp}
+	down := ipvsmgr.ServerHealth{State: ipvsmgr.HealthDown}
+	r1, r2, r3 := ref("198.18.0.100:80", "198.18.0.11:80"), ref("198.18.0.100:80", "198.18.0.12:80"), ref("198.18.0.100:80", "198.18.0.13:80")
+	steps := []struct {
+		name string
+		view map[ipvsmgr.ServerRef]ipvsmgr.ServerHealth
+		want []string
+	}{
+		{"all up", map[ipvsmgr.ServerRef]ipvsmgr.ServerHealth{r1: up, r2: up, r3: up}, []string{
+			"ipvsadm -A -t 198.18.0.100:80 -s wlc",
+			"ipvsadm -a -t 198.18.0.100:80 -r 198.18.0.11:80 -g -w 3",
+			"ipvsadm -a -t 198.18.0.100:80 -r 198.18.0.12:80 -g -w 5",
+			"ipvsadm -a -t 198.18.0.100:80 -r 198.18.0.13:80 -g -w 5",
+		}},
+		{"r1 down: quorum lost, but r2 (the sorry server's address) is in as itself", map[ipvsmgr.ServerRef]ipvsmgr.ServerHealth{r1: down, r2: up, r3: down}, []string{
+			"ipvsadm -d -t 198.18.0.100:80 -r 198.18.0.11:80",
+			"ipvsadm -e -t 198.18.0.100:80 -r 198.18.0.13:80 -g -w 0",
+		}},
+		{"r2 down too: the sorry server comes at its address, weight 1", map[ipvsmgr.ServerRef]ipvsmgr.ServerHealth{r1: down, r2: down, r3: down}, []string{
+			"ipvsadm -e -t 198.18.0.100:80 -r 198.18.0.12:80 -g -w 1",
+		}},
+		{"all up again: r2 is itself again", map[ipvsmgr.ServerRef]ipvsmgr.ServerHealth{r1: up, r2: up, r3: up}, []string{
+			"ipvsadm -a -t 198.18.0.100:80 -r 198.18.0.11:80 -g -w 3",
+			"ipvsadm -e -t 198.18.0.100:80 -r 198.18.0.12:80 -g -w 5",
+			"ipvsadm -e -t 198.18.0.100:80 -r 198.18.0.13:80 -g -w 5",
+		}},
+	}
+	g := newRig(t)
+	for _, s := range steps {
+		if diff := cmp.Diff(s.want, g.reconcileWith(t, doc, &ipvsmgr.HealthView{Servers: s.view})); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", s.name, diff)
+		}
+	}
+	// A quiesced server at the sorry server's address is taken over too.
+	const quiesced = `{"services":[{"name":"web","address":"198.18.0.100","port":80,
+ "check":{"type":"http","on_failure":"quiesce"},
+ "sorry_server":{"address":"198.18.0.11"},
+ "servers":[{"name":"r1","address":"198.18.0.11","weight":3}]}]}`
+	g = newRig(t)
+	got := g.reconcileWith(t, quiesced, &ipvsmgr.HealthView{Servers: map[ipvsmgr.ServerRef]ipvsmgr.ServerHealth{r1: down}})
+	want := []string{"ipvsadm -A -t 198.18.0.100:80 -s wlc", "ipvsadm -a -t 198.18.0.100:80 -r 198.18.0.11:80 -g -w 1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("quiesced (-want +got):\n%s", diff)
+	}
+}

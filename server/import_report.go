@@ -30,6 +30,9 @@ type ImportOptions struct {
 	// AllowEmpty lets an import with no virtual services replace a state
 	// that has some.
 	AllowEmpty bool
+	// ConfigID is keepalived's configuration id (its -i): which @ID lines
+	// are read; empty, this host's name up to its first dot.
+	ConfigID string
 }
 
 func importReportOf(rep *formats.Report) *ImportReport {
@@ -43,7 +46,7 @@ func importReportOf(rep *formats.Report) *ImportReport {
 // name the line; nothing is read from the director's files (an include is
 // refused by its line).
 func ParseImportReport(format string, r io.Reader, o ImportOptions) (*ipvsmgr.State, *ImportReport, error) {
-	doc, rep, err := formats.ImportWith(format, r, formats.Options{IgnoreUnknown: o.IgnoreUnknown})
+	doc, rep, err := formats.ImportWith(format, r, formats.Options{IgnoreUnknown: o.IgnoreUnknown, ConfigID: o.ConfigID})
 	if err != nil {
 		if CodeOf(err) == CodeInternal {
 			return nil, nil, &Error{Code: CodeBadInput, Msg: err.Error()}

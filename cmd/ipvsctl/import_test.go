@@ -81,6 +81,20 @@ func TestImportNothingLost(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stderr, `ignored (--ignore-unknown): keepalived line 4: unknown keyword "weigth"`) {
 		t.Fatalf("--ignore-unknown: %d\n%s", r.code, r.stderr)
 	}
+
+	// --config-id picks keepalived's @ID lines; definitions are replaced.
+	cond := write("cond.conf", "$VIP=198.18.0.7\nvirtual_server ${VIP} 80 {\n  protocol TCP\n"+
+		"@lb1  real_server 198.18.1.1 80 {\n@lb1  }\n@^lb1 real_server 198.18.1.2 80 {\n@^lb1 }\n}\n")
+	for id, want := range map[string]string{"lb1": "198.18.1.1", "lb2": "198.18.1.2"} {
+		r = runCLI(t, k, "--db", db, "import", "--format", "keepalived", "--config-id", id, "--no-apply", cond)
+		if r.code != 0 || !strings.Contains(r.stderr, "1 virtual services, 1 real servers") {
+			t.Fatalf("--config-id %s: %d\n%s", id, r.code, r.stderr)
+		}
+		r = runCLI(t, k, "--db", db, "rs", "list", "--json")
+		if r.code != 0 || !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, "198.18.0.7") {
+			t.Fatalf("--config-id %s: want real server %s of 198.18.0.7: %s%s", id, want, r.stdout, r.stderr)
+		}
+	}
 }
 
 // ldirectord.cf through the CLI: import with its report, export back, and

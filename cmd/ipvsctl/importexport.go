@@ -42,7 +42,7 @@ func runExport(env *cliEnv, args []string) int {
 
 func runImport(env *cliEnv, args []string) int {
 	importable, _ := formats.Formats()
-	fs, g := env.newFlagSet("import", "--format "+strings.Join(importable, "|")+" FILE [--dry-run] [--allow-empty] [--ignore-unknown] [--no-apply] [--no-wait] [--json]",
+	fs, g := env.newFlagSet("import", "--format "+strings.Join(importable, "|")+" FILE [--dry-run] [--allow-empty] [--ignore-unknown] [--config-id ID] [--no-apply] [--no-wait] [--json]",
 		"Replace the desired state with FILE (- for stdin) read in another tool's format, store it as a new\n"+
 			"revision, then reconcile the kernel. It says what it read (virtual services, real servers, settings kept),\n"+
 			"with a line for each fix the format's own tool would make with a warning. Malformed input, and a keyword\n"+
@@ -52,6 +52,7 @@ func runImport(env *cliEnv, args []string) int {
 	dryRun := fs.Bool("dry-run", false, "print what the import would change in the stored state, and change nothing")
 	allowEmpty := fs.Bool("allow-empty", false, "let an import with no virtual services replace a state that has some")
 	ignoreUnknown := fs.Bool("ignore-unknown", false, "go on past keywords the format's tool does not know (each is listed)")
+	configID := fs.String("config-id", "", "keepalived: the configuration id (keepalived's -i) that @ID lines are read for, and ${_INSTANCE} (default: this host's name up to its first dot, as keepalived)")
 	var o writeOpts
 	o.register(fs)
 	pos, st, ok := env.parseInterspersed(fs, args)
@@ -62,7 +63,7 @@ func runImport(env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "ipvsctl import: want --format FORMAT and exactly one FILE")
 		return exitUsage
 	}
-	doc, rep, err := env.readImport(*format, pos[0], o, formats.Options{IgnoreUnknown: *ignoreUnknown})
+	doc, rep, err := env.readImport(*format, pos[0], o, formats.Options{IgnoreUnknown: *ignoreUnknown, ConfigID: *configID})
 	if err != nil {
 		var open *os.PathError // the file itself could not be read
 		return env.fail("import", err, !errors.As(err, &open))

@@ -68,6 +68,10 @@ type Options struct {
 	Glob     func(pattern string) ([]string, error)
 	// ServicesFile reads the service names of ports (nil: /etc/services).
 	ServicesFile func() ([]byte, error)
+	// ConfigID is keepalived's configuration id (its -i, --config-id):
+	// which `@ID` lines are read, and ${_INSTANCE}. Empty: the host's name up
+	// to its first dot, as keepalived's default.
+	ConfigID string
 	// LookupHost resolves a host name where the format takes one
 	// (ldirectord's real=, virtual=, fallback=); nil: net.LookupHost.
 	LookupHost func(host string) ([]string, error)

@@ -73,7 +73,9 @@ func rootedOptions(path string) Options {
 		return name
 	}
 	return Options{
-		Path:     path,
+		Path: path,
+		// keepalived.conf.conditional_conf is run with -i high or -i low.
+		ConfigID: "high",
 		ReadFile: func(name string) ([]byte, error) { return os.ReadFile(local(name)) },
 		Glob: func(pattern string) ([]string, error) {
 			m, err := filepath.Glob(local(pattern))

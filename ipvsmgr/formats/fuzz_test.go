@@ -138,7 +138,8 @@ func FuzzImportKeepalived(f *testing.F) {
 		"virtual_server fwmark 3 {\n delay_loop 1\n sorry_server 198.18.0.9 81\n quorum 3\n real_server 198.18.0.2 80 { weight 2\n TCP_CHECK { connect_port 81 retry 0 } }\n}\n",
 		"virtual_server 198.18.0.1 53 {\n protocol UDP\n real_server 198.18.0.2 53 { UDP_CHECK { payload 6869 require_reply 6869 } DNS_CHECK { type MX name . } }\n}\n",
 		"virtual_server 198.18.0.1 80 {\n alpha\n real_server 198.18.0.2 80 { MISC_CHECK { misc_path \"/bin/x %h\" misc_dynamic misc_timeout 2 } HTTP_GET { url { path / status_code 200-202 } } }\n}\n",
-		"virtual_server 198.18.0.1 80 {\n quorum_up \"/bin/n up 'a b'\"\n quorum_down /bin/n\n real_server 198.18.0.2 80 { TCP_CHECK { } }\n}\n")
+		"virtual_server 198.18.0.1 80 {\n quorum_up \"/bin/n up 'a b'\"\n quorum_down /bin/n\n real_server 198.18.0.2 80 { TCP_CHECK { } }\n}\n",
+		"$V=198.18.0.1\n$RS=real_server ${V} 80 { \\\n weight $W \\\n}\n@a $W=2\n@^a $W=3\nvirtual_server $V 80 {\n sorry_server 198.18.0.1 80\n $RS\n}\nvrrp_instance I {\n@^b state ${_HASH}x\n}\n")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		st := fuzzImport(t, FormatKeepalived, data)
 		if st == nil {

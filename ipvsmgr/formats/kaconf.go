@@ -85,10 +85,20 @@ type kaLexer struct {
 	data []byte
 	pos  int
 	line int
-	// midLine is set after a token on the current line; rawRest when the
-	// line's first word is an include, whose rest keepalived reads before
-	// it splits braces off ("include conf.d/{a,b}.conf" is a glob).
-	midLine, rawRest bool
+	// lines maps the data's lines (the preprocessor's output) to the lines
+	// they come from.
+	lines []int
+}
+
+// ref is the line (with its file's base) output line i comes from.
+func (lx *kaLexer) ref(i int) int {
+	switch {
+	case i >= 1 && i <= len(lx.lines):
+		return lx.lines[i-1]
+	case len(lx.lines) > 0:
+		return lx.lines[len(lx.lines)-1]
+	}
+	return i
 }
 
 func (lx *kaLexer) errf(line int, format string, args ...any) error {
@@ -96,33 +106,13 @@ func (lx *kaLexer) errf(line int, format string, args ...any) error {
 }
 
 func (lx *kaLexer) next() (kaToken, error) {
-	t, err := lx.token()
-	lx.midLine = t.kind != '\n'
-	return t, err
-}
-
-func (lx *kaLexer) token() (kaToken, error) {
-	if lx.rawRest {
-		lx.rawRest = false
-		for lx.pos < len(lx.data) && (lx.data[lx.pos] == ' ' || lx.data[lx.pos] == '\t') {
-			lx.pos++
-		}
-		start := lx.pos
-		for lx.pos < len(lx.data) && lx.data[lx.pos] != '\n' && lx.data[lx.pos] != '#' && lx.data[lx.pos] != '!' {
-			lx.pos++
-		}
-		end := start + len(bytes.TrimRight(lx.data[start:lx.pos], " \t\r\f\v"))
-		if end > start {
-			return kaToken{kind: 'w', text: string(lx.data[start:end]), line: lx.line, start: start, end: end}, nil
-		}
-	}
 	for lx.pos < len(lx.data) {
 		c := lx.data[lx.pos]
 		switch {
 		case c == '\n':
 			lx.pos++
 			lx.line++
-			return kaToken{kind: '\n', line: lx.line - 1, start: lx.pos - 1, end: lx.pos}, nil
+			return kaToken{kind: '\n', line: lx.ref(lx.line - 1), start: lx.pos - 1, end: lx.pos}, nil
 		case c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v':
 			lx.pos++
 		case c == '#' || c == '!':
@@ -131,26 +121,24 @@ func (lx *kaLexer) token() (kaToken, error) {
 			}
 		case c == '{' || c == '}':
 			lx.pos++
-			return kaToken{kind: c, text: string(c), line: lx.line, start: lx.pos - 1, end: lx.pos}, nil
+			return kaToken{kind: c, text: string(c), line: lx.ref(lx.line), start: lx.pos - 1, end: lx.pos}, nil
 		case c == '"':
 			start := lx.pos
 			end := bytes.IndexAny(lx.data[start+1:], "\"\n")
 			if end < 0 || lx.data[start+1+end] != '"' {
-				return kaToken{}, lx.errf(lx.line, "unterminated quoted string")
+				return kaToken{}, lx.errf(lx.ref(lx.line), "unterminated quoted string")
 			}
 			lx.pos = start + 1 + end + 1
-			return kaToken{kind: 'w', text: string(lx.data[start+1 : start+1+end]), line: lx.line, start: start, end: lx.pos}, nil
+			return kaToken{kind: 'w', text: string(lx.data[start+1 : start+1+end]), line: lx.ref(lx.line), start: start, end: lx.pos}, nil
 		default:
 			start := lx.pos
 			for lx.pos < len(lx.data) && !strings.ContainsRune(" \t\r\f\v\n{}\"", rune(lx.data[lx.pos])) {
 				lx.pos++
 			}
-			word := string(lx.data[start:lx.pos])
-			lx.rawRest = !lx.midLine && isInclude(word) && lx.pos < len(lx.data) && (lx.data[lx.pos] == ' ' || lx.data[lx.pos] == '\t')
-			return kaToken{kind: 'w', text: word, line: lx.line, start: start, end: lx.pos}, nil
+			return kaToken{kind: 'w', text: string(lx.data[start:lx.pos]), line: lx.ref(lx.line), start: start, end: lx.pos}, nil
 		}
 	}
-	return kaToken{line: lx.line}, nil
+	return kaToken{line: lx.ref(lx.line)}, nil
 }
 
 type kaParser struct {
@@ -169,10 +157,10 @@ func (p *kaParser) next() (kaToken, error) {
 
 func (p *kaParser) unread(t kaToken) { p.peeked = append(p.peeked, t) }
 
-// parseKeepalivedTree reads the whole file into its top-level nodes, its
-// lines numbered from base+1.
-func parseKeepalivedTree(data []byte, base int) ([]*kaNode, error) {
-	p := &kaParser{lx: &kaLexer{data: data, line: base + 1}}
+// parseKeepalivedTree reads the preprocessed text into its top-level nodes;
+// lines maps its lines to theirs (nil: numbered from 1).
+func parseKeepalivedTree(data []byte, lines []int) ([]*kaNode, error) {
+	p := &kaParser{lx: &kaLexer{data: data, line: 1, lines: lines}}
 	return p.block(nil, 0)
 }
 

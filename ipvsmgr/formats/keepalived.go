@@ -11,7 +11,8 @@ import (
 // and servers, their checkers checks (keepalived_check.go), a
 // virtual_server_group one service per address, range member and fwmark
 // (keepalived_group.go); includes are read as keepalived reads them
-// (keepalived_include.go). What keepalived fixes with a warning (a DR port
+// (keepalived_include.go), after keepalived's preprocessor (definitions,
+// conditional lines: keepalived_pre.go). What keepalived fixes with a warning (a DR port
 // that differs, a duplicate real server, a quorum above the weights...)
 // ipvsctl fixes with the same warning (keepalived_fix.go). Everything else
 // keepalived knows (global_defs, vrrp_instance, hysteresis, a digest...) is
@@ -56,11 +57,16 @@ var kaTopLevel = words("SSL bfd_instance child_wait_time garp_group global_defs 
 
 func parseKeepalived(data []byte, im *importer) (*ipvsmgr.State, lineIndex, error) {
 	k := &kaImporter{importer: im, st: &ipvsmgr.State{Services: []ipvsmgr.Service{}}, lines: lineIndex{}, groups: map[string]*kaGroup{}}
-	nodes, err := parseKeepalivedTree(data, 0)
-	if err != nil {
+	id := im.opts.ConfigID
+	if id == "" {
+		id = defaultConfigID()
+	}
+	pre := newKaPre(k, id)
+	if err := pre.file(data, im.opts.Path, 0, 0); err != nil {
 		return nil, nil, err
 	}
-	if nodes, err = k.includes(nodes, im.opts.Path, 0); err != nil {
+	nodes, err := parseKeepalivedTree(pre.out.Bytes(), pre.lines)
+	if err != nil {
 		return nil, nil, err
 	}
 	// keepalived links a virtual_server to its group once all is read: a
@@ -107,9 +113,7 @@ func (k *kaImporter) topLevel(n *kaNode) error {
 			k.keep("", n)
 		}
 		return nil
-	case kaTopLevel()[kw], strings.HasPrefix(kw, "$"), strings.HasPrefix(kw, "@"):
-		// A definition ($NAME=value) or a line for one configuration id
-		// only (@id ...) is kept as written.
+	case kaTopLevel()[kw]:
 		k.keep("", n)
 		return nil
 	}

@@ -9,7 +9,8 @@ import (
 // include FILE (and includer, includem, includew, includeb, includea), as
 // keepalived's lib/parser.c reads it: anywhere a statement can be, a glob
 // (with {a,b} braces), a relative path resolved from the directory of the
-// file that holds the include. A plain include that matches nothing is only
+// file that holds the include (keepalived reads each file from its own
+// directory). A plain include that matches nothing is only
 // noted (keepalived logs "No config files matched"); includer and the
 // others are strict.
 
@@ -18,87 +19,59 @@ const (
 	maxIncludeFiles = 1000
 )
 
-func isInclude(kw string) bool {
-	return kw == "include" || len(kw) == 8 && strings.HasPrefix(kw, "include") && strings.ContainsRune("rmwba", rune(kw[7]))
-}
-
-// includes replaces each include statement of nodes (at any depth) by the
-// nodes of the files it names; path is the file nodes come from.
-func (k *kaImporter) includes(nodes []*kaNode, path string, depth int) ([]*kaNode, error) {
-	var out []*kaNode
-	for _, n := range nodes {
-		if n.block {
-			var err error
-			if n.children, err = k.includes(n.children, path, depth); err != nil {
-				return nil, err
-			}
-		}
-		if !isInclude(n.word(0)) || n.block {
-			out = append(out, n)
-			continue
-		}
-		sub, err := k.include(n, path, depth)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, sub...)
+// include reads the files an include line names (buf, after the
+// preprocessor), in place, through p; path is the file that holds it.
+func (k *kaImporter) include(p *kaPre, buf string, ref int, path string, depth int) error {
+	kw, pattern := buf[:8], buf[9:]
+	if isBlankByte(buf[7]) {
+		kw, pattern = buf[:7], buf[8:]
 	}
-	return out, nil
-}
-
-func (k *kaImporter) include(n *kaNode, path string, depth int) ([]*kaNode, error) {
-	pattern := strings.Join(wordTexts(n.words[1:]), " ")
+	pattern = strings.TrimLeft(pattern, " \t")
 	if pattern == "" {
-		return nil, k.errf(n.line, "%s: want a file name or a glob", n.word(0))
+		return k.errf(ref, "%s: want a file name or a glob", kw)
 	}
 	if k.opts.ReadFile == nil {
-		return nil, k.errf(n.line, "%s %s: included files are read only where they are: run `ipvsctl import --format keepalived FILE` on the machine that has them", n.word(0), pattern)
+		return k.errf(ref, "%s %s: included files are read only where they are: run `ipvsctl import --format keepalived FILE` on the machine that has them", kw, pattern)
 	}
 	if depth >= maxIncludeDepth {
-		return nil, k.errf(n.line, "%s %s: includes nested deeper than %d", n.word(0), pattern, maxIncludeDepth)
+		return k.errf(ref, "%s %s: includes nested deeper than %d", kw, pattern, maxIncludeDepth)
 	}
 	if !filepath.IsAbs(pattern) {
 		pattern = filepath.Join(filepath.Dir(path), pattern)
 	}
 	var names []string
-	for _, p := range expandBraces(pattern) {
-		m := []string{p}
+	for _, g := range expandBraces(pattern) {
+		m := []string{g}
 		if k.opts.Glob != nil {
 			var err error
-			if m, err = k.opts.Glob(p); err != nil {
-				return nil, k.errf(n.line, "%s %s: %v", n.word(0), p, err)
+			if m, err = k.opts.Glob(g); err != nil {
+				return k.errf(ref, "%s %s: %v", kw, g, err)
 			}
 		}
 		names = append(names, m...)
 	}
 	if len(names) == 0 {
-		if n.word(0) == "include" {
-			k.warnf(n.line, "No config files matched '%s'.", pattern)
-			return nil, nil
+		if kw == "include" {
+			k.warnf(ref, "No config files matched '%s'.", pattern)
+			return nil
 		}
-		return nil, k.errf(n.line, "%s - no matching file", pattern)
+		return k.errf(ref, "%s - no matching file", pattern)
 	}
-	var out []*kaNode
 	for _, name := range names {
 		if len(k.files) >= maxIncludeFiles {
-			return nil, k.errf(n.line, "%s: more than %d included files", n.word(0), maxIncludeFiles)
+			return k.errf(ref, "%s: more than %d included files", kw, maxIncludeFiles)
 		}
 		data, err := k.opts.ReadFile(name)
 		if err != nil {
-			return nil, k.errf(n.line, "Configuration file '%s' open problem (%v)", name, err)
+			return k.errf(ref, "Configuration file '%s' open problem (%v)", name, err)
 		}
 		base := len(k.files) << fileShift
 		k.files = append(k.files, name)
-		sub, err := parseKeepalivedTree(bytes.ToValidUTF8(data, []byte("\uFFFD")), base)
-		if err != nil {
-			return nil, err
+		if err := p.file(bytes.ToValidUTF8(data, []byte("\uFFFD")), name, base, depth+1); err != nil {
+			return err
 		}
-		if sub, err = k.includes(sub, name, depth+1); err != nil {
-			return nil, err
-		}
-		out = append(out, sub...)
 	}
-	return out, nil
+	return nil
 }
 
 // expandBraces expands glob braces as GLOB_BRACE does: a{b,c}d is abd acd.

@@ -258,16 +258,13 @@ func (p *lvsParser) applyServiceKey(svc *ipvsmgr.Service, b *lvsBlock, k *ipvsmg
 	case "port":
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			// nanny and lvsd resolve a name with getservbyname.
-			proto := "tcp"
-			if b.protocol != nil {
-				proto = strings.ToLower(unquote(b.protocol.Value))
-			}
+			// lvsconfig.c's getPort: getservbyname(name, "tcp"), whatever
+			// the virtual's protocol (a UDP-only name is not found).
 			var ok bool
-			if n, ok = p.im.servicePort(v, proto); !ok {
-				return p.errf("port %q: neither a number nor a service name of /etc/services", v)
+			if n, ok = p.im.servicePort(v, "tcp"); !ok {
+				return p.errf("port %q: neither a number nor a service name of /etc/services (tcp)", v)
 			}
-			p.im.warnf(k.Line, "port %s resolved to %d (%s)", v, n, proto)
+			p.im.warnf(k.Line, "port %s resolved to %d (tcp)", v, n)
 		}
 		if n < 0 || n > 65535 || n == 0 && svc.Persistence == 0 {
 			return p.errf("port %q: want a number 1..65535 (0, all ports, only with persistent)", v)

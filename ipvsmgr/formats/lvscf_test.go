@@ -232,7 +232,9 @@ func TestLVSCFAsPiranhaWritesIt(t *testing.T) {
 func TestLVSCFNames(t *testing.T) {
 	hosts := map[string][]string{"vip.lab": {"2001:db8::1", "198.18.0.100"}, "web1.lab": {"198.18.0.11"}, "v6only.lab": {"2001:db8::2"}}
 	opts := Options{
-		ServicesFile: func() ([]byte, error) { return []byte("http\t80/tcp\twww\nhttps 443/tcp\n"), nil },
+		ServicesFile: func() ([]byte, error) {
+			return []byte("http\t80/tcp\twww\nhttps 443/tcp\ndomain 53/tcp\ndomain 53/udp\n"), nil
+		},
 		LookupHost: func(h string) ([]string, error) {
 			if a, ok := hosts[h]; ok {
 				return a, nil
@@ -248,6 +250,12 @@ func TestLVSCFNames(t *testing.T) {
 	svc := st.Services[0]
 	if svc.Address != "198.18.0.100" || svc.Port != 80 || svc.Servers[0].Address != "198.18.0.11" || svc.Servers[0].Port != 80 {
 		t.Errorf("service %+v servers %+v", svc, svc.Servers)
+	}
+	// getPort asks for the tcp name whatever the virtual's protocol.
+	udp := strings.NewReplacer("port = http", "port = domain", "port = www", "port = domain", "protocol = tcp", "protocol = udp").Replace(in)
+	if st, rep, err := ImportWith(FormatLVSCF, strings.NewReader(udp), opts); err != nil || st.Services[0].Port != 53 ||
+		!strings.Contains(reportText(rep), "line 4: port domain resolved to 53 (tcp)") {
+		t.Errorf("udp virtual, port = domain: %v %+v", err, rep)
 	}
 	got := reportText(rep)
 	for _, want := range []string{"line 3: vip.lab resolved to 198.18.0.100", "line 4: port http resolved to 80 (tcp)",

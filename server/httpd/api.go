@@ -613,6 +613,7 @@ func (a *api) importState(w http.ResponseWriter, r *http.Request) error {
 			*dst = on
 		}
 	}
+	imp.ConfigID = q.Get("config_id")
 	res, err := a.core.ImportWith(r.Context(), actor(r), q.Get("format"), orDefault(q.Get("name"), "upload"), r.Body, imp, o)
 	if err != nil {
 		return err

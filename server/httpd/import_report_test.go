@@ -93,6 +93,17 @@ func TestAPIImportReport(t *testing.T) {
 		!strings.Contains(body, `ignore_unknown: \"maybe\" is not true or false`) {
 		t.Errorf("ignore_unknown=maybe: %s %s", resp.Status, body)
 	}
+	// config_id picks keepalived's @ID lines.
+	cond := "virtual_server 198.18.0.100 80 {\n  protocol TCP\n@lb1 real_server 198.18.0.11 80 {\n@lb1 }\n@^lb1 real_server 198.18.0.12 80 {\n@^lb1 }\n}\n"
+	for id, want := range map[string]string{"lb1": "198.18.0.11", "lb2": "198.18.0.12"} {
+		resp, body = do(t, g, admin, "POST", "/api/v1/import?format=keepalived&apply=false&config_id="+id, cond)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, "1 virtual services, 1 real servers") {
+			t.Errorf("config_id=%s: %s %s", id, resp.Status, body)
+		}
+		if _, st := do(t, g, admin, "GET", "/api/v1/state", ""); !strings.Contains(st, want) {
+			t.Errorf("config_id=%s: want real server %s: %s", id, want, st)
+		}
+	}
 	// An import with no services does not empty a state that has some...
 	empty := "global_defs {\n}\n"
 	if resp, body = do(t, g, admin, "POST", "/api/v1/import?format=keepalived", empty); resp.StatusCode != http.StatusUnprocessableEntity ||

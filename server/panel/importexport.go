@@ -35,6 +35,7 @@ type importData struct {
 	Report        *server.ImportReport
 	Refused       *formats.Note
 	IgnoreUnknown bool
+	ConfigID      string // keepalived's -i, for its @ID lines
 }
 
 func (p *Panel) importShow(w http.ResponseWriter, r *http.Request, u who) {
@@ -60,7 +61,7 @@ func (p *Panel) showImport(w http.ResponseWriter, r *http.Request, u who, status
 func (p *Panel) importPreview(w http.ResponseWriter, r *http.Request, u who) {
 	ctx := r.Context()
 	r.Body = http.MaxBytesReader(w, r.Body, maxUpload)
-	d := &importData{Format: r.FormValue("format"), IgnoreUnknown: r.FormValue("ignore_unknown") != ""}
+	d := &importData{Format: r.FormValue("format"), IgnoreUnknown: r.FormValue("ignore_unknown") != "", ConfigID: strings.TrimSpace(r.FormValue("config_id"))}
 	file, hdr, err := r.FormFile("file")
 	if err != nil {
 		msg := "Choose a file to import."
@@ -73,7 +74,7 @@ func (p *Panel) importPreview(w http.ResponseWriter, r *http.Request, u who) {
 	}
 	defer file.Close()
 	d.Name = path.Base(hdr.Filename)
-	st, rep, err := server.ParseImportReport(d.Format, file, server.ImportOptions{IgnoreUnknown: d.IgnoreUnknown})
+	st, rep, err := server.ParseImportReport(d.Format, file, server.ImportOptions{IgnoreUnknown: d.IgnoreUnknown, ConfigID: d.ConfigID})
 	if err != nil {
 		var pe *formats.ParseError
 		if errors.As(err, &pe) {
