@@ -113,6 +113,9 @@ type ServerCheck struct {
 	HoldPlace bool
 	// Forced is the operator's "health": up or down; HealthUnknown = auto.
 	Forced HealthState
+	// NotifyUp and NotifyDown are the server's programs to run when its
+	// checks find it up and down.
+	NotifyUp, NotifyDown Argv
 }
 
 // Checked reports whether checks run for the server.
@@ -145,8 +148,8 @@ func (v *validator) checks(field string, svc *Service, vs *VirtualService, d *De
 	if q := max(svc.Quorum, 1); svc.Hysteresis < 0 || svc.Hysteresis >= q {
 		v.addf(field+".hysteresis", "%d is out of range 0..%d (below the quorum, %d)", svc.Hysteresis, q-1, q)
 	}
-	v.quorumCommand(field+".quorum_up", svc.QuorumUp)
-	v.quorumCommand(field+".quorum_down", svc.QuorumDown)
+	v.program(field+".quorum_up", svc.QuorumUp)
+	v.program(field+".quorum_down", svc.QuorumDown)
 	var sorry *Destination
 	if svc.SorryServer != nil {
 		sorry = v.sorryServer(field+".sorry_server", svc, vs, cmp.Or(svc.Forwarding, defaultFwd, "dr"))
@@ -155,6 +158,8 @@ func (v *validator) checks(field string, svc *Service, vs *VirtualService, d *De
 	for j := range svc.Servers {
 		rs := &svc.Servers[j]
 		f := fmt.Sprintf("%s.servers[%d]", field, j)
+		v.program(f+".notify_up", rs.NotifyUp)
+		v.program(f+".notify_down", rs.NotifyDown)
 		switch rs.Health {
 		case "", "auto", "up", "down":
 		default:
@@ -178,7 +183,8 @@ func (v *validator) checks(field string, svc *Service, vs *VirtualService, d *De
 		if !ok {
 			continue
 		}
-		sc := ServerCheck{Ref: ServerRef{Service: vs.Key, Server: key}, Weight: uint32(max(min(rs.EffectiveWeight(), maxWeight), 0)), Drained: rs.Drained}
+		sc := ServerCheck{Ref: ServerRef{Service: vs.Key, Server: key}, Weight: uint32(max(min(rs.EffectiveWeight(), maxWeight), 0)), Drained: rs.Drained,
+			NotifyUp: rs.NotifyUp, NotifyDown: rs.NotifyDown}
 		sc.ServerName, sc.ServiceName = serverID(rs), serviceName(svc, vs.Key)
 		switch rs.Health {
 		case "up":
@@ -209,10 +215,10 @@ func (v *validator) checks(field string, svc *Service, vs *VirtualService, d *De
 	}
 }
 
-// quorumCommand validates a quorum_up or quorum_down program: an absolute
-// path (it runs as root from the daemon, with no shell and no PATH to
-// trust) and its arguments.
-func (v *validator) quorumCommand(field string, cmd Argv) {
+// program validates a program the daemon runs (quorum_up, notify_down...):
+// an absolute path (it runs as root from the daemon, with no shell and no
+// PATH to trust) and its arguments.
+func (v *validator) program(field string, cmd Argv) {
 	if cmd == nil {
 		return
 	}

@@ -204,9 +204,11 @@ func (v *validator) compileService(field string, svc *Service, network string) (
 	return c, len(v.problems) == before
 }
 
+// serversHaveHealth says whether a server has a check, a forced health or a
+// notify program to validate.
 func serversHaveHealth(rs []Server) bool {
 	for i := range rs {
-		if rs[i].Check != nil || rs[i].Health != "" {
+		if rs[i].Check != nil || rs[i].Health != "" || rs[i].NotifyUp != nil || rs[i].NotifyDown != nil {
 			return true
 		}
 	}

@@ -91,7 +91,23 @@ type Redundancy struct {
 	// Auth signs the adverts and refuses unsigned or forged ones
 	// (keepalived 2.4's auth_hmac); absent, adverts are unauthenticated.
 	Auth *RedundancyAuth `json:"auth,omitempty"`
+	// Instance is the virtual router's name, as keepalived's vrrp_instance
+	// has one: what Notify is told (default "VI_1", keepalived's sample's).
+	Instance string `json:"instance,omitempty"`
+	// NotifyMaster, NotifyBackup, NotifyFault and NotifyStop (keepalived's
+	// notify_master...) are programs the daemon runs, as root, as the
+	// director takes that VRRP state; Notify, after them, on every change,
+	// with keepalived's four arguments added: INSTANCE, the instance's
+	// name, the state (MASTER, BACKUP, FAULT, STOP) and the priority.
+	NotifyMaster Argv `json:"notify_master,omitempty"`
+	NotifyBackup Argv `json:"notify_backup,omitempty"`
+	NotifyFault  Argv `json:"notify_fault,omitempty"`
+	NotifyStop   Argv `json:"notify_stop,omitempty"`
+	Notify       Argv `json:"notify,omitempty"`
 }
+
+// DefaultInstance is the VRRP instance's name when the document gives none.
+const DefaultInstance = "VI_1"
 
 // RedundancyAuth is the adverts' HMAC-SHA256 authentication. The keys
 // themselves are in files on each director (the same paths on both), never
@@ -260,6 +276,11 @@ type Server struct {
 	Health string `json:"health,omitempty"`
 	// Check overrides fields of the service's check for this server.
 	Check *Check `json:"check,omitempty"`
+	// NotifyUp and NotifyDown (keepalived's notify_up/notify_down) are
+	// programs the daemon runs, as root, when the server's checks find it
+	// up (or back) and down.
+	NotifyUp   Argv `json:"notify_up,omitempty"`
+	NotifyDown Argv `json:"notify_down,omitempty"`
 }
 
 // IsEnabled reports whether the service should be in the kernel (default true).

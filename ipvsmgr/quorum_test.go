@@ -92,3 +92,40 @@ func TestQuorumProgramValidation(t *testing.T) {
 		t.Errorf("compiled: %+v", d.Sorry)
 	}
 }
+
+// Notify programs are validated as quorum programs are, by field and value,
+// and the instance's name too.
+func TestNotifyProgramValidation(t *testing.T) {
+	for _, c := range []struct{ doc, want string }{
+		{`{"services":[{"address":"198.18.0.100","port":80,"servers":[{"address":"198.18.0.11","notify_up":["up.sh"]}]}]}`,
+			`services[0].servers[0].notify_up[0]: "up.sh" is not an absolute path`},
+		{`{"services":[{"address":"198.18.0.100","port":80,"servers":[{"address":"198.18.0.11","notify_down":[]}]}]}`,
+			"services[0].servers[0].notify_down: empty"},
+		{`{"settings":{"redundancy":{"vrid":1,"interface":"eth0","notify_master":["master.sh"]}},"services":[]}`,
+			`settings.redundancy.notify_master[0]: "master.sh" is not an absolute path`},
+		{`{"settings":{"redundancy":{"vrid":1,"interface":"eth0","notify":["/bin/n","a\u0000"]}},"services":[]}`,
+			`settings.redundancy.notify[1]: "a\x00" holds a NUL byte`},
+		{`{"settings":{"redundancy":{"vrid":1,"interface":"eth0","instance":"VI 1"}},"services":[]}`,
+			`settings.redundancy.instance: "VI 1" is not an instance name`},
+	} {
+		st, err := ipvsmgr.DecodeState(strings.NewReader(c.doc))
+		if err == nil {
+			_, err = ipvsmgr.Compile(st)
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.doc, err, c.want)
+		}
+	}
+	ok := `{"services":[{"address":"198.18.0.100","port":80,"check":{"type":"tcp"},"servers":[{"address":"198.18.0.11","notify_up":["/bin/true","up"]}]}]}`
+	st, err := ipvsmgr.DecodeState(strings.NewReader(ok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := ipvsmgr.Compile(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Checks) != 1 || len(d.Checks[0].NotifyUp) != 2 || d.Checks[0].NotifyUp[1] != "up" {
+		t.Errorf("compiled: %+v", d.Checks)
+	}
+}

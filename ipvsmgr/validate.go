@@ -123,6 +123,16 @@ func (v *validator) centiseconds(field string, val, lo, hi float64) {
 
 func (v *validator) redundancy(field string, r *Redundancy) {
 	v.rangeCheck(field+".vrid", r.VRID, 1, 255)
+	if r.Instance != "" && (len(r.Instance) > 64 || strings.ContainsFunc(r.Instance, func(c rune) bool { return c <= ' ' || c == 0x7f })) {
+		v.addf(field+".instance", "%q is not an instance name (1 to 64 characters, no blanks)", r.Instance)
+	}
+	for _, p := range []struct {
+		name string
+		cmd  Argv
+	}{{"notify_master", r.NotifyMaster}, {"notify_backup", r.NotifyBackup}, {"notify_fault", r.NotifyFault},
+		{"notify_stop", r.NotifyStop}, {"notify", r.Notify}} {
+		v.program(field+"."+p.name, p.cmd)
+	}
 	if !validInterfaceName(r.Interface) {
 		v.addf(field+".interface", "%q is not an interface name", r.Interface)
 	}

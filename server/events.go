@@ -149,11 +149,26 @@ func (c *Core) WatchEvents(ctx context.Context, a Actor, after int64, f EventFil
 }
 
 // follow passes fl's events to fn until fl closes, ctx ends or fn fails.
+// Those published before ctx ended are passed on first (a stopping
+// daemon's VRRP stop reaches its notify_stop).
 func (c *Core) follow(ctx context.Context, fl *events.Follower, after *int64, fn func(Event) error) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			for {
+				select {
+				case e, ok := <-fl.C():
+					if !ok {
+						return nil
+					}
+					if err := fn(e); err != nil {
+						return err
+					}
+					*after = e.ID
+				default:
+					return nil
+				}
+			}
 		case e, ok := <-fl.C():
 			if !ok {
 				return nil

@@ -41,6 +41,9 @@ type Daemon struct {
 	// QuorumTimeout bounds a service's quorum_up/quorum_down program; 0
 	// means DefaultQuorumTimeout.
 	QuorumTimeout time.Duration
+	// NotifyTimeout bounds a notify program (notify_up, notify_master...);
+	// 0 means DefaultNotifyTimeout.
+	NotifyTimeout time.Duration
 
 	sk       *sharedKernel // the kernel session, the core's runtime
 	runners  []func(ctx context.Context)
@@ -88,6 +91,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 	evDone := make(chan struct{})
 	go func() { defer close(evDone); d.Core.Events().Run(evCtx) }()
 	defer func() { evStop(); <-evDone }()
+	// The notify programs follow the events to the end too: a VRRP stop
+	// at shutdown runs notify_stop.
+	if d.Core.Events() != nil {
+		notifyDone := make(chan struct{})
+		go func() { defer close(notifyDone); d.runNotify(evCtx) }()
+		defer func() { evStop(); <-notifyDone }()
+	}
 	// The runners (VRRP) stop before the kernel closes: a master resigns,
 	// then its VIPs go.
 	for _, run := range d.runners {

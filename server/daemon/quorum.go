@@ -131,41 +131,58 @@ func (d *Daemon) startQuorumRun(ctx context.Context, pol *ipvsmgr.SorryPolicy, u
 // runQuorum runs one quorum program to its end or its timeout and logs its
 // exit status.
 func (d *Daemon) runQuorum(ctx context.Context, run QuorumRun, timeout time.Duration) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	start := time.Now()
-	cmd := exec.CommandContext(ctx, run.Command[0], run.Command[1:]...)
-	cmd.WaitDelay = time.Second
-	out, err := cmd.CombinedOutput()
-	run.Started, run.Elapsed = start, time.Since(start)
-	run.ExitCode = -1
-	if cmd.ProcessState != nil {
-		run.ExitCode = cmd.ProcessState.ExitCode()
-	}
 	name := "quorum_down"
 	if run.Up {
 		name = "quorum_up"
 	}
-	attrs := []any{"service", run.Service.String(), "program", name, "command", run.Command,
-		"exit status", run.ExitCode, "elapsed", run.Elapsed.Round(time.Millisecond)}
+	pr := d.runProgram(ctx, name, run.Command, timeout, "service", run.Service.String())
+	run.Started, run.Elapsed, run.ExitCode, run.Err = pr.Started, pr.Elapsed, pr.ExitCode, pr.Err
+	if f := d.quorum.onRun; f != nil {
+		f(run)
+	}
+}
+
+// programRun is how one program the daemon ran (a quorum or a notify
+// program) ended.
+type programRun struct {
+	Started  time.Time
+	Elapsed  time.Duration
+	ExitCode int // -1: it did not start, or was killed (timeout)
+	Err      string
+}
+
+// runProgram runs argv, as the program name names it (quorum_up,
+// notify_master), to its end or its timeout, and logs how it ended with
+// attrs (what it ran for). The one way the daemon runs the programs of the
+// document.
+func (d *Daemon) runProgram(ctx context.Context, name string, argv []string, timeout time.Duration, attrs ...any) programRun {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.WaitDelay = time.Second
+	out, err := cmd.CombinedOutput()
+	run := programRun{Started: start, Elapsed: time.Since(start), ExitCode: -1}
+	if cmd.ProcessState != nil {
+		run.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	attrs = append(attrs, "program", name, "command", argv, "exit status", run.ExitCode, "elapsed", run.Elapsed.Round(time.Millisecond))
 	if len(out) > 0 {
 		attrs = append(attrs, "output", string(out[:min(len(out), 512)]))
 	}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
-		d.Log.Info("quorum program ran", attrs...)
+		d.Log.Info("program ran", attrs...)
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		run.Err = "timed out after " + timeout.String()
-		d.Log.Error("quorum program timed out; killed", append(attrs, "timeout", timeout)...)
+		d.Log.Error("program timed out; killed", append(attrs, "timeout", timeout)...)
 	case errors.As(err, &ee):
 		run.Err = err.Error()
-		d.Log.Warn("quorum program failed", attrs...)
+		d.Log.Warn("program failed", attrs...)
 	default:
 		run.Err = err.Error()
-		d.Log.Error("quorum program did not run", append(attrs, "err", err)...)
+		d.Log.Error("program did not run", append(attrs, "err", err)...)
 	}
-	if f := d.quorum.onRun; f != nil {
-		f(run)
-	}
+	return run
 }

@@ -29,14 +29,14 @@ func newPrograms(mine, peer []byte) string {
 	}
 	for _, p := range programsOf(ps) {
 		if cmd, ok := have[p[0]]; !ok || cmd != p[1] {
-			return fmt.Sprintf("%s %s is a program (an exec check or a quorum command) this director does not run", p[0], p[1])
+			return fmt.Sprintf("%s %s is a program (an exec check, a quorum or notify program) this director does not run", p[0], p[1])
 		}
 	}
 	return ""
 }
 
-// programsOf lists a document's exec checks and quorum programs (which run
-// as root as well): [where, command] pairs, where
+// programsOf lists a document's exec checks, quorum and notify programs
+// (which run as root as well): [where, command] pairs, where
 // names the service and server (by name or address) rather than an index,
 // so that a reordering is no new program.
 func programsOf(st *ipvsmgr.State) [][2]string {
@@ -47,16 +47,27 @@ func programsOf(st *ipvsmgr.State) [][2]string {
 		}
 		out = append(out, [2]string{where, fmt.Sprintf("%q", []string(c.Command))})
 	}
+	argv := func(where string, cmd ipvsmgr.Argv) {
+		if len(cmd) > 0 {
+			out = append(out, [2]string{where, fmt.Sprintf("%q", []string(cmd))})
+		}
+	}
 	for _, svc := range st.Services {
 		sv := "services[" + orDefault(svc.Name, svc.Address) + "]"
 		add(sv+".check", svc.Check)
-		for name, cmd := range map[string]ipvsmgr.Argv{"quorum_up": svc.QuorumUp, "quorum_down": svc.QuorumDown} {
-			if len(cmd) > 0 {
-				out = append(out, [2]string{sv + "." + name, fmt.Sprintf("%q", []string(cmd))})
-			}
-		}
+		argv(sv+".quorum_up", svc.QuorumUp)
+		argv(sv+".quorum_down", svc.QuorumDown)
 		for _, srv := range svc.Servers {
-			add(sv+".servers["+orDefault(srv.Name, srv.Address)+"].check", srv.Check)
+			rs := sv + ".servers[" + orDefault(srv.Name, srv.Address) + "]"
+			add(rs+".check", srv.Check)
+			argv(rs+".notify_up", srv.NotifyUp)
+			argv(rs+".notify_down", srv.NotifyDown)
+		}
+	}
+	if r := st.Settings.Redundancy; r != nil {
+		for name, cmd := range map[string]ipvsmgr.Argv{"notify_master": r.NotifyMaster, "notify_backup": r.NotifyBackup,
+			"notify_fault": r.NotifyFault, "notify_stop": r.NotifyStop, "notify": r.Notify} {
+			argv("settings.redundancy."+name, cmd)
 		}
 	}
 	slices.SortFunc(out, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })

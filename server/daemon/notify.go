@@ -1,0 +1,141 @@
+package daemon
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/events"
+)
+
+// DefaultNotifyTimeout bounds a notify program's run, as a quorum program's.
+const DefaultNotifyTimeout = DefaultQuorumTimeout
+
+// notifyQueue bounds the programs waiting per subject: past it the oldest
+// waiting one is dropped (logged), never the reconcile or VRRP held up.
+const notifyQueue = 16
+
+// notifier runs the notify programs of the document, keepalived's way: a
+// real server's notify_up/notify_down as its checks find it up or down, the
+// VRRP instance's notify_master|backup|fault|stop and then notify with
+// keepalived's four arguments on each change of state. It follows the
+// event log (so it never runs in the loops that publish), and runs the
+// programs of one subject one at a time, in order, each with a timeout.
+type notifier struct {
+	d       *Daemon
+	timeout time.Duration
+	mu      sync.Mutex
+	queued  map[string][]notifyRun // by subject
+	wg      sync.WaitGroup
+}
+
+type notifyRun struct {
+	name string // notify_up, notify_master...
+	argv []string
+	for_ []any // what it runs for, for the log
+}
+
+// runNotify runs the notifier until ctx ends, then waits for the programs
+// under way (at most their timeout).
+func (d *Daemon) runNotify(ctx context.Context) {
+	n := &notifier{d: d, timeout: orDuration(d.NotifyTimeout, DefaultNotifyTimeout), queued: map[string][]notifyRun{}}
+	defer n.wg.Wait()
+	f := server.EventFilter{Types: []string{"realserver.", events.VRRPState}}
+	err := d.Core.WatchEvents(ctx, server.Actor{}, d.Core.Events().Last(), f, func(e server.Event) error {
+		for _, r := range n.programsFor(e) {
+			n.enqueue(ctx, e.Subject, r)
+		}
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		d.Log.Error("notify programs: following the events", "err", err)
+	}
+}
+
+// programsFor are the programs e calls for in the current desired state.
+func (n *notifier) programsFor(e server.Event) []notifyRun {
+	_, des := n.d.sk.current()
+	if des == nil {
+		return nil
+	}
+	if e.Type == events.VRRPState {
+		return vrrpPrograms(des.Settings.Redundancy, e)
+	}
+	for i := range des.Checks {
+		c := &des.Checks[i]
+		if c.Ref.String() != e.Subject {
+			continue
+		}
+		name, argv := "notify_down", c.NotifyDown
+		if e.Type == events.ServerUp || e.Type == events.ServerBack {
+			name, argv = "notify_up", c.NotifyUp
+		}
+		if len(argv) == 0 {
+			return nil
+		}
+		return []notifyRun{{name: name, argv: argv, for_: []any{"server", e.Subject}}}
+	}
+	return nil
+}
+
+// vrrpPrograms are keepalived's: the state's own program as written, then
+// notify with "INSTANCE" NAME STATE PRIORITY added (vrrp_notify.c).
+func vrrpPrograms(r *ipvsmgr.Redundancy, e server.Event) []notifyRun {
+	if r == nil {
+		return nil
+	}
+	state := strings.ToUpper(e.Fields["state"])
+	byState := map[string]ipvsmgr.Argv{"MASTER": r.NotifyMaster, "BACKUP": r.NotifyBackup, "FAULT": r.NotifyFault, "STOP": r.NotifyStop}
+	instance := r.Instance
+	if instance == "" {
+		instance = ipvsmgr.DefaultInstance
+	}
+	why := []any{"instance", instance, "family", e.Fields["family"], "state", state}
+	var out []notifyRun
+	if argv := byState[state]; len(argv) > 0 {
+		out = append(out, notifyRun{name: "notify_" + strings.ToLower(state), argv: argv, for_: why})
+	}
+	if len(r.Notify) > 0 {
+		argv := append(append([]string(nil), r.Notify...), "INSTANCE", instance, state, e.Fields["priority"])
+		out = append(out, notifyRun{name: "notify", argv: argv, for_: why})
+	}
+	return out
+}
+
+// enqueue queues r behind subject's programs, and starts their runner if
+// none runs.
+func (n *notifier) enqueue(ctx context.Context, subject string, r notifyRun) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	q, running := n.queued[subject]
+	if len(q) >= notifyQueue {
+		n.d.Log.Error("notify program dropped: too many waiting for its subject", append(q[0].for_, "program", q[0].name)...)
+		q = q[1:]
+	}
+	n.queued[subject] = append(q, r)
+	if running {
+		return
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		for {
+			n.mu.Lock()
+			q := n.queued[subject]
+			if len(q) == 0 {
+				delete(n.queued, subject)
+				n.mu.Unlock()
+				return
+			}
+			next := q[0]
+			n.queued[subject] = q[1:]
+			n.mu.Unlock()
+			// A program started runs to its end or its timeout, even as
+			// the daemon stops (notify_stop), which waits for it.
+			n.d.runProgram(context.WithoutCancel(ctx), next.name, next.argv, n.timeout, next.for_...)
+		}
+	}()
+}
