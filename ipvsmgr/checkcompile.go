@@ -619,7 +619,7 @@ func (v *validator) compileNegotiate(where string, c *Check, spec *CheckSpec) bo
 		}
 	case "sip":
 		spec.Login = cmp.Or(c.Login, "ipvsctl@localhost") // ldirectord's ldirectord@HOSTNAME
-		spec.Protocol = cmp.Or(c.Protocol, "udp") // check_sip speaks the virtual's protocol
+		spec.Protocol = cmp.Or(c.Protocol, "udp")         // check_sip speaks the virtual's protocol
 	}
 	return ok
 }
