@@ -47,8 +47,9 @@ func (c *Checker) checkLDAP(ctx context.Context, spec *ipvsmgr.CheckSpec) Result
 	if err != nil {
 		return describeLDAP(ctx, spec, "bind", err)
 	}
-	res, err := l.SearchWithPaging(ldap.NewSearchRequest(spec.Request, ldap.ScopeBaseObject, ldap.NeverDerefAliases,
-		2, 0, false, "(objectClass=*)", []string{"1.1"}, nil), 0)
+	// No attributes ("1.1"): only the DN is matched.
+	res, err := l.Search(ldap.NewSearchRequest(spec.Request, ldap.ScopeBaseObject, ldap.NeverDerefAliases,
+		2, 0, false, "(objectClass=*)", []string{"1.1"}, nil))
 	if err != nil {
 		return describeLDAP(ctx, spec, "search", err)
 	}
