@@ -22,10 +22,10 @@ import (
 func checkRADIUS(ctx context.Context, spec *ipvsmgr.CheckSpec) Result {
 	secret, err := readSecret(spec.SecretFile)
 	if err != nil {
-		return secretFault(err)
+		return secretFileFault(err)
 	}
 	if secret == "" {
-		return fault("secret: " + spec.SecretFile + " is empty")
+		return fault("secret_file: " + spec.SecretFile + " is empty")
 	}
 	password, err := readSecret(spec.PasswordFile)
 	if err != nil {

@@ -47,4 +47,6 @@ func readSecret(path string) (string, error) {
 
 // secretFault is the result when a check's secret cannot be read: the
 // director's problem, not the real server's.
-func secretFault(err error) Result { return fault("password: " + shorten(err.Error())) }
+func secretFault(err error) Result { return fault("password_file: " + shorten(err.Error())) }
+
+func secretFileFault(err error) Result { return fault("secret_file: " + shorten(err.Error())) }
