@@ -1020,14 +1020,14 @@ func (p *ldParser) negotiate(v *ldVirtual, svc *ipvsmgr.Service, c *ipvsmgr.Chec
 }
 
 // ldSecretFile is where an imported check's password or RADIUS secret is
-// to be written on each director: /etc/ipvsctl/secrets/ADDRESS_PORT.passwd
+// to be written on each director: /var/lib/ipvsctl/secrets/check-ADDRESS_PORT.passwd
 // (or .secret), fwmark-N for a fwmark virtual, IPv6 colons as dashes.
 func ldSecretFile(v *ldVirtual, svc *ipvsmgr.Service, key string) string {
 	base := strings.NewReplacer(":", "-", "[", "", "]", "").Replace(svc.Address) + "_" + strconv.Itoa(svc.Port)
 	if v.fwmark {
 		base = "fwmark-" + v.port
 	}
-	return "/etc/ipvsctl/secrets/" + base + "." + key
+	return "/var/lib/ipvsctl/secrets/check-" + base + "." + key
 }
 
 // keepCredentials keeps the login keys of a virtual whose check does not

@@ -122,10 +122,10 @@ func TestLdirectordKeys(t *testing.T) {
 	// service=mysql is ipvsctl's mysql check; its passwd goes to a file by the convention, with a warning at its line.
 	if db := st.Services[1]; db.Check == nil || db.Check.Type != "mysql" || db.Check.OnFailure != "quiesce" || db.Check.Timeout != 7 ||
 		db.Check.Login != "monitor" || db.Check.Database != "app" || db.Check.Request != "SELECT 1" ||
-		db.Check.PasswordFile != "/etc/ipvsctl/secrets/198.18.0.101_3306.passwd" {
+		db.Check.PasswordFile != "/var/lib/ipvsctl/secrets/check-198.18.0.101_3306.passwd" {
 		t.Errorf("mysql service check %+v", db.Check)
 	}
-	if w := "line 46: passwd in virtual 198.18.0.101:3306 is not kept (secrets never live in the document): write it to /etc/ipvsctl/secrets/198.18.0.101_3306.passwd (mode 0600)"; !strings.Contains(reportText(rep), w) {
+	if w := "line 46: passwd in virtual 198.18.0.101:3306 is not kept (secrets never live in the document): write it to /var/lib/ipvsctl/secrets/check-198.18.0.101_3306.passwd (mode 0600)"; !strings.Contains(reportText(rep), w) {
 		t.Errorf("no warning %q in:\n%s", w, reportText(rep))
 	}
 	if dns := st.Services[2]; dns.Protocol != "udp" || dns.Check == nil || dns.Check.Type != "dns" || dns.Check.Name != "example.org" ||
