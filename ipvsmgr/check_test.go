@@ -66,7 +66,7 @@ func TestCompileCheckTypes(t *testing.T) {
 	 {"address":"198.18.0.13","check":{"type":"exec","command":"/usr/lib/check -H %h -p %p --pct 50%% 'a b'","dynamic_weight":true}},
 	 {"address":"198.18.0.14","check":{"type":"agent","port":9999,"address":"198.18.1.14"}},
 	 {"address":"198.18.0.15","check":{"type":"https","sni":"web.test","tls_verify":true}},
-	 {"address":"198.18.0.16","check":{"type":"pgsql","login":"mon","password_file":"/etc/ipvsctl/pg.pw","database":"app","request":"/SELECT 1"}},
+	 {"address":"198.18.0.16","check":{"type":"pgsql","login":"mon","password_file":"/etc/ipvsctl/secrets/pg.pw","database":"app","request":"/SELECT 1"}},
 	 {"address":"198.18.0.17","check":{"type":"ftp","request":"/health.txt","receive":"ok"}},
 	 {"address":"198.18.0.18","check":{"type":"pops","login":"mon"}}]}]}`
 	d, err := compileDoc(t, doc)
@@ -93,7 +93,7 @@ func TestCompileCheckTypes(t *testing.T) {
 		t.Errorf("https: %+v", s)
 	}
 	// ldirectord drops request's leading slash (check_sql, check_ldap); ftp logs in anonymously by default.
-	if s := got["pgsql"]; s.Request != "SELECT 1" || s.Login != "mon" || s.PasswordFile != "/etc/ipvsctl/pg.pw" || s.Database != "app" {
+	if s := got["pgsql"]; s.Request != "SELECT 1" || s.Login != "mon" || s.PasswordFile != "/etc/ipvsctl/secrets/pg.pw" || s.Database != "app" {
 		t.Errorf("pgsql: %+v", s)
 	}
 	if s := got["ftp"]; s.Request != "health.txt" || s.Receive != "ok" || s.Login != "anonymous" {
@@ -120,6 +120,8 @@ func TestCheckValidationNamesFieldAndValue(t *testing.T) {
 		{"mysql without login", svc(`,"check":{"type":"mysql","request":"SELECT 1"}`, ""), "services[0].servers[0].check.login", "missing: a mysql check logs in"},
 		{"pgsql without request", svc(`,"check":{"type":"pgsql","login":"mon"}`, ""), "services[0].servers[0].check.request", "missing: a pgsql check runs a query"},
 		{"password_file relative", svc(`,"check":{"type":"mysql","login":"mon","request":"SELECT 1","password_file":"etc/pw"}`, ""), "services[0].check.password_file", `"etc/pw" is not a clean absolute path`},
+		{"password_file elsewhere", svc(`,"check":{"type":"imap","login":"mon","password_file":"/root/.ssh/id_ed25519"}`, ""), "services[0].check.password_file", `"/root/.ssh/id_ed25519" is not in /etc/ipvsctl/secrets/ or /var/lib/ipvsctl/secrets/`},
+		{"secret_file elsewhere", svc(`,"check":{"type":"radius","login":"mon","secret_file":"/var/lib/ipvsctl/tls-self-signed.key"}`, ""), "services[0].check.secret_file", "is not in /etc/ipvsctl/secrets/"},
 		{"database on ldap", svc(`,"check":{"type":"ldap","database":"app"}`, ""), "services[0].check.database", "only for mysql and pgsql checks, not ldap"},
 		{"secret_file on pop", svc(`,"check":{"type":"pop","secret_file":"/etc/s"}`, ""), "services[0].check.secret_file", "only for radius checks, not pop"},
 		{"radius without secret", svc(`,"check":{"type":"radius","login":"mon"}`, ""), "services[0].servers[0].check.secret_file", "missing: a radius check signs"},

@@ -454,10 +454,32 @@ func (v *validator) negotiateFields(field string, c *Check, only func(string, bo
 		v.addf(field+".database", "%q holds a NUL byte or a semicolon", c.Database)
 	}
 	for _, f := range [...]struct{ leaf, path string }{{"password_file", c.PasswordFile}, {"secret_file", c.SecretFile}} {
-		if leaf, pf := f.leaf, f.path; pf != "" && (!filepath.IsAbs(pf) || filepath.Clean(pf) != pf || strings.ContainsRune(pf, 0)) {
+		switch leaf, pf := f.leaf, f.path; {
+		case pf == "":
+		case !filepath.IsAbs(pf) || filepath.Clean(pf) != pf || strings.ContainsRune(pf, 0):
 			v.addf(field+"."+leaf, "%q is not a clean absolute path (the file the director reads the secret from)", pf)
+		case !inSecretDir(pf):
+			v.addf(field+"."+leaf, "%q is not in %s: the daemon sends what it reads there to the real server, so it reads only files put there for that",
+				pf, strings.Join(CheckSecretDirs(), " or "))
 		}
 	}
+}
+
+// CheckSecretDirs are where a check's password_file and secret_file may
+// be. The daemon runs as root and sends the file's content to the server
+// the check names: anywhere else, whoever may edit a check could have a
+// root-only file (an SSH or TLS key) sent to a server of theirs.
+func CheckSecretDirs() []string {
+	return []string{"/etc/ipvsctl/secrets/", "/var/lib/ipvsctl/secrets/"}
+}
+
+func inSecretDir(path string) bool {
+	for _, d := range CheckSecretDirs() {
+		if strings.HasPrefix(path, d) && len(path) > len(d) {
+			return true
+		}
+	}
+	return false
 }
 
 func validDNSName(s string) bool {

@@ -171,12 +171,12 @@ func checkRows(serverForm bool, inherit, current string) []checkRow {
 			Hint:  "the user (ldap: the DN to bind as; sip: the request URI's user@host); imap, pop: empty checks the greeting only; ftp: default anonymous",
 			field: func(h *health) any { return &h.Check.Login }},
 		{Name: "check_password_file", Label: "Password file", For: "mysql pgsql ldap imap imaps pop pops ftp radius",
-			Hint:  "an absolute path on each director, mode 0600, read at each check: the password never goes in the configuration",
+			Hint:  "a file under /etc/ipvsctl/secrets/ or /var/lib/ipvsctl/secrets/ on each director, mode 0600, read at each check: the password never goes in the configuration",
 			field: func(h *health) any { return &h.Check.PasswordFile }},
 		{Name: "check_database", Label: "Database", For: "mysql pgsql",
 			field: func(h *health) any { return &h.Check.Database }},
 		{Name: "check_secret_file", Label: "Secret file", For: "radius",
-			Hint:  "the RADIUS shared secret's file on each director (absolute, mode 0600)",
+			Hint:  "the RADIUS shared secret's file on each director (under /etc/ipvsctl/secrets/ or /var/lib/ipvsctl/secrets/, mode 0600)",
 			field: func(h *health) any { return &h.Check.SecretFile }},
 	}
 	if serverForm {
