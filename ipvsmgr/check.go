@@ -13,7 +13,8 @@ import (
 // inherits it, and a field nobody sets takes its default (CheckDefaults).
 type Check struct {
 	// Type is tcp, http, https, send_expect, dns, exec, agent, smtp, ping,
-	// file or none.
+	// file, one of ldirectord's negotiate checks (mysql, pgsql, ldap, imap,
+	// imaps, pop, pops, ftp, radius, sip) or none.
 	Type string `json:"type,omitempty"`
 	// Interval and Timeout are seconds (fractions allowed, down to 0.1).
 	Interval float64 `json:"interval,omitempty"`
@@ -89,11 +90,33 @@ type Check struct {
 	File        string `json:"file,omitempty"`
 	FileWeight  *int   `json:"file_weight,omitempty"`
 	FileReverse *bool  `json:"file_reverse,omitempty"`
+
+	// ldirectord's negotiate checks (mysql pgsql ldap imap imaps pop pops
+	// ftp radius sip), with its words: Request is what to ask (the SQL
+	// query, the LDAP search base, the file to RETR, the SIP request URI),
+	// Receive a regular expression the answer must match. Login, Database
+	// as ldirectord's login and database. The password and the RADIUS
+	// secret never go in the document (every viewer reads it): they are in
+	// the files PasswordFile and SecretFile, read by the director at each
+	// run.
+	Request      string `json:"request,omitempty"`
+	Receive      string `json:"receive,omitempty"`
+	Login        string `json:"login,omitempty"`
+	PasswordFile string `json:"password_file,omitempty"`
+	Database     string `json:"database,omitempty"`
+	SecretFile   string `json:"secret_file,omitempty"`
 }
 
 // CheckTypes lists the check types.
 func CheckTypes() []string {
-	return []string{"tcp", "http", "https", "send_expect", "dns", "exec", "agent", "smtp", "ping", "file", "none"}
+	return []string{"tcp", "http", "https", "send_expect", "dns", "exec", "agent", "smtp", "ping", "file",
+		"mysql", "pgsql", "ldap", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip", "none"}
+}
+
+// NegotiateTypes lists the check types that speak one of ldirectord's
+// negotiate protocols, with its request, receive, login and password.
+func NegotiateTypes() []string {
+	return []string{"mysql", "pgsql", "ldap", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip"}
 }
 
 // Check defaults, for what neither a service's nor a server's check sets.
@@ -267,6 +290,12 @@ func mergeChecks(svc, srv *Check) Check {
 	if srv.FileReverse != nil {
 		out.FileReverse = srv.FileReverse
 	}
+	set(&out.Request, srv.Request)
+	set(&out.Receive, srv.Receive)
+	set(&out.Login, srv.Login)
+	set(&out.PasswordFile, srv.PasswordFile)
+	set(&out.Database, srv.Database)
+	set(&out.SecretFile, srv.SecretFile)
 	return out
 }
 

@@ -65,7 +65,10 @@ func TestCompileCheckTypes(t *testing.T) {
 	 {"address":"198.18.0.12","check":{"type":"send_expect","send":"GET / HTTP/1.0\\r\\n\\r\\n","expect":"HTTP","protocol":"udp"}},
 	 {"address":"198.18.0.13","check":{"type":"exec","command":"/usr/lib/check -H %h -p %p --pct 50%% 'a b'","dynamic_weight":true}},
 	 {"address":"198.18.0.14","check":{"type":"agent","port":9999,"address":"198.18.1.14"}},
-	 {"address":"198.18.0.15","check":{"type":"https","sni":"web.test","tls_verify":true}}]}]}`
+	 {"address":"198.18.0.15","check":{"type":"https","sni":"web.test","tls_verify":true}},
+	 {"address":"198.18.0.16","check":{"type":"pgsql","login":"mon","password_file":"/etc/ipvsctl/secrets/pg.pw","database":"app","request":"/SELECT 1"}},
+	 {"address":"198.18.0.17","check":{"type":"ftp","request":"/health.txt","receive":"ok"}},
+	 {"address":"198.18.0.18","check":{"type":"pops","login":"mon"}}]}]}`
 	d, err := compileDoc(t, doc)
 	if err != nil {
 		t.Fatal(err)
@@ -89,6 +92,16 @@ func TestCompileCheckTypes(t *testing.T) {
 	if s := got["https"]; !s.TLS || !s.TLSVerify || s.SNI != "web.test" || s.Path != "/" || s.Method != "GET" {
 		t.Errorf("https: %+v", s)
 	}
+	// ldirectord drops request's leading slash (check_sql, check_ldap); ftp logs in anonymously by default.
+	if s := got["pgsql"]; s.Request != "SELECT 1" || s.Login != "mon" || s.PasswordFile != "/etc/ipvsctl/secrets/pg.pw" || s.Database != "app" {
+		t.Errorf("pgsql: %+v", s)
+	}
+	if s := got["ftp"]; s.Request != "health.txt" || s.Receive != "ok" || s.Login != "anonymous" {
+		t.Errorf("ftp: %+v", s)
+	}
+	if s := got["pops"]; !s.TLS || s.TLSVerify || s.Login != "mon" {
+		t.Errorf("pops: %+v", s)
+	}
 }
 
 func TestCheckValidationNamesFieldAndValue(t *testing.T) {
@@ -104,6 +117,16 @@ func TestCheckValidationNamesFieldAndValue(t *testing.T) {
 		{"file_weight", svc(`,"check":{"type":"file","file":"/run/w","file_weight":70000}`, ""), "services[0].check.file_weight", "70000 is out of range -65535..65535"},
 		{"file on tcp", svc(`,"check":{"type":"tcp","file":"/run/w"}`, ""), "services[0].check.file", "only for file checks, not tcp"},
 		{"file_reverse on ping", svc(`,"check":{"type":"ping","file_reverse":true}`, ""), "services[0].check.file_reverse", "only for file checks, not ping"},
+		{"mysql without login", svc(`,"check":{"type":"mysql","request":"SELECT 1"}`, ""), "services[0].servers[0].check.login", "missing: a mysql check logs in"},
+		{"pgsql without request", svc(`,"check":{"type":"pgsql","login":"mon"}`, ""), "services[0].servers[0].check.request", "missing: a pgsql check runs a query"},
+		{"password_file relative", svc(`,"check":{"type":"mysql","login":"mon","request":"SELECT 1","password_file":"etc/pw"}`, ""), "services[0].check.password_file", `"etc/pw" is not a clean absolute path`},
+		{"password_file elsewhere", svc(`,"check":{"type":"imap","login":"mon","password_file":"/root/.ssh/id_ed25519"}`, ""), "services[0].check.password_file", `"/root/.ssh/id_ed25519" is not in /etc/ipvsctl/secrets/ or /var/lib/ipvsctl/secrets/`},
+		{"secret_file elsewhere", svc(`,"check":{"type":"radius","login":"mon","secret_file":"/var/lib/ipvsctl/tls-self-signed.key"}`, ""), "services[0].check.secret_file", "is not in /etc/ipvsctl/secrets/"},
+		{"database on ldap", svc(`,"check":{"type":"ldap","database":"app"}`, ""), "services[0].check.database", "only for mysql and pgsql checks, not ldap"},
+		{"secret_file on pop", svc(`,"check":{"type":"pop","secret_file":"/etc/s"}`, ""), "services[0].check.secret_file", "only for radius checks, not pop"},
+		{"radius without secret", svc(`,"check":{"type":"radius","login":"mon"}`, ""), "services[0].servers[0].check.secret_file", "missing: a radius check signs"},
+		{"receive regexp", svc(`,"check":{"type":"ftp","request":"a","receive":"(("}`, ""), "services[0].check.receive", `"((" is not a regular expression`},
+		{"login line end", svc(`,"check":{"type":"imap","login":"a\r\nb"}`, ""), "services[0].check.login", "holds a line end"},
 		{"interval too small", svc(`,"check":{"type":"tcp","interval":0.05}`, ""), "services[0].check.interval", "0.05 is out of range 0.1..86400 seconds"},
 		{"timeout negative", svc(`,"check":{"type":"tcp","timeout":-1}`, ""), "services[0].check.timeout", "-1 is out of range"},
 		{"rise", svc(`,"check":{"type":"tcp","rise":-2}`, ""), "services[0].check.rise", "-2 is out of range 1..1000"},
@@ -147,6 +170,10 @@ func TestCheckValidationNamesFieldAndValue(t *testing.T) {
 			}
 			t.Errorf("no problem %s: %q in %v", tc.field, tc.msg, ve.Problems)
 		})
+	}
+	// A password never goes in the document: no such field.
+	if _, err := compileDoc(t, svc(`,"check":{"type":"imap","login":"a","password":"hunter2"}`, "")); err == nil || !strings.Contains(err.Error(), `unknown field "password"`) {
+		t.Errorf("a password in a check: %v", err)
 	}
 	// Unknown fields in a check are refused.
 	if _, err := compileDoc(t, svc(`,"check":{"type":"tcp","retries":3}`, "")); err == nil || !strings.Contains(err.Error(), `unknown field "retries"`) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -56,6 +57,15 @@ type CheckSpec struct {
 	File        string `json:",omitempty"`
 	FileWeight  int    `json:",omitempty"`
 	FileReverse bool   `json:",omitempty"`
+
+	// The negotiate checks (NegotiateTypes): the password and the secret
+	// are named by their files, read at each run, never held here.
+	Request      string `json:",omitempty"`
+	Receive      string `json:",omitempty"`
+	Login        string `json:",omitempty"`
+	PasswordFile string `json:",omitempty"`
+	Database     string `json:",omitempty"`
+	SecretFile   string `json:",omitempty"`
 }
 
 // Key is a canonical text of the spec: equal specs have equal keys.
@@ -368,7 +378,7 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 			v.addf(field+".expect_body", "%q is not a regular expression: %v", c.ExpectBody, err)
 		}
 	}
-	only("tls_verify", c.TLSVerify != nil, "https")
+	only("tls_verify", c.TLSVerify != nil, "https", "imaps", "pops")
 	only("sni", c.SNI != "", "https")
 	if strings.ContainsAny(c.SNI, " \t\r\n/") {
 		v.addf(field+".sni", "%q is not a server name", c.SNI)
@@ -381,7 +391,7 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 			v.addf(field+".expect", "%q is not a regular expression: %v", c.Expect, err)
 		}
 	}
-	only("protocol", c.Protocol != "", "send_expect", "dns")
+	only("protocol", c.Protocol != "", "send_expect", "dns", "sip")
 	if c.Protocol != "" && c.Protocol != "tcp" && c.Protocol != "udp" {
 		v.addf(field+".protocol", "%q is not a check protocol (want tcp or udp)", c.Protocol)
 	}
@@ -422,6 +432,58 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 		v.rangeCheck(field+".file_weight", *c.FileWeight, -65535, 65535)
 	}
 	only("file_reverse", c.FileReverse != nil, "file")
+	v.negotiateFields(field, c, only)
+}
+
+// negotiateFields validates the fields of ldirectord's negotiate checks.
+func (v *validator) negotiateFields(field string, c *Check, only func(string, bool, ...string)) {
+	only("request", c.Request != "", "mysql", "pgsql", "ldap", "ftp")
+	only("receive", c.Receive != "", "ldap", "ftp")
+	if c.Receive != "" {
+		if _, err := regexp.Compile(c.Receive); err != nil {
+			v.addf(field+".receive", "%q is not a regular expression: %v", c.Receive, err)
+		}
+	}
+	only("login", c.Login != "", "mysql", "pgsql", "ldap", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip")
+	only("password_file", c.PasswordFile != "", "mysql", "pgsql", "ldap", "imap", "imaps", "pop", "pops", "ftp", "radius")
+	only("database", c.Database != "", "mysql", "pgsql")
+	only("secret_file", c.SecretFile != "", "radius")
+	if strings.ContainsAny(c.Login, "\r\n\x00") {
+		v.addf(field+".login", "%q holds a line end or a NUL byte", c.Login)
+	}
+	if strings.ContainsAny(c.Request, "\r\n\x00") && c.Type != "mysql" && c.Type != "pgsql" {
+		v.addf(field+".request", "%q holds a line end or a NUL byte", c.Request)
+	}
+	if strings.ContainsAny(c.Database, "\x00;") {
+		v.addf(field+".database", "%q holds a NUL byte or a semicolon", c.Database)
+	}
+	for _, f := range [...]struct{ leaf, path string }{{"password_file", c.PasswordFile}, {"secret_file", c.SecretFile}} {
+		switch leaf, pf := f.leaf, f.path; {
+		case pf == "":
+		case !filepath.IsAbs(pf) || filepath.Clean(pf) != pf || strings.ContainsRune(pf, 0):
+			v.addf(field+"."+leaf, "%q is not a clean absolute path (the file the director reads the secret from)", pf)
+		case !inSecretDir(pf):
+			v.addf(field+"."+leaf, "%q is not in %s: the daemon sends what it reads there to the real server, so it reads only files put there for that",
+				pf, strings.Join(CheckSecretDirs(), " or "))
+		}
+	}
+}
+
+// CheckSecretDirs are where a check's password_file and secret_file may
+// be. The daemon runs as root and sends the file's content to the server
+// the check names: anywhere else, whoever may edit a check could have a
+// root-only file (an SSH or TLS key) sent to a server of theirs.
+func CheckSecretDirs() []string {
+	return []string{"/etc/ipvsctl/secrets/", "/var/lib/ipvsctl/secrets/"}
+}
+
+func inSecretDir(path string) bool {
+	for _, d := range CheckSecretDirs() {
+		if strings.HasPrefix(path, d) && len(path) > len(d) {
+			return true
+		}
+	}
+	return false
 }
 
 func validDNSName(s string) bool {
@@ -510,6 +572,8 @@ func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *Server
 		}
 	case "smtp":
 		spec.Name = cmp.Or(c.Name, "localhost")
+	case "mysql", "pgsql", "ldap", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip":
+		ok = v.compileNegotiate(where, c, spec) && ok
 	case "ping":
 		spec.Target = netip.AddrPortFrom(addr, 0) // one echo per address
 	case "file":
@@ -541,6 +605,48 @@ func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *Server
 		sc.SlowStart = seconds(*c.SlowStart, 0)
 	}
 	sc.StartHealthy = c.StartHealthy != nil && *c.StartHealthy
+	return ok
+}
+
+// compileNegotiate fills the spec of one of ldirectord's negotiate checks,
+// with ldirectord's defaults (read_config and its check_* subs).
+func (v *validator) compileNegotiate(where string, c *Check, spec *CheckSpec) bool {
+	ok := true
+	spec.Request, spec.Receive = c.Request, c.Receive
+	spec.Login, spec.PasswordFile = c.Login, c.PasswordFile
+	spec.Database, spec.SecretFile = c.Database, c.SecretFile
+	spec.TLS = c.Type == "imaps" || c.Type == "pops"
+	spec.TLSVerify = c.TLSVerify != nil && *c.TLSVerify
+	switch c.Type {
+	case "mysql", "pgsql":
+		// check_sql: "Must specify a login and request string".
+		spec.Request = strings.TrimPrefix(c.Request, "/")
+		if c.Login == "" {
+			v.addf(where+".login", "missing: a %s check logs in (ldirectord's login)", c.Type)
+			ok = false
+		}
+		if spec.Request == "" {
+			v.addf(where+".request", "missing: a %s check runs a query that must return a row (ldirectord's request)", c.Type)
+			ok = false
+		}
+	case "ldap":
+		spec.Request = strings.TrimPrefix(c.Request, "/") // check_ldap's substr($request, 1)
+	case "ftp":
+		spec.Login = cmp.Or(c.Login, "anonymous")
+		spec.Request = strings.TrimPrefix(c.Request, "/")
+	case "radius":
+		if c.SecretFile == "" {
+			v.addf(where+".secret_file", "missing: a radius check signs its request with the shared secret in this file")
+			ok = false
+		}
+		if c.Login == "" {
+			v.addf(where+".login", "missing: a radius check asks for this user's Access-Accept")
+			ok = false
+		}
+	case "sip":
+		spec.Login = cmp.Or(c.Login, "ipvsctl@localhost") // ldirectord's ldirectord@HOSTNAME
+		spec.Protocol = cmp.Or(c.Protocol, "udp")         // check_sip speaks the virtual's protocol
+	}
 	return ok
 }
 

@@ -1,10 +1,12 @@
 package formats
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -91,6 +93,11 @@ type ldVirtual struct {
 	netmask                        string
 	netmaskLine                    int
 	serviceLine                    int // of a service= line
+	// login and database as given; passwd and secret are never kept,
+	// only the lines that set them (ldSecretFile says where they go).
+	login, database         string
+	loginLine, databaseLine int
+	passwdLine, secretLine  int
 }
 
 type ldParser struct {
@@ -297,7 +304,20 @@ func (p *ldParser) virtualKey(v *ldVirtual, line int, rcmd string) error {
 			return p.errf(line, "checkport=%s: must be in range 1..65535", val)
 		}
 		v.checkport = n
-	case "login", "passwd", "database", "secret", "load":
+	case "login", "database":
+		var q string
+		if q, err = quoted(key); err == nil && key == "login" {
+			v.login, v.loginLine = q, line
+		} else if err == nil {
+			v.database, v.databaseLine = q, line
+		}
+	case "passwd", "secret":
+		if _, err = quoted(key); err == nil && key == "passwd" {
+			v.passwdLine = line
+		} else if err == nil {
+			v.secretLine = line
+		}
+	case "load":
 		if _, err = quoted(key); err == nil {
 			p.keep(line, v.scope, key, val)
 		}
@@ -893,6 +913,8 @@ func (p *ldParser) check(v *ldVirtual, svc *ipvsmgr.Service) {
 			p.keepCheck(v, "receive", v.receive)
 		case "smtp":
 			c.Type = "smtp"
+		case "mysql", "pgsql", "ldap", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip":
+			p.negotiate(v, svc, c)
 		case "none":
 			c = nil
 		default:
@@ -922,6 +944,9 @@ func (p *ldParser) check(v *ldVirtual, svc *ipvsmgr.Service) {
 			c = nil
 		}
 	}
+	if c == nil || !slices.Contains(ipvsmgr.NegotiateTypes(), c.Type) {
+		p.keepCredentials(v) // only a negotiate check logs in
+	}
 	svc.Check = c
 	for i := range svc.Servers {
 		rc := svc.Servers[i].Check
@@ -934,6 +959,91 @@ func (p *ldParser) check(v *ldVirtual, svc *ipvsmgr.Service) {
 				`"`+strings.TrimPrefix(rc.Path, "/")+`", "`+rc.ExpectBody+`"`)
 			svc.Servers[i].Check = nil
 		}
+	}
+}
+
+// negotiate makes one of ldirectord's negotiate checks that ipvsctl
+// speaks. The password and the secret cannot be kept (every viewer reads
+// the document): the check names the file each director reads them from,
+// by ldSecretFile's convention, and a warning at the line says to write it.
+func (p *ldParser) negotiate(v *ldVirtual, svc *ipvsmgr.Service, c *ipvsmgr.Check) {
+	c.Type, c.Login, c.Database = v.service, v.login, v.database
+	switch v.service {
+	case "mysql", "pgsql", "ldap", "ftp":
+		c.Request = strings.TrimPrefix(v.request, "/")
+	default:
+		p.keepCheck(v, "request", v.request)
+	}
+	switch v.service {
+	case "ldap", "ftp":
+		c.Receive = v.receive
+	default:
+		p.keepCheck(v, "receive", v.receive)
+	}
+	if v.service == "sip" {
+		c.Protocol = cmp.Or(svc.Protocol, "tcp") // check_sip speaks the virtual's protocol
+	}
+	if v.database != "" && v.service != "mysql" && v.service != "pgsql" {
+		c.Database = ""
+		p.keep(v.databaseLine, v.scope, "database", `"`+v.database+`"`)
+	}
+	if v.passwdLine > 0 {
+		if v.service == "sip" {
+			p.keep(v.passwdLine, v.scope, "passwd", ldSecret) // check_sip sends none
+		} else {
+			c.PasswordFile = ldSecretFile(v, svc, "passwd")
+			p.im.warnf(v.passwdLine, "passwd in %s is not kept (secrets never live in the document): write it to %s (mode 0600) on each director",
+				v.scope, c.PasswordFile)
+		}
+	}
+	if v.secretLine > 0 {
+		if v.service == "radius" {
+			c.SecretFile = ldSecretFile(v, svc, "secret")
+			p.im.warnf(v.secretLine, "secret in %s is not kept (secrets never live in the document): write it to %s (mode 0600) on each director",
+				v.scope, c.SecretFile)
+		} else {
+			p.keep(v.secretLine, v.scope, "secret", ldSecret)
+		}
+	}
+	if v.service == "radius" && c.SecretFile == "" {
+		c.SecretFile = ldSecretFile(v, svc, "secret")
+		p.im.warnf(v.line, "service=radius in %s has no secret: the check reads it from %s (mode 0600), to be written on each director",
+			v.scope, c.SecretFile)
+	}
+	if (v.service == "mysql" || v.service == "pgsql") && (c.Login == "" || c.Request == "") {
+		// check_sql refuses it too ("Must specify a login and request string"): never up.
+		p.im.warnf(v.line, "service=%s in %s without login and request: ldirectord never brings its real servers up; a connect (tcp) check in its place",
+			v.service, v.scope)
+		c.Type, c.Login, c.Database, c.Request, c.PasswordFile = "tcp", "", "", "", ""
+		p.keep(v.line, v.scope, "service", v.service)
+	}
+}
+
+// ldSecretFile is where an imported check's password or RADIUS secret is
+// to be written on each director: /var/lib/ipvsctl/secrets/check-ADDRESS_PORT.passwd
+// (or .secret), fwmark-N for a fwmark virtual, IPv6 colons as dashes.
+func ldSecretFile(v *ldVirtual, svc *ipvsmgr.Service, key string) string {
+	base := strings.NewReplacer(":", "-", "[", "", "]", "").Replace(svc.Address) + "_" + strconv.Itoa(svc.Port)
+	if v.fwmark {
+		base = "fwmark-" + v.port
+	}
+	return "/var/lib/ipvsctl/secrets/check-" + base + "." + key
+}
+
+// keepCredentials keeps the login keys of a virtual whose check does not
+// log in (the values of passwd and secret never).
+func (p *ldParser) keepCredentials(v *ldVirtual) {
+	if v.loginLine > 0 {
+		p.keep(v.loginLine, v.scope, "login", `"`+v.login+`"`)
+	}
+	if v.databaseLine > 0 {
+		p.keep(v.databaseLine, v.scope, "database", `"`+v.database+`"`)
+	}
+	if v.passwdLine > 0 {
+		p.keep(v.passwdLine, v.scope, "passwd", ldSecret)
+	}
+	if v.secretLine > 0 {
+		p.keep(v.secretLine, v.scope, "secret", ldSecret)
 	}
 }
 

@@ -259,6 +259,11 @@ func ldExportCheck(bw *bufio.Writer, svc *ipvsmgr.Service, mine map[string]strin
 				fmt.Fprintf(bw, "    request=\"%s\"\n", c.Name)
 			}
 		}
+	case "mysql", "pgsql", "ldap", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip":
+		ct("negotiate")
+		timeout = "negotiatetimeout"
+		fmt.Fprintf(bw, "    service=%s\n", c.Type)
+		ldExportNegotiate(bw, c)
 	default:
 		ct("connect")
 	}
@@ -282,6 +287,23 @@ func ldExportCheck(bw *bufio.Writer, svc *ipvsmgr.Service, mine map[string]strin
 		q = "yes"
 	}
 	fmt.Fprintf(bw, "    quiescent=%s\n", q)
+}
+
+// ldExportNegotiate writes a negotiate check's keys. The password and the
+// secret are in files on the directors, never in the document: what goes
+// out is a placeholder and a comment that names the file.
+func ldExportNegotiate(bw *bufio.Writer, c *ipvsmgr.Check) {
+	for _, kv := range [...][2]string{{"login", c.Login}, {"database", c.Database}, {"request", c.Request}, {"receive", c.Receive}} {
+		if kv[1] != "" {
+			fmt.Fprintf(bw, "    %s=\"%s\"\n", kv[0], kv[1])
+		}
+	}
+	for _, kv := range [...][2]string{{"passwd", c.PasswordFile}, {"secret", c.SecretFile}} {
+		if kv[1] != "" {
+			fmt.Fprintf(bw, "    # %s: the one in %s on the director\n", kv[0], kv[1])
+			fmt.Fprintf(bw, "    %s=\"%s\"\n", kv[0], ipvsmgr.SecretNotKept)
+		}
+	}
 }
 
 func ldKept(ks []ipvsmgr.ImportedKey, key string) bool {

@@ -119,8 +119,14 @@ func TestLdirectordKeys(t *testing.T) {
 		rs[4].Address != "127.0.0.1" || rs[4].Forwarding != "tun" {
 		t.Errorf("web real servers %+v", rs)
 	}
-	if db := st.Services[1]; db.Check == nil || db.Check.Type != "tcp" || db.Check.OnFailure != "quiesce" || db.Check.Timeout != 7 {
+	// service=mysql is ipvsctl's mysql check; its passwd goes to a file by the convention, with a warning at its line.
+	if db := st.Services[1]; db.Check == nil || db.Check.Type != "mysql" || db.Check.OnFailure != "quiesce" || db.Check.Timeout != 7 ||
+		db.Check.Login != "monitor" || db.Check.Database != "app" || db.Check.Request != "SELECT 1" ||
+		db.Check.PasswordFile != "/var/lib/ipvsctl/secrets/check-198.18.0.101_3306.passwd" {
 		t.Errorf("mysql service check %+v", db.Check)
+	}
+	if w := "line 46: passwd in virtual 198.18.0.101:3306 is not kept (secrets never live in the document): write it to /var/lib/ipvsctl/secrets/check-198.18.0.101_3306.passwd (mode 0600)"; !strings.Contains(reportText(rep), w) {
+		t.Errorf("no warning %q in:\n%s", w, reportText(rep))
 	}
 	if dns := st.Services[2]; dns.Protocol != "udp" || dns.Check == nil || dns.Check.Type != "dns" || dns.Check.Name != "example.org" ||
 		dns.SorryServer == nil || dns.SorryServer.Port != 0 {
@@ -144,8 +150,7 @@ func TestLdirectordKeys(t *testing.T) {
 	for _, k := range []string{"fallbackcommand", "callback", "logfile", "emailalert", "emailalertfreq", "emailalertstatus", "emailalertfrom",
 		"smtp", "cleanstop", "maintenancedir", "autoreload", "readdquiescent", "supervised", "fork",
 		"virtual 198.18.0.100:80 emailalert", "virtual 198.18.0.100:80 fallback-forward",
-		"virtual 198.18.0.101:3306 service", "virtual 198.18.0.101:3306 login", "virtual 198.18.0.101:3306 passwd",
-		"virtual 198.18.0.101:3306 database", "virtual 198.18.0.101:3306 request", "virtual 198.18.0.102:53 checktype",
+		"virtual 198.18.0.102:53 checktype",
 		"virtual 198.18.0.102:53 receive", "virtual 198.18.0.103:1812 service", "virtual 198.18.0.103:1812 secret"} {
 		if _, ok := kept[k]; !ok {
 			t.Errorf("%s is not kept; kept: %v", k, kept)

@@ -1,5 +1,7 @@
 // Package health runs the health checks of real servers: the checkers (tcp,
-// http, https, send_expect, dns, exec, agent), one scheduler for all of them,
+// http, https, send_expect, dns, exec, agent, smtp, ping, file, and
+// ldirectord's negotiate checks: mysql, pgsql, ldap, imap, pop, ftp,
+// radius, sip), one scheduler for all of them,
 // and the state machine that turns results into up and down with rise and
 // fall, slow start and the weights checks set. Its view is an input to the
 // plan (ipvsmgr.ApplyHealth); it never changes the desired state.
@@ -108,6 +110,20 @@ func (c *Checker) Run(ctx context.Context, spec *ipvsmgr.CheckSpec) Result {
 		r = checkPing(ctx, spec)
 	case "file":
 		r = checkFile(spec)
+	case "mysql", "pgsql":
+		r = checkSQL(ctx, spec)
+	case "ldap":
+		r = c.checkLDAP(ctx, spec)
+	case "imap", "imaps":
+		r = c.checkIMAP(ctx, spec)
+	case "pop", "pops":
+		r = c.checkPOP(ctx, spec)
+	case "ftp":
+		r = c.checkFTP(ctx, spec)
+	case "radius":
+		r = checkRADIUS(ctx, spec)
+	case "sip":
+		r = checkSIP(ctx, spec)
 	case "none", "":
 		r = pass("no check")
 	default:

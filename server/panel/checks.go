@@ -47,13 +47,17 @@ type option struct{ Value, Label string }
 const typeless = "-"
 
 // probing is every check type that talks to the server ("none" does not).
-const probing = "tcp http https send_expect dns exec agent smtp ping file"
+const probing = "tcp http https send_expect dns exec agent smtp ping file mysql pgsql ldap imap imaps pop pops ftp radius sip"
 
 var checkTypeLabels = map[string]string{
 	"tcp": "tcp — connect", "http": "http — a request", "https": "https — a request over TLS",
 	"send_expect": "send_expect — send, expect a reply", "dns": "dns — a query", "exec": "exec — run a command",
 	"agent": "agent — HAProxy's agent-check", "smtp": "smtp — greeting and HELO", "ping": "ping — ICMP echo",
 	"file": "file — a number in a file (keepalived's FILE_CHECK)", "none": "none — in, unchecked",
+	"mysql": "mysql — log in, a query returns a row", "pgsql": "pgsql — log in, a query returns a row",
+	"ldap": "ldap — bind, read an entry", "imap": "imap — greeting and LOGIN", "imaps": "imaps — imap over TLS",
+	"pop": "pop — greeting, USER and PASS", "pops": "pops — pop over TLS", "ftp": "ftp — log in, fetch a file",
+	"radius": "radius — an Access-Request accepted", "sip": "sip — OPTIONS answered 200",
 }
 
 // checkRows are the check form's rows: a service's (with its sorry server
@@ -122,7 +126,7 @@ func checkRows(serverForm bool, inherit, current string) []checkRow {
 			field: func(h *health) any { return &h.Check.ExpectStatus }},
 		{Name: "check_expect_body", Label: "Body matches", For: "http https", Raw: true, Hint: "a regular expression",
 			field: func(h *health) any { return &h.Check.ExpectBody }},
-		{Name: "check_tls_verify", Label: "Verify the certificate", For: "https", Options: tri("no (default)"),
+		{Name: "check_tls_verify", Label: "Verify the certificate", For: "https imaps pops", Options: tri("no (default)"),
 			field: func(h *health) any { return &h.Check.TLSVerify }},
 		{Name: "check_sni", Label: "TLS server name", For: "https", Hint: "SNI; default: none",
 			field: func(h *health) any { return &h.Check.SNI }},
@@ -133,7 +137,7 @@ func checkRows(serverForm bool, inherit, current string) []checkRow {
 			field: func(h *health) any { return &h.Check.Expect }},
 		{Name: "check_use_regex", Label: "Expect is a regular expression", For: "send_expect exec", Options: tri("no (default)"),
 			field: func(h *health) any { return &h.Check.UseRegex }},
-		{Name: "check_protocol", Label: "Check protocol", For: "send_expect dns", Options: choice("default (send_expect tcp, dns udp)", "tcp", "udp"),
+		{Name: "check_protocol", Label: "Check protocol", For: "send_expect dns sip", Options: choice("default (send_expect tcp, dns and sip udp)", "tcp", "udp"),
 			field: func(h *health) any { return &h.Check.Protocol }},
 
 		{Name: "check_name", Label: "Query name", For: "dns smtp", Hint: "the name a dns check asks for; smtp: the HELO name (default localhost)",
@@ -156,6 +160,24 @@ func checkRows(serverForm bool, inherit, current string) []checkRow {
 			field: func(h *health) any { return &h.Check.FileWeight }},
 		{Name: "check_file_reverse", Label: "Reverse", For: "file", Options: tri("no (default)"),
 			Hint: "yes: the product is negated (with file weight 0: 0 is down)", field: func(h *health) any { return &h.Check.FileReverse }},
+
+		{Name: "check_request", Label: "Request", For: "mysql pgsql ldap ftp", Raw: true,
+			Hint:  "mysql, pgsql: the query, which must return a row; ldap: the DN of the entry to read; ftp: the file to fetch (none: log in only)",
+			field: func(h *health) any { return &h.Check.Request }},
+		{Name: "check_receive", Label: "Receive", For: "ldap ftp", Raw: true,
+			Hint:  "a regular expression the entry's DN (ldap) or the file (ftp) must match; empty: any",
+			field: func(h *health) any { return &h.Check.Receive }},
+		{Name: "check_login", Label: "Login", For: "mysql pgsql ldap imap imaps pop pops ftp radius sip",
+			Hint:  "the user (ldap: the DN to bind as; sip: the request URI's user@host); imap, pop: empty checks the greeting only; ftp: default anonymous",
+			field: func(h *health) any { return &h.Check.Login }},
+		{Name: "check_password_file", Label: "Password file", For: "mysql pgsql ldap imap imaps pop pops ftp radius",
+			Hint:  "a file under /etc/ipvsctl/secrets/ or /var/lib/ipvsctl/secrets/ on each director, mode 0600, read at each check: the password never goes in the configuration",
+			field: func(h *health) any { return &h.Check.PasswordFile }},
+		{Name: "check_database", Label: "Database", For: "mysql pgsql",
+			field: func(h *health) any { return &h.Check.Database }},
+		{Name: "check_secret_file", Label: "Secret file", For: "radius",
+			Hint:  "the RADIUS shared secret's file on each director (under /etc/ipvsctl/secrets/ or /var/lib/ipvsctl/secrets/, mode 0600)",
+			field: func(h *health) any { return &h.Check.SecretFile }},
 	}
 	if serverForm {
 		for i := range rows {

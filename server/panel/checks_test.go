@@ -127,6 +127,22 @@ func TestCheckFormRoundTripsEveryType(t *testing.T) {
 				minus5 := -5
 				c.File, c.FileWeight, c.FileReverse = "/run/ipvsctl-test/web.weight", &minus5, &yes
 			})},
+		{"mysql", []string{"check_login", "monitor", "check_password_file", "/etc/ipvsctl/secrets/db.passwd", "check_database", "app",
+			"check_request", "SELECT 1 FROM pool WHERE enabled = 1"}, with("mysql", func(c *ipvsmgr.Check) {
+			c.Login, c.PasswordFile, c.Database, c.Request = "monitor", "/etc/ipvsctl/secrets/db.passwd", "app", "SELECT 1 FROM pool WHERE enabled = 1"
+		})},
+		{"ldap", []string{"check_login", "cn=monitor,dc=example,dc=test", "check_request", "ou=pool,dc=example,dc=test", "check_receive", "^ou=pool"},
+			with("ldap", func(c *ipvsmgr.Check) {
+				c.Login, c.Request, c.Receive = "cn=monitor,dc=example,dc=test", "ou=pool,dc=example,dc=test", "^ou=pool"
+			})},
+		{"radius", []string{"check_login", "monitor", "check_password_file", "/etc/ipvsctl/secrets/r.passwd", "check_secret_file", "/etc/ipvsctl/secrets/r.secret"},
+			with("radius", func(c *ipvsmgr.Check) {
+				c.Login, c.PasswordFile, c.SecretFile = "monitor", "/etc/ipvsctl/secrets/r.passwd", "/etc/ipvsctl/secrets/r.secret"
+			})},
+		{"pops", []string{"check_login", "monitor", "check_tls_verify", "yes"}, with("pops", func(c *ipvsmgr.Check) { c.Login, c.TLSVerify = "monitor", &yes })},
+		{"sip", []string{"check_login", "monitor@198.18.0.100", "check_protocol", "tcp"}, with("sip", func(c *ipvsmgr.Check) {
+			c.Login, c.Protocol = "monitor@198.18.0.100", "tcp"
+		})},
 		{"none", nil, ipvsmgr.Check{Type: "none", OnFailure: "quiesce"}},
 	}
 	for _, c := range cases {
