@@ -44,7 +44,7 @@ func TestTokenFiles(t *testing.T) {
 	}
 	open := write("open.token", g.Tokens[auth.Viewer]+"\n", 0o644)
 	for _, tc := range []struct{ path, want string }{
-		{open, "mode 0644 lets its group or others read it"},
+		{open, "mode 0644 lets its group or others at it"},
 		{fifo, "not a regular file"},
 		{filepath.Join(dir, "absent"), "no such file"},
 	} {

@@ -68,7 +68,7 @@ func TestReadSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ path, want string }{
-		{write("open", "ipvsctl_x\n", 0o644), "mode 0644 lets its group or others read it"},
+		{write("open", "ipvsctl_x\n", 0o644), "mode 0644 lets its group or others at it"},
 		{write("two", "a\nb\n", 0o600), "more than one line"},
 		{write("empty", "\n", 0o600), "empty"},
 		{fifo, "not a regular file"},

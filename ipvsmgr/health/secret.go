@@ -2,8 +2,6 @@ package health
 
 import (
 	"bytes"
-	"fmt"
-	"io"
 
 	"github.com/ipvsctl/ipvsctl/internal/regularfile"
 )
@@ -21,24 +19,9 @@ func readSecret(path string) (string, error) {
 	if path == "" {
 		return "", nil
 	}
-	f, err := regularfile.Open(path, 0)
+	raw, err := regularfile.ReadPrivate(path, maxSecret)
 	if err != nil {
 		return "", err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return "", fmt.Errorf("%s: mode %04o lets its group or others at it (chmod 600)", path, perm)
-	}
-	raw, err := io.ReadAll(io.LimitReader(f, maxSecret+1))
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	if len(raw) > maxSecret {
-		return "", fmt.Errorf("%s: longer than %d bytes", path, maxSecret)
 	}
 	raw = bytes.TrimSuffix(raw, []byte("\n"))
 	raw = bytes.TrimSuffix(raw, []byte("\r"))

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
-	"io"
 
 	"github.com/ipvsctl/ipvsctl/internal/regularfile"
 )
@@ -15,25 +14,9 @@ import (
 // keepalived, which only warns, a file that its group or others may read,
 // write or run is refused.
 func ReadKeyFile(path string) ([]byte, error) {
-	f, err := regularfile.Open(path, 0) // a FIFO would block a plain open forever
+	raw, err := regularfile.ReadPrivate(path, 4+2*KeyMaxLen+8) // a FIFO would block a plain open forever
 	if err != nil {
-		return nil, fmt.Errorf("key file: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("key file %s: %w", path, err)
-	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("key file %s: mode %04o lets its group or others at it (chmod 600)", path, perm)
-	}
-	const most = 4 + 2*KeyMaxLen + 8
-	raw, err := io.ReadAll(io.LimitReader(f, most+1))
-	if err != nil {
-		return nil, fmt.Errorf("key file %s: %w", path, err)
-	}
-	if len(raw) > most {
-		return nil, fmt.Errorf("key file %s: longer than %d bytes", path, most)
+		return nil, fmt.Errorf("key file %w", err)
 	}
 	key, err := DecodeKey(raw)
 	if err != nil {

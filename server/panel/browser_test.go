@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server/events"
 	"github.com/ipvsctl/ipvsctl/server/panel/browsertest"
 
 	"github.com/ipvsctl/ipvsctl/internal/testenv"
@@ -41,7 +42,8 @@ func TestBrowser(t *testing.T) {
 		testenv.OptIn(t, "browser test skipped in -short mode")
 	}
 	// Real servers answer no SSH here (every dial refused): Verify reports them unreachable.
-	e := newEnvTimed(t, false, refusingSSH(t))
+	var evs *events.Log
+	e := newEnvTimed(t, false, refusingSSH(t), withEvents(t, &evs))
 	// The kernel refuses one real server, as a real one refuses an unreachable DR address.
 	e.kernel.setFailOn(func(op ipvsmgr.Op) error {
 		if op.Dest != nil && op.Dest.Key.Addr.String() == "198.18.0.14" && op.Kind == ipvsmgr.OpAddDest {
@@ -223,6 +225,18 @@ func TestBrowser(t *testing.T) {
 	shot("why")
 	do("overview", chromedp.Navigate(u+"/"), chromedp.WaitVisible(chromedp.CSS(".tiles")))
 	shot("overview")
+	// The event log: the revision seeded and the checks' verdicts, newest
+	// first, the down ones marked.
+	waitFor(t, "a real server's event", func() bool {
+		got, _ := evs.Since(ctx, 0, events.Filter{Types: []string{"realserver."}})
+		return len(got) > 0
+	})
+	do("events", chromedp.Navigate(u+"/events"), chromedp.WaitVisible(chromedp.CSS("#events table")))
+	if s := text("#events table"); !strings.Contains(s, "revision.stored") || !strings.Contains(s, "realserver.") {
+		t.Fatalf("the event log: %q", s)
+	}
+	b.FitsWidth("the event log")
+	shot("events")
 	do("live", chromedp.Navigate(u+"/live"), chromedp.WaitVisible(chromedp.CSS("#live table")))
 	b.FitsWidth("the live table")
 	shot("live")
