@@ -68,6 +68,8 @@ var panelParity = map[string]same{
 	"POST /import/apply":           {api: []string{"POST /api/v1/import"}, cli: []string{"import"}},
 	"GET /export":                  {api: []string{"GET /api/v1/export"}, cli: []string{"export"}},
 	"GET /history":                 {api: []string{"GET /api/v1/history"}, cli: []string{"history"}},
+	"GET /events":                  {api: []string{"GET /api/v1/events"}, cli: []string{"events"}},
+	"GET /events/rows":             {api: []string{"GET /api/v1/events"}, cli: []string{"events"}},
 	"GET /history/{rev}":           {api: []string{"GET /api/v1/history/{rev}"}, cli: []string{"history"}},
 	"POST /history/{rev}/rollback": {api: []string{"POST /api/v1/rollback/{rev}"}, cli: []string{"rollback"}},
 

@@ -569,6 +569,20 @@ func (x *kaExporter) realServer(svc *ipvsmgr.Service, j int, field, vsHeader str
 	if rs.LowerThreshold != 0 {
 		fmt.Fprintf(w, "        lthreshold %d\n", rs.LowerThreshold)
 	}
+	for _, q := range []struct {
+		name string
+		argv ipvsmgr.Argv
+	}{{"notify_up", rs.NotifyUp}, {"notify_down", rs.NotifyDown}} {
+		if len(q.argv) == 0 {
+			continue
+		}
+		text, ok := kaCommand(q.argv)
+		if !ok {
+			x.bad("%s.%s: %q: %s", rf, q.name, q.argv, kaCommandQuoted)
+			continue
+		}
+		fmt.Fprintf(w, "        %s %s\n", q.name, text)
+	}
 	switch {
 	case !rs.IsEnabled():
 		x.bad("%s.enabled: keepalived has no disabled real_server", rf)

@@ -247,19 +247,19 @@ func TestKeepalivedExportRefusals(t *testing.T) {
 // (FuzzImportKeepalived seed c9f59be47ad3e43d: the UDP_CHECK was lost).
 func TestKeepalivedExportKeptUnderAPortWrittenWithZeros(t *testing.T) {
 	in := "virtual_server 198.18.0.1 0358 {\n  protocol UDP\n  ha_suspend\n  real_server 198.18.1.1 1358 {\n    UDP_CHECK {\n    }\n  }\n}\n" +
-		"virtual_server fwmark 007 {\n  ha_suspend\n  real_server 198.18.1.2 80 {\n    notify_up /bin/rs\n  }\n}\n"
+		"virtual_server fwmark 007 {\n  ha_suspend\n  real_server 198.18.1.2 80 {\n    smtp_alert\n  }\n}\n"
 	st, err := Import(FormatKeepalived, strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(st.Imported) != 4 {
-		t.Fatalf("kept %+v, want the two ha_suspend of the blocks, the UDP_CHECK and the server's notify_up", st.Imported)
+		t.Fatalf("kept %+v, want the two ha_suspend of the blocks, the UDP_CHECK and the server's smtp_alert", st.Imported)
 	}
 	var out bytes.Buffer
 	if err := Export(FormatKeepalived, st, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"virtual_server 198.18.0.1 0358 {", "UDP_CHECK {", "ha_suspend", "virtual_server fwmark 007 {", "ha_suspend", "notify_up /bin/rs"} {
+	for _, want := range []string{"virtual_server 198.18.0.1 0358 {", "UDP_CHECK {", "ha_suspend", "virtual_server fwmark 007 {", "ha_suspend", "smtp_alert"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("export lacks %q:\n%s", want, out.String())
 		}
@@ -278,8 +278,8 @@ func TestKeepalivedExportKeptUnderAPortWrittenWithZeros(t *testing.T) {
 // with their own real_server line and kept keys, found by the port as
 // read, not the first line at that address for both.
 func TestKeepalivedExportServersAtOneAddress(t *testing.T) {
-	in := "virtual_server 198.18.0.1 80 {\n  protocol TCP\n  real_server 198.18.1.1 080 {\n    notify_up /bin/a\n  }\n" +
-		"  real_server 198.18.1.1 081 {\n    notify_up /bin/b\n  }\n}\n"
+	in := "virtual_server 198.18.0.1 80 {\n  protocol TCP\n  real_server 198.18.1.1 080 {\n    smtp_alert yes\n  }\n" +
+		"  real_server 198.18.1.1 081 {\n    smtp_alert no\n  }\n}\n"
 	st, err := Import(FormatKeepalived, strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
@@ -288,7 +288,7 @@ func TestKeepalivedExportServersAtOneAddress(t *testing.T) {
 	if err := Export(FormatKeepalived, st, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"real_server 198.18.1.1 080 {", "real_server 198.18.1.1 081 {", "notify_up /bin/a", "notify_up /bin/b"} {
+	for _, want := range []string{"real_server 198.18.1.1 080 {", "real_server 198.18.1.1 081 {", "smtp_alert yes", "smtp_alert no"} {
 		if strings.Count(out.String(), want) != 1 {
 			t.Errorf("export has not one %q:\n%s", want, out.String())
 		}
@@ -389,5 +389,38 @@ func TestKeepalivedOmega(t *testing.T) {
 	var pe *ParseError
 	if !errors.As(err, &pe) || pe.Line != 4 || !strings.Contains(pe.Msg, `unknown keyword "omega"`) {
 		t.Errorf("omega in a real_server: %v", err)
+	}
+}
+
+// A real server's notify_up and notify_down are its programs (run as root
+// by the daemon, as quorum_up), not kept text; one with a user to run as is
+// kept, never run as root. They are written back as keepalived reads them.
+func TestKeepalivedRealServerNotifyPrograms(t *testing.T) {
+	in := "virtual_server 198.18.0.1 80 {\n  protocol TCP\n  real_server 198.18.1.1 80 {\n    notify_up \"/usr/local/bin/cmdb up r1\"\n" +
+		"    notify_down /usr/local/bin/down.sh\n  }\n  real_server 198.18.1.2 80 {\n    notify_up \"/usr/local/bin/cmdb up r2\" nobody\n  }\n}\n"
+	st, err := Import(FormatKeepalived, strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, r2 := st.Services[0].Servers[0], st.Services[0].Servers[1]
+	if d := cmp.Diff(ipvsmgr.Argv{"/usr/local/bin/cmdb", "up", "r1"}, r1.NotifyUp); d != "" {
+		t.Errorf("r1's notify_up (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(ipvsmgr.Argv{"/usr/local/bin/down.sh"}, r1.NotifyDown); d != "" {
+		t.Errorf("r1's notify_down (-want +got):\n%s", d)
+	}
+	if r2.NotifyUp != nil || len(st.Imported) != 1 || st.Imported[0].Key != "notify_up" {
+		t.Errorf("r2's notify_up with a user: mapped %q, kept %+v", r2.NotifyUp, st.Imported)
+	}
+	var out bytes.Buffer
+	if err := Export(FormatKeepalived, st, &out); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Import(FormatKeepalived, bytes.NewReader(out.Bytes()))
+	if err != nil {
+		t.Fatalf("re-import: %v\n%s", err, out.String())
+	}
+	if d := cmp.Diff(st, back, cmpopts.IgnoreFields(ipvsmgr.ImportedKey{}, "Line")); d != "" {
+		t.Errorf("round trip (-imported +re-imported):\n%s\nexport:\n%s", d, out.String())
 	}
 }

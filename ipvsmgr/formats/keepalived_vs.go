@@ -466,8 +466,20 @@ func (k *kaImporter) rsStatement(r *kaRS, c *kaNode, checks *kaCheckSettings, ch
 		r.fields["tunnel"] = c.line
 	case "alpha":
 		checks.alpha = true
+	case "notify_up", "notify_down":
+		cmd, user, err := k.script(c)
+		if err != nil || len(user) > 0 {
+			k.keep(r.scope, c) // a user to run it as, or no program: kept, not run as root by mistake
+			return nil
+		}
+		if kw == "notify_up" {
+			r.rs.NotifyUp = cmd
+		} else {
+			r.rs.NotifyDown = cmd
+		}
+		r.fields[kw] = c.line
 	default:
-		// notify_up, notify_down, delay_before_retry...
+		// smtp_alert, delay_before_retry...
 		k.keep(r.scope, c)
 	}
 	return nil
