@@ -188,15 +188,20 @@ func (d *Daemon) saveTransitions(ctx context.Context, last map[ipvsmgr.ServerRef
 			d.Log.Error("keep health transitions", "count", len(trs), "err", err)
 		}
 	}
+	// A batch taken is written whatever ctx does meanwhile: an end that
+	// comes as it is written must not lose it.
+	write := func() {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		flush(wctx)
+	}
 	for {
 		select {
 		case <-ctx.Done():
-			grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			flush(grace)
-			cancel()
+			write()
 			return
 		case <-h.saveNow:
-			flush(ctx)
+			write()
 		}
 	}
 }

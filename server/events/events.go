@@ -103,6 +103,9 @@ type Store interface {
 	LastEventID(ctx context.Context) (int64, error)
 }
 
+// saveTimeout bounds one batch's write to the store.
+const saveTimeout = 5 * time.Second
+
 // RingSize is how many events the ring holds.
 const RingSize = 4096
 
@@ -320,7 +323,9 @@ func (l *Log) Run(ctx context.Context) {
 	if l == nil {
 		return
 	}
-	flush := func(ctx context.Context) {
+	// A batch taken is written whatever ctx does meanwhile (an end that
+	// comes as it is written must not lose it), within saveTimeout.
+	flush := func() {
 		l.mu.Lock()
 		evs := l.unsaved
 		l.unsaved = nil
@@ -328,19 +333,19 @@ func (l *Log) Run(ctx context.Context) {
 		if len(evs) == 0 {
 			return
 		}
-		if err := l.store.SaveEvents(ctx, evs); err != nil && l.log != nil {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
+		defer cancel()
+		if err := l.store.SaveEvents(wctx, evs); err != nil && l.log != nil {
 			l.log.Error("keep events", "count", len(evs), "err", err)
 		}
 	}
 	for {
 		select {
 		case <-ctx.Done():
-			grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			flush(grace)
-			cancel()
+			flush()
 			return
 		case <-l.saveNow:
-			flush(ctx)
+			flush()
 		}
 	}
 }
