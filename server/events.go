@@ -34,25 +34,7 @@ func (c *Core) ReadEvents(ctx context.Context, a Actor, after int64, f EventFilt
 	if c.events != nil {
 		return c.events.Since(ctx, after, f)
 	}
-	var out []Event
-	for {
-		evs, err := c.store.EventsAfter(ctx, after, 1000)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range evs {
-			if f.Match(e) {
-				out = append(out, e)
-			}
-		}
-		if len(out) > events.MaxCatchUp {
-			out = out[len(out)-events.MaxCatchUp:]
-		}
-		if len(evs) < 1000 {
-			return out, nil
-		}
-		after = evs[len(evs)-1].ID
-	}
+	return events.ReadStore(ctx, c.store, after, 0, f)
 }
 
 // revisionStored tells of a revision a change stored.
@@ -153,30 +135,23 @@ func (c *Core) WatchEvents(ctx context.Context, a Actor, after int64, f EventFil
 // daemon's VRRP stop reaches its notify_stop).
 func (c *Core) follow(ctx context.Context, fl *events.Follower, after *int64, fn func(Event) error) error {
 	for {
+		var e Event
+		var ok bool
 		select {
+		case e, ok = <-fl.C():
 		case <-ctx.Done():
-			for {
-				select {
-				case e, ok := <-fl.C():
-					if !ok {
-						return nil
-					}
-					if err := fn(e); err != nil {
-						return err
-					}
-					*after = e.ID
-				default:
-					return nil
-				}
-			}
-		case e, ok := <-fl.C():
-			if !ok {
+			select {
+			case e, ok = <-fl.C():
+			default:
 				return nil
 			}
-			if err := fn(e); err != nil {
-				return err
-			}
-			*after = e.ID
 		}
+		if !ok {
+			return nil
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+		*after = e.ID
 	}
 }

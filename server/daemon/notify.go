@@ -27,6 +27,10 @@ const notifyQueue = 16
 type notifier struct {
 	d       *Daemon
 	timeout time.Duration
+	// des is the desired state servers was made of: the real servers with
+	// a notify program by their event subject (the watch's goroutine only).
+	des     *ipvsmgr.Desired
+	servers map[string]*ipvsmgr.ServerCheck
 	mu      sync.Mutex
 	queued  map[string][]notifyRun // by subject
 	wg      sync.WaitGroup
@@ -64,21 +68,26 @@ func (n *notifier) programsFor(e server.Event) []notifyRun {
 	if e.Type == events.VRRPState {
 		return vrrpPrograms(des.Settings.Redundancy, e)
 	}
-	for i := range des.Checks {
-		c := &des.Checks[i]
-		if c.Ref.String() != e.Subject {
-			continue
+	if des != n.des { // a new desired state: its servers with programs, by subject
+		n.des, n.servers = des, map[string]*ipvsmgr.ServerCheck{}
+		for i := range des.Checks {
+			if c := &des.Checks[i]; len(c.NotifyUp) > 0 || len(c.NotifyDown) > 0 {
+				n.servers[c.Ref.String()] = c
+			}
 		}
-		name, argv := "notify_down", c.NotifyDown
-		if e.Type == events.ServerUp || e.Type == events.ServerBack {
-			name, argv = "notify_up", c.NotifyUp
-		}
-		if len(argv) == 0 {
-			return nil
-		}
-		return []notifyRun{{name: name, argv: argv, for_: []any{"server", e.Subject}}}
 	}
-	return nil
+	c := n.servers[e.Subject]
+	if c == nil {
+		return nil
+	}
+	name, argv := "notify_down", c.NotifyDown
+	if e.Type == events.ServerUp || e.Type == events.ServerBack {
+		name, argv = "notify_up", c.NotifyUp
+	}
+	if len(argv) == 0 {
+		return nil
+	}
+	return []notifyRun{{name: name, argv: argv, for_: []any{"server", e.Subject}}}
 }
 
 // vrrpPrograms are keepalived's: the state's own program as written, then

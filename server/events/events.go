@@ -281,24 +281,38 @@ func (l *Log) catchUp(ctx context.Context, after int64, f Filter, fl *Follower) 
 		}
 		upTo := l.ring[0].ID - 1
 		l.mu.Unlock()
-		for after < upTo {
-			evs, err := l.store.EventsAfter(ctx, after, 1000)
-			if err != nil {
-				return nil, err
-			}
-			for _, e := range evs {
-				if e.ID <= upTo && f.Match(e) {
-					out = append(out, e)
-				}
-			}
-			out = newest(out)
-			if len(evs) == 0 || evs[len(evs)-1].ID >= upTo {
-				break
-			}
-			after = evs[len(evs)-1].ID
+		kept, err := ReadStore(ctx, l.store, after, upTo, f)
+		if err != nil {
+			return nil, err
 		}
+		out = newest(append(out, kept...))
 		after = upTo // what the store lacked below the ring was never saved
 	}
+}
+
+// ReadStore returns the events st keeps with an ID above after and at most
+// upTo (0: any) that f selects, oldest first, at most MaxCatchUp (the
+// newest of them): a read older than the ring, or a process without the
+// daemon's log.
+func ReadStore(ctx context.Context, st Store, after, upTo int64, f Filter) ([]Event, error) {
+	var out []Event
+	for upTo == 0 || after < upTo {
+		evs, err := st.EventsAfter(ctx, after, 1000)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range evs {
+			if (upTo == 0 || e.ID <= upTo) && f.Match(e) {
+				out = append(out, e)
+			}
+		}
+		out = newest(out)
+		if len(evs) < 1000 || upTo != 0 && evs[len(evs)-1].ID >= upTo {
+			break
+		}
+		after = evs[len(evs)-1].ID
+	}
+	return out, nil
 }
 
 func newest(evs []Event) []Event {

@@ -56,8 +56,14 @@ func eventClass(e server.Event) string {
 }
 
 // latestEvents returns the newest n events that f selects, oldest first.
+// Unfiltered, only the newest n are read (the overview's, at each of its
+// renderings), not the whole ring.
 func (p *Panel) latestEvents(r *http.Request, u who, f server.EventFilter, n int) ([]server.Event, error) {
-	evs, err := p.core.ReadEvents(r.Context(), p.actor(r, u), 0, f)
+	var after int64
+	if len(f.Types) == 0 && f.Subject == "" {
+		after = max(0, p.core.Events().Last()-int64(n))
+	}
+	evs, err := p.core.ReadEvents(r.Context(), p.actor(r, u), after, f)
 	if len(evs) > n {
 		evs = evs[len(evs)-n:]
 	}
