@@ -450,6 +450,9 @@ func (d *fastDecoder) service(s *Service) {
 		case "quorum_down":
 			d.once(seen, 21)
 			d.strict(&s.QuorumDown)
+		case "smtp_alert":
+			d.once(seen, 22)
+			s.SMTPAlert = d.optBool()
 		case "servers":
 			d.once(seen, 14)
 			if d.null() {
@@ -531,6 +534,15 @@ func (d *fastDecoder) server(s *Server) {
 		case "tunnel_checksum":
 			d.once(seen, 13)
 			s.TunnelChecksum = d.str()
+		case "notify_up":
+			d.once(seen, 14)
+			d.strict(&s.NotifyUp)
+		case "notify_down":
+			d.once(seen, 15)
+			d.strict(&s.NotifyDown)
+		case "smtp_alert":
+			d.once(seen, 16)
+			s.SMTPAlert = d.optBool()
 		default:
 			d.fail()
 		}

@@ -56,6 +56,8 @@ type Settings struct {
 	// BGP, when set, makes this director one of N active ones that announce
 	// the VIPs over BGP (bgpsettings.go).
 	BGP *BGP `json:"bgp,omitempty"`
+	// Alerts mail and post what the director does (alerts.go).
+	Alerts *Alerts `json:"alerts,omitempty"`
 }
 
 // Redundancy is the VRRPv3 virtual router the directors share: the same on
@@ -104,6 +106,9 @@ type Redundancy struct {
 	NotifyFault  Argv `json:"notify_fault,omitempty"`
 	NotifyStop   Argv `json:"notify_stop,omitempty"`
 	Notify       Argv `json:"notify,omitempty"`
+	// SMTPAlert (keepalived's smtp_alert in a vrrp_instance) mails each
+	// change of state; unset, settings.alerts.smtp decides (SMTPAlerts).
+	SMTPAlert *bool `json:"smtp_alert,omitempty"`
 }
 
 // DefaultInstance is the VRRP instance's name when the document gives none.
@@ -230,6 +235,9 @@ type Service struct {
 	// keepalived's "Starting with quorum down".
 	QuorumUp   Argv `json:"quorum_up,omitempty"`
 	QuorumDown Argv `json:"quorum_down,omitempty"`
+	// SMTPAlert (keepalived's smtp_alert) mails the quorum lost and
+	// regained; unset, settings.alerts.smtp decides (SMTPAlerts).
+	SMTPAlert *bool `json:"smtp_alert,omitempty"`
 	// Group names the set of services this one belongs to (keepalived's
 	// virtual_server_group): its members share their settings and real
 	// servers, and an export to keepalived writes them back as one group.
@@ -281,6 +289,9 @@ type Server struct {
 	// up (or back) and down.
 	NotifyUp   Argv `json:"notify_up,omitempty"`
 	NotifyDown Argv `json:"notify_down,omitempty"`
+	// SMTPAlert (keepalived's smtp_alert) mails the server's up and down;
+	// unset, settings.alerts.smtp decides (SMTPAlerts).
+	SMTPAlert *bool `json:"smtp_alert,omitempty"`
 }
 
 // IsEnabled reports whether the service should be in the kernel (default true).

@@ -97,6 +97,9 @@ func (v *validator) settings(s *Settings) {
 	if s.Redundancy != nil {
 		v.redundancy("settings.redundancy", s.Redundancy)
 	}
+	if s.Alerts != nil {
+		v.alerts("settings.alerts", s.Alerts)
+	}
 	if s.BGP != nil {
 		v.bgpSettings("settings.bgp", s.BGP)
 		if s.Redundancy != nil {
