@@ -91,7 +91,6 @@ func smtpDefault(last bool, own *bool, defaults ...*bool) bool {
 	return last
 }
 
-
 // ForServer is whether a real server whose own smtp_alert is own mails its
 // up and down (keepalived: on unless told otherwise).
 func (s *SMTPAlerts) ForServer(own *bool) bool {
