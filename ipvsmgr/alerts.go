@@ -108,7 +108,9 @@ func (s *SMTPAlerts) ForVRRP(own *bool) bool {
 }
 
 var (
-	mailAddress = regexp.MustCompile(`^[^\s<>@,;"]+@[^\s<>@,;"]+$`)
+	// A mail address: name@domain, or a local name alone (keepalived's
+	// samples mail "acassen", a mailbox of the relay's host).
+	mailAddress = regexp.MustCompile(`^[^\s<>@,;"]+(@[^\s<>@,;"]+)?$`)
 	eventType   = regexp.MustCompile(`^[a-z_]+(\.[a-z_]+)*\.?$`)
 )
 
@@ -125,14 +127,14 @@ func (v *validator) alerts(field string, a *Alerts) {
 			v.addf(f+".helo_name", "%q is not a host name", s.HeloName)
 		}
 		if s.From != "" && !mailAddress.MatchString(s.From) {
-			v.addf(f+".from", "%q is not a mail address (name@domain)", s.From)
+			v.addf(f+".from", "%q is not a mail address (name@domain, or a local name)", s.From)
 		}
 		if len(s.To) == 0 {
 			v.addf(f+".to", "no address: the mail goes to at least one (notification_email)")
 		}
 		for i, to := range s.To {
 			if !mailAddress.MatchString(to) {
-				v.addf(fmt.Sprintf("%s.to[%d]", f, i), "%q is not a mail address (name@domain)", to)
+				v.addf(fmt.Sprintf("%s.to[%d]", f, i), "%q is not a mail address (name@domain, or a local name)", to)
 			}
 		}
 		v.rangeCheck(f+".connect_timeout", s.ConnectTimeout, 0, 3600)

@@ -14,7 +14,7 @@ func TestAlertsValidation(t *testing.T) {
 		{`{"smtp":{"server":"198.18.0.25","port":70000,"to":["ops@example.org"]}}`, "settings.alerts.smtp.port", "70000 is out of range 1..65535"},
 		{`{"smtp":{"server":"198.18.0.25"}}`, "settings.alerts.smtp.to", "no address"},
 		{`{"smtp":{"server":"198.18.0.25","to":["ops@example.org","<x>"]}}`, "settings.alerts.smtp.to[1]", `"<x>" is not a mail address`},
-		{`{"smtp":{"server":"198.18.0.25","to":["ops@example.org"],"from":"lb"}}`, "settings.alerts.smtp.from", `"lb" is not a mail address`},
+		{`{"smtp":{"server":"198.18.0.25","to":["ops@example.org"],"from":"lb@"}}`, "settings.alerts.smtp.from", `"lb@" is not a mail address`},
 		{`{"smtp":{"server":"198.18.0.25","to":["ops@example.org"],"helo_name":"a b"}}`, "settings.alerts.smtp.helo_name", `"a b" is not a host name`},
 		{`{"smtp":{"server":"198.18.0.25","to":["ops@example.org"],"connect_timeout":-1}}`, "settings.alerts.smtp.connect_timeout", "-1 is out of range 0..3600"},
 		{`{"smtp":{"server":"198.18.0.25","to":["ops@example.org"],"router_id":"a\nb"}}`, "settings.alerts.smtp.router_id", "holds a line end"},

@@ -104,8 +104,12 @@ func (c *Core) Export(ctx context.Context, format string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	n, err := c.store.Node(ctx)
+	if err != nil {
+		return err
+	}
 	var b bytes.Buffer // nothing is written when the format is unknown
-	if err := formats.Export(format, st, &b); err != nil {
+	if err := formats.ExportWith(format, st, &b, formats.ExportOptions{Node: &formats.NodeHint{Priority: n.Priority, Role: n.Role}}); err != nil {
 		return errorf(CodeBadInput, "%v", err)
 	}
 	_, err = w.Write(b.Bytes())

@@ -20,6 +20,10 @@ type ImportReport struct {
 	Kept     int            `json:"kept"`
 	Warnings []formats.Note `json:"warnings"`
 	Ignored  []formats.Note `json:"ignored"`
+	// Node is what the file says of this director's own settings (a
+	// keepalived vrrp_instance's priority): set with the import, except
+	// into a draft, which holds only the shared document.
+	Node *formats.NodeHint `json:"node,omitempty"`
 }
 
 // ImportOptions are the import's own choices (the CLI's flags of the same
@@ -37,7 +41,7 @@ type ImportOptions struct {
 
 func importReportOf(rep *formats.Report) *ImportReport {
 	return &ImportReport{Summary: rep.Summary(), Services: rep.Services, Servers: rep.Servers, Kept: rep.Kept,
-		Warnings: rep.Warnings, Ignored: rep.Ignored}
+		Warnings: rep.Warnings, Ignored: rep.Ignored, Node: rep.Node}
 }
 
 // ParseImportReport reads another tool's configuration into a validated
@@ -78,6 +82,11 @@ func (c *Core) ImportWith(ctx context.Context, a Actor, format, name string, r i
 	res, err := c.ApplyState(ctx, a, doc, fmt.Sprintf("import --format %s %s", format, name), o)
 	if err != nil {
 		return nil, err
+	}
+	if n := rep.Node; n != nil && !o.Draft {
+		if _, err := c.SetNode(ctx, a, NodePatch{Priority: &n.Priority, Role: &n.Role}); err != nil {
+			return nil, fmt.Errorf("the import is stored, its node settings are not: %w", err)
+		}
 	}
 	imported := doc.Imported
 	if imported == nil {

@@ -101,6 +101,9 @@ type Report struct {
 	Kept     int    `json:"kept"`
 	Warnings []Note `json:"warnings"`
 	Ignored  []Note `json:"ignored"`
+	// Node is what the import says of this director's own settings (a
+	// keepalived vrrp_instance's priority), nil when nothing.
+	Node *NodeHint `json:"node,omitempty"`
 	// declared counts the services and servers the source declares, less
 	// those dropped with a warning, as the importer met them.
 	declaredServices, declaredServers int
@@ -258,8 +261,19 @@ func CheckReplace(current, next *ipvsmgr.State, allowEmpty bool) error {
 	return fmt.Errorf("the import has no virtual services and would remove all %d stored ones (--allow-empty to do that)", len(current.Services))
 }
 
+// ExportOptions are what an export says beside the document: this
+// director's own node settings (a keepalived vrrp_instance's priority).
+type ExportOptions struct {
+	Node *NodeHint
+}
+
 // Export writes st in format (json | ipvsadm | lvs.cf | keepalived | ldirectord).
 func Export(format string, st *ipvsmgr.State, w io.Writer) error {
+	return ExportWith(format, st, w, ExportOptions{})
+}
+
+// ExportWith is Export with the node's settings.
+func ExportWith(format string, st *ipvsmgr.State, w io.Writer, o ExportOptions) error {
 	if st == nil {
 		return errors.New("export: no state")
 	}
@@ -272,7 +286,7 @@ func Export(format string, st *ipvsmgr.State, w io.Writer) error {
 	case FormatLVSCF:
 		err = exportLVSCF(st, w)
 	case FormatKeepalived:
-		err = exportKeepalived(st, w)
+		err = exportKeepalived(st, w, o)
 	case FormatLdirectord:
 		err = exportLdirectord(st, w)
 	default:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,6 +95,9 @@ func rootedOptions(path string) Options {
 func reportText(rep *Report) string {
 	var b strings.Builder
 	b.WriteString(rep.Summary() + "\n")
+	if n := rep.Node; n != nil {
+		fmt.Fprintf(&b, "node: priority %d, role %s (line %d)\n", n.Priority, n.Role, n.Line)
+	}
 	for _, w := range rep.Warnings {
 		b.WriteString("warning: " + w.String() + "\n")
 	}

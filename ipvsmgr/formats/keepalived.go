@@ -32,6 +32,8 @@ type kaImporter struct {
 	used map[string]bool
 	// trackFiles are the track_file blocks, by name, for FILE_CHECK.
 	trackFiles map[string]*kaNode
+	// defs is the global_defs block being mapped.
+	defs *kaNode
 }
 
 func (k *kaImporter) errf(line int, format string, args ...any) error {
@@ -89,13 +91,29 @@ func parseKeepalived(data []byte, im *importer) (*ipvsmgr.State, lineIndex, erro
 	}
 	for _, n := range nodes {
 		if n.word(0) == "global_defs" && n.block {
-			if err := k.globalDefs(n, nodes); err != nil {
+			if err := k.globalDefs(n); err != nil {
 				return nil, nil, err
 			}
 			continue
 		}
 		if err := k.topLevel(n); err != nil {
 			return nil, nil, err
+		}
+	}
+	// The VRRP side once the services are read: the instance's VIPs are
+	// their addresses; the sync daemon and the mail settings then.
+	if err := k.vrrpInstance(nodes); err != nil {
+		return nil, nil, err
+	}
+	for _, n := range nodes {
+		if n.word(0) == "global_defs" && n.block {
+			k.defs = n
+			k.smtpDefs(n)
+			for _, c := range n.children {
+				if c.word(0) == "lvs_sync_daemon" {
+					k.lvsSyncDaemon(c, nodes)
+				}
+			}
 		}
 	}
 	return k.st, k.lines, nil

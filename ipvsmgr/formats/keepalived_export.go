@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -25,11 +26,11 @@ import (
 // drained server, an agent check...) is an error naming the field rather
 // than left out. Names have no place in keepalived's syntax: each is a
 // comment above its block.
-func exportKeepalived(st *ipvsmgr.State, w io.Writer) error {
+func exportKeepalived(st *ipvsmgr.State, w io.Writer, o ExportOptions) error {
 	if _, err := ipvsmgr.Compile(st); err != nil {
 		return err
 	}
-	x := &kaExporter{st: st, kept: newKAKept(st.Imported)}
+	x := &kaExporter{st: st, opts: o, kept: newKAKept(st.Imported)}
 	blocks, err := x.blocks()
 	if err != nil {
 		return err
@@ -56,6 +57,7 @@ func exportKeepalived(st *ipvsmgr.State, w io.Writer) error {
 
 type kaExporter struct {
 	st       *ipvsmgr.State
+	opts     ExportOptions
 	kept     *kaKept
 	w        *bufio.Writer
 	problems []string
@@ -275,21 +277,38 @@ func kaBlockDiff(a, b *ipvsmgr.Service) string {
 // were written, global_defs with lvs_timeouts as the settings say.
 func (x *kaExporter) globals() error {
 	s := &x.st.Settings
-	haveDefs := false
+	haveDefs, haveInstance := false, false
+	defs := append(x.smtpLines(), x.syncDaemonLine()...)
+	defsMapped := map[string]bool{}
+	if s.Alerts != nil && s.Alerts.SMTP != nil {
+		defsMapped = maps.Clone(kaSMTPMapped())
+	}
+	if s.Redundancy != nil && s.Redundancy.SyncDaemon {
+		defsMapped["lvs_sync_daemon"] = true
+	}
 	for _, k := range x.kept.top {
-		if k.Key == "global_defs" {
+		switch {
+		case k.Key == "global_defs":
 			haveDefs = true
 			k.Value = kaSetTimeouts(k.Value, s)
+			if len(defs) > 0 {
+				k.Value = kaRewrite(k.Value, defsMapped, defs, nil)
+			}
+		case s.Redundancy != nil && k.Key == "vrrp_instance "+cmp.Or(s.Redundancy.Instance, ipvsmgr.DefaultInstance):
+			haveInstance = true
+			k.Value = kaRewrite(k.Value, kaVRRPMapped(), x.vrrpLines(s.Redundancy, k.Value), nil)
 		}
 		x.keptKey("", k)
 	}
-	if !haveDefs {
-		if line := kaTimeoutsLine(s); line != "" {
-			x.w.WriteString("global_defs {\n    " + line + "\n}\n")
+	if line := kaTimeoutsLine(s); !haveDefs && (line != "" || len(defs) > 0) {
+		if line != "" {
+			defs = append([]string{line}, defs...)
 		}
+		x.w.WriteString("global_defs {\n    " + strings.Join(defs, "\n    ") + "\n}\n")
 	}
-	if r := s.Redundancy; r != nil && !slices.ContainsFunc(x.kept.top, func(k ipvsmgr.ImportedKey) bool { return strings.HasPrefix(k.Key, "vrrp_instance") }) {
-		x.bad("settings.redundancy: written to keepalived only as a keepalived import kept its vrrp_instance")
+	if r := s.Redundancy; r != nil && !haveInstance {
+		lines := x.vrrpLines(r, "")
+		x.w.WriteString("vrrp_instance " + cmp.Or(r.Instance, ipvsmgr.DefaultInstance) + " {\n    " + strings.Join(lines, "\n    ") + "\n}\n")
 	}
 	return nil
 }
@@ -413,6 +432,9 @@ func (x *kaExporter) virtualServer(b kaBlock) {
 			continue
 		}
 		fmt.Fprintf(x.w, "    %s %s\n", q.name, text)
+	}
+	if svc.SMTPAlert != nil {
+		fmt.Fprintf(x.w, "    smtp_alert %s\n", kaBoolWord(*svc.SMTPAlert))
 	}
 	if !svc.IsEnabled() {
 		x.bad("%s.enabled: keepalived has no disabled virtual_server", field)
@@ -582,6 +604,9 @@ func (x *kaExporter) realServer(svc *ipvsmgr.Service, j int, field, vsHeader str
 			continue
 		}
 		fmt.Fprintf(w, "        %s %s\n", q.name, text)
+	}
+	if rs.SMTPAlert != nil {
+		fmt.Fprintf(w, "        smtp_alert %s\n", kaBoolWord(*rs.SMTPAlert))
 	}
 	switch {
 	case !rs.IsEnabled():

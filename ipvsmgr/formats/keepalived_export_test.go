@@ -156,8 +156,8 @@ func TestKeepalivedExportPassesKeepalivedConfigTest(t *testing.T) {
 	// keepalived has no names (they are comments); its global_defs, made
 	// for lvs_timeouts, and the track_file of the file check are kept by
 	// the import as any are.
-	if len(back.Imported) != 2 || back.Imported[0].Key != "global_defs" || back.Imported[1].Key != "track_file ipvsctl_file_1" {
-		t.Errorf("re-imported keeps %+v, want the global_defs and the file check's track_file", back.Imported)
+	if len(back.Imported) != 3 || back.Imported[0].Key != "global_defs" || back.Imported[1].Key != "vrrp_instance LB" || back.Imported[2].Key != "track_file ipvsctl_file_1" {
+		t.Errorf("re-imported keeps %+v, want the global_defs, the vrrp_instance and the file check's track_file", back.Imported)
 	}
 	noNames := cmpopts.IgnoreFields(ipvsmgr.Service{}, "Name")
 	if d := cmp.Diff(st, back, cmpopts.EquateEmpty(), noNames, cmpopts.IgnoreFields(ipvsmgr.Server{}, "Name"), cmpopts.IgnoreFields(ipvsmgr.State{}, "Imported")); d != "" {
@@ -175,15 +175,23 @@ func madeState() *ipvsmgr.State {
 		c.Interval, c.Timeout, c.Rise, c.Fall, c.StartHealthy = timing.Interval, timing.Timeout, timing.Rise, timing.Fall, timing.StartHealthy
 		return &c
 	}
-	warmup := 1.5
+	warmup, garpDelay := 1.5, 2.0
 	return &ipvsmgr.State{
-		Settings: ipvsmgr.Settings{TCPTimeout: 900, UDPTimeout: 60},
+		Settings: ipvsmgr.Settings{TCPTimeout: 900, UDPTimeout: 60,
+			Redundancy: &ipvsmgr.Redundancy{VRID: 51, Interface: "eth0", Instance: "LB", AdvertInterval: 0.5, Peers: []string{"198.18.9.1", "198.18.9.2"},
+				PreemptDelay: 5, TrackInterfaces: []string{"lo"}, GARPCount: w(3), GARPRepeatDelay: &garpDelay,
+				SyncDaemon: true, SyncID: 51,
+				NotifyMaster: ipvsmgr.Argv{"/etc/keepalived/master.sh", "web vip"}, NotifyBackup: ipvsmgr.Argv{"/etc/keepalived/backup.sh"},
+				NotifyFault: ipvsmgr.Argv{"/etc/keepalived/fault.sh"}, NotifyStop: ipvsmgr.Argv{"/etc/keepalived/stop.sh"},
+				Notify: ipvsmgr.Argv{"/usr/local/bin/ka-notify"}, SMTPAlert: yes},
+			Alerts: &ipvsmgr.Alerts{SMTP: &ipvsmgr.SMTPAlerts{Server: "198.18.9.25", Port: 2525, HeloName: "lb1.example.com", From: "lb@example.com",
+				To: []string{"ops@example.com", "noc@example.com"}, ConnectTimeout: 10, RouterID: "LB1", AlertChecker: boolPtr(false), NoEmailFaults: true}}},
 		Services: []ipvsmgr.Service{
-			{Name: "web", Protocol: "tcp", Address: "198.18.0.10", Port: 80, Scheduler: "wrr", Forwarding: "dr",
+			{Name: "web", Protocol: "tcp", Address: "198.18.0.10", Port: 80, Scheduler: "wrr", Forwarding: "dr", Interface: "eth0",
 				Check:       check(ipvsmgr.Check{Type: "http", Path: "/health", ExpectStatus: []int{200, 201, 202, 204}, Host: "www.example.com", FastInterval: 1, OnFailure: "quiesce"}),
 				SorryServer: &ipvsmgr.SorryServer{Address: "198.18.1.250"}, Quorum: 2,
 				Servers: []ipvsmgr.Server{{Name: "a", Address: "198.18.1.1", Weight: w(2)}, {Address: "198.18.1.2", Weight: w(2)}}},
-			{Protocol: "tcp", Address: "198.18.0.10", Port: 443, Scheduler: "sh", SchedulerFlags: []string{"port"}, Persistence: 300, PersistenceNetmask: "255.255.255.0", Forwarding: "nat",
+			{Protocol: "tcp", Address: "198.18.0.10", Port: 443, Interface: "eth0", Scheduler: "sh", SchedulerFlags: []string{"port"}, Persistence: 300, PersistenceNetmask: "255.255.255.0", Forwarding: "nat",
 				Servers: []ipvsmgr.Server{
 					{Address: "198.18.1.1", Port: 8443, Weight: w(1), Check: check(ipvsmgr.Check{Type: "https", Path: "/"})},
 					{Address: "198.18.1.2", Port: 8443, Weight: w(1), Check: check(ipvsmgr.Check{Type: "exec", Command: []string{"/usr/local/bin/check", "%h", "a b"}, DynamicWeight: yes})},
@@ -226,7 +234,12 @@ func TestKeepalivedExportRefusals(t *testing.T) {
 		{func(s *ipvsmgr.State) { s.Services[3].Scheduler = "wrr" }, `services[3].settings differs from services[2] of group "dns"`},
 		{func(s *ipvsmgr.State) { s.Services[4].Group = "dns" }, `services[4].settings differs from services[2] of group "dns"`},
 		{func(s *ipvsmgr.State) { s.Services[5].Group = "dns" }, `services[5].group: "dns": its services from services[5] on are fwmark 7`},
-		{func(s *ipvsmgr.State) { s.Settings.Redundancy = &ipvsmgr.Redundancy{VRID: 5, Interface: "eth0"} }, "settings.redundancy"},
+		{func(s *ipvsmgr.State) {
+			s.Settings.Redundancy = &ipvsmgr.Redundancy{VRID: 5, Interface: "eth0", Auth: &ipvsmgr.RedundancyAuth{Keys: []ipvsmgr.RedundancyKey{{ID: 1, File: "/etc/ipvsctl/vrrp.key"}}}}
+		}, "settings.redundancy.auth"},
+		{func(s *ipvsmgr.State) {
+			s.Settings.Alerts = &ipvsmgr.Alerts{Webhooks: []ipvsmgr.Webhook{{URL: "http://198.18.0.9/"}}}
+		}, "settings.alerts.webhooks"},
 	} {
 		st := madeState()
 		c.edit(st)
@@ -247,19 +260,19 @@ func TestKeepalivedExportRefusals(t *testing.T) {
 // (FuzzImportKeepalived seed c9f59be47ad3e43d: the UDP_CHECK was lost).
 func TestKeepalivedExportKeptUnderAPortWrittenWithZeros(t *testing.T) {
 	in := "virtual_server 198.18.0.1 0358 {\n  protocol UDP\n  ha_suspend\n  real_server 198.18.1.1 1358 {\n    UDP_CHECK {\n    }\n  }\n}\n" +
-		"virtual_server fwmark 007 {\n  ha_suspend\n  real_server 198.18.1.2 80 {\n    smtp_alert\n  }\n}\n"
+		"virtual_server fwmark 007 {\n  ha_suspend\n  real_server 198.18.1.2 80 {\n    snmp_name d\n  }\n}\n"
 	st, err := Import(FormatKeepalived, strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(st.Imported) != 4 {
-		t.Fatalf("kept %+v, want the two ha_suspend of the blocks, the UDP_CHECK and the server's smtp_alert", st.Imported)
+		t.Fatalf("kept %+v, want the two ha_suspend of the blocks, the UDP_CHECK and the server's snmp_name", st.Imported)
 	}
 	var out bytes.Buffer
 	if err := Export(FormatKeepalived, st, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"virtual_server 198.18.0.1 0358 {", "UDP_CHECK {", "ha_suspend", "virtual_server fwmark 007 {", "ha_suspend", "smtp_alert"} {
+	for _, want := range []string{"virtual_server 198.18.0.1 0358 {", "UDP_CHECK {", "ha_suspend", "virtual_server fwmark 007 {", "ha_suspend", "snmp_name d"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("export lacks %q:\n%s", want, out.String())
 		}
@@ -278,8 +291,8 @@ func TestKeepalivedExportKeptUnderAPortWrittenWithZeros(t *testing.T) {
 // with their own real_server line and kept keys, found by the port as
 // read, not the first line at that address for both.
 func TestKeepalivedExportServersAtOneAddress(t *testing.T) {
-	in := "virtual_server 198.18.0.1 80 {\n  protocol TCP\n  real_server 198.18.1.1 080 {\n    smtp_alert yes\n  }\n" +
-		"  real_server 198.18.1.1 081 {\n    smtp_alert no\n  }\n}\n"
+	in := "virtual_server 198.18.0.1 80 {\n  protocol TCP\n  real_server 198.18.1.1 080 {\n    snmp_name a\n  }\n" +
+		"  real_server 198.18.1.1 081 {\n    snmp_name b\n  }\n}\n"
 	st, err := Import(FormatKeepalived, strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
@@ -288,7 +301,7 @@ func TestKeepalivedExportServersAtOneAddress(t *testing.T) {
 	if err := Export(FormatKeepalived, st, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"real_server 198.18.1.1 080 {", "real_server 198.18.1.1 081 {", "smtp_alert yes", "smtp_alert no"} {
+	for _, want := range []string{"real_server 198.18.1.1 080 {", "real_server 198.18.1.1 081 {", "snmp_name a", "snmp_name b"} {
 		if strings.Count(out.String(), want) != 1 {
 			t.Errorf("export has not one %q:\n%s", want, out.String())
 		}

@@ -1,6 +1,8 @@
 package formats
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
@@ -12,7 +14,7 @@ import (
 // interface taken from that instance), read as global_parser.c reads them.
 // The block itself is kept whole, as written.
 
-func (k *kaImporter) globalDefs(n *kaNode, top []*kaNode) error {
+func (k *kaImporter) globalDefs(n *kaNode) error {
 	k.keep("", n)
 	for _, c := range n.children {
 		switch c.word(0) {
@@ -20,8 +22,6 @@ func (k *kaImporter) globalDefs(n *kaNode, top []*kaNode) error {
 			if err := k.lvsTimeouts(c); err != nil {
 				return err
 			}
-		case "lvs_sync_daemon":
-			k.lvsSyncDaemon(c, top)
 		}
 	}
 	return nil
@@ -85,35 +85,16 @@ func (k *kaImporter) lvsSyncDaemon(c *kaNode, top []*kaNode) {
 			}
 		}
 	}
-	var vi *kaNode
-	for _, n := range top {
-		if n.block && n.word(0) == "vrrp_instance" && n.word(1) == inst {
-			vi = n
+	red := k.st.Settings.Redundancy
+	if red == nil || cmp.Or(red.Instance, ipvsmgr.DefaultInstance) != inst {
+		if slices.ContainsFunc(top, func(n *kaNode) bool { return n.block && n.word(0) == "vrrp_instance" && n.word(1) == inst }) {
+			k.warnf(c.line, "lvs_sync_daemon %s: vrrp_instance %s is not the one ipvsctl runs - kept, not mapped", iface, inst)
+		} else {
+			k.warnf(c.line, "lvs_sync_daemon %s: no vrrp_instance %q to run it with - kept, not mapped", iface, inst)
 		}
-	}
-	if vi == nil {
-		k.warnf(c.line, "lvs_sync_daemon %s: no vrrp_instance %q to run it with - kept, not mapped", iface, inst)
 		return
 	}
-	red := &ipvsmgr.Redundancy{SyncDaemon: true}
-	for _, s := range vi.children {
-		switch s.word(0) {
-		case "interface":
-			red.Interface = s.word(1)
-		case "virtual_router_id":
-			red.VRID, _ = strconv.Atoi(s.word(1))
-		case "advert_int":
-			if f, err := strconv.ParseFloat(s.word(1), 64); err == nil && f != 1 {
-				red.AdvertInterval = f
-			}
-		case "nopreempt":
-			red.Preempt = boolPtr(false)
-		}
-	}
-	if red.Interface == "" || red.VRID == 0 {
-		k.warnf(c.line, "lvs_sync_daemon %s: vrrp_instance %s has no interface or virtual_router_id - kept, not mapped", iface, inst)
-		return
-	}
+	red.SyncDaemon = true
 	if iface != red.Interface {
 		red.SyncInterface = iface
 	}
@@ -121,6 +102,5 @@ func (k *kaImporter) lvsSyncDaemon(c *kaNode, top []*kaNode) {
 		syncID = red.VRID // keepalived's default
 	}
 	red.SyncID = syncID
-	k.st.Settings.Redundancy = red
-	k.lines["settings.redundancy"] = c.line
+	k.unkeep(k.defs, map[string]bool{"lvs_sync_daemon": true}, nil)
 }

@@ -259,10 +259,10 @@ func TestKeepalivedDuplicateServerDropsItsKeys(t *testing.T) {
 	in := `virtual_server 198.18.0.1 80 {
   protocol TCP
   real_server 198.18.1.1 80 {
-    smtp_alert yes
+    snmp_name a
   }
   real_server 198.18.1.1 80 {
-    smtp_alert no
+    snmp_name b
     HTTP_GET {
       url {
         path /a
@@ -275,7 +275,7 @@ func TestKeepalivedDuplicateServerDropsItsKeys(t *testing.T) {
     }
   }
   real_server 198.18.1.2 80 {
-    smtp_alert on
+    snmp_name c
   }
 }
 `
@@ -293,8 +293,8 @@ func TestKeepalivedDuplicateServerDropsItsKeys(t *testing.T) {
 		kept = append(kept, fmt.Sprintf("%d %s: %s %s", k.Line, k.Scope, k.Key, k.Value))
 	}
 	want := []string{
-		"4 virtual_server 198.18.0.1 80 real_server 198.18.1.1 80: smtp_alert yes",
-		"20 virtual_server 198.18.0.1 80 real_server 198.18.1.2 80: smtp_alert on",
+		"4 virtual_server 198.18.0.1 80 real_server 198.18.1.1 80: snmp_name a",
+		"20 virtual_server 198.18.0.1 80 real_server 198.18.1.2 80: snmp_name c",
 	}
 	if d := cmp.Diff(want, kept); d != "" {
 		t.Errorf("kept (-want +got):\n%s", d)

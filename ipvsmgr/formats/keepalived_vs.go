@@ -279,6 +279,14 @@ func (k *kaImporter) vsStatement(v *kaVS, c *kaNode) error {
 		set(kw)
 	case "alpha":
 		v.checks.alpha = true
+	case "smtp_alert":
+		b, ok := kaTrue(c)
+		if !ok {
+			k.keep(v.scope, c)
+			return nil
+		}
+		v.svc.SMTPAlert = &b
+		set(kw)
 	default:
 		if !v.checks.setting(c) {
 			// omega, ha_suspend, quorum_up, delay_before_retry...
@@ -478,8 +486,16 @@ func (k *kaImporter) rsStatement(r *kaRS, c *kaNode, checks *kaCheckSettings, ch
 			r.rs.NotifyDown = cmd
 		}
 		r.fields[kw] = c.line
+	case "smtp_alert":
+		b, ok := kaTrue(c)
+		if !ok {
+			k.keep(r.scope, c)
+			return nil
+		}
+		r.rs.SMTPAlert = &b
+		r.fields[kw] = c.line
 	default:
-		// smtp_alert, delay_before_retry...
+		// delay_before_retry...
 		k.keep(r.scope, c)
 	}
 	return nil

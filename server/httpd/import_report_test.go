@@ -137,3 +137,119 @@ func TestAPIImportLdirectord(t *testing.T) {
 		t.Fatalf("unknown key: %s %s", resp.Status, body)
 	}
 }
+
+// A keepalived director's file, VRRP side and all: its vrrp_instance
+// becomes settings.redundancy with its notify programs, its priority the
+// node's own, global_defs' mail settings settings.alerts.smtp; the export
+// writes them back with the node's priority.
+const kaPairDoc = `global_defs {
+  router_id lb1
+  notification_email {
+    ops@example.org
+  }
+  notification_email_from lb1@example.org
+  smtp_server 198.18.0.25
+}
+vrrp_instance VI_WEB {
+  state MASTER
+  interface eth0
+  virtual_router_id 61
+  priority 150
+  advert_int 1
+  unicast_src_ip 198.18.0.2
+  unicast_peer {
+    198.18.0.3
+  }
+  virtual_ipaddress {
+    198.18.0.100/32 dev eth0
+  }
+  notify_master "/etc/keepalived/to-master.sh web"
+  notify /usr/local/bin/ka-notify
+  smtp_alert
+}
+virtual_server 198.18.0.100 80 {
+  lb_kind DR
+  protocol TCP
+  real_server 198.18.0.11 80 {
+    notify_down "/etc/keepalived/rs.sh down"
+  }
+}
+`
+
+func TestAPIImportKeepalivedPair(t *testing.T) {
+	g := servertest.Start(t)
+	setUp(t, g)
+	admin := g.Tokens[auth.Admin]
+	resp, body := do(t, g, admin, "POST", "/api/v1/import?format=keepalived&name=lb1.conf&apply=false", kaPairDoc)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("import: %s %s", resp.Status, body)
+	}
+	var res struct {
+		Report struct {
+			Node     *formats.NodeHint `json:"node"`
+			Warnings []formats.Note    `json:"warnings"`
+		} `json:"report"`
+	}
+	if err := json.Unmarshal([]byte(body), &res); err != nil {
+		t.Fatal(err)
+	}
+	if n := res.Report.Node; n == nil || n.Priority != 150 || n.Role != "auto" {
+		t.Errorf("report's node %+v, want priority 150, role auto", n)
+	}
+	_, body = do(t, g, admin, "GET", "/api/v1/node", "")
+	var node struct {
+		Priority int    `json:"priority"`
+		Role     string `json:"role"`
+	}
+	if err := json.Unmarshal([]byte(body), &node); err != nil || node.Priority != 150 || node.Role != "auto" {
+		t.Errorf("node after the import: %s (%v), want priority 150", body, err)
+	}
+	_, body = do(t, g, admin, "GET", "/api/v1/state", "")
+	var st struct {
+		Settings struct {
+			Redundancy struct {
+				VRID         int      `json:"vrid"`
+				Instance     string   `json:"instance"`
+				Peers        []string `json:"peers"`
+				NotifyMaster []string `json:"notify_master"`
+				Notify       []string `json:"notify"`
+				SMTPAlert    *bool    `json:"smtp_alert"`
+			} `json:"redundancy"`
+			Alerts struct {
+				SMTP struct {
+					Server   string   `json:"server"`
+					To       []string `json:"to"`
+					RouterID string   `json:"router_id"`
+				} `json:"smtp"`
+			} `json:"alerts"`
+		} `json:"settings"`
+		Services []struct {
+			Interface string `json:"interface"`
+			Servers   []struct {
+				NotifyDown []string `json:"notify_down"`
+			} `json:"servers"`
+		} `json:"services"`
+	}
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		t.Fatal(err)
+	}
+	r := st.Settings.Redundancy
+	if r.VRID != 61 || r.Instance != "VI_WEB" || !cmp.Equal(r.Peers, []string{"198.18.0.2", "198.18.0.3"}) ||
+		!cmp.Equal(r.NotifyMaster, []string{"/etc/keepalived/to-master.sh", "web"}) || !cmp.Equal(r.Notify, []string{"/usr/local/bin/ka-notify"}) ||
+		r.SMTPAlert == nil || !*r.SMTPAlert {
+		t.Errorf("redundancy %+v", r)
+	}
+	if m := st.Settings.Alerts.SMTP; m.Server != "198.18.0.25" || !cmp.Equal(m.To, []string{"ops@example.org"}) || m.RouterID != "lb1" {
+		t.Errorf("alerts.smtp %+v", m)
+	}
+	if len(st.Services) != 1 || st.Services[0].Interface != "eth0" || !cmp.Equal(st.Services[0].Servers[0].NotifyDown, []string{"/etc/keepalived/rs.sh", "down"}) {
+		t.Errorf("services %+v: want the VIP on eth0 and the server's notify_down", st.Services)
+	}
+	_, body = do(t, g, admin, "GET", "/api/v1/export?format=keepalived", "")
+	for _, want := range []string{"vrrp_instance VI_WEB {", "priority 150", "virtual_router_id 61", "notify_master \"/etc/keepalived/to-master.sh web\"",
+		"notify /usr/local/bin/ka-notify", "smtp_alert yes", "198.18.0.100\n", "smtp_server 198.18.0.25", "ops@example.org", "notify_down \"/etc/keepalived/rs.sh down\""} {
+		if !strings.Contains(body, want) {
+			t.Errorf("export lacks %q:\n%s", want, body)
+		}
+	}
+}

@@ -1,0 +1,519 @@
+package formats
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+)
+
+// The VRRP side of keepalived.conf: the first vrrp_instance with an
+// interface and a virtual_router_id becomes settings.redundancy (its
+// priority and state the director's own node settings, Report.Node), its
+// virtual_ipaddress the interfaces of the services at those addresses;
+// global_defs' mail settings become settings.alerts.smtp. The blocks are
+// still kept as written, for what has no equivalent, and each keyword of
+// them with none is named in a warning. The export writes the mapped
+// keywords from the settings and the others as kept.
+
+// kaVRRPMapped are the vrrp_instance keywords settings.redundancy (or the
+// node, or a service's interface) takes up.
+var kaVRRPMapped = words("interface virtual_router_id advert_int nopreempt preempt preempt_delay unicast_peer " +
+	"unicast_src_ip track_interface garp_master_delay garp_master_repeat notify_master notify_backup notify_fault " +
+	"notify_stop notify smtp_alert priority state virtual_ipaddress virtual_ipaddress_excluded version")
+
+// NodeHint is what an import says of the director's own node settings:
+// keepalived's priority (255, the address owner, is role master).
+type NodeHint struct {
+	Priority int    `json:"priority"`
+	Role     string `json:"role"`
+	Line     int    `json:"line"`
+}
+
+// kaTrue reads keepalived's boolean (check_true_false): a bare keyword is
+// true.
+func kaTrue(c *kaNode) (bool, bool) {
+	if len(c.words) < 2 {
+		return true, true
+	}
+	switch strings.ToLower(c.word(1)) {
+	case "yes", "on", "true":
+		return true, true
+	case "no", "off", "false":
+		return false, true
+	}
+	return false, false
+}
+
+// vrrpInstance maps the first usable vrrp_instance of top.
+func (k *kaImporter) vrrpInstance(top []*kaNode) error {
+	var vi *kaNode
+	for _, n := range top {
+		if !n.block || n.word(0) != "vrrp_instance" {
+			continue
+		}
+		if vi != nil {
+			k.warnf(n.line, "vrrp_instance %s: ipvsctl runs one VRRP instance (vrrp_instance %s, line %d): kept as written, not run", n.word(1), vi.word(1), vi.line)
+			continue
+		}
+		if !slices.ContainsFunc(n.children, func(c *kaNode) bool { return c.word(0) == "interface" }) ||
+			!slices.ContainsFunc(n.children, func(c *kaNode) bool { return c.word(0) == "virtual_router_id" }) {
+			k.warnf(n.line, "vrrp_instance %s: no interface or virtual_router_id: kept as written, not run", n.word(1))
+			continue
+		}
+		vi = n
+	}
+	if vi == nil {
+		return nil
+	}
+	r := &ipvsmgr.Redundancy{}
+	if name := vi.word(1); name != ipvsmgr.DefaultInstance {
+		r.Instance = name
+	}
+	var src string
+	node := &NodeHint{Priority: 100, Role: "auto", Line: vi.line}
+	for _, c := range vi.children {
+		kw := c.word(0)
+		bad := func(format string, args ...any) {
+			k.warnf(c.line, "vrrp_instance %s: %s %s: %s - kept, not mapped", vi.word(1), kw, c.rest(), fmt.Sprintf(format, args...))
+		}
+		num := func(lo, hi float64) (float64, bool) {
+			f, err := strconv.ParseFloat(c.word(1), 64)
+			if err != nil || f < lo || f > hi {
+				bad("want a number %v..%v", lo, hi)
+				return 0, false
+			}
+			return f, true
+		}
+		switch kw {
+		case "interface":
+			r.Interface = c.word(1)
+		case "virtual_router_id":
+			if f, ok := num(1, 255); ok {
+				r.VRID = int(f)
+			}
+		case "advert_int":
+			if f, ok := num(0.01, 40.95); ok && f != 1 {
+				r.AdvertInterval = f
+			}
+		case "nopreempt":
+			r.Preempt = boolPtr(false)
+		case "preempt":
+			r.Preempt = nil
+		case "preempt_delay":
+			if f, ok := num(0, 1000); ok {
+				r.PreemptDelay = f
+			}
+		case "priority":
+			if f, ok := num(1, 255); ok {
+				node.Priority = int(f)
+			}
+		case "state":
+			if s := strings.ToUpper(c.word(1)); s == "MASTER" {
+				k.warnf(c.line, "vrrp_instance %s: state MASTER: ipvsctl elects by priority from the start (keepalived's initial state has no equivalent)", vi.word(1))
+			}
+		case "version":
+			if c.word(1) != "3" {
+				k.warnf(c.line, "vrrp_instance %s: version %s: ipvsctl speaks VRRPv3; give a keepalived peer vrrp_version 3 (the export says version 3)", vi.word(1), c.word(1))
+			}
+		case "unicast_src_ip":
+			src = c.word(1)
+		case "unicast_peer":
+			for _, p := range c.children {
+				if a, err := netip.ParseAddr(p.word(0)); err == nil {
+					r.Peers = append(r.Peers, a.Unmap().String())
+				} else {
+					k.warnf(p.line, "vrrp_instance %s: unicast_peer %s: not an address - not mapped", vi.word(1), p.word(0))
+				}
+			}
+		case "track_interface":
+			for _, t := range c.children {
+				if len(t.words) > 1 {
+					k.warnf(t.line, "vrrp_instance %s: track_interface %s %s: ipvsctl's tracked interfaces put the director in fault, with no weight - tracked without it",
+						vi.word(1), t.word(0), strings.Join(kaWords(t)[1:], " "))
+				}
+				r.TrackInterfaces = append(r.TrackInterfaces, t.word(0))
+			}
+		case "garp_master_delay":
+			if f, ok := num(0, 3600); ok {
+				f = math.Trunc(f) // keepalived reads whole seconds
+				r.GARPRepeatDelay = &f
+			}
+		case "garp_master_repeat":
+			if f, ok := num(0, 1000); ok {
+				n := int(f)
+				r.GARPCount = &n
+			}
+		case "notify_master", "notify_backup", "notify_fault", "notify_stop", "notify":
+			cmd, user, err := k.script(c)
+			if err != nil || len(user) > 0 {
+				bad("a user to run it as, or no program: not run as root by mistake")
+				continue
+			}
+			*map[string]*ipvsmgr.Argv{"notify_master": &r.NotifyMaster, "notify_backup": &r.NotifyBackup,
+				"notify_fault": &r.NotifyFault, "notify_stop": &r.NotifyStop, "notify": &r.Notify}[kw] = cmd
+		case "smtp_alert":
+			if b, ok := kaTrue(c); ok {
+				r.SMTPAlert = &b
+			} else {
+				bad("want yes or no")
+			}
+		case "virtual_ipaddress", "virtual_ipaddress_excluded":
+			for _, v := range c.children {
+				k.vip(vi, v, r)
+			}
+		case "authentication":
+			k.warnf(c.line, "vrrp_instance %s: authentication: VRRPv3 has none (keepalived's PASS and AH are VRRPv2's); settings.redundancy.auth signs the adverts as keepalived 2.4's auth_hmac - kept, not mapped", vi.word(1))
+		default:
+			k.warnf(c.line, "vrrp_instance %s: %s has no equivalent in ipvsctl - kept as written, not acted on", vi.word(1), kw)
+		}
+	}
+	if !r.PreemptOn() && r.PreemptDelay != 0 {
+		k.warnf(vi.line, "(%s) preempt_delay is incompatible with nopreempt mode - resetting", vi.word(1))
+		r.PreemptDelay = 0
+	}
+	if src != "" && len(r.Peers) > 0 {
+		if a, err := netip.ParseAddr(src); err == nil && !slices.Contains(r.Peers, a.Unmap().String()) {
+			r.Peers = append([]string{a.Unmap().String()}, r.Peers...)
+		}
+	}
+	if node.Priority == 255 {
+		node.Role = "master"
+	}
+	k.st.Settings.Redundancy = r
+	k.lines["settings.redundancy"] = vi.line
+	k.rep.Node = node
+	k.unkeep(vi, kaVRRPMapped(), func(v *kaNode) bool { return !kaServiceVIP(v, k.st.Services) })
+	return nil
+}
+
+// unkeep takes the keywords in mapped out of the kept text of block n:
+// the settings say them now, and the export writes them from there.
+func (k *kaImporter) unkeep(n *kaNode, mapped map[string]bool, other func(*kaNode) bool) {
+	for i := range k.st.Imported {
+		if key := &k.st.Imported[i]; key.Line == n.line && key.Scope == "" && key.Key == n.header() {
+			key.Value = kaRewrite(key.Value, mapped, nil, other)
+		}
+	}
+}
+
+// kaServiceVIP is whether a virtual_ipaddress line is a service's address
+// that the service carries.
+func kaServiceVIP(v *kaNode, services []ipvsmgr.Service) bool {
+	addr, _, _ := strings.Cut(v.word(0), "/")
+	a, err := netip.ParseAddr(addr)
+	return err == nil && slices.ContainsFunc(services, func(s ipvsmgr.Service) bool {
+		sa, err := netip.ParseAddr(s.Address)
+		return err == nil && sa.Unmap() == a.Unmap() && s.Interface != ""
+	})
+}
+
+func kaWords(n *kaNode) []string {
+	out := make([]string, len(n.words))
+	for i, w := range n.words {
+		out[i] = w.text
+	}
+	return out
+}
+
+// vip maps one virtual_ipaddress line ("198.18.0.1/32 dev eth0 label
+// eth0:1"): the services at that address carry it on dev (else the
+// instance's interface).
+func (k *kaImporter) vip(vi, v *kaNode, r *ipvsmgr.Redundancy) {
+	addr, _, _ := strings.Cut(v.word(0), "/")
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		k.warnf(v.line, "vrrp_instance %s: virtual_ipaddress %s: not an address - kept, not mapped", vi.word(1), v.word(0))
+		return
+	}
+	dev := r.Interface
+	for i := 1; i+1 < len(v.words); i++ {
+		switch v.word(i) {
+		case "dev":
+			dev = v.word(i + 1)
+			i++
+		case "label", "brd", "broadcast", "scope":
+			i++
+		default:
+			k.warnf(v.line, "vrrp_instance %s: virtual_ipaddress %s: %s has no equivalent (ipvsctl adds the address as /32 or /128)", vi.word(1), v.word(0), v.word(i))
+		}
+	}
+	found := false
+	for i := range k.st.Services {
+		svc := &k.st.Services[i]
+		if sa, err := netip.ParseAddr(svc.Address); err == nil && sa.Unmap() == a.Unmap() {
+			found = true
+			if svc.Interface == "" {
+				svc.Interface = dev
+			}
+		}
+	}
+	if !found {
+		k.warnf(v.line, "vrrp_instance %s: virtual_ipaddress %s: no virtual_server at this address; ipvsctl carries the addresses of its services - kept, not carried", vi.word(1), v.word(0))
+	}
+}
+
+// smtpDefs maps global_defs' mail settings onto settings.alerts.smtp,
+// when keepalived would mail (smtp_server and notification_email set).
+func (k *kaImporter) smtpDefs(n *kaNode) {
+	s := &ipvsmgr.SMTPAlerts{}
+	for _, c := range n.children {
+		switch c.word(0) {
+		case "smtp_server":
+			s.Server = c.word(1)
+			if p, err := strconv.Atoi(c.word(2)); err == nil && p != ipvsmgr.DefaultSMTPPort {
+				s.Port = p
+			}
+		case "smtp_helo_name":
+			s.HeloName = c.word(1)
+		case "notification_email_from":
+			s.From = c.word(1)
+		case "notification_email":
+			for _, e := range c.children {
+				s.To = append(s.To, e.word(0))
+			}
+		case "smtp_connect_timeout":
+			if t, err := strconv.Atoi(c.word(1)); err == nil && t != ipvsmgr.DefaultSMTPConnectTimeout {
+				s.ConnectTimeout = t
+			}
+		case "router_id":
+			s.RouterID = c.word(1)
+		case "no_email_faults":
+			s.NoEmailFaults = true
+		case "smtp_alert", "smtp_alert_vrrp", "smtp_alert_checker":
+			if b, ok := kaTrue(c); ok {
+				*map[string]**bool{"smtp_alert": &s.Alert, "smtp_alert_vrrp": &s.AlertVRRP, "smtp_alert_checker": &s.AlertChecker}[c.word(0)] = &b
+			}
+		}
+	}
+	if s.Server == "" || len(s.To) == 0 {
+		return
+	}
+	k.st.Settings.Alerts = &ipvsmgr.Alerts{SMTP: s}
+	k.lines["settings.alerts"] = n.line
+	k.unkeep(n, kaSMTPMapped(), nil)
+}
+
+// kaSMTPMapped are the global_defs keywords settings.alerts.smtp takes up.
+var kaSMTPMapped = words("smtp_server smtp_helo_name notification_email_from notification_email smtp_connect_timeout " +
+	"router_id no_email_faults smtp_alert smtp_alert_vrrp smtp_alert_checker")
+
+// kaRewrite writes a kept block's text with the keywords in mapped left
+// out and lines (the settings' own) written first.
+// A mapped virtual_ipaddress block keeps the lines other (when set) says
+// are not taken up.
+func kaRewrite(text string, mapped map[string]bool, lines []string, other func(v *kaNode) bool) string {
+	nodes, err := parseKeepalivedTree([]byte(text), nil)
+	if err != nil || len(nodes) != 1 || !nodes[0].block {
+		return text // as the import kept it
+	}
+	// The virtual addresses left come first, where the export writes
+	// its virtual_ipaddress: a round trip keeps the text as it is.
+	var vips, rest strings.Builder
+	for _, c := range nodes[0].children {
+		kw := c.word(0)
+		switch {
+		case mapped[kw] && other != nil && (kw == "virtual_ipaddress" || kw == "virtual_ipaddress_excluded"):
+			var left []string
+			for _, v := range c.children {
+				if other(v) {
+					left = append(left, "        "+strings.Join(kaWords(v), " ")+"\n")
+				}
+			}
+			if len(left) > 0 {
+				vips.WriteString("    " + kw + " {\n" + strings.Join(left, "") + "    }\n")
+			}
+		case mapped[kw]:
+		default:
+			for l := range strings.SplitSeq(c.text(), "\n") {
+				rest.WriteString("    " + l + "\n")
+			}
+		}
+	}
+	var b strings.Builder
+	b.WriteString(nodes[0].header() + " {\n")
+	for _, l := range lines {
+		b.WriteString("    " + l + "\n")
+	}
+	b.WriteString(vips.String() + rest.String())
+	b.WriteString("}")
+	return b.String()
+}
+
+func kaBoolWord(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// smtpLines are settings.alerts.smtp as global_defs says it.
+func (x *kaExporter) smtpLines() []string {
+	a := x.st.Settings.Alerts
+	if a != nil && len(a.Webhooks) > 0 {
+		x.bad("settings.alerts.webhooks: keepalived has no webhooks")
+	}
+	if a == nil || a.SMTP == nil {
+		return nil
+	}
+	s := a.SMTP
+	var out []string
+	if s.RouterID != "" {
+		out = append(out, "router_id "+kaWord(s.RouterID))
+	}
+	out = append(out, "notification_email {")
+	for _, to := range s.To {
+		out = append(out, "    "+to)
+	}
+	out = append(out, "}")
+	if s.From != "" {
+		out = append(out, "notification_email_from "+s.From)
+	}
+	server := "smtp_server " + s.Server
+	if s.Port != 0 {
+		server += " " + strconv.Itoa(s.Port)
+	}
+	out = append(out, server)
+	if s.HeloName != "" {
+		out = append(out, "smtp_helo_name "+s.HeloName)
+	}
+	if s.ConnectTimeout != 0 {
+		out = append(out, "smtp_connect_timeout "+strconv.Itoa(s.ConnectTimeout))
+	}
+	for _, a := range []struct {
+		kw string
+		b  *bool
+	}{{"smtp_alert", s.Alert}, {"smtp_alert_vrrp", s.AlertVRRP}, {"smtp_alert_checker", s.AlertChecker}} {
+		if a.b != nil {
+			out = append(out, a.kw+" "+kaBoolWord(*a.b))
+		}
+	}
+	if s.NoEmailFaults {
+		out = append(out, "no_email_faults")
+	}
+	return out
+}
+
+// vrrpLines are settings.redundancy (and the node's priority) as a
+// vrrp_instance says them.
+func (x *kaExporter) vrrpLines(r *ipvsmgr.Redundancy, kept string) []string {
+	state, prio := "BACKUP", 100
+	if n := x.opts.Node; n != nil {
+		if n.Priority >= 1 && n.Priority <= 255 {
+			prio = n.Priority
+		}
+		if n.Role == "master" {
+			state, prio = "MASTER", 255
+		}
+	}
+	out := []string{"state " + state, "interface " + r.Interface, "virtual_router_id " + strconv.Itoa(r.VRID),
+		"priority " + strconv.Itoa(prio), "version 3"}
+	if r.AdvertInterval != 0 {
+		out = append(out, "advert_int "+strconv.FormatFloat(r.AdvertInterval, 'f', -1, 64))
+	}
+	if !r.PreemptOn() {
+		out = append(out, "nopreempt")
+	}
+	if r.PreemptDelay != 0 && r.PreemptOn() {
+		out = append(out, "preempt_delay "+strconv.FormatFloat(r.PreemptDelay, 'f', -1, 64))
+	}
+	if len(r.Peers) > 0 {
+		// keepalived lists the others: each director's export names
+		// all, and keepalived skips an address of its own (as ipvsctl).
+		out = append(out, "unicast_peer {")
+		for _, p := range r.Peers {
+			out = append(out, "    "+p)
+		}
+		out = append(out, "}")
+	}
+	if len(r.TrackInterfaces) > 0 {
+		out = append(out, "track_interface {")
+		for _, t := range r.TrackInterfaces {
+			out = append(out, "    "+t)
+		}
+		out = append(out, "}")
+	}
+	if r.GARPCount != nil {
+		out = append(out, "garp_master_repeat "+strconv.Itoa(*r.GARPCount))
+	}
+	if d := r.GARPRepeatDelay; d != nil && *d != math.Trunc(*d) {
+		x.bad("settings.redundancy.garp_repeat_delay: %v: keepalived's garp_master_delay is whole seconds", *d)
+	} else if d != nil {
+		out = append(out, "garp_master_delay "+strconv.Itoa(int(*d)))
+	}
+	for _, p := range []struct {
+		kw   string
+		argv ipvsmgr.Argv
+	}{{"notify_master", r.NotifyMaster}, {"notify_backup", r.NotifyBackup}, {"notify_fault", r.NotifyFault},
+		{"notify_stop", r.NotifyStop}, {"notify", r.Notify}} {
+		if len(p.argv) == 0 {
+			continue
+		}
+		text, ok := kaCommand(p.argv)
+		if !ok {
+			x.bad("settings.redundancy.%s: %q: %s", p.kw, p.argv, kaCommandQuoted)
+			continue
+		}
+		out = append(out, p.kw+" "+text)
+	}
+	if r.SMTPAlert != nil {
+		out = append(out, "smtp_alert "+kaBoolWord(*r.SMTPAlert))
+	}
+	var vips []string
+	for _, svc := range x.st.Services {
+		if svc.Interface != "" && svc.Address != "" && !slices.Contains(vips, svc.Address) {
+			v := svc.Address
+			if svc.Interface != r.Interface {
+				v += " dev " + svc.Interface
+			}
+			vips = append(vips, v)
+		}
+	}
+	vips = append(vips, kaOtherVIPs(kept, x.st.Services)...)
+	if len(vips) == 0 {
+		x.bad("settings.redundancy: keepalived's vrrp_instance needs a virtual address: no service has an interface to carry its address on")
+	}
+	out = append(out, "virtual_ipaddress {")
+	for _, v := range vips {
+		out = append(out, "    "+v)
+	}
+	out = append(out, "}")
+	if r.Auth != nil {
+		x.bad("settings.redundancy.auth: keepalived 2.2 has no auth_hmac (2.4's, not written yet)")
+	}
+	return out
+}
+
+// syncDaemonLine is global_defs' lvs_sync_daemon for the settings.
+func (x *kaExporter) syncDaemonLine() []string {
+	r := x.st.Settings.Redundancy
+	if r == nil || !r.SyncDaemon {
+		return nil
+	}
+	return []string{fmt.Sprintf("lvs_sync_daemon %s %s id %d", r.SyncDaemonInterface(), cmp.Or(r.Instance, ipvsmgr.DefaultInstance), r.SyncID)}
+}
+
+// kaOtherVIPs are the virtual_ipaddress lines of a kept vrrp_instance at
+// no service's address: kept as they were read.
+func kaOtherVIPs(kept string, services []ipvsmgr.Service) []string {
+	nodes, err := parseKeepalivedTree([]byte(kept), nil)
+	if err != nil || len(nodes) != 1 {
+		return nil
+	}
+	var out []string
+	for _, c := range nodes[0].children {
+		if c.word(0) == "virtual_ipaddress" || c.word(0) == "virtual_ipaddress_excluded" {
+			for _, v := range c.children {
+				if !kaServiceVIP(v, services) {
+					out = append(out, strings.Join(kaWords(v), " "))
+				}
+			}
+		}
+	}
+	return out
+}
