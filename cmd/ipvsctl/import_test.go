@@ -132,3 +132,30 @@ func TestImportLdirectord(t *testing.T) {
 		t.Fatalf("--ignore-unknown: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// A keepalived director's file through the CLI: its vrrp_instance's
+// priority becomes this director's own (the report says so); the export
+// writes it back.
+func TestImportKeepalivedPriority(t *testing.T) {
+	k := fakekernel.New()
+	db := filepath.Join(t.TempDir(), "ipvsctl.db")
+	cf := filepath.Join(t.TempDir(), "keepalived.conf")
+	doc := "vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  priority 120\n  virtual_ipaddress {\n    198.18.0.1\n  }\n}\n" +
+		"virtual_server 198.18.0.1 80 {\n  lb_kind DR\n  protocol TCP\n  real_server 198.18.0.11 80 {\n  }\n}\n"
+	if err := os.WriteFile(cf, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, k, "--db", db, "import", "--format", "keepalived", "--no-apply", cf)
+	if r.code != 0 || !strings.Contains(r.stderr, "node: priority 120, role auto (keepalived line 1)") {
+		t.Fatalf("import: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r = runCLI(t, k, "--db", db, "node", "show", "--json"); r.code != 0 || !strings.Contains(r.stdout, `"priority": 120`) {
+		t.Fatalf("node after the import: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, k, "--db", db, "export", "--format", "keepalived")
+	for _, want := range []string{"vrrp_instance VI_1 {", "priority 120", "virtual_router_id 51", "198.18.0.1\n"} {
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Fatalf("export lacks %q: %d\n%s%s", want, r.code, r.stdout, r.stderr)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/formats"
+	"github.com/ipvsctl/ipvsctl/server"
 )
 
 func runExport(env *cliEnv, args []string) int {
@@ -89,9 +90,17 @@ func runImport(env *cliEnv, args []string) int {
 		return env.fail("import", err, false)
 	}
 	o.base = rev // nothing may change between the check above and the write
-	res, err := b.Apply(ctx, b.actor, &body, fmt.Sprintf("import --format %s %s", *format, pos[0]), env.options(o))
+	wo := env.options(o)
+	res, err := b.Apply(ctx, b.actor, &body, fmt.Sprintf("import --format %s %s", *format, pos[0]), wo)
 	if err != nil {
 		return env.fail("import", err, false)
+	}
+	// The file's node settings (a keepalived priority) are this director's
+	// own, outside the document: set with it, not into a draft.
+	if n := rep.Node; n != nil && !wo.Draft {
+		if _, err := b.SetNode(ctx, b.actor, server.NodePatch{Priority: &n.Priority, Role: &n.Role}); err != nil {
+			return env.fail("import: the state is stored, the node settings are not", err, false)
+		}
 	}
 	return env.report(res, o)
 }
@@ -126,6 +135,9 @@ func (env *cliEnv) readImport(format, name string, o writeOpts, opts formats.Opt
 	}
 	for _, n := range rep.Ignored {
 		fmt.Fprintf(env.stderr, "ignored (--ignore-unknown): %s %s\n", format, n)
+	}
+	if n := rep.Node; n != nil {
+		fmt.Fprintf(env.stderr, "node: priority %d, role %s (%s line %d): this director's own\n", n.Priority, n.Role, format, n.Line)
 	}
 	fmt.Fprintf(env.stderr, "read %s: %s\n", name, rep.Summary())
 	return doc, rep, nil
