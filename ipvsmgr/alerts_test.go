@@ -26,21 +26,7 @@ func TestAlertsValidation(t *testing.T) {
 		{`{"webhooks":[{"url":"https://198.18.0.9/","timeout":301}]}`, "settings.alerts.webhooks[0].timeout", "301 is out of range 0..300"},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
-			st, err := DecodeState(strings.NewReader(`{"settings":{"alerts":` + tc.alerts + `},"services":[]}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = Compile(st)
-			var ve *ValidationError
-			if !errors.As(err, &ve) {
-				t.Fatalf("got %v, want a validation error", err)
-			}
-			for _, p := range ve.Problems {
-				if p.Field == tc.field && strings.Contains(p.Message, tc.msg) {
-					return
-				}
-			}
-			t.Errorf("problems %v, want %s: ...%s...", ve.Problems, tc.field, tc.msg)
+			wantProblem(t, `{"settings":{"alerts":`+tc.alerts+`},"services":[]}`, tc.field, tc.msg)
 		})
 	}
 	ok := `{"settings":{"alerts":{"smtp":{"server":"mail.example.org","port":587,"to":["ops@example.org"],"from":"lb@example.org"},` +
@@ -76,4 +62,25 @@ func TestSMTPAlertDefaults(t *testing.T) {
 	if s.ForVRRP(nil) || s.ForServer(nil) || s.ForService(nil) || !s.ForVRRP(&yes) {
 		t.Error("smtp_alert_vrrp and smtp_alert_checker come before smtp_alert")
 	}
+}
+
+// wantProblem compiles doc and wants a validation problem of field whose
+// message holds msg.
+func wantProblem(t *testing.T, doc, field, msg string) {
+	t.Helper()
+	st, err := DecodeState(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Compile(st)
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("got %v, want a validation error", err)
+	}
+	for _, p := range ve.Problems {
+		if p.Field == field && strings.Contains(p.Message, msg) {
+			return
+		}
+	}
+	t.Errorf("problems %v, want %s: ...%s...", ve.Problems, field, msg)
 }

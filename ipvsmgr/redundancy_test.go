@@ -3,7 +3,6 @@ package ipvsmgr
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -113,21 +112,7 @@ func TestRedundancyValidation(t *testing.T) {
 		{`{"vrid":1,"interface":"eth0","auth":{"keys":[{"id":1,"file":"/a"}],"anti_replay":"monotonic","time_window":5}}`, "settings.redundancy.auth.time_window", "for anti_replay time only"},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
-			st, err := DecodeState(strings.NewReader(`{"settings":{"redundancy":` + tc.red + `},"services":[]}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = Compile(st)
-			var ve *ValidationError
-			if !errors.As(err, &ve) {
-				t.Fatalf("got %v, want a validation error", err)
-			}
-			for _, p := range ve.Problems {
-				if p.Field == tc.field && strings.Contains(p.Message, tc.msg) {
-					return
-				}
-			}
-			t.Errorf("problems %v, want %s: ...%s...", ve.Problems, tc.field, tc.msg)
+			wantProblem(t, `{"settings":{"redundancy":`+tc.red+`},"services":[]}`, tc.field, tc.msg)
 		})
 	}
 }
