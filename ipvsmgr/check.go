@@ -40,6 +40,11 @@ type Check struct {
 	SlowStart *float64 `json:"slow_start,omitempty"`
 	// StartHealthy puts a newly added server in before its first pass.
 	StartHealthy *bool `json:"start_healthy,omitempty"`
+	// ConnectChecks (ldirectord's checktype = N) makes N of every N+1
+	// runs a tcp connect to the same target instead of the full check:
+	// a full check, and after it passes N connects, then a full check
+	// again; a failed connect makes the next run a full check.
+	ConnectChecks int `json:"connect_checks,omitempty"`
 	// Warmup bounds the random delay before a new server's first check
 	// (keepalived's warmup), seconds: absent, the interval; 0, at once.
 	Warmup *float64 `json:"warmup,omitempty"`
@@ -256,6 +261,9 @@ func mergeChecks(svc, srv *Check) Check {
 	}
 	if srv.Warmup != nil {
 		out.Warmup = srv.Warmup
+	}
+	if srv.ConnectChecks != 0 {
+		out.ConnectChecks = srv.ConnectChecks
 	}
 	set(&out.Method, srv.Method)
 	set(&out.Path, srv.Path)

@@ -32,6 +32,9 @@ type CheckSpec struct {
 	Warmup *time.Duration `json:",omitempty"`
 	Rise   int
 	Fall   int
+	// ConnectChecks tcp connects between two full checks (ldirectord's
+	// checktype = N); 0: every run is the full check.
+	ConnectChecks int `json:",omitempty"`
 
 	Method       string
 	Path         string
@@ -356,6 +359,10 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 			v.addf(field+"."+leaf, "only for %s checks, not %s", strings.Join(types, " and "), typ)
 		}
 	}
+	only("connect_checks", c.ConnectChecks != 0, ConnectCheckTypes()...)
+	if c.ConnectChecks != 0 {
+		v.rangeCheck(field+".connect_checks", c.ConnectChecks, 1, maxConnectChecks)
+	}
 	only("method", c.Method != "", "http", "https")
 	if c.Method != "" && !isHTTPMethod(c.Method) {
 		v.addf(field+".method", "%q is not an HTTP method", c.Method)
@@ -435,6 +442,16 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 	v.negotiateFields(field, c, only)
 }
 
+// maxConnectChecks bounds connect_checks (ldirectord's "never again" is
+// 999999).
+const maxConnectChecks = 999999
+
+// ConnectCheckTypes lists the check types that take connect_checks: those
+// that talk to their target over a tcp connection.
+func ConnectCheckTypes() []string {
+	return []string{"http", "https", "send_expect", "smtp", "mysql", "pgsql", "ldap", "imap", "imaps", "pop", "pops", "ftp"}
+}
+
 // negotiateFields validates the fields of ldirectord's negotiate checks.
 func (v *validator) negotiateFields(field string, c *Check, only func(string, bool, ...string)) {
 	only("request", c.Request != "", "mysql", "pgsql", "ldap", "ftp")
@@ -511,6 +528,7 @@ func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *Server
 	spec.DownInterval = seconds(c.DownInterval, 0)
 	spec.Timeout = seconds(c.Timeout, DefaultCheckTimeout)
 	spec.Rise, spec.Fall = cmp.Or(c.Rise, DefaultCheckRise), cmp.Or(c.Fall, DefaultCheckFall)
+	spec.ConnectChecks = c.ConnectChecks
 	if c.Warmup != nil {
 		w := time.Duration(math.Round(*c.Warmup * float64(time.Second)))
 		spec.Warmup = &w
@@ -557,6 +575,10 @@ func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *Server
 			spec.Expect = DecodeEscapes(c.Expect)
 		}
 		spec.Protocol = cmp.Or(c.Protocol, "tcp")
+		if spec.Protocol == "udp" && c.ConnectChecks != 0 {
+			v.addf(where+".connect_checks", "%d: a udp send_expect check has no connection to make between its runs", c.ConnectChecks)
+			ok = false
+		}
 		if spec.Protocol == "udp" && spec.Send == "" {
 			v.addf(where+".send", "missing: a udp send_expect check must send something to get a reply")
 			ok = false

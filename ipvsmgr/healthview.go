@@ -20,6 +20,9 @@ type HealthView struct {
 	// NoChecks says that no checks run (a reconcile without the daemon):
 	// checked servers stay in as configured, and only forced health applies.
 	NoChecks bool
+	// Maintenance holds servers out at weight 0 whatever their checks say
+	// (settings.maintenance_dir); nil: none.
+	Maintenance *Maintenance
 }
 
 // ApplyHealth returns the table the kernel should get: t (the desired
@@ -40,7 +43,7 @@ func ApplyHealth(t *Table, d *Desired, view *HealthView) *Table {
 // With no actual (nil), or no hysteresis, the sorry server is in below the
 // quorum.
 func ApplyHealthTo(t *Table, d *Desired, view *HealthView, actual *Table) *Table {
-	if view == nil || len(d.Checks) == 0 && len(d.Sorry) == 0 {
+	if view == nil || len(d.Checks) == 0 && len(d.Sorry) == 0 && view.Maintenance.empty() {
 		return t
 	}
 	var inKernel map[ServiceKey]*VirtualService
@@ -115,6 +118,9 @@ func ApplyHealthTo(t *Table, d *Desired, view *HealthView, actual *Table) *Table
 // healthOf is one real server as the kernel should have it, and whether it
 // should be there at all.
 func healthOf(dst *Destination, c *ServerCheck, view *HealthView) (*Destination, bool) {
+	if view.Maintenance.File(dst.Key) != "" {
+		return quiesced(dst), true // in maintenance, as ldirectord's "skipping the normal health check"
+	}
 	if c == nil {
 		return dst, true // no check, no forced health: as configured
 	}
@@ -141,12 +147,7 @@ func healthOf(dst *Destination, c *ServerCheck, view *HealthView) (*Destination,
 		return &cp, true
 	case HealthDown:
 		if c.OnFailure == "quiesce" {
-			if dst.Weight == 0 {
-				return dst, true
-			}
-			cp := *dst
-			cp.Weight = 0
-			return &cp, true
+			return quiesced(dst), true
 		}
 		return nil, false
 	}
@@ -155,14 +156,19 @@ func healthOf(dst *Destination, c *ServerCheck, view *HealthView) (*Destination,
 		// first check passed, each server would join the kernel's list
 		// (at its head) in an order of its own on each director, and mh
 		// would build a different Maglev table on each.
-		if dst.Weight == 0 {
-			return dst, true
-		}
-		cp := *dst
-		cp.Weight = 0
-		return &cp, true
+		return quiesced(dst), true
 	}
 	return nil, false // not checked yet: out until its first pass
+}
+
+// quiesced is dst at weight 0.
+func quiesced(dst *Destination) *Destination {
+	if dst.Weight == 0 {
+		return dst
+	}
+	cp := *dst
+	cp.Weight = 0
+	return &cp
 }
 
 func hasDest(ds []*Destination, k DestKey) bool {

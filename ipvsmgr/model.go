@@ -50,6 +50,11 @@ type Settings struct {
 	// established connections at weight 0 before it is deleted. 0 means the
 	// default, DefaultDrainTimeout.
 	DrainTimeout int `json:"drain_timeout,omitempty"`
+	// MaintenanceDir (ldirectord's maintenancedir) is a directory the
+	// daemon reads every second: a file there named for a real server
+	// (its address, or address:port) quiesces it in every service until
+	// the file goes (maintenance.go).
+	MaintenanceDir string `json:"maintenance_dir,omitempty"`
 	// Redundancy makes this director one of a VRRP pair (or group); absent,
 	// it runs alone and always carries its VIPs.
 	Redundancy *Redundancy `json:"redundancy,omitempty"`

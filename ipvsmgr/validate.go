@@ -94,6 +94,9 @@ func (v *validator) settings(s *Settings) {
 	v.rangeCheck("settings.tcpfin_timeout", s.TCPFinTimeout, 0, maxTimeout)
 	v.rangeCheck("settings.udp_timeout", s.UDPTimeout, 0, maxTimeout)
 	v.rangeCheck("settings.drain_timeout", s.DrainTimeout, 0, maxDrain)
+	if d := s.MaintenanceDir; d != "" && (!strings.HasPrefix(d, "/") || filepath.Clean(d) != d || strings.IndexByte(d, 0) >= 0) {
+		v.addf("settings.maintenance_dir", "%q is not a clean absolute path (the directory whose files take real servers out)", d)
+	}
 	if s.Redundancy != nil {
 		v.redundancy("settings.redundancy", s.Redundancy)
 	}

@@ -72,7 +72,37 @@ func (c *Core) healthStatuses(desired *ipvsmgr.Desired) map[ipvsmgr.ServerRef]*H
 				EffectiveWeight: p.Dest.Weight, Reason: fmt.Sprintf("in while fewer than %d real servers are up", p.Quorum)}
 		}
 	}
+	if desired.Health != nil {
+		maintenanceStatuses(out, desired.Table, desired.Health.Maintenance)
+	}
 	return out
+}
+
+// PhaseMaintenance is the phase of a real server that a file of
+// settings.maintenance_dir holds out.
+const PhaseMaintenance = "maintenance"
+
+// maintenanceStatuses marks the servers of t that m holds out, checked or
+// not: at weight 0 whatever their checks say, and why.
+func maintenanceStatuses(out map[ipvsmgr.ServerRef]*HealthStatus, t *ipvsmgr.Table, m *ipvsmgr.Maintenance) {
+	if m == nil || t == nil {
+		return
+	}
+	for _, vs := range t.Services {
+		for _, dst := range vs.Dests {
+			f := m.File(dst.Key)
+			if f == "" {
+				continue
+			}
+			ref := ipvsmgr.ServerRef{Service: vs.Key, Server: dst.Key}
+			hs := out[ref]
+			if hs == nil {
+				hs = &HealthStatus{Name: dst.Key.String(), ConfiguredWeight: dst.Weight}
+				out[ref] = hs
+			}
+			hs.Phase, hs.State, hs.EffectiveWeight, hs.Reason, hs.Since = PhaseMaintenance, "down", 0, "maintenance file "+f, nil
+		}
+	}
 }
 
 func statusOf(sc *ipvsmgr.ServerCheck, running map[ipvsmgr.ServerRef]*health.Status, daemon bool) *HealthStatus {

@@ -168,6 +168,11 @@ func serverWord(sr *ServerState, svcEnabled, known bool) (string, string) {
 			return StateDraining, "drained: " + strconv.FormatUint(uint64(sr.Dest.ActiveConns), 10) + " active connections left"
 		}
 		return StateDrained, ""
+	case sr.HealthOf != nil && sr.HealthOf.Phase == PhaseMaintenance:
+		if sr.Dest != nil && sr.Dest.ActiveConns > 0 {
+			return StateDraining, sr.HealthOf.Reason + ": " + strconv.FormatUint(uint64(sr.Dest.ActiveConns), 10) + " active connections left"
+		}
+		return StateDrained, sr.HealthOf.Reason
 	case !sr.InKernel:
 		return StateDown, "not in the kernel"
 	case sr.Dest.Weight == 0:

@@ -98,7 +98,7 @@ func (c *Core) Status(ctx context.Context) (*StatusView, error) {
 			v.Services[i].Name = desired.Names[statusKey(&v.Services[i])]
 		}
 		hs := c.healthStatuses(desired)
-		if len(desired.Checks)+len(desired.Sorry) > 0 {
+		if len(desired.Checks)+len(desired.Sorry) > 0 || len(hs) > 0 {
 			attachHealth(v, desired, hs)
 		}
 		st, _, err := c.State(ctx)

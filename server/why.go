@@ -88,6 +88,7 @@ const (
 	ReasonPreparationFailed  WhyReason = "preparation_failed"
 	ReasonUnchecked          WhyReason = "unchecked"
 	ReasonHealthDown         WhyReason = "health_down"
+	ReasonMaintenance        WhyReason = "maintenance" // a file of settings.maintenance_dir holds it out
 	ReasonHealthUnknown      WhyReason = "health_unknown"
 	ReasonAtLimit            WhyReason = "at_connection_limit"
 	ReasonNoLimit            WhyReason = "no_limit"
@@ -382,6 +383,8 @@ func healthCheck(h *HealthStatus) WhyCheck {
 	switch {
 	case h == nil:
 		ch.Status, ch.Reason, ch.Detail = WhyOK, ReasonUnchecked, "unchecked: no check, the server is always in (give it or its service a check to have it watched)"
+	case h.Phase == PhaseMaintenance:
+		ch.Status, ch.Reason, ch.Detail = WhyBlocking, ReasonMaintenance, "in maintenance at weight 0 in every service: "+h.Reason+" (remove the file to put it back)"
 	case h.State == "down":
 		ch.Status, ch.Reason, ch.Detail = WhyBlocking, ReasonHealthDown, h.Phase
 		if h.Since != nil {

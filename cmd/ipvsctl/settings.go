@@ -50,6 +50,7 @@ func settingsShow(env *cliEnv, args []string) int {
 	fmt.Fprintf(tw, "udp_timeout\t%d\n", s.UDPTimeout)
 	fmt.Fprintf(tw, "keep_foreign_services\t%v\n", s.KeepForeignServices)
 	fmt.Fprintf(tw, "drain_timeout\t%d\n", s.DrainTimeout)
+	fmt.Fprintf(tw, "maintenance_dir\t%s\n", orDefault(s.MaintenanceDir, "-"))
 	fmt.Fprintf(tw, "redundancy\t%v\n", s.Redundancy != nil)
 	tw.Flush()
 	return exitOK

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -64,6 +65,13 @@ type ldGlobals struct {
 	quiescent, fork                                             string
 	fallback                                                    *ldFallback
 	fallbackLine                                                int
+	fallbackCommand                                             ldValue
+}
+
+// ldValue is a key's value and its line (0: not set).
+type ldValue struct {
+	text string
+	line int
 }
 
 type ldFallback struct {
@@ -78,7 +86,7 @@ type ldVirtual struct {
 	host, port                     string
 	fwmark                         bool
 	checktype                      string
-	connects                       int
+	connects, checktypeLine        int
 	service                        string
 	request, receive, httpmethod   string
 	virtualhost                    *string
@@ -89,6 +97,7 @@ type ldVirtual struct {
 	quiescent                      string
 	fallback                       *ldFallback
 	fallbackLine                   int
+	fallbackCommand                ldValue
 	reals                          [][2]any // text, line
 	netmask                        string
 	netmaskLine                    int
@@ -262,7 +271,7 @@ func (p *ldParser) virtualKey(v *ldVirtual, line int, rcmd string) error {
 		if d := ldDigits().FindString(val); d != "" {
 			v.connects, _ = strconv.Atoi(d)
 			v.checktype = "combined"
-			p.keep(line, v.scope, key, val)
+			v.checktypeLine = line
 			break
 		}
 		w := regexp.MustCompile(`[\w-]+`).FindString(val)
@@ -422,7 +431,17 @@ func (p *ldParser) virtualKey(v *ldVirtual, line int, rcmd string) error {
 		if err = p.alertStatus(line, val); err == nil {
 			p.keep(line, v.scope, key, val)
 		}
-	case "emailalert", "fallbackcommand", "monitorfile", "smtp", "servicename", "comment":
+	case "fallbackcommand":
+		// ldirectord takes the value in double quotes, or as it is.
+		c := val
+		if q := ldQuoted().FindStringSubmatch(val); q != nil {
+			c = q[1]
+		}
+		if c == "" {
+			return p.errf(line, "%s=%s: invalid fallback command", key, val)
+		}
+		v.fallbackCommand = ldValue{c, line}
+	case "emailalert", "monitorfile", "smtp", "servicename", "comment":
 		if strings.Trim(val, `"`) == "" && key != "servicename" && key != "comment" {
 			return p.errf(line, "%s=%s: no value", key, val)
 		}
@@ -560,7 +579,25 @@ func (p *ldParser) global(line int, text string) error {
 		if err = p.alertStatus(line, val); err == nil {
 			p.keep(line, "", key, val)
 		}
-	case "fallbackcommand", "execute", "emailalert", "emailalertfrom", "smtp", "maintenancedir":
+	case "fallbackcommand":
+		if val == "" {
+			return p.errf(line, "%s=%s: invalid fallback command", key, val)
+		}
+		// Read as it is (quotes and all): ldirectord's shell takes them off.
+		p.g.fallbackCommand = ldValue{val, line}
+	case "maintenancedir":
+		if val == "" {
+			return p.errf(line, "%s=%s: maintenance directory not specified", key, val)
+		}
+		if !strings.HasPrefix(val, "/") || filepath.Clean(val) != val {
+			// ldirectord takes it as it is, quotes included, relative to where it runs.
+			p.im.warnf(line, "maintenancedir=%s: not a clean absolute path; kept, not used", val)
+			p.keep(line, "", key, val)
+			break
+		}
+		p.st.Settings.MaintenanceDir = val
+		p.lines["settings.maintenance_dir"] = line
+	case "execute", "emailalert", "emailalertfrom", "smtp":
 		if strings.Trim(val, `"`) == "" {
 			return p.errf(line, "%s=%s: no value", key, val)
 		}
@@ -827,8 +864,41 @@ func (p *ldParser) finish() error {
 			}
 		}
 		p.check(v, svc)
+		p.fallbackCommand(v, svc)
 	}
 	return nil
+}
+
+// fallbackCommand makes the virtual's fallbackcommand (its own, else the
+// global one) the service's quorum programs: ldirectord runs it with
+// "start" when no real server is left (do_fallback_command from
+// fallback_on) and "stop" when the first is back, each time with the
+// virtual's ADDRESS:PORT and protocol, which is the quorum of 1 lost and
+// regained. ldirectord runs it through the shell; a command that needs one
+// (or does not name its program in full) is kept instead.
+func (p *ldParser) fallbackCommand(v *ldVirtual, svc *ipvsmgr.Service) {
+	fc := v.fallbackCommand
+	if fc.line == 0 {
+		fc = p.g.fallbackCommand
+	}
+	if fc.line == 0 {
+		return
+	}
+	argv, err := ipvsmgr.SplitCommand(fc.text)
+	switch {
+	case err != nil || len(argv) == 0 || strings.ContainsAny(fc.text, "|&;<>()$`*?[~\n"):
+		p.im.warnf(fc.line, "fallbackcommand=%s in %s needs a shell (ipvsctl runs no shell); kept, not run", fc.text, v.scope)
+	case !strings.HasPrefix(argv[0], "/"):
+		p.im.warnf(fc.line, "fallbackcommand=%s in %s: %s is not an absolute path (ipvsctl runs programs by their full path); kept, not run", fc.text, v.scope, argv[0])
+	default:
+		where, proto := ldFallbackArgs(svc)
+		svc.QuorumDown = append(slices.Clone(argv), "start", where, proto)
+		svc.QuorumUp = append(slices.Clone(argv), "stop", where, proto)
+		p.lines[fmt.Sprintf("services[%d].quorum_down", v.svc)] = fc.line
+		p.lines[fmt.Sprintf("services[%d].quorum_up", v.svc)] = fc.line
+		return
+	}
+	p.keep(fc.line, map[bool]string{true: v.scope, false: ""}[fc == v.fallbackCommand], "fallbackcommand", fc.text)
 }
 
 // ldTimeouts is ld_setup's choice of the connect and negotiate timeouts.
@@ -844,6 +914,36 @@ func (p *ldParser) timeouts(v *ldVirtual) (connect, negotiate int) {
 	connect = first(v.checkTimeout, v.negotiateTimeout, p.g.checkTimeout, p.g.negotiateTimeout, 5)
 	negotiate = first(v.negotiateTimeout, v.checkTimeout, p.g.negotiateTimeout, p.g.checkTimeout, 30)
 	return connect, negotiate
+}
+
+// ldFallbackArgs are the virtual's words after "start" or "stop" in
+// ldirectord's fallbackcommand call: "$v->{server}:$v->{port}" and
+// "$v->{protocol}" (a fwmark virtual has no server, port 0, protocol fwm).
+func ldFallbackArgs(svc *ipvsmgr.Service) (where, proto string) {
+	if svc.FWMark > 0 {
+		return ":0", "fwm"
+	}
+	return ldHostPort(svc.Address, svc.Port), cmp.Or(svc.Protocol, "tcp")
+}
+
+// connectChecks gives c checktype = N's connects between full checks
+// (ldirectord's "combined"), where c is a check that connects; elsewhere
+// the key is kept, with a warning.
+func (p *ldParser) connectChecks(v *ldVirtual, c *ipvsmgr.Check) {
+	switch {
+	case v.checktype != "combined" || v.connects == 0:
+		// checktype = 0: ldirectord's count is never below 0: every run is the full check.
+	case c != nil && slices.Contains(ipvsmgr.ConnectCheckTypes(), c.Type) && c.Protocol != "udp":
+		c.ConnectChecks = v.connects
+		p.lines[fmt.Sprintf("services[%d].check.connect_checks", v.svc)] = v.checktypeLine
+	default:
+		what := "no check"
+		if c != nil {
+			what = "a " + c.Type + " check"
+		}
+		p.im.warnf(v.checktypeLine, "checktype=%d in %s: the connects between its full checks are not made on %s; every run is the full check, checktype kept", v.connects, v.scope, what)
+		p.keep(v.checktypeLine, v.scope, "checktype", strconv.Itoa(v.connects))
+	}
 }
 
 // check makes the service's check from the virtual's checktype and service.
@@ -947,6 +1047,7 @@ func (p *ldParser) check(v *ldVirtual, svc *ipvsmgr.Service) {
 	if c == nil || !slices.Contains(ipvsmgr.NegotiateTypes(), c.Type) {
 		p.keepCredentials(v) // only a negotiate check logs in
 	}
+	p.connectChecks(v, c)
 	svc.Check = c
 	for i := range svc.Servers {
 		rc := svc.Servers[i].Check

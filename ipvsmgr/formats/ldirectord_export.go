@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 )
@@ -49,6 +51,9 @@ func exportLdirectord(st *ipvsmgr.State, w io.Writer) error {
 		for iv := range intervals {
 			fmt.Fprintf(bw, "checkinterval=%s\n", ldSeconds(iv))
 		}
+	}
+	if d := st.Settings.MaintenanceDir; d != "" {
+		fmt.Fprintf(bw, "maintenancedir=%s\n", d)
 	}
 	for i := range st.Services {
 		if err := ldExportService(bw, &st.Services[i], kept, perVirtual); err != nil {
@@ -177,6 +182,9 @@ func ldExportService(bw *bufio.Writer, svc *ipvsmgr.Service, kept map[string][]i
 		fmt.Fprintf(bw, "    %s=%s %s\n", name, fb, f)
 	}
 	ldExportCheck(bw, svc, mine, perVirtual)
+	if err := ldExportFallbackCommand(bw, svc, scope); err != nil {
+		return err
+	}
 	for _, k := range kept[scope] {
 		if k.Key == "fallback-forward" || k.Key == "virtual6" || strings.HasPrefix(k.Key, "request-receive") {
 			continue
@@ -208,6 +216,9 @@ func ldExportCheck(bw *bufio.Writer, svc *ipvsmgr.Service, mine map[string]strin
 	_, keptType := mine["checktype"]
 	_, keptService := mine["service"]
 	ct := func(t string) {
+		if t == "negotiate" && c != nil && c.ConnectChecks > 0 {
+			t = strconv.Itoa(c.ConnectChecks) // N connects, then one negotiate
+		}
 		if !keptType {
 			fmt.Fprintf(bw, "    checktype=%s\n", t)
 		}
@@ -304,6 +315,40 @@ func ldExportNegotiate(bw *bufio.Writer, c *ipvsmgr.Check) {
 			fmt.Fprintf(bw, "    %s=\"%s\"\n", kv[0], ipvsmgr.SecretNotKept)
 		}
 	}
+}
+
+// ldExportFallbackCommand writes quorum programs that are a fallbackcommand
+// (the same program and arguments, then "start" and "stop" with the
+// virtual's ADDRESS:PORT and protocol, as the import makes them) as one;
+// ldirectord has no other.
+func ldExportFallbackCommand(bw *bufio.Writer, svc *ipvsmgr.Service, scope string) error {
+	if svc.QuorumUp == nil && svc.QuorumDown == nil {
+		return nil
+	}
+	down, up := svc.QuorumDown, svc.QuorumUp
+	where, proto := ldFallbackArgs(svc)
+	n := len(down) - 3
+	if n < 1 || len(up) != len(down) || !slices.Equal(down[:n], up[:n]) || !slices.Equal(down[n:], []string{"start", where, proto}) ||
+		!slices.Equal(up[n:], []string{"stop", where, proto}) || slices.ContainsFunc(down, func(w string) bool { return strings.ContainsAny(w, "#\"\n") }) {
+		return fmt.Errorf("service %s: ldirectord runs no quorum_up/quorum_down but its fallbackcommand (the same program, then start or stop, %s and %s; no # or double quote in a word)", scope, where, proto)
+	}
+	words := make([]string, n)
+	for i, w := range down[:n] {
+		words[i] = shellQuote(w)
+	}
+	// Inside a virtual, ldirectord reads the value between the double quotes and runs it with a shell.
+	fmt.Fprintf(bw, "    fallbackcommand=\"%s\"\n", strings.Join(words, " "))
+	return nil
+}
+
+// shellQuote is w as one word for sh.
+func shellQuote(w string) string {
+	if w != "" && !strings.ContainsFunc(w, func(r rune) bool {
+		return !strings.ContainsRune("/._-+=,:@%", r) && !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}) {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 }
 
 func ldKept(ks []ipvsmgr.ImportedKey, key string) bool {

@@ -20,7 +20,7 @@ checkinterval=4
 failurecount=2
 quiescent=yes
 fallback=127.0.0.1:8080
-fallbackcommand="/usr/local/bin/sorry on"
+fallbackcommand=/usr/local/bin/sorry-page
 autoreload=no
 callback="/usr/local/bin/sync-peer"
 logfile="local0"
@@ -51,6 +51,8 @@ virtual=198.18.0.100:http
 	checkport=8080
 	quiescent=no
 	fallback=198.18.0.250:80 masq
+	fallbackcommand="/usr/local/bin/web-sorry --site 'www two'"
+	checktype=2
 	emailalert="web@example.org"
 
 virtual=198.18.0.101:3306
@@ -76,6 +78,7 @@ virtual=7
 	checkport=22
 	scheduler=sh
 	schedflags=sh-port
+	fallbackcommand="logger -t ldirectord $1"
 
 virtual=198.18.0.103:1812
 	real=198.18.0.51:1812 gate
@@ -125,7 +128,7 @@ func TestLdirectordKeys(t *testing.T) {
 		db.Check.PasswordFile != "/var/lib/ipvsctl/secrets/check-198.18.0.101_3306.passwd" {
 		t.Errorf("mysql service check %+v", db.Check)
 	}
-	if w := "line 46: passwd in virtual 198.18.0.101:3306 is not kept (secrets never live in the document): write it to /var/lib/ipvsctl/secrets/check-198.18.0.101_3306.passwd (mode 0600)"; !strings.Contains(reportText(rep), w) {
+	if w := "line 48: passwd in virtual 198.18.0.101:3306 is not kept (secrets never live in the document): write it to /var/lib/ipvsctl/secrets/check-198.18.0.101_3306.passwd (mode 0600)"; !strings.Contains(reportText(rep), w) {
 		t.Errorf("no warning %q in:\n%s", w, reportText(rep))
 	}
 	if dns := st.Services[2]; dns.Protocol != "udp" || dns.Check == nil || dns.Check.Type != "dns" || dns.Check.Name != "example.org" ||
@@ -147,14 +150,48 @@ func TestLdirectordKeys(t *testing.T) {
 	for _, k := range st.Imported {
 		kept[strings.TrimSpace(k.Scope+" "+k.Key)] = k.Value
 	}
-	for _, k := range []string{"fallbackcommand", "callback", "logfile", "emailalert", "emailalertfreq", "emailalertstatus", "emailalertfrom",
-		"smtp", "cleanstop", "maintenancedir", "autoreload", "readdquiescent", "supervised", "fork",
+	for _, k := range []string{"callback", "logfile", "emailalert", "emailalertfreq", "emailalertstatus", "emailalertfrom",
+		"smtp", "cleanstop", "autoreload", "readdquiescent", "supervised", "fork", "virtual 7 fallbackcommand",
 		"virtual 198.18.0.100:80 emailalert", "virtual 198.18.0.100:80 fallback-forward",
 		"virtual 198.18.0.102:53 checktype",
 		"virtual 198.18.0.102:53 receive", "virtual 198.18.0.103:1812 service", "virtual 198.18.0.103:1812 secret"} {
 		if _, ok := kept[k]; !ok {
 			t.Errorf("%s is not kept; kept: %v", k, kept)
 		}
+	}
+	for _, k := range []string{"fallbackcommand", "maintenancedir", "virtual 198.18.0.100:80 checktype", "virtual 198.18.0.100:80 fallbackcommand"} {
+		if v, ok := kept[k]; ok {
+			t.Errorf("%s=%s is kept, not mapped", k, v)
+		}
+	}
+	// checktype=2 on the http check; maintenancedir; the fallbackcommands as
+	// quorum programs with ldirectord's arguments (the virtual's own, else
+	// the global one; one that needs a shell is kept).
+	if st.Settings.MaintenanceDir != "/etc/ha.d/maintenance" || c.ConnectChecks != 2 {
+		t.Errorf("maintenance_dir %q, web connect_checks %d", st.Settings.MaintenanceDir, c.ConnectChecks)
+	}
+	for i, want := range []string{
+		"/usr/local/bin/web-sorry --site www two|198.18.0.100:80 tcp",
+		"/usr/local/bin/sorry-page|198.18.0.101:3306 tcp",
+		"/usr/local/bin/sorry-page|198.18.0.102:53 udp",
+		"",
+		"/usr/local/bin/sorry-page|198.18.0.103:1812 udp",
+	} {
+		svc := st.Services[i]
+		got := ""
+		if svc.QuorumDown != nil {
+			n := len(svc.QuorumDown) - 3
+			got = strings.Join(svc.QuorumDown[:n], " ") + "|" + strings.Join(svc.QuorumDown[n+1:], " ")
+			if svc.QuorumDown[n] != "start" || svc.QuorumUp[n] != "stop" || strings.Join(svc.QuorumUp[:n], " ") != strings.Join(svc.QuorumDown[:n], " ") {
+				t.Errorf("service %d: quorum_down %q, quorum_up %q", i, svc.QuorumDown, svc.QuorumUp)
+			}
+		}
+		if got != want {
+			t.Errorf("service %d fallbackcommand: %q, want %q", i, got, want)
+		}
+	}
+	if w := "line 66: fallbackcommand=logger -t ldirectord $1 in virtual 7 needs a shell"; !strings.Contains(reportText(rep), w) {
+		t.Errorf("no warning %q in:\n%s", w, reportText(rep))
 	}
 	if _, ok := kept["virtual 198.18.0.100:80 real 198.18.0.12:80 request-receive"]; ok {
 		t.Errorf("a per-real request kept although the service's http check holds it")

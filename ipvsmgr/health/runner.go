@@ -122,6 +122,11 @@ type probe struct {
 	// joined: a member was added since the last result (what it was told
 	// may differ from what the others were).
 	joined bool
+	// connect is the tcp connect run between full checks (spec's
+	// ConnectChecks, ldirectord's checktype = N), nil without;
+	// connectsLeft is how many come before the next full check.
+	connect      *ipvsmgr.CheckSpec
+	connectsLeft int
 
 	next    time.Time
 	index   int // in the heap; -1 when not there (running or removed)
@@ -190,6 +195,11 @@ func (r *Runner) Update(checks []ipvsmgr.ServerCheck) {
 		if p == nil {
 			if p = r.probes[key]; p == nil {
 				p = &probe{key: key, spec: c.Spec, dynamic: -1, percent: -1, since: now, index: -1}
+				if c.Spec.ConnectChecks > 0 {
+					cs := c.Spec
+					cs.Type, cs.ConnectChecks = "tcp", 0
+					p.connect = &cs
+				}
 				// Not within the slack of now: the first run is a batch's
 				// like any other, not the one under way.
 				slack, warmup := p.slack(), c.Spec.Interval
@@ -374,12 +384,12 @@ func (r *Runner) startDue(ctx context.Context, b *batch, due []*probe, now time.
 			return ctx.Err()
 		}
 		b.wg.Add(1)
-		if p.spec.Type == "tcp" {
+		if spec := p.round(); spec.Type == "tcp" {
 			if b.syn != nil && !held {
 				b.syn.hold()
 				held = true
 			}
-			if r.startTCP(ctx, b.syn, b.tcp, p, now, b.done) {
+			if r.startTCP(ctx, b.syn, b.tcp, p, spec, now, b.done) {
 				if sent++; sent%synYield == 0 {
 					// A batch's SYNs are raw system calls, which the
 					// runtime counts as running: a yield now and then is
@@ -418,7 +428,7 @@ func (r *Runner) runProbe(ctx context.Context, p *probe) {
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	p.cancel = cancel
-	spec := p.spec
+	spec := *p.round()
 	r.mu.Unlock()
 
 	start := r.clock.Now()
@@ -478,7 +488,7 @@ func (r *Runner) tcpCheckers(ctx context.Context, wg *sync.WaitGroup) (*synProbe
 // goroutine of its own; start is when its batch began (the next check is
 // an interval after it), and release is called once the result is recorded.
 // false: neither can make this check, and the caller runs it as any other.
-func (r *Runner) startTCP(ctx context.Context, syn *synProber, tcp *tcpConnector, p *probe, start time.Time, release func()) bool {
+func (r *Runner) startTCP(ctx context.Context, syn *synProber, tcp *tcpConnector, p *probe, spec *ipvsmgr.CheckSpec, start time.Time, release func()) bool {
 	if syn == nil && tcp == nil {
 		return false
 	}
@@ -489,7 +499,6 @@ func (r *Runner) startTCP(ctx context.Context, syn *synProber, tcp *tcpConnector
 		return true
 	}
 	r.mu.Unlock()
-	spec := &p.spec // never changed: a changed check is another probe
 	begin := start
 	if !r.realTime {
 		begin = time.Now()
@@ -522,6 +531,7 @@ func (r *Runner) finishAt(ctx context.Context, p *probe, spec *ipvsmgr.CheckSpec
 		r.mu.Unlock()
 		return
 	}
+	p.scheduleConnects(spec, res.Outcome)
 	events := r.record(p, res, now)
 	r.mu.Unlock()
 	for _, e := range events {
@@ -693,6 +703,33 @@ func (h *probeHeap) Pop() any {
 	*h = old[:len(old)-1]
 	p.index = -1
 	return p
+}
+
+// round is the check p's next run makes: the full check, or a tcp connect
+// while connects are left (what startDue and runProbe run).
+func (p *probe) round() *ipvsmgr.CheckSpec {
+	if p.connectsLeft > 0 {
+		return p.connect
+	}
+	return &p.spec
+}
+
+// scheduleConnects counts the connects left after a run of spec, as
+// ldirectord's _check_real counts num_connects: a full check that passes
+// is followed by ConnectChecks connects, a connect that fails by a full
+// check at once; a fault (the check could not run) changes nothing.
+func (p *probe) scheduleConnects(spec *ipvsmgr.CheckSpec, o Outcome) {
+	if p.connect == nil || o == Fault {
+		return
+	}
+	switch {
+	case o == Fail:
+		p.connectsLeft = 0
+	case spec.Type == p.spec.Type:
+		p.connectsLeft = p.spec.ConnectChecks
+	default:
+		p.connectsLeft--
+	}
 }
 
 // interval is how long after this run the next one starts: the fast

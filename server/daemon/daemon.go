@@ -50,6 +50,7 @@ type Daemon struct {
 	store    *store.Store
 	health   *daemonHealth
 	quorum   quorumWatch
+	maint    maintenanceWatch
 	onRepair func(changes int)
 	// results is the digest of the stored real-server results the loop last
 	// saw (set once seen): another process's verify moves the core's count.
@@ -65,7 +66,7 @@ func New(c *server.Core, st *store.Store, log *slog.Logger) *Daemon {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := &Daemon{Core: c, Log: log, store: st, health: newDaemonHealth()}
+	d := &Daemon{Core: c, Log: log, store: st, health: newDaemonHealth(), maint: maintenanceWatch{lookup: lookupHost}}
 	sk := &sharedKernel{open: c.OpenKernel, store: st, log: c.Log(), ready: make(chan struct{}), check: d.runCheck, overlay: c.RoleOverlay}
 	sk.health = health.NewRunner(health.Config{OnCheck: d.checked, Notify: d.notify, Log: log})
 	d.sk = sk
@@ -149,6 +150,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+			d.checkMaintenance(ctx)
 		case <-d.health.wake:
 			d.healthChanged(ctx)
 			d.checkQuorum(ctx)

@@ -51,6 +51,9 @@ type sharedKernel struct {
 	// state reconciled. check runs one check (the runner's, and "check now").
 	health *health.Runner
 	check  func(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result
+	// maint is what the maintenance directory held out at its last read
+	// (maintenance.go), laid over every plan with the health.
+	maint atomic.Pointer[ipvsmgr.Maintenance]
 
 	snap atomic.Pointer[server.Snapshot]
 	// left is the table as the last reconcile left it (drift.go).
@@ -183,7 +186,18 @@ func (sk *sharedKernel) withHealth(d *ipvsmgr.Desired) *ipvsmgr.Desired {
 	}
 	cp := *d
 	cp.Health = sk.health.View()
+	cp.Health.Maintenance = sk.maint.Load()
 	return &cp
+}
+
+// maintenanceDir is the newest desired state's settings.maintenance_dir.
+func (sk *sharedKernel) maintenanceDir() string {
+	sk.mu.Lock()
+	defer sk.mu.Unlock()
+	if sk.desired == nil {
+		return ""
+	}
+	return sk.desired.Settings.MaintenanceDir
 }
 
 // current is the newest desired state known and its revision, with health.

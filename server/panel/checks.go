@@ -113,6 +113,9 @@ func checkRows(serverForm bool, inherit, current string) []checkRow {
 			field: func(h *health) any { return &h.Check.SlowStart }},
 		{Name: "check_start_healthy", Label: "Start healthy", For: probing, Options: tri("no (default)"),
 			Hint: "yes: a new server is in before its first pass", field: func(h *health) any { return &h.Check.StartHealthy }},
+		{Name: "check_connect_checks", Label: "Connects between", For: "http https send_expect smtp mysql pgsql ldap imap imaps pop pops ftp",
+			Hint:  "ldirectord's checktype = N: N tcp connects after each full check that passes; default 0 (every run is the full check)",
+			field: func(h *health) any { return &h.Check.ConnectChecks }},
 		{Name: "check_warmup", Label: "Warmup (s)", For: probing, Hint: "a new server's first check comes at a random time within this; default: the interval; 0: at once",
 			field: func(h *health) any { return &h.Check.Warmup }},
 
