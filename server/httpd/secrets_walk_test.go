@@ -37,10 +37,10 @@ SSL {
     password ` + secretSSLPass + `
     ca /etc/keepalived/ca.pem
 }
+# no virtual_router_id: the instance is kept whole, not run (the director stays alone for the walk)
 vrrp_instance VI_1 {
     state MASTER
     interface eth0
-    virtual_router_id 51
     priority 100
     authentication {
         auth_type PASS

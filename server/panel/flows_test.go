@@ -265,7 +265,7 @@ func TestImportLdirectordInThePanel(t *testing.T) {
 		t.Fatalf("the import form offers no ldirectord: %s", excerpt(r.Body))
 	}
 	r := e.upload(t, "alice", "ldirectord", "ldirectord.cf", cf)
-	if r.Code != http.StatusOK || !strings.Contains(r.Body, "ipvsadm -A -t 198.18.0.210:80 -s rr") || !strings.Contains(r.Body, "fallbackcommand") {
+	if r.Code != http.StatusOK || !strings.Contains(r.Body, "ipvsadm -A -t 198.18.0.210:80 -s rr") || !strings.Contains(r.Body, "1 real servers, 0 kept") {
 		t.Fatalf("preview: %d %s", r.Code, excerpt(r.Body))
 	}
 	r = e.post(t, "alice", "/import/apply", url.Values{"format": {"ldirectord"}, "name": {"ldirectord.cf"}})
@@ -273,7 +273,7 @@ func TestImportLdirectordInThePanel(t *testing.T) {
 		t.Fatalf("apply: %d %s", r.Code, excerpt(r.Body))
 	}
 	r = e.get(t, "vic", "/export?format=ldirectord")
-	if r.Code != http.StatusOK || !strings.Contains(r.Body, "virtual=198.18.0.210:80\n    real=198.18.0.41:80 gate 3\n") ||
+	if r.Code != http.StatusOK || !strings.Contains(r.Body, "virtual=198.18.0.210:80\n    real=198.18.0.41:80 gate 3\n") || !strings.Contains(r.Body, "fallbackcommand") ||
 		!strings.Contains(r.Header.Get("Content-Disposition"), "ldirectord.cf") {
 		t.Fatalf("export: %d %q %v", r.Code, r.Body, r.Header)
 	}
