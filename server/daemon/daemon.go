@@ -51,6 +51,8 @@ type Daemon struct {
 	health   *daemonHealth
 	quorum   quorumWatch
 	onRepair func(changes int)
+	// onProgram hears of each program run (OnProgramRun).
+	onProgram func(name, result string)
 	// results is the digest of the stored real-server results the loop last
 	// saw (set once seen): another process's verify moves the core's count.
 	results struct {
