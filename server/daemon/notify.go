@@ -23,11 +23,8 @@ const notifyQueue = 16
 // event log (so it never runs in the loops that publish), and runs the
 // programs of one subject one at a time, in order, each with a timeout.
 type notifier struct {
-	d *Daemon
-	// des is the desired state servers was made of: the real servers with
-	// a notify program by their event subject (the watch's goroutine only).
-	des     *ipvsmgr.Desired
-	servers map[string]*ipvsmgr.ServerCheck
+	d   *Daemon
+	idx subjectIndex // the watch's goroutine only
 }
 
 type notifyRun struct {
@@ -70,15 +67,8 @@ func (n *notifier) programsFor(e server.Event) []notifyRun {
 	if e.Type == events.VRRPState {
 		return vrrpPrograms(des.Settings.Redundancy, e)
 	}
-	if des != n.des { // a new desired state: its servers with programs, by subject
-		n.des, n.servers = des, map[string]*ipvsmgr.ServerCheck{}
-		for i := range des.Checks {
-			if c := &des.Checks[i]; len(c.NotifyUp) > 0 || len(c.NotifyDown) > 0 {
-				n.servers[c.Ref.String()] = c
-			}
-		}
-	}
-	c := n.servers[e.Subject]
+	n.idx.update(des)
+	c := n.idx.servers[e.Subject]
 	if c == nil {
 		return nil
 	}
