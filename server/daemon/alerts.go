@@ -72,9 +72,9 @@ type alertJob struct {
 	try              func(ctx context.Context) (retry bool, err error)
 }
 
-// runAlerts sends the alerts until ctx ends, then what is queued for at
+// runAlerts sends the alerts of the events after ID after until ctx ends, then what is queued for at
 // most alertStopGrace more.
-func (d *Daemon) runAlerts(ctx context.Context) {
+func (d *Daemon) runAlerts(ctx context.Context, after int64) {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "localhost"
@@ -94,7 +94,7 @@ func (d *Daemon) runAlerts(ctx context.Context) {
 		a.count(j.kind, AlertDropped)
 	})
 	defer a.q.wait()
-	err = d.Core.WatchEvents(ctx, server.Actor{}, d.Core.Events().Last(), server.EventFilter{}, func(e server.Event) error {
+	err = d.Core.WatchEvents(ctx, server.Actor{}, after, server.EventFilter{}, func(e server.Event) error {
 		a.take(e)
 		return nil
 	})

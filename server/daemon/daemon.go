@@ -100,11 +100,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// The notify programs and the alerts follow the events to the end too:
 	// a VRRP stop at shutdown runs notify_stop, and is mailed.
 	if d.Core.Events() != nil {
+		after := d.Core.Events().Last() // from the start: none published once Run runs is missed
 		notifyDone := make(chan struct{})
-		go func() { defer close(notifyDone); d.runNotify(evCtx) }()
+		go func() { defer close(notifyDone); d.runNotify(evCtx, after) }()
 		defer func() { evStop(); <-notifyDone }()
 		alertsDone := make(chan struct{})
-		go func() { defer close(alertsDone); d.runAlerts(evCtx) }()
+		go func() { defer close(alertsDone); d.runAlerts(evCtx, after) }()
 		defer func() { evStop(); <-alertsDone }()
 	}
 	// The runners (VRRP) stop before the kernel closes: a master resigns,

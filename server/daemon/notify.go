@@ -33,9 +33,9 @@ type notifyRun struct {
 	for_ []any // what it runs for, for the log
 }
 
-// runNotify runs the notifier until ctx ends, then waits for the programs
+// runNotify runs the notifier on the events after ID after until ctx ends, then waits for the programs
 // under way (at most their timeout).
-func (d *Daemon) runNotify(ctx context.Context) {
+func (d *Daemon) runNotify(ctx context.Context, after int64) {
 	n := &notifier{d: d}
 	timeout := orDuration(d.NotifyTimeout, DefaultNotifyTimeout)
 	// A program started runs to its end or its timeout, even as the daemon
@@ -47,7 +47,7 @@ func (d *Daemon) runNotify(ctx context.Context) {
 		})
 	defer q.wait()
 	f := server.EventFilter{Types: []string{"realserver.", events.VRRPState}}
-	err := d.Core.WatchEvents(ctx, server.Actor{}, d.Core.Events().Last(), f, func(e server.Event) error {
+	err := d.Core.WatchEvents(ctx, server.Actor{}, after, f, func(e server.Event) error {
 		for _, r := range n.programsFor(e) {
 			q.add(e.Subject, r)
 		}
