@@ -416,3 +416,37 @@ func TestAlertMails(t *testing.T) {
 		t.Errorf("mail text:\n%q\nwant keepalived's body_cmd:\n%q", text, want)
 	}
 }
+
+// Each program run is counted by its name and how it ended, and kept in
+// the audit record as the daemon's.
+func TestProgramRunsAreCountedAndAudited(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	d := New(server.New(server.Config{Store: st}), st, nil)
+	var results []string
+	d.OnProgramRun(func(name, result string) { results = append(results, name+" "+result) })
+	d.runProgram(ctx, "notify_up", []string{"/bin/true"}, 10*time.Second, "server", "-t 198.18.0.10:80 -r 198.18.1.11:80")
+	d.runProgram(ctx, "notify_master", []string{"/bin/false"}, 10*time.Second, "instance", "VI_1")
+	d.runProgram(ctx, "quorum_down", []string{"/bin/sleep", "30"}, 50*time.Millisecond, "service", "-t 198.18.0.10:80")
+	if want := "[notify_up ok notify_master failed quorum_down timeout]"; fmt.Sprint(results) != want {
+		t.Errorf("OnProgramRun heard %v, want %s", results, want)
+	}
+	rows, err := st.Audit(ctx, store.AuditFilter{Actor: "daemon"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.Action+" | "+r.Target+" | "+r.Outcome)
+	}
+	want := []string{"run quorum_down | service -t 198.18.0.10:80 | failure", "run notify_master | instance VI_1 | failure",
+		"run notify_up | server -t 198.18.0.10:80 -r 198.18.1.11:80 | success"} // newest first
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("audit %q, want %q", got, want)
+	}
+}

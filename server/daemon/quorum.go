@@ -160,15 +160,16 @@ const (
 // it before Run.
 func (d *Daemon) OnProgramRun(f func(name, result string)) { d.onProgram = f }
 
-// auditProgram keeps the run in the audit record, as the daemon's action:
-// the runs of one program for one subject with one outcome fold into one
+// auditProgram keeps the run in the audit record, as the daemon's action
+// (via cli: the record knows no other local process, and the daemon is
+// `ipvsctl serve`): the runs of one program for one subject with one outcome fold into one
 // row within the audit's window, so a flapping server cannot flood it.
 func (d *Daemon) auditProgram(ctx context.Context, name string, argv []string, run programRun, forWhat []any) {
 	var target []string
 	for i := 0; i+1 < len(forWhat); i += 2 {
 		target = append(target, fmt.Sprint(forWhat[i], " ", forWhat[i+1]))
 	}
-	e := store.AuditEntry{Actor: "daemon", Via: "daemon", Action: "run " + name, Target: strings.Join(target, ", "),
+	e := store.AuditEntry{Actor: "daemon", Via: "cli", Action: "run " + name, Target: strings.Join(target, ", "),
 		Outcome: store.OutcomeSuccess, Detail: fmt.Sprintf("%q: exit status %d in %s", argv, run.ExitCode, run.Elapsed.Round(time.Millisecond))}
 	if run.Err != "" {
 		e.Outcome, e.Detail = store.OutcomeFailure, fmt.Sprintf("%q: %s", argv, run.Err)
