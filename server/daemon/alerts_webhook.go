@@ -26,9 +26,6 @@ import (
 // the hex HMAC-SHA256 of "UNIX.BODY" with the webhook's key.
 const SignatureHeader = "Ipvsctl-Signature"
 
-// maxWebhookKey bounds a webhook's key file.
-const maxWebhookKey = 4096
-
 // amRule pairs the events that fire an Alertmanager alert with those that
 // resolve it. A kind is an event's type, or type/state for the types whose
 // state field says which way it went (vrrp.state, bgp.session). The alert
@@ -174,11 +171,13 @@ func (c *webhookClient) post(ctx context.Context, w *ipvsmgr.Webhook, body []byt
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "ipvsctl")
 	if w.SecretFile != "" {
-		key, err := webhookKey(w.SecretFile)
+		// Read at each post (a new key needs no reload): a private file,
+		// one line, as the API tokens' files are.
+		key, err := regularfile.ReadSecret(w.SecretFile)
 		if err != nil {
 			return false, fmt.Errorf("secret_file: %w", err)
 		}
-		req.Header.Set(SignatureHeader, sign(key, c.now(), body))
+		req.Header.Set(SignatureHeader, sign([]byte(key), c.now(), body))
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -194,20 +193,6 @@ func (c *webhookClient) post(ctx context.Context, w *ipvsmgr.Webhook, body []byt
 	default:
 		return false, fmt.Errorf("answered %s", resp.Status)
 	}
-}
-
-// webhookKey reads a webhook's key, at each post (a key changed needs no
-// reload): a private file (mode 0600), its trailing line end dropped.
-func webhookKey(path string) ([]byte, error) {
-	raw, err := regularfile.ReadPrivate(path, maxWebhookKey)
-	if err != nil {
-		return nil, err
-	}
-	raw = bytes.TrimSuffix(bytes.TrimSuffix(raw, []byte("\n")), []byte("\r"))
-	if len(raw) == 0 {
-		return nil, fmt.Errorf("%s is empty", path)
-	}
-	return raw, nil
 }
 
 // sign is the SignatureHeader's value for body at t.
