@@ -37,6 +37,9 @@ type alertRig struct {
 	st     *store.Store
 	mu     sync.Mutex
 	counts map[string]int
+	// stop stops the daemon and returns once its Run has (the test's
+	// cleanup does if the test did not).
+	stop func()
 }
 
 func newAlertRig(t *testing.T, ctx context.Context, doc string) *alertRig {
@@ -70,12 +73,16 @@ func newAlertRig(t *testing.T, ctx context.Context, doc string) *alertRig {
 	dctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- d.Run(dctx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
+	var once sync.Once
+	r.stop = func() {
+		once.Do(func() {
+			stop()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(r.stop)
 	state, err := ipvsmgr.DecodeState(strings.NewReader(doc))
 	if err != nil {
 		t.Fatal(err)
@@ -251,6 +258,31 @@ func TestWebhookQueueDropsTheOldest(t *testing.T) {
 		if e.Fields["error"] != strconv.Itoa(want) {
 			t.Fatalf("post %d is of event %s, want %d", i, e.Fields["error"], want)
 		}
+	}
+}
+
+// A receiver that never answers does not hold up the daemon's stop: the
+// post under way ends alertStopGrace after it (not at its own timeout) and
+// is counted failed; the one waiting behind it is tried once, not retried.
+func TestWebhookDoesNotHoldUpTheStop(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	hang := make(chan struct{})
+	rc := newReceiver(t, func(int) int { <-hang; return http.StatusOK })
+	t.Cleanup(func() { close(hang) }) // before the receiver's Close
+	r := newAlertRig(t, ctx, webhookDoc(fmt.Sprintf(`{"url": %q, "types": ["replication.failed"], "timeout": 300}`, rc.URL)))
+	r.publish(events.Replication, "https://lb2:3636", map[string]string{"error": "1"})
+	r.publish(events.Replication, "https://lb2:3636", map[string]string{"error": "2"})
+	waitUntil(t, ctx, "the first post under way", func() bool { return len(rc.got()) == 1 })
+	stopped := make(chan struct{})
+	go func() { r.stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		t.Fatal("the daemon did not stop while a webhook hung")
+	}
+	if got := r.count("webhook failed"); got != 2 || r.count("webhook sent") != 0 {
+		t.Errorf("%d failed, %d sent: want both failed", got, r.count("webhook sent"))
 	}
 }
 
