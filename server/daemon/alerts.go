@@ -72,8 +72,8 @@ type alertJob struct {
 	try              func(ctx context.Context) (retry bool, err error)
 }
 
-// runAlerts sends the alerts of the events after ID after until ctx ends, then what is queued for at
-// most alertStopGrace more.
+// runAlerts sends the alerts of the events after ID after until ctx
+// ends, then what is queued for at most alertStopGrace more.
 func (d *Daemon) runAlerts(ctx context.Context, after int64) {
 	host, err := os.Hostname()
 	if err != nil || host == "" {

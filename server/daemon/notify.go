@@ -33,8 +33,8 @@ type notifyRun struct {
 	for_ []any // what it runs for, for the log
 }
 
-// runNotify runs the notifier on the events after ID after until ctx ends, then waits for the programs
-// under way (at most their timeout).
+// runNotify runs the notifier on the events after ID after until ctx
+// ends, then waits for the programs under way (at most their timeout).
 func (d *Daemon) runNotify(ctx context.Context, after int64) {
 	n := &notifier{d: d}
 	timeout := orDuration(d.NotifyTimeout, DefaultNotifyTimeout)
