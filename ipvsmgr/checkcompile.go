@@ -129,6 +129,8 @@ type ServerCheck struct {
 	// NotifyUp and NotifyDown are the server's programs to run when its
 	// checks find it up and down.
 	NotifyUp, NotifyDown Argv
+	// SMTPAlert is the server's smtp_alert (SMTPAlerts.ForServer).
+	SMTPAlert *bool
 }
 
 // Checked reports whether checks run for the server.
@@ -145,6 +147,8 @@ type SorryPolicy struct {
 	// QuorumUp and QuorumDown are the programs to run when the service
 	// gains or loses its quorum (QuorumHeld); nil: none.
 	QuorumUp, QuorumDown Argv
+	// SMTPAlert is the service's smtp_alert (SMTPAlerts.ForService).
+	SMTPAlert *bool
 }
 
 // checks validates the check-related fields of a service and its servers
@@ -197,7 +201,7 @@ func (v *validator) checks(field string, svc *Service, vs *VirtualService, d *De
 			continue
 		}
 		sc := ServerCheck{Ref: ServerRef{Service: vs.Key, Server: key}, Weight: uint32(max(min(rs.EffectiveWeight(), maxWeight), 0)), Drained: rs.Drained,
-			NotifyUp: rs.NotifyUp, NotifyDown: rs.NotifyDown}
+			NotifyUp: rs.NotifyUp, NotifyDown: rs.NotifyDown, SMTPAlert: rs.SMTPAlert}
 		sc.ServerName, sc.ServiceName = serverID(rs), serviceName(svc, vs.Key)
 		switch rs.Health {
 		case "up":
@@ -224,7 +228,7 @@ func (v *validator) checks(field string, svc *Service, vs *VirtualService, d *De
 			q = 1
 		}
 		d.Sorry = append(d.Sorry, SorryPolicy{Service: vs.Key, Dest: sorry, Quorum: q, Hysteresis: svc.Hysteresis,
-			QuorumUp: svc.QuorumUp, QuorumDown: svc.QuorumDown})
+			QuorumUp: svc.QuorumUp, QuorumDown: svc.QuorumDown, SMTPAlert: svc.SMTPAlert})
 	}
 }
 

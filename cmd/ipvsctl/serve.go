@@ -203,6 +203,8 @@ func newServeParts(ctx context.Context, cfg server.Config, st *store.Store, f *s
 	p.daemon.OnHealthEvent(p.metrics.HealthEvent)
 	p.daemon.OnCheck(p.metrics.Checked)
 	p.daemon.OnQuorumRun(func(r daemon.QuorumRun) { p.metrics.QuorumRun(r.Service, r.Up, r.Err != "") })
+	p.daemon.OnProgramRun(p.metrics.ProgramRan)
+	p.daemon.OnAlert(p.metrics.Alert)
 	p.opts = httpd.Options{Core: p.core, Auth: p.auth, Log: log, TrustedOrigins: splitList(f.trustedOrigs), Instrument: p.metrics.Instrument}
 	if f.metricsListen == "" {
 		p.opts.Metrics = p.metrics.Handler()

@@ -44,6 +44,9 @@ type Daemon struct {
 	// NotifyTimeout bounds a notify program (notify_up, notify_master...);
 	// 0 means DefaultNotifyTimeout.
 	NotifyTimeout time.Duration
+	// AlertRetry is the wait before a webhook's attempt n+1 (n from 1);
+	// nil: 1 s, doubled each time (tests shorten it).
+	AlertRetry func(n int) time.Duration
 
 	sk       *sharedKernel // the kernel session, the core's runtime
 	runners  []func(ctx context.Context)
@@ -52,6 +55,9 @@ type Daemon struct {
 	quorum   quorumWatch
 	maint    maintenanceWatch
 	onRepair func(changes int)
+	// onProgram hears of each program run (OnProgramRun).
+	onProgram func(name, result string)
+	onAlert   func(kind, outcome string)
 	// results is the digest of the stored real-server results the loop last
 	// saw (set once seen): another process's verify moves the core's count.
 	results struct {
@@ -92,12 +98,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 	evDone := make(chan struct{})
 	go func() { defer close(evDone); d.Core.Events().Run(evCtx) }()
 	defer func() { evStop(); <-evDone }()
-	// The notify programs follow the events to the end too: a VRRP stop
-	// at shutdown runs notify_stop.
+	// The notify programs and the alerts follow the events to the end too:
+	// a VRRP stop at shutdown runs notify_stop, and is mailed.
 	if d.Core.Events() != nil {
+		after := d.Core.Events().Last() // from the start: none published once Run runs is missed
 		notifyDone := make(chan struct{})
-		go func() { defer close(notifyDone); d.runNotify(evCtx) }()
+		go func() { defer close(notifyDone); d.runNotify(evCtx, after) }()
 		defer func() { evStop(); <-notifyDone }()
+		alertsDone := make(chan struct{})
+		go func() { defer close(alertsDone); d.runAlerts(evCtx, after) }()
+		defer func() { evStop(); <-alertsDone }()
 	}
 	// The runners (VRRP) stop before the kernel closes: a master resigns,
 	// then its VIPs go.

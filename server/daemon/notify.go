@@ -3,8 +3,6 @@ package daemon
 import (
 	"context"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/server"
@@ -25,15 +23,8 @@ const notifyQueue = 16
 // event log (so it never runs in the loops that publish), and runs the
 // programs of one subject one at a time, in order, each with a timeout.
 type notifier struct {
-	d       *Daemon
-	timeout time.Duration
-	// des is the desired state servers was made of: the real servers with
-	// a notify program by their event subject (the watch's goroutine only).
-	des     *ipvsmgr.Desired
-	servers map[string]*ipvsmgr.ServerCheck
-	mu      sync.Mutex
-	queued  map[string][]notifyRun // by subject
-	wg      sync.WaitGroup
+	d   *Daemon
+	idx subjectIndex // the watch's goroutine only
 }
 
 type notifyRun struct {
@@ -42,15 +33,23 @@ type notifyRun struct {
 	for_ []any // what it runs for, for the log
 }
 
-// runNotify runs the notifier until ctx ends, then waits for the programs
-// under way (at most their timeout).
-func (d *Daemon) runNotify(ctx context.Context) {
-	n := &notifier{d: d, timeout: orDuration(d.NotifyTimeout, DefaultNotifyTimeout), queued: map[string][]notifyRun{}}
-	defer n.wg.Wait()
+// runNotify runs the notifier on the events after ID after until ctx
+// ends, then waits for the programs under way (at most their timeout).
+func (d *Daemon) runNotify(ctx context.Context, after int64) {
+	n := &notifier{d: d}
+	timeout := orDuration(d.NotifyTimeout, DefaultNotifyTimeout)
+	// A program started runs to its end or its timeout, even as the daemon
+	// stops (notify_stop), which waits for it.
+	runCtx := context.WithoutCancel(ctx)
+	q := newSerialQueue(notifyQueue, func(_ string, r notifyRun) { d.runProgram(runCtx, r.name, r.argv, timeout, r.for_...) },
+		func(_ string, r notifyRun) {
+			d.Log.Error("notify program dropped: too many waiting for its subject", append(r.for_, "program", r.name)...)
+		})
+	defer q.wait()
 	f := server.EventFilter{Types: []string{"realserver.", events.VRRPState}}
-	err := d.Core.WatchEvents(ctx, server.Actor{}, d.Core.Events().Last(), f, func(e server.Event) error {
+	err := d.Core.WatchEvents(ctx, server.Actor{}, after, f, func(e server.Event) error {
 		for _, r := range n.programsFor(e) {
-			n.enqueue(ctx, e.Subject, r)
+			q.add(e.Subject, r)
 		}
 		return nil
 	})
@@ -68,15 +67,8 @@ func (n *notifier) programsFor(e server.Event) []notifyRun {
 	if e.Type == events.VRRPState {
 		return vrrpPrograms(des.Settings.Redundancy, e)
 	}
-	if des != n.des { // a new desired state: its servers with programs, by subject
-		n.des, n.servers = des, map[string]*ipvsmgr.ServerCheck{}
-		for i := range des.Checks {
-			if c := &des.Checks[i]; len(c.NotifyUp) > 0 || len(c.NotifyDown) > 0 {
-				n.servers[c.Ref.String()] = c
-			}
-		}
-	}
-	c := n.servers[e.Subject]
+	n.idx.update(des)
+	c := n.idx.servers[e.Subject]
 	if c == nil {
 		return nil
 	}
@@ -112,39 +104,4 @@ func vrrpPrograms(r *ipvsmgr.Redundancy, e server.Event) []notifyRun {
 		out = append(out, notifyRun{name: "notify", argv: argv, for_: why})
 	}
 	return out
-}
-
-// enqueue queues r behind subject's programs, and starts their runner if
-// none runs.
-func (n *notifier) enqueue(ctx context.Context, subject string, r notifyRun) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	q, running := n.queued[subject]
-	if len(q) >= notifyQueue {
-		n.d.Log.Error("notify program dropped: too many waiting for its subject", append(q[0].for_, "program", q[0].name)...)
-		q = q[1:]
-	}
-	n.queued[subject] = append(q, r)
-	if running {
-		return
-	}
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		for {
-			n.mu.Lock()
-			q := n.queued[subject]
-			if len(q) == 0 {
-				delete(n.queued, subject)
-				n.mu.Unlock()
-				return
-			}
-			next := q[0]
-			n.queued[subject] = q[1:]
-			n.mu.Unlock()
-			// A program started runs to its end or its timeout, even as
-			// the daemon stops (notify_stop), which waits for it.
-			n.d.runProgram(context.WithoutCancel(ctx), next.name, next.argv, n.timeout, next.for_...)
-		}
-	}()
 }

@@ -3,11 +3,16 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/server/auth"
+	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 // QuorumRun is one run of a service's quorum_up or quorum_down program.
@@ -142,6 +147,40 @@ func (d *Daemon) runQuorum(ctx context.Context, run QuorumRun, timeout time.Dura
 	}
 }
 
+// How a program's run ended (OnProgramRun).
+const (
+	ProgramOK      = "ok"
+	ProgramFailed  = "failed" // a non-zero exit status, or it did not start
+	ProgramTimeout = "timeout"
+)
+
+// OnProgramRun calls f after every run of a program of the document (a
+// notify or a quorum program), with its name (notify_up, quorum_down...)
+// and how it ended (ProgramOK, ProgramFailed, ProgramTimeout): metrics. Set
+// it before Run.
+func (d *Daemon) OnProgramRun(f func(name, result string)) { d.onProgram = f }
+
+// auditProgram keeps the run in the audit record, as the daemon's action
+// (via cli: the record knows no other local process, and the daemon is
+// `ipvsctl serve`): the runs of one program for one subject with one outcome fold into one
+// row within the audit's window, so a flapping server cannot flood it.
+func (d *Daemon) auditProgram(ctx context.Context, name string, argv []string, run programRun, forWhat []any) {
+	var target []string
+	for i := 0; i+1 < len(forWhat); i += 2 {
+		target = append(target, fmt.Sprint(forWhat[i], " ", forWhat[i+1]))
+	}
+	e := store.AuditEntry{Actor: "daemon", Via: "cli", Action: "run " + name, Target: strings.Join(target, ", "),
+		Outcome: store.OutcomeSuccess, Detail: fmt.Sprintf("%q: exit status %d in %s", argv, run.ExitCode, run.Elapsed.Round(time.Millisecond))}
+	if run.Err != "" {
+		e.Outcome, e.Detail = store.OutcomeFailure, fmt.Sprintf("%q: %s", argv, run.Err)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := d.store.WriteAuditFold(ctx, e, auth.AuditRepeatWindow); err != nil {
+		d.Log.Error("audit record lost", "action", e.Action, "target", e.Target, "err", err)
+	}
+}
+
 // programRun is how one program the daemon ran (a quorum or a notify
 // program) ended.
 type programRun struct {
@@ -166,23 +205,29 @@ func (d *Daemon) runProgram(ctx context.Context, name string, argv []string, tim
 	if cmd.ProcessState != nil {
 		run.ExitCode = cmd.ProcessState.ExitCode()
 	}
-	attrs = append(attrs, "program", name, "command", argv, "exit status", run.ExitCode, "elapsed", run.Elapsed.Round(time.Millisecond))
+	forWhat := attrs
+	attrs = append(slices.Clip(attrs), "program", name, "command", argv, "exit status", run.ExitCode, "elapsed", run.Elapsed.Round(time.Millisecond))
 	if len(out) > 0 {
 		attrs = append(attrs, "output", string(out[:min(len(out), 512)]))
 	}
 	var ee *exec.ExitError
+	result := ProgramOK
 	switch {
 	case err == nil:
 		d.Log.Info("program ran", attrs...)
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-		run.Err = "timed out after " + timeout.String()
+		run.Err, result = "timed out after "+timeout.String(), ProgramTimeout
 		d.Log.Error("program timed out; killed", append(attrs, "timeout", timeout)...)
 	case errors.As(err, &ee):
-		run.Err = err.Error()
+		run.Err, result = err.Error(), ProgramFailed
 		d.Log.Warn("program failed", attrs...)
 	default:
-		run.Err = err.Error()
+		run.Err, result = err.Error(), ProgramFailed
 		d.Log.Error("program did not run", append(attrs, "err", err)...)
 	}
+	if d.onProgram != nil {
+		d.onProgram(name, result)
+	}
+	d.auditProgram(ctx, name, argv, run, forWhat)
 	return run
 }

@@ -38,6 +38,8 @@ type Metrics struct {
 	checkDur   *prometheus.HistogramVec
 	healthTr   *prometheus.CounterVec
 	quorumRuns *prometheus.CounterVec
+	programs   *prometheus.CounterVec
+	alerts     map[string]*prometheus.CounterVec // by outcome: sent, failed, dropped
 }
 
 // New registers the metrics of core's daemon.
@@ -73,6 +75,19 @@ func New(core *server.Core) *Metrics {
 		Help: "Runs of a service's quorum_up or quorum_down program, by outcome (failed: a non-zero exit status, a timeout, or no start)."},
 		[]string{"local_address", "local_port", "proto", "local_mark", "program", "outcome"})
 	f(m.quorumRuns)
+	m.programs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ipvsctl_programs_total",
+		Help: "Runs of the document's notify and quorum programs, by program (notify_up, notify_master, quorum_down...) and result (ok, failed, timeout)."},
+		[]string{"program", "result"})
+	f(m.programs)
+	m.alerts = map[string]*prometheus.CounterVec{}
+	for _, c := range []struct{ outcome, name, help string }{
+		{"sent", "ipvsctl_alerts_sent_total", "Alerts delivered, by kind (smtp: a mail the relay accepted; webhook: a post answered 2xx)."},
+		{"failed", "ipvsctl_alerts_failed_total", "Alerts given up after their last attempt, by kind."},
+		{"dropped", "ipvsctl_alerts_dropped_total", "Alerts dropped unsent from a full queue (the oldest waiting), by kind."},
+	} {
+		m.alerts[c.outcome] = prometheus.NewCounterVec(prometheus.CounterOpts{Name: c.name, Help: c.help}, []string{"kind"})
+		f(m.alerts[c.outcome])
+	}
 	f(m.reconcile)
 	f(m.recErrors)
 	f(m.recFailed)
@@ -132,6 +147,14 @@ func (m *Metrics) QuorumRun(svc ipvsmgr.ServiceKey, up, failed bool) {
 	l := refLabels(ipvsmgr.ServerRef{Service: svc})
 	m.quorumRuns.WithLabelValues(l[0], l[1], l[4], l[5], which, outcome).Inc()
 }
+
+// ProgramRan counts one run of a notify or quorum program
+// (daemon.Daemon.OnProgramRun).
+func (m *Metrics) ProgramRan(name, result string) { m.programs.WithLabelValues(name, result).Inc() }
+
+// Alert counts one alert of kind (smtp, webhook) sent, failed or dropped
+// (daemon.Daemon.OnAlert).
+func (m *Metrics) Alert(kind, outcome string) { m.alerts[outcome].WithLabelValues(kind).Inc() }
 
 // HealthEvent counts a change of a server's state (daemon.Daemon.OnHealthEvent).
 func (m *Metrics) HealthEvent(e health.Event) {

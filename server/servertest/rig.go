@@ -118,6 +118,8 @@ func Start(t testing.TB, with ...Option) *Rig {
 	d.OnHealthEvent(m.HealthEvent)
 	d.OnCheck(m.Checked)
 	d.OnQuorumRun(func(r daemon.QuorumRun) { m.QuorumRun(r.Service, r.Up, r.Err != "") })
+	d.OnProgramRun(m.ProgramRan)
+	d.OnAlert(m.Alert)
 	opts := httpd.Options{Core: g.Core, Auth: g.Auth, Log: log, Metrics: m.Handler(), Instrument: m.Instrument}
 	pnl, err := httpd.NewPanel(g.Core, g.Auth, time.Now(), opts)
 	if err != nil {

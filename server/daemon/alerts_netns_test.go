@@ -1,0 +1,185 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/mail"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
+	"github.com/ipvsctl/ipvsctl/server/events"
+)
+
+// Tier 2 (root): the daemon mails a real server's down and a VRRP MASTER
+// to a real MTA, Debian's OpenSMTPD, run by the test in a network namespace
+// of its own (its spool and control socket on tmpfs in a mount namespace
+// of its own, its configuration and maildirs in a temporary directory),
+// listening only on the namespace's end of a veth pair. The test reads the
+// delivered mail from the maildir: keepalived's headers, subject and body.
+func TestAlertMailThroughARealMTA(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testenv.Need(t, "needs root to create network namespaces")
+	}
+	for _, tool := range []string{"ip", "unshare", "smtpd"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			testenv.Needf(t, "needs %s (smtpd: Debian's opensmtpd): %v", tool, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	ns := fmt.Sprintf("alerts-mta-%d", os.Getpid())
+	host, relay := "198.18.251.2", "198.18.251.1"
+	run := func(script string) {
+		t.Helper()
+		if out, err := exec.CommandContext(ctx, "sh", "-c", script).CombinedOutput(); err != nil {
+			t.Fatalf("sh -c %q: %v\n%s", script, err, out)
+		}
+	}
+	veth := fmt.Sprintf("alm%d", os.Getpid()%100000)
+	run(fmt.Sprintf(`ip netns add %[1]s && ip -n %[1]s link set lo up &&
+		ip link add %[2]sh type veth peer name %[2]sn netns %[1]s &&
+		ip addr add %[3]s/30 dev %[2]sh && ip link set %[2]sh up &&
+		ip -n %[1]s addr add %[4]s/30 dev %[2]sn && ip -n %[1]s link set %[2]sn up`, ns, veth, host, relay))
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() }) // its end of the veth goes with it, and so the host's
+
+	dir, err := os.MkdirTemp("", "ipvsctl-mta-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	maildir := filepath.Join(dir, "mail")
+	if err := os.MkdirAll(maildir, 0o1777); err != nil { // delivered as nobody
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	os.Chmod(maildir, 0o1777)
+	conf := filepath.Join(dir, "smtpd.conf")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(`listen on %s port 25
+table vusers { "ops@example.test" = "nobody", "noc@example.test" = "nobody" }
+action "deliver" maildir "%s/%%{rcpt.user}" virtual <vusers>
+match from any for domain "example.test" action "deliver"
+`, relay, maildir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(dir, "smtpd.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	mta := exec.Command("ip", "netns", "exec", ns, "unshare", "--mount", "--propagation", "private", "sh", "-c",
+		"mount -t tmpfs -o mode=0755 tmpfs /var/spool && mount -t tmpfs tmpfs /run && exec smtpd -d -f "+conf)
+	mta.Stdout, mta.Stderr = logf, logf
+	mta.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := mta.Start(); err != nil {
+		t.Fatal(err)
+	}
+	mtaDone := make(chan struct{})
+	go func() { mta.Wait(); close(mtaDone) }()
+	t.Cleanup(func() {
+		syscall.Kill(-mta.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-mtaDone:
+		case <-time.After(10 * time.Second):
+			syscall.Kill(-mta.Process.Pid, syscall.SIGKILL)
+			<-mtaDone
+		}
+	})
+	smtpLog := func() string { b, _ := os.ReadFile(logf.Name()); return string(b) }
+	for {
+		c, err := net.DialTimeout("tcp", net.JoinHostPort(relay, "25"), time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("OpenSMTPD never listened on %s:25: %v\n%s", relay, err, smtpLog())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	b := newBackend(t)
+	bhost, bport, _ := net.SplitHostPort(b.addr)
+	r := newAlertRig(t, ctx, fmt.Sprintf(`{"settings": {
+    "redundancy": {"vrid": 51, "interface": "lo", "instance": "VI_WEB"},
+    "alerts": {"smtp": {"server": %q, "to": ["ops@example.test", "noc@example.test"], "from": "lb1@example.test",
+      "helo_name": "lb1.example.test", "router_id": "LB1", "alert": true, "connect_timeout": 20}}},
+  "services": [{"name": "web", "address": "198.18.0.100", "port": 80, "forwarding": "nat",
+    "check": {"type": "tcp", "interval": 0.1, "timeout": 0.5, "rise": 1, "fall": 1, "on_failure": "remove"},
+    "servers": [{"name": "r1", "address": %q, "port": %s}]}]}`, relay, bhost, bport))
+	waitUntil(t, ctx, "the first pass's mail (UP)", func() bool { return r.count("smtp sent") == 1 })
+	b.close()
+	waitUntil(t, ctx, "the down's mail", func() bool { return r.count("smtp sent") == 2 })
+	r.publish(events.VRRPState, "vrrp/ipv4", map[string]string{"family": "ipv4", "state": "master", "priority": "150"})
+	waitUntil(t, ctx, "the MASTER's mail", func() bool { return r.count("smtp sent") == 3 })
+	if n := r.count("smtp failed"); n != 0 {
+		t.Fatalf("%d mails failed\n%s", n, smtpLog())
+	}
+
+	type delivered struct {
+		msg  *mail.Message
+		body string
+	}
+	var got map[string]delivered
+	waitUntil(t, ctx, "three mails in each maildir", func() bool {
+		got = map[string]delivered{}
+		for _, box := range []string{"ops", "noc"} {
+			files, _ := filepath.Glob(filepath.Join(maildir, box, "new", "*"))
+			for _, f := range files {
+				raw, err := os.Open(f)
+				if err != nil {
+					continue
+				}
+				m, err := mail.ReadMessage(raw)
+				if err == nil {
+					body, _ := io.ReadAll(m.Body)
+					got[box+" "+m.Header.Get("Subject")] = delivered{m, string(body)}
+				}
+				raw.Close()
+			}
+		}
+		return len(got) == 6
+	})
+	if testing.Verbose() {
+		files, _ := filepath.Glob(filepath.Join(maildir, "ops", "new", "*"))
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			t.Logf("%s:\n%s", f, b)
+		}
+	}
+	ref := fmt.Sprintf("[%s]:tcp:%s", bhost, bport)
+	want := map[string]string{
+		"[LB1] Realserver " + ref + " of virtual server [198.18.0.100]:tcp:80 - UP":   "=> TCP CHECK succeed on service <=",
+		"[LB1] Realserver " + ref + " of virtual server [198.18.0.100]:tcp:80 - DOWN": "=> TCP CHECK failed on service : ",
+		"[LB1] VRRP Instance VI_WEB - Entering MASTER state":                          "=> VRRP Instance is now owning VRRP VIPs <=",
+	}
+	for _, box := range []string{"ops", "noc"} {
+		for subject, body := range want {
+			d, ok := got[box+" "+subject]
+			if !ok {
+				t.Errorf("%s's maildir has no %q (it has %d mails)", box, subject, len(got))
+				continue
+			}
+			h := d.msg.Header
+			if h.Get("From") != "lb1@example.test" || h.Get("X-Mailer") != "ipvsctl" || h.Get("To") != "ops@example.test, noc@example.test" {
+				t.Errorf("%q: From %q, X-Mailer %q, To %q", subject, h.Get("From"), h.Get("X-Mailer"), h.Get("To"))
+			}
+			if !strings.HasPrefix(h.Get("Received"), "from lb1.example.test ") {
+				t.Errorf("%q: Received %q, want the HELO name lb1.example.test", subject, h.Get("Received"))
+			}
+			if date, err := h.Date(); err != nil || time.Since(date) > time.Hour || time.Until(date) > time.Hour {
+				t.Errorf("%q: Date %q: %v", subject, h.Get("Date"), err)
+			}
+			if !strings.HasPrefix(d.body, body) || !strings.HasSuffix(d.body, " <=\n\n") && !strings.HasSuffix(d.body, " <=\r\n\r\n") {
+				t.Errorf("%q: body %q, want keepalived's line %q... <= and an empty line", subject, d.body, body)
+			}
+		}
+	}
+}
