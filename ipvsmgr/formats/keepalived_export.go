@@ -294,7 +294,7 @@ func (x *kaExporter) globals() error {
 			if len(defs) > 0 {
 				k.Value = kaRewrite(k.Value, defsMapped, defs, nil)
 			}
-		case s.Redundancy != nil && k.Key == "vrrp_instance "+cmp.Or(s.Redundancy.Instance, ipvsmgr.DefaultInstance):
+		case s.Redundancy != nil && !haveInstance && k.Key == "vrrp_instance "+cmp.Or(s.Redundancy.Instance, ipvsmgr.DefaultInstance):
 			haveInstance = true
 			k.Value = kaRewrite(k.Value, kaVRRPMapped(), x.vrrpLines(s.Redundancy, k.Value), nil)
 		}

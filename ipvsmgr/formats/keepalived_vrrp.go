@@ -53,10 +53,18 @@ func kaTrue(c *kaNode) (bool, bool) {
 // vrrpInstance maps the first usable vrrp_instance of top.
 func (k *kaImporter) vrrpInstance(top []*kaNode) error {
 	var vi *kaNode
+	seen := map[string]bool{}
 	for _, n := range top {
 		if !n.block || n.word(0) != "vrrp_instance" {
 			continue
 		}
+		if seen[n.word(1)] {
+			// Only the first block of a name may be the one run: the
+			// export rewrites the first it kept under that name.
+			k.warnf(n.line, "vrrp_instance %s: a second block of that name: kept as written, not run", n.word(1))
+			continue
+		}
+		seen[n.word(1)] = true
 		if vi != nil {
 			k.warnf(n.line, "vrrp_instance %s: ipvsctl runs one VRRP instance (vrrp_instance %s, line %d): kept as written, not run", n.word(1), vi.word(1), vi.line)
 			continue
