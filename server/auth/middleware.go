@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ipvsctl/ipvsctl/server/edge"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -201,17 +202,14 @@ func SafeNext(next string) string {
 // are origins allowed besides our own, e.g. a proxy's public name when it
 // rewrites Host.
 func (a *Auth) CrossOrigin(trustedOrigins ...string) (func(http.Handler) http.Handler, error) {
-	c := http.NewCrossOriginProtection()
-	for _, o := range trustedOrigins {
-		if err := c.AddTrustedOrigin(o); err != nil {
-			return nil, &InvalidError{Field: "trusted-origin", Message: err.Error()}
-		}
-	}
-	c.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mw, err := edge.CrossOrigin(trustedOrigins, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, http.StatusForbidden, "cross-origin request refused: a "+r.Method+" from another site (Origin "+
 			strconv.Quote(r.Header.Get("Origin"))+") is not allowed")
 	}))
-	return c.Handler, nil
+	if err != nil {
+		return nil, &InvalidError{Field: "trusted-origin", Message: err.Error()}
+	}
+	return mw, nil
 }
 
 // MaxBody limits request bodies to limit bytes. A body declared larger gets

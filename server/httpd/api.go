@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
@@ -246,7 +244,7 @@ func (a *api) service(r *http.Request) (*ipvsmgr.Service, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	i, err := server.FindService(st, chi.URLParam(r, "id"))
+	i, err := server.FindService(st, r.PathValue("id"))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -285,7 +283,7 @@ func (a *api) patchService(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	res, err := a.core.PatchService(r.Context(), actor(r), chi.URLParam(r, "id"), p, o)
+	res, err := a.core.PatchService(r.Context(), actor(r), r.PathValue("id"), p, o)
 	return a.written(w, res, err)
 }
 
@@ -294,7 +292,7 @@ func (a *api) removeService(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.core.RemoveService(r.Context(), actor(r), chi.URLParam(r, "id"), o)
+	res, err := a.core.RemoveService(r.Context(), actor(r), r.PathValue("id"), o)
 	return a.written(w, res, err)
 }
 
@@ -304,7 +302,7 @@ func (a *api) enableService(on bool) func(w http.ResponseWriter, r *http.Request
 		if err != nil {
 			return err
 		}
-		res, err := a.core.SetServiceEnabled(r.Context(), actor(r), chi.URLParam(r, "id"), on, o)
+		res, err := a.core.SetServiceEnabled(r.Context(), actor(r), r.PathValue("id"), on, o)
 		return a.written(w, res, err)
 	}
 }
@@ -324,7 +322,7 @@ func (a *api) getServer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	i, err := server.FindServer(s, chi.URLParam(r, "sid"))
+	i, err := server.FindServer(s, r.PathValue("sid"))
 	if err != nil {
 		return err
 	}
@@ -342,7 +340,7 @@ func (a *api) addServer(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &rs); err != nil {
 		return err
 	}
-	res, err := a.core.AddServer(r.Context(), actor(r), chi.URLParam(r, "id"), rs, o)
+	res, err := a.core.AddServer(r.Context(), actor(r), r.PathValue("id"), rs, o)
 	return a.written(w, res, err)
 }
 
@@ -355,7 +353,7 @@ func (a *api) patchServer(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	res, err := a.core.PatchServer(r.Context(), actor(r), chi.URLParam(r, "id"), chi.URLParam(r, "sid"), p, o)
+	res, err := a.core.PatchServer(r.Context(), actor(r), r.PathValue("id"), r.PathValue("sid"), p, o)
 	return a.written(w, res, err)
 }
 
@@ -364,7 +362,7 @@ func (a *api) removeServer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.core.RemoveServer(r.Context(), actor(r), chi.URLParam(r, "id"), chi.URLParam(r, "sid"), o)
+	res, err := a.core.RemoveServer(r.Context(), actor(r), r.PathValue("id"), r.PathValue("sid"), o)
 	return a.written(w, res, err)
 }
 
@@ -373,7 +371,7 @@ func (a *api) drainServer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.core.DrainServer(r.Context(), actor(r), chi.URLParam(r, "id"), chi.URLParam(r, "sid"), o)
+	res, err := a.core.DrainServer(r.Context(), actor(r), r.PathValue("id"), r.PathValue("sid"), o)
 	return a.written(w, res, err)
 }
 
@@ -383,13 +381,13 @@ func (a *api) enableServer(on bool) func(w http.ResponseWriter, r *http.Request)
 		if err != nil {
 			return err
 		}
-		res, err := a.core.SetServerEnabled(r.Context(), actor(r), chi.URLParam(r, "id"), chi.URLParam(r, "sid"), on, o)
+		res, err := a.core.SetServerEnabled(r.Context(), actor(r), r.PathValue("id"), r.PathValue("sid"), on, o)
 		return a.written(w, res, err)
 	}
 }
 
 func (a *api) why(w http.ResponseWriter, r *http.Request) error {
-	why, err := a.core.Why(r.Context(), chi.URLParam(r, "id"), chi.URLParam(r, "sid"))
+	why, err := a.core.Why(r.Context(), r.PathValue("id"), r.PathValue("sid"))
 	if err != nil {
 		return err
 	}
@@ -450,7 +448,7 @@ func (a *api) diffDraft(w http.ResponseWriter, r *http.Request) error {
 
 // draftAuthor is whose draft a route names: {author}, else the caller's own.
 func draftAuthor(r *http.Request) string {
-	return orDefault(chi.URLParam(r, "author"), actor(r).Name)
+	return orDefault(r.PathValue("author"), actor(r).Name)
 }
 
 // startDraft starts the caller's own draft from the current state (kept
@@ -515,7 +513,7 @@ func (a *api) health(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) checkServer(w http.ResponseWriter, r *http.Request) error {
-	res, err := a.core.CheckServer(r.Context(), actor(r), chi.URLParam(r, "id"), chi.URLParam(r, "sid"))
+	res, err := a.core.CheckServer(r.Context(), actor(r), r.PathValue("id"), r.PathValue("sid"))
 	if err != nil {
 		return err
 	}
@@ -548,7 +546,7 @@ func (a *api) history(w http.ResponseWriter, r *http.Request) error {
 }
 
 func revParam(r *http.Request) (int64, error) {
-	v := chi.URLParam(r, "rev")
+	v := r.PathValue("rev")
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 1 {
 		return 0, &server.Error{Code: server.CodeBadInput, Msg: "revision " + strconv.Quote(v) + " is not a revision number"}
@@ -658,7 +656,7 @@ func (a *api) prepareRealServers(w http.ResponseWriter, r *http.Request) error {
 	// Each real server may take its SSH timeout; the run finishes (and is
 	// stored) even if the caller goes away.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(15 * time.Minute))
-	rep, err := a.core.PrepareRealServers(context.WithoutCancel(r.Context()), actor(r), chi.URLParam(r, "op"), sel)
+	rep, err := a.core.PrepareRealServers(context.WithoutCancel(r.Context()), actor(r), r.PathValue("op"), sel)
 	if err != nil {
 		return err
 	}
@@ -681,7 +679,7 @@ func (a *api) tuneRealServers(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(15 * time.Minute))
-	rep, err := a.core.TuneRealServers(context.WithoutCancel(r.Context()), actor(r), chi.URLParam(r, "op"), req)
+	rep, err := a.core.TuneRealServers(context.WithoutCancel(r.Context()), actor(r), r.PathValue("op"), req)
 	if err != nil {
 		return err
 	}

@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/ipvsctl/ipvsctl/server"
 )
 
@@ -36,9 +34,9 @@ func (a *api) startLoadRun(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) endLoadRun(w http.ResponseWriter, r *http.Request) error {
-	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
-		return &server.Error{Code: server.CodeBadInput, Msg: "id: " + strconv.Quote(chi.URLParam(r, "id")) + " is not a load run's number"}
+		return &server.Error{Code: server.CodeBadInput, Msg: "id: " + strconv.Quote(r.PathValue("id")) + " is not a load run's number"}
 	}
 	var res server.LoadResult
 	if err := decode(r, &res); err != nil {

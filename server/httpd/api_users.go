@@ -3,8 +3,6 @@ package httpd
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
 )
@@ -68,7 +66,7 @@ func (a *api) setUserRole(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &body); err != nil {
 		return err
 	}
-	name := chi.URLParam(r, "name")
+	name := r.PathValue("name")
 	if err := a.core.SetUserRole(r.Context(), actor(r), name, body.Role); err != nil {
 		return err
 	}
@@ -83,7 +81,7 @@ func (a *api) setUserPassword(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &body); err != nil {
 		return err
 	}
-	name := chi.URLParam(r, "name")
+	name := r.PathValue("name")
 	if err := a.core.SetUserPassword(r.Context(), actor(r), name, body.Password); err != nil {
 		return err
 	}
@@ -92,7 +90,7 @@ func (a *api) setUserPassword(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) removeUser(w http.ResponseWriter, r *http.Request) error {
-	name := chi.URLParam(r, "name")
+	name := r.PathValue("name")
 	if err := a.core.RemoveUser(r.Context(), actor(r), name); err != nil {
 		return err
 	}
@@ -125,7 +123,7 @@ func (a *api) createToken(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) revokeToken(w http.ResponseWriter, r *http.Request) error {
-	t, err := a.core.RevokeToken(r.Context(), actor(r), chi.URLParam(r, "ref"))
+	t, err := a.core.RevokeToken(r.Context(), actor(r), r.PathValue("ref"))
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ipvsctl/ipvsctl/server/edge"
 	"log/slog"
 	"net"
 	"net/http"
@@ -50,7 +51,7 @@ func Handler(o Options) (http.Handler, error) {
 		return nil, err
 	}
 	r := chi.NewRouter()
-	r.Use(securityHeaders, auth.MaxBody(MaxBody), crossOrigin, o.directorsOnly)
+	r.Use(edge.Headers, auth.MaxBody(MaxBody), crossOrigin, o.directorsOnly)
 	o.register(r, func(role auth.Role, h http.Handler) http.Handler { return o.Auth.Guard(role, o.directorTokens(h)) })
 	return r, nil
 }
@@ -93,7 +94,7 @@ func (o Options) register(r chi.Router, guard func(auth.Role, http.Handler) http
 		if o.Instrument != nil {
 			h = o.Instrument(rt.Pattern, h)
 		}
-		r.Method(rt.Method, rt.Pattern, guard(rt.Role, h))
+		r.Method(rt.Method, rt.Pattern, guard(rt.Role, edge.DecodePath(h)))
 	}
 	apiNotFound := func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, &ErrorBody{Error: "no such route: " + r.Method + " " + r.URL.Path, Code: server.CodeNotFound, Fields: []FieldError{}})
@@ -103,9 +104,10 @@ func (o Options) register(r chi.Router, guard func(auth.Role, http.Handler) http
 		// public one knowing who asks (if anyone), the rest for a logged-in
 		// user (the panel checks each action's role, server.Policy's).
 		for _, rt := range o.Panel.RouteTable() {
-			h := o.Auth.Authenticate(o.directorTokens(rt.Handler))
+			ph := edge.DecodePath(rt.Handler)
+			h := o.Auth.Authenticate(o.directorTokens(ph))
 			if rt.Public {
-				h = o.Auth.Identify(o.directorTokens(rt.Handler))
+				h = o.Auth.Identify(o.directorTokens(ph))
 			}
 			if o.Instrument != nil {
 				h = o.Instrument("panel", h)
@@ -135,17 +137,6 @@ func (a *api) healthz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fmt.Fprintln(w, "ok")
-}
-
-func securityHeaders(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "same-origin")
-		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
-		next.ServeHTTP(w, r)
-	})
 }
 
 // Server is the daemon's listeners: TCP for the panel and the API, the

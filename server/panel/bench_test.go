@@ -2,6 +2,7 @@ package panel
 
 import (
 	"fmt"
+	"github.com/ipvsctl/ipvsctl/server/edge"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -69,7 +70,7 @@ func TestLatencyAtScale(t *testing.T) {
 		mux.HandleFunc("GET /static-same-size", func(w http.ResponseWriter, r *http.Request) {
 			http.ServeContent(w, r, "f.html", time.Time{}, bytesReader(static))
 		})
-		sh := securityHeaders(http.NewCrossOriginProtection().Handler(mux))
+		sh := edge.Headers(http.NewCrossOriginProtection().Handler(mux))
 		// Interleaved, so that the machine's load falls on both alike.
 		var ds, ss []time.Duration
 		for i := 0; i < n; i++ {

@@ -1,6 +1,7 @@
 package panel
 
 import (
+	"github.com/ipvsctl/ipvsctl/server/edge"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -41,7 +42,7 @@ func TestBrowserLiveAtScale(t *testing.T) {
 		http.ServeContent(w, r, "live.html", time.Time{}, bytesReader(saved))
 	})
 	mux.Handle("/", e.h)
-	srv := httptest.NewServer(securityHeaders(mux))
+	srv := httptest.NewServer(edge.Headers(mux))
 	t.Cleanup(srv.Close) // after the browser's
 	ctx := browsertest.Start(t, 5*time.Minute).Ctx
 	// The test's Who takes a cookie that names the user.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ipvsctl/ipvsctl/server/edge"
 	"log/slog"
 	"net"
 	"net/http"
@@ -71,13 +72,20 @@ func New(d Deps) (*Panel, error) {
 	return p, nil
 }
 
-// Routes is every panel route (paths from the root; the API's /api/v1 is
-// not among them), with the panel's security headers and cross-origin
-// protection. Pages need a logged-in user (Who) except /login and /static/.
+// Routes serves the panel alone (its tests do), as the daemon's router
+// serves it beside the API: every route behind the security headers, the
+// cross-origin protection and decoded path values (package edge). Pages
+// need a logged-in user (Who) except /login and /static/.
 func (p *Panel) Routes() http.Handler {
 	r := chi.NewRouter()
+	crossOrigin, err := edge.CrossOrigin(p.d.TrustedOrigins, nil)
+	if err != nil {
+		p.log.Error("panel: trusted origin refused", "err", err)
+		crossOrigin, _ = edge.CrossOrigin(nil, nil)
+	}
+	r.Use(edge.Headers, crossOrigin)
 	for _, rt := range p.RouteTable() {
-		r.Method(rt.Method, rt.Pattern, rt.Handler)
+		r.Method(rt.Method, rt.Pattern, edge.DecodePath(rt.Handler))
 	}
 	r.NotFound(p.NotFound)
 	return r
@@ -85,23 +93,7 @@ func (p *Panel) Routes() http.Handler {
 
 // NotFound is the panel's page for a path it has not.
 func (p *Panel) NotFound(w http.ResponseWriter, r *http.Request) {
-	securityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "404 page not found", http.StatusNotFound)
-	})).ServeHTTP(w, r)
-}
-
-// securityHeaders: no inline scripts, no framing, no sniffing.
-func securityHeaders(next http.Handler) http.Handler {
-	const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; " +
-		"base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Content-Security-Policy", csp)
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "same-origin")
-		next.ServeHTTP(w, r)
-	})
+	http.Error(w, "404 page not found", http.StatusNotFound)
 }
 
 // who is the request's user, with their role (auth's roles, the ones the

@@ -2,10 +2,7 @@ package panel
 
 import (
 	"net/http"
-	"net/url"
 	"strings"
-
-	"github.com/go-chi/chi/v5"
 
 	"github.com/ipvsctl/ipvsctl/server/auth"
 )
@@ -19,26 +16,17 @@ type Route struct {
 	Handler         http.Handler
 }
 
-// RouteTable is every panel route, each with the panel's security headers
-// and cross-origin protection. The daemon registers them in its one router
-// beside the API's (package httpd); Routes serves them alone.
+// RouteTable is every panel route, in chi's dialect (the daemon's one
+// router: {name} a segment, * the rest). The daemon registers them in its
+// router beside the API's (package httpd), which gives every answer the
+// security headers, the cross-origin protection and decoded path values
+// (package edge); Routes serves them alone, with the same.
 func (p *Panel) RouteTable() []Route {
 	var out []Route
-	cop := http.NewCrossOriginProtection()
-	for _, o := range p.d.TrustedOrigins {
-		if err := cop.AddTrustedOrigin(o); err != nil {
-			p.log.Error("panel: trusted origin refused", "origin", o, "err", err)
-		}
-	}
-	wrap := func(h http.Handler) http.Handler {
-		return securityHeaders(cop.Handler(unescapePath(h)))
-	}
 	p.routes(func(pattern string, h http.HandlerFunc) {
 		method, path, _ := strings.Cut(pattern, " ")
-		path = strings.ReplaceAll(path, "{name...}", "*")
-		path = strings.TrimSuffix(path, "{$}")
 		public := path == "/login" || path == "/logout" || strings.HasPrefix(path, "/static/")
-		out = append(out, Route{Method: method, Pattern: path, Public: public, Handler: wrap(h)})
+		out = append(out, Route{Method: method, Pattern: path, Public: public, Handler: h})
 	})
 	return out
 }
@@ -46,12 +34,12 @@ func (p *Panel) RouteTable() []Route {
 func (p *Panel) routes(handle func(pattern string, h http.HandlerFunc)) {
 	mux := muxFunc(handle)
 	const V, O, A = auth.Viewer, auth.Operator, auth.Admin
-	mux.HandleFunc("GET /static/{hash}/{name...}", p.assets.serve)
+	mux.HandleFunc("GET /static/{hash}/*", p.assets.serve)
 	mux.HandleFunc("GET /login", p.loginShow)
 	mux.HandleFunc("POST /login", p.loginSubmit)
 	mux.HandleFunc("POST /logout", p.logout)
 
-	mux.HandleFunc("GET /{$}", p.need(V, p.overviewShow))
+	mux.HandleFunc("GET /", p.need(V, p.overviewShow))
 	mux.HandleFunc("GET /live", p.need(V, p.liveShow))
 	mux.HandleFunc("GET /live/rows", p.need(V, p.liveRows))
 	mux.HandleFunc("POST /actions", p.needTo("rs drain", p.actionsSubmit))
@@ -113,22 +101,6 @@ func (p *Panel) routes(handle func(pattern string, h http.HandlerFunc)) {
 	mux.HandleFunc("POST /tokens", p.need(A, p.tokenCreate))
 	mux.HandleFunc("POST /tokens/{id}/revoke", p.need(A, p.tokenRevoke))
 	mux.HandleFunc("GET /audit", p.need(A, p.auditShow))
-}
-
-// unescapePath gives the handler its path values decoded, as a ServeMux
-// would: chi matches an escaped path on its raw form (a service named
-// "a/b" is /services/a%2Fb).
-func unescapePath(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rc := chi.RouteContext(r.Context()); rc != nil && r.URL.RawPath != "" {
-			for i, k := range rc.URLParams.Keys {
-				if v, err := url.PathUnescape(rc.URLParams.Values[i]); err == nil {
-					r.SetPathValue(k, v)
-				}
-			}
-		}
-		h.ServeHTTP(w, r)
-	})
 }
 
 // muxFunc gives the route list its HandleFunc.

@@ -221,7 +221,7 @@ func (a *assets) url(name string) (string, error) {
 	return "/static/" + a.hash + "/" + name, nil
 }
 
-// serve answers /static/{hash}/{name...}: immutable under its hash; an old
+// serve answers /static/{hash}/*: immutable under its hash; an old
 // hash gets the current file without the long cache.
 func (a *assets) serve(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("*") // the rest of the path
