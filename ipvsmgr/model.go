@@ -46,10 +46,11 @@ type Settings struct {
 	// alone (hosts that also run docker or kube-proxy). By default ipvsctl owns
 	// the whole IPVS table.
 	KeepForeignServices bool `json:"keep_foreign_services,omitempty"`
-	// DrainTimeout (seconds) bounds how long a removed real server keeps its
-	// established connections at weight 0 before it is deleted. 0 means the
-	// default, DefaultDrainTimeout.
-	DrainTimeout int `json:"drain_timeout,omitempty"`
+	// RetireTimeout (seconds) bounds how long a removed real server keeps its
+	// established connections at weight 0 before it is deleted (it is
+	// retiring; a drained one stays). 0 means the default,
+	// DefaultRetireTimeout. Read under its old name, drain_timeout, too.
+	RetireTimeout int `json:"retire_timeout,omitempty"`
 	// MaintenanceDir (ldirectord's maintenancedir) is a directory the
 	// daemon reads every second: a file there named for a real server
 	// (its address, or address:port) quiesces it in every service until
@@ -75,9 +76,11 @@ type Redundancy struct {
 	Interface string `json:"interface"`
 	// AdvertInterval between adverts; 0 means 1 s.
 	AdvertInterval float64 `json:"advert_interval,omitempty"`
-	// Peers, when set, are the directors' addresses: adverts go to each
-	// by unicast (a director skips its own address) instead of multicast.
-	Peers []string `json:"peers,omitempty"`
+	// UnicastPeers, when set, are the directors' addresses: adverts go to
+	// each by unicast (a director skips its own address) instead of
+	// multicast (keepalived's unicast_peer). Read under its old name, peers,
+	// too (settings.bgp.peers are routers).
+	UnicastPeers []string `json:"unicast_peers,omitempty"`
 	// Preempt lets a director of higher priority take over from a lower
 	// one (default true); PreemptDelay holds it back that long.
 	Preempt      *bool   `json:"preempt,omitempty"`
@@ -202,8 +205,8 @@ func (r *Redundancy) SyncDaemonInterface() string {
 	return r.Interface
 }
 
-// DefaultDrainTimeout is the drain bound when settings.drain_timeout is 0.
-const DefaultDrainTimeout = 60
+// DefaultRetireTimeout is the retiring bound when settings.retire_timeout is 0.
+const DefaultRetireTimeout = 60
 
 // Service is a virtual service: protocol + address + port, or a firewall mark.
 type Service struct {

@@ -31,7 +31,7 @@ type Ledger struct {
 	// reconciled is taken to be ipvsctl's (a takeover whose record a crash
 	// stopped), see Reconciler.ledger.
 	Intent   []VIP      `json:"intent,omitempty"`
-	Retiring []Retiring `json:"drains"`
+	Retiring []Retiring `json:"drains"` // the stored form's old name for the retiring servers
 	Marks    bool       `json:"marks"` // mangle rules were installed
 }
 
@@ -57,7 +57,7 @@ type Result struct {
 	Applied  []Op       `json:"-"`
 	Changes  []string   `json:"changes"`
 	Failures []Failure  `json:"failures"`
-	Retiring []Retiring `json:"draining"`
+	Retiring []Retiring `json:"retiring"`
 	// Table is the kernel's table after the reconcile: as read, with the
 	// changes that were made (counters as read).
 	Table *Table `json:"-"`
@@ -170,9 +170,9 @@ func (r *Reconciler) PlanHostChanges(ctx context.Context, d *Desired) ([]string,
 // plan is the pure core: desired (with the health the checks observed) +
 // kernel + ledger + clock -> ops and drains.
 func plan(d *Desired, actual *Table, led *Ledger, now time.Time) ([]Op, []Retiring) {
-	timeout := time.Duration(d.Settings.DrainTimeout) * time.Second
+	timeout := time.Duration(d.Settings.RetireTimeout) * time.Second
 	if timeout == 0 {
-		timeout = DefaultDrainTimeout * time.Second
+		timeout = DefaultRetireTimeout * time.Second
 	}
 	want, drains := withRetiring(d.Table, actual, led.Retiring, now, timeout)
 	// After the drains: a server the checks take out goes at once (a dead

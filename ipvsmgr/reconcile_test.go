@@ -129,7 +129,7 @@ func TestRemovedServerDrains(t *testing.T) {
 
 func TestDrainTimeoutDeletes(t *testing.T) {
 	g := newRig(t)
-	doc := strings.Replace(twoServers, `"services"`, `"settings":{"drain_timeout":30},"services"`, 1)
+	doc := strings.Replace(twoServers, `"services"`, `"settings":{"retire_timeout":30},"services"`, 1)
 	g.reconcile(t, doc)
 	svc := ipvsmgr.ServiceKey{Family: ipvsmgr.FamilyIPv4, Protocol: ipvsmgr.ProtoTCP, Addr: mustAddr("198.18.0.100"), Port: 80}
 	g.k.SetActive(svc, ipvsmgr.DestKey{Addr: mustAddr("198.18.0.11"), Port: 80}, 2)

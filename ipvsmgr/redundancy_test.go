@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-const redundancyDoc = `{"settings":{"network":"dr","tcp_timeout":0,"tcpfin_timeout":0,"udp_timeout":0,"redundancy":{"vrid":51,"interface":"eth0","advert_interval":0.1,"peers":["198.18.0.2","198.18.0.3"],"preempt":false,"preempt_delay":2.5,"sync_daemon":true,"track_interfaces":["eth1"],"garp_count":0,"garp_repeat_delay":0}},"services":[]}`
+const redundancyDoc = `{"settings":{"network":"dr","tcp_timeout":0,"tcpfin_timeout":0,"udp_timeout":0,"redundancy":{"vrid":51,"interface":"eth0","advert_interval":0.1,"unicast_peers":["198.18.0.2","198.18.0.3"],"preempt":false,"preempt_delay":2.5,"sync_daemon":true,"track_interfaces":["eth1"],"garp_count":0,"garp_repeat_delay":0}},"services":[]}`
 
 func TestRedundancySettingsDecodeAndEncode(t *testing.T) {
 	st, err := DecodeState(strings.NewReader(redundancyDoc))
@@ -16,7 +16,7 @@ func TestRedundancySettingsDecodeAndEncode(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := st.Settings.Redundancy
-	if r == nil || r.VRID != 51 || r.Interface != "eth0" || len(r.Peers) != 2 || r.PreemptOn() || !r.SyncDaemon {
+	if r == nil || r.VRID != 51 || r.Interface != "eth0" || len(r.UnicastPeers) != 2 || r.PreemptOn() || !r.SyncDaemon {
 		t.Fatalf("decoded %+v", r)
 	}
 	if r.Advert() != 100*time.Millisecond || r.Delay() != 2500*time.Millisecond {
@@ -88,10 +88,10 @@ func TestRedundancyValidation(t *testing.T) {
 		{`{"vrid":1,"interface":"eth0","advert_interval":41}`, "settings.redundancy.advert_interval", "41 is out of range"},
 		{`{"vrid":1,"interface":"eth0","advert_interval":0.015}`, "settings.redundancy.advert_interval", "0.015 is not a whole number of hundredths"},
 		{`{"vrid":1,"interface":"eth0","advert_interval":-1}`, "settings.redundancy.advert_interval", "-1 is out of range"},
-		{`{"vrid":1,"interface":"eth0","peers":["198.18.0.300"]}`, "settings.redundancy.peers[0]", `"198.18.0.300" is not an IP address`},
-		{`{"vrid":1,"interface":"eth0","peers":["198.18.0.2","2001:db8::2"]}`, "settings.redundancy.peers[1]", "2001:db8::2 is not of the family of peers[0]"},
-		{`{"vrid":1,"interface":"eth0","peers":["198.18.0.2","198.18.0.2"]}`, "settings.redundancy.peers[1]", "198.18.0.2 is already peers[0]"},
-		{`{"vrid":1,"interface":"eth0","peers":["224.0.0.18"]}`, "settings.redundancy.peers[0]", "not a unicast address"},
+		{`{"vrid":1,"interface":"eth0","unicast_peers":["198.18.0.300"]}`, "settings.redundancy.unicast_peers[0]", `"198.18.0.300" is not an IP address`},
+		{`{"vrid":1,"interface":"eth0","unicast_peers":["198.18.0.2","2001:db8::2"]}`, "settings.redundancy.unicast_peers[1]", "2001:db8::2 is not of the family of unicast_peers[0]"},
+		{`{"vrid":1,"interface":"eth0","unicast_peers":["198.18.0.2","198.18.0.2"]}`, "settings.redundancy.unicast_peers[1]", "198.18.0.2 is already unicast_peers[0]"},
+		{`{"vrid":1,"interface":"eth0","unicast_peers":["224.0.0.18"]}`, "settings.redundancy.unicast_peers[0]", "not a unicast address"},
 		{`{"vrid":1,"interface":"eth0","preempt_delay":1001}`, "settings.redundancy.preempt_delay", "1001 is out of range 0..1000 seconds"},
 		{`{"vrid":1,"interface":"eth0","sync_id":256}`, "settings.redundancy.sync_id", "256 is out of range 0..255"},
 		{`{"vrid":1,"interface":"eth0","sync_interface":"a b"}`, "settings.redundancy.sync_interface", `"a b" is not an interface name`},

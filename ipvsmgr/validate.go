@@ -93,7 +93,7 @@ func (v *validator) settings(s *Settings) {
 	v.rangeCheck("settings.tcp_timeout", s.TCPTimeout, 0, maxTimeout)
 	v.rangeCheck("settings.tcpfin_timeout", s.TCPFinTimeout, 0, maxTimeout)
 	v.rangeCheck("settings.udp_timeout", s.UDPTimeout, 0, maxTimeout)
-	v.rangeCheck("settings.drain_timeout", s.DrainTimeout, 0, maxDrain)
+	v.rangeCheck("settings.retire_timeout", s.RetireTimeout, 0, maxDrain)
 	if d := s.MaintenanceDir; d != "" && (!strings.HasPrefix(d, "/") || filepath.Clean(d) != d || strings.IndexByte(d, 0) >= 0) {
 		v.addf("settings.maintenance_dir", "%q is not a clean absolute path (the directory whose files take real servers out)", d)
 	}
@@ -147,22 +147,22 @@ func (v *validator) redundancy(field string, r *Redundancy) {
 	}
 	var family *bool
 	seen := map[netip.Addr]int{}
-	for i, p := range r.Peers {
-		f := fmt.Sprintf("%s.peers[%d]", field, i)
+	for i, p := range r.UnicastPeers {
+		f := fmt.Sprintf("%s.unicast_peers[%d]", field, i)
 		a, err := parseAddr(p)
 		if err != nil {
 			v.addf(f, "%s", err)
 			continue
 		}
 		if j, dup := seen[a]; dup {
-			v.addf(f, "%s is already peers[%d]", a, j)
+			v.addf(f, "%s is already unicast_peers[%d]", a, j)
 			continue
 		}
 		seen[a] = i
 		if is4 := a.Is4(); family == nil {
 			family = &is4
 		} else if *family != is4 {
-			v.addf(f, "%s is not of the family of peers[0]", a)
+			v.addf(f, "%s is not of the family of unicast_peers[0]", a)
 		}
 	}
 	v.centiseconds(field+".preempt_delay", r.PreemptDelay, 0, maxPreemptDelay)

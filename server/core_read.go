@@ -16,7 +16,7 @@ type DiffResult struct {
 	// Changes are the IPVS changes as ipvsadm commands, then the VIP and
 	// fwmark-rule changes as the commands that make them.
 	Changes  []string           `json:"changes"`
-	Retiring []ipvsmgr.Retiring `json:"draining"`
+	Retiring []ipvsmgr.Retiring `json:"retiring"`
 }
 
 // Diff is what making the kernel match the stored state (or doc, when not

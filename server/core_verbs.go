@@ -106,7 +106,7 @@ func (c *Core) PatchServer(ctx context.Context, a Actor, svcID, id string, p Ser
 }
 
 // RemoveServer removes a real server; one with connections is retired
-// first (weight 0 until they end, or settings.drain_timeout).
+// first (weight 0 until they end, or settings.retire_timeout).
 func (c *Core) RemoveServer(ctx context.Context, a Actor, svcID, id string, o WriteOptions) (*WriteResult, error) {
 	return c.Write(ctx, a, o, RemoveServerEdit(svcID, id))
 }

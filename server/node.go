@@ -26,7 +26,7 @@ type NodeSettings struct {
 	PeerURL string `json:"peer_url"`
 	// PeerTokenSet says a token for the peer is kept (it is never shown).
 	PeerTokenSet bool `json:"peer_token_set"`
-	// Address is this director's own address among settings.redundancy.peers
+	// Address is this director's own address among settings.redundancy.unicast_peers
 	// ("": found from its interfaces).
 	Address   string     `json:"address"`
 	UpdatedAt *time.Time `json:"updated_at,omitempty"`

@@ -157,7 +157,9 @@ type SettingsPatch struct {
 	TCPFinTimeout       *int    `json:"tcpfin_timeout,omitempty"`
 	UDPTimeout          *int    `json:"udp_timeout,omitempty"`
 	KeepForeignServices *bool   `json:"keep_foreign_services,omitempty"`
-	DrainTimeout        *int    `json:"drain_timeout,omitempty"`
+	RetireTimeout       *int    `json:"retire_timeout,omitempty"`
+	// DrainTimeout is retire_timeout's old name, still taken (retire_timeout wins).
+	DrainTimeout *int `json:"drain_timeout,omitempty"`
 	// Redundancy replaces settings.redundancy; an empty one ({}) removes it.
 	Redundancy *ipvsmgr.Redundancy `json:"redundancy,omitempty"`
 }
@@ -169,7 +171,8 @@ func (p *SettingsPatch) ApplyTo(s *ipvsmgr.Settings) {
 	set(&s.TCPFinTimeout, p.TCPFinTimeout)
 	set(&s.UDPTimeout, p.UDPTimeout)
 	set(&s.KeepForeignServices, p.KeepForeignServices)
-	set(&s.DrainTimeout, p.DrainTimeout)
+	set(&s.RetireTimeout, p.DrainTimeout)
+	set(&s.RetireTimeout, p.RetireTimeout)
 	if p.Redundancy != nil {
 		s.Redundancy = nil
 		if !reflect.ValueOf(*p.Redundancy).IsZero() {

@@ -66,7 +66,7 @@ func runApply(env *cliEnv, args []string) int {
 	fs, g := env.newFlagSet("apply", "-f FILE [--no-apply] [--no-wait] [--json]",
 		"Replace the desired state with the document (stored as a new revision), then make the kernel's IPVS\n"+
 			"table, VIPs and fwmark rules match it. Removed real servers with active connections are retired at\n"+
-			"weight 0 first; apply waits for them (up to settings.drain_timeout) unless --no-wait.")
+			"weight 0 first; apply waits for them (up to settings.retire_timeout) unless --no-wait.")
 	file := fs.String("f", "", "desired-state JSON document (- for stdin)")
 	var o writeOpts
 	o.register(fs)

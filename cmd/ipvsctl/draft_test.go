@@ -258,18 +258,18 @@ func TestDraftStartFromTheCLI(t *testing.T) {
 	if out, code := cli(auth.Admin, "vs", "set", "web", "--scheduler", "rr", "--draft"); code != 0 || !strings.Contains(out, "staged in the draft of admin") {
 		t.Fatalf("vs set --draft: %d %s", code, out)
 	}
-	if out, code := cli(auth.Admin, "settings", "set", "--drain-timeout", "60", "--draft"); code != 0 || !strings.Contains(out, "staged in the draft of admin") {
+	if out, code := cli(auth.Admin, "settings", "set", "--retire-timeout", "60", "--draft"); code != 0 || !strings.Contains(out, "staged in the draft of admin") {
 		t.Fatalf("settings set --draft: %d %s", code, out)
 	}
 	// Started again: the staged edits are kept.
 	if out, code := cli(auth.Admin, "draft", "start", "--json"); code != 0 || !strings.Contains(out, `"author": "admin"`) {
 		t.Fatalf("draft start --json: %d %s", code, out)
 	}
-	if out, code := cli(auth.Admin, "draft", "diff"); code != 0 || !strings.Contains(out, `scheduler: "wrr" -> "rr"`) || !strings.Contains(out, "drain_timeout") {
+	if out, code := cli(auth.Admin, "draft", "diff"); code != 0 || !strings.Contains(out, `scheduler: "wrr" -> "rr"`) || !strings.Contains(out, "retire_timeout") {
 		t.Fatalf("draft diff: %d %s", code, out)
 	}
-	if st, rev, _ := g.Core.State(ctx); rev != 1 || st.Services[0].Scheduler != "wrr" || st.Settings.DrainTimeout != 0 {
-		t.Fatalf("staged only, yet revision %d scheduler %q drain timeout %d", rev, st.Services[0].Scheduler, st.Settings.DrainTimeout)
+	if st, rev, _ := g.Core.State(ctx); rev != 1 || st.Services[0].Scheduler != "wrr" || st.Settings.RetireTimeout != 0 {
+		t.Fatalf("staged only, yet revision %d scheduler %q drain timeout %d", rev, st.Services[0].Scheduler, st.Settings.RetireTimeout)
 	}
 }
 

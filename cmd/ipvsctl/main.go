@@ -88,7 +88,7 @@ func commands() map[string]command {
 		"why": {summary: "say why a real server is not getting traffic, every check with its reason", run: runWhy,
 			examples: map[string]string{"": "why web r1 --json"}},
 		"settings": {summary: "the desired state's global settings", run: runSettings, subs: []string{"show", "set"},
-			examples: map[string]string{"show": "settings show --json", "set": "settings set --drain-timeout 60"}},
+			examples: map[string]string{"show": "settings show --json", "set": "settings set --retire-timeout 60"}},
 		"draft": {summary: "staged desired states (the panel's, or the verbs' --draft)", run: runDraft,
 			subs: []string{"list", "show", "diff", "start", "apply", "discard"},
 			examples: map[string]string{"list": "draft list", "show": "draft show --user bob", "diff": "draft diff --json", "start": "draft start",

@@ -56,7 +56,7 @@ func nodeSet(env *cliEnv, args []string) int {
 		*peerToken = tok
 		return err
 	})
-	address := fs.String("address", "", "this director's own address among settings.redundancy.peers (\"\": found from its interfaces)")
+	address := fs.String("address", "", "this director's own address among settings.redundancy.unicast_peers (\"\": found from its interfaces)")
 	peerFP := fs.String("peer-fingerprint", "", "the SHA-256 fingerprint of the peer's (or the source's) certificate (its node show prints it): an https:// peer is believed on it or the pair CA, both ways, never on system roots")
 	replication := fs.String("replication", "", "pair (the two directors of a VRRP pair follow each other), source (edits are made here; followers take them) or follower (takes the source's at --peer-url, refuses local edits)")
 	peerCA := fs.String("peer-ca", "", "a pair CA (PEM file) whose certificates are believed, for the address they are used from, besides the pins (\"\" to remove it)")

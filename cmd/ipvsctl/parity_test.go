@@ -18,12 +18,12 @@ type same struct {
 
 // panelParity is, for every route of the panel, what a script uses instead.
 var panelParity = map[string]same{
-	"GET /static/{hash}/{name...}": {reason: "the panel's own stylesheet and scripts"},
-	"GET /login":                   {reason: "panel sessions: a script authenticates with an API token (ipvsctl token create)"},
-	"POST /login":                  {reason: "panel sessions: a script authenticates with an API token (ipvsctl token create)"},
-	"POST /logout":                 {reason: "panel sessions: a script revokes its token instead (ipvsctl token revoke)"},
+	"GET /static/{hash}/*": {reason: "the panel's own stylesheet and scripts"},
+	"GET /login":           {reason: "panel sessions: a script authenticates with an API token (ipvsctl token create)"},
+	"POST /login":          {reason: "panel sessions: a script authenticates with an API token (ipvsctl token create)"},
+	"POST /logout":         {reason: "panel sessions: a script revokes its token instead (ipvsctl token revoke)"},
 
-	"GET /{$}":                    {api: []string{"GET /api/v1/status"}, cli: []string{"status"}},
+	"GET /":                       {api: []string{"GET /api/v1/status"}, cli: []string{"status"}},
 	"GET /live":                   {api: []string{"GET /api/v1/status"}, cli: []string{"status"}},
 	"GET /live/rows":              {api: []string{"GET /api/v1/status"}, cli: []string{"status"}},
 	"POST /actions":               {api: []string{"POST /api/v1/services/{id}/servers/{sid}/drain", "POST /api/v1/services/{id}/servers/{sid}/enable", "POST /api/v1/services/{id}/servers/{sid}/disable"}, cli: []string{"rs drain", "rs enable", "rs disable"}},

@@ -10,7 +10,7 @@ import (
 )
 
 const settingsUsage = "usage: ipvsctl settings show [--json] | settings set [--network dr|nat|tun] [--tcp-timeout S] [--tcpfin-timeout S]\n" +
-	"       [--udp-timeout S] [--keep-foreign-services=BOOL] [--drain-timeout S]\n" +
+	"       [--udp-timeout S] [--keep-foreign-services=BOOL] [--retire-timeout S]\n" +
 	"\nThe desired state's global settings (settings.redundancy is edited with apply or the panel).\n" +
 	"Run 'ipvsctl settings VERB --help' for a verb's flags."
 
@@ -49,7 +49,7 @@ func settingsShow(env *cliEnv, args []string) int {
 	fmt.Fprintf(tw, "tcpfin_timeout\t%d\n", s.TCPFinTimeout)
 	fmt.Fprintf(tw, "udp_timeout\t%d\n", s.UDPTimeout)
 	fmt.Fprintf(tw, "keep_foreign_services\t%v\n", s.KeepForeignServices)
-	fmt.Fprintf(tw, "drain_timeout\t%d\n", s.DrainTimeout)
+	fmt.Fprintf(tw, "retire_timeout\t%d\n", s.RetireTimeout)
 	fmt.Fprintf(tw, "maintenance_dir\t%s\n", orDefault(s.MaintenanceDir, "-"))
 	fmt.Fprintf(tw, "redundancy\t%v\n", s.Redundancy != nil)
 	tw.Flush()
@@ -64,7 +64,8 @@ func settingsSet(env *cliEnv, args []string) int {
 	fin := fs.Int("tcpfin-timeout", 0, "IPVS TCP FIN timeout in seconds (0 leaves the kernel's)")
 	udp := fs.Int("udp-timeout", 0, "IPVS UDP timeout in seconds (0 leaves the kernel's)")
 	keep := fs.Bool("keep-foreign-services", false, "leave kernel services ipvsctl did not make alone")
-	retire := fs.Int("drain-timeout", 0, "seconds a removed real server keeps its connections at weight 0 (0: the default)")
+	retire := fs.Int("retire-timeout", 0, "seconds a removed real server keeps its connections at weight 0 (0: the default)")
+	fs.IntVar(retire, "drain-timeout", 0, "the old name of --retire-timeout")
 	var o writeOpts
 	o.register(fs)
 	o.registerDraft(fs)
@@ -88,8 +89,8 @@ func settingsSet(env *cliEnv, args []string) int {
 			p.UDPTimeout = udp
 		case "keep-foreign-services":
 			p.KeepForeignServices = keep
-		case "drain-timeout":
-			p.DrainTimeout = retire
+		case "retire-timeout", "drain-timeout":
+			p.RetireTimeout = retire
 		}
 	})
 	if p == (server.SettingsPatch{}) {

@@ -178,7 +178,7 @@ func madeState() *ipvsmgr.State {
 	warmup, garpDelay := 1.5, 2.0
 	return &ipvsmgr.State{
 		Settings: ipvsmgr.Settings{TCPTimeout: 900, UDPTimeout: 60,
-			Redundancy: &ipvsmgr.Redundancy{VRID: 51, Interface: "eth0", Instance: "LB", AdvertInterval: 0.5, Peers: []string{"198.18.9.1", "198.18.9.2"},
+			Redundancy: &ipvsmgr.Redundancy{VRID: 51, Interface: "eth0", Instance: "LB", AdvertInterval: 0.5, UnicastPeers: []string{"198.18.9.1", "198.18.9.2"},
 				PreemptDelay: 5, TrackInterfaces: []string{"lo"}, GARPCount: w(3), GARPRepeatDelay: &garpDelay,
 				SyncDaemon: true, SyncID: 51,
 				NotifyMaster: ipvsmgr.Argv{"/etc/keepalived/master.sh", "web vip"}, NotifyBackup: ipvsmgr.Argv{"/etc/keepalived/backup.sh"},

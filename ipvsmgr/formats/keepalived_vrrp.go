@@ -134,7 +134,7 @@ func (k *kaImporter) vrrpInstance(top []*kaNode) error {
 		case "unicast_peer":
 			for _, p := range c.children {
 				if a, err := netip.ParseAddr(p.word(0)); err == nil {
-					r.Peers = append(r.Peers, a.Unmap().String())
+					r.UnicastPeers = append(r.UnicastPeers, a.Unmap().String())
 				} else {
 					k.warnf(p.line, "vrrp_instance %s: unicast_peer %s: not an address - not mapped", vi.word(1), p.word(0))
 				}
@@ -185,9 +185,9 @@ func (k *kaImporter) vrrpInstance(top []*kaNode) error {
 		k.warnf(vi.line, "(%s) preempt_delay is incompatible with nopreempt mode - resetting", vi.word(1))
 		r.PreemptDelay = 0
 	}
-	if src != "" && len(r.Peers) > 0 {
-		if a, err := netip.ParseAddr(src); err == nil && !slices.Contains(r.Peers, a.Unmap().String()) {
-			r.Peers = append([]string{a.Unmap().String()}, r.Peers...)
+	if src != "" && len(r.UnicastPeers) > 0 {
+		if a, err := netip.ParseAddr(src); err == nil && !slices.Contains(r.UnicastPeers, a.Unmap().String()) {
+			r.UnicastPeers = append([]string{a.Unmap().String()}, r.UnicastPeers...)
 		}
 	}
 	if node.Priority == 255 {
@@ -430,11 +430,11 @@ func (x *kaExporter) vrrpLines(r *ipvsmgr.Redundancy, kept string) []string {
 	if r.PreemptDelay != 0 && r.PreemptOn() {
 		out = append(out, "preempt_delay "+strconv.FormatFloat(r.PreemptDelay, 'f', -1, 64))
 	}
-	if len(r.Peers) > 0 {
+	if len(r.UnicastPeers) > 0 {
 		// keepalived lists the others: each director's export names
 		// all, and keepalived skips an address of its own (as ipvsctl).
 		out = append(out, "unicast_peer {")
-		for _, p := range r.Peers {
+		for _, p := range r.UnicastPeers {
 			out = append(out, "    "+p)
 		}
 		out = append(out, "}")

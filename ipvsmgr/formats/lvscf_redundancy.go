@@ -44,7 +44,7 @@ func (p *lvsParser) mapRedundancy() error {
 	if err1 != nil || err2 != nil || primary.IsUnspecified() || backup.IsUnspecified() || primary.Is4() != backup.Is4() {
 		return nil
 	}
-	r := &ipvsmgr.Redundancy{VRID: defaultLVSVRID, Peers: []string{primary.String(), backup.String()}}
+	r := &ipvsmgr.Redundancy{VRID: defaultLVSVRID, UnicastPeers: []string{primary.String(), backup.String()}}
 	taken := []string{"primary", "backup", "backup_active", "heartbeat"}
 	number := func(key string, lo, hi float64) (float64, error) {
 		k := keys[key]
@@ -119,8 +119,8 @@ func (p *lvsParser) mapRedundancy() error {
 	}
 	p.st.Settings.Redundancy = r
 	p.lines["settings.redundancy"] = keys["backup_active"].Line
-	p.lines["settings.redundancy.peers[0]"] = keys["primary"].Line
-	p.lines["settings.redundancy.peers[1]"] = keys["backup"].Line
+	p.lines["settings.redundancy.unicast_peers[0]"] = keys["primary"].Line
+	p.lines["settings.redundancy.unicast_peers[1]"] = keys["backup"].Line
 	for field, key := range map[string]string{"advert_interval": "keepalive", "vrid": "vrrp_vrid", "sync_interface": "syncd_iface", "sync_id": "syncd_id"} {
 		if k, ok := keys[key]; ok {
 			p.lines["settings.redundancy."+field] = k.Line
@@ -139,12 +139,12 @@ func lvsRedundancyValues(r *ipvsmgr.Redundancy) (vals map[string]string, weak []
 	if r == nil {
 		return nil, nil, nil
 	}
-	if len(r.Peers) != 2 {
-		return nil, nil, fmt.Errorf("export lvs.cf: Piranha names one primary and one backup director: settings.redundancy.peers needs their two addresses, has %d", len(r.Peers))
+	if len(r.UnicastPeers) != 2 {
+		return nil, nil, fmt.Errorf("export lvs.cf: Piranha names one primary and one backup director: settings.redundancy.unicast_peers needs their two addresses, has %d", len(r.UnicastPeers))
 	}
 	adv := r.Advert().Seconds()
 	vals = map[string]string{
-		"primary": r.Peers[0], "backup": r.Peers[1], "backup_active": "1", "heartbeat": "1",
+		"primary": r.UnicastPeers[0], "backup": r.UnicastPeers[1], "backup_active": "1", "heartbeat": "1",
 		"keepalive": strconv.FormatFloat(adv, 'f', -1, 64), "deadtime": strconv.FormatFloat(3*adv, 'f', -1, 64),
 		"monitor_links": activeValue(len(r.TrackInterfaces) > 0), "syncdaemon": activeValue(r.SyncDaemon),
 	}

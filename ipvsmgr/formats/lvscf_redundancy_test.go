@@ -37,7 +37,7 @@ func TestLVSCFRedundancyImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &ipvsmgr.Redundancy{VRID: 51, Interface: "eth2", AdvertInterval: 0.5, Peers: []string{"198.18.0.2", "198.18.0.3"},
+	want := &ipvsmgr.Redundancy{VRID: 51, Interface: "eth2", AdvertInterval: 0.5, UnicastPeers: []string{"198.18.0.2", "198.18.0.3"},
 		SyncDaemon: true, SyncInterface: "eth1", SyncID: 7, TrackInterfaces: []string{"eth2"}}
 	if diff := cmp.Diff(want, st.Settings.Redundancy); diff != "" {
 		t.Errorf("redundancy (-want +got):\n%s", diff)
@@ -109,7 +109,7 @@ func TestLVSCFRedundancyErrors(t *testing.T) {
 
 func TestLVSCFRedundancyExport(t *testing.T) {
 	st := &ipvsmgr.State{Services: []ipvsmgr.Service{}, Settings: ipvsmgr.Settings{Redundancy: &ipvsmgr.Redundancy{
-		VRID: 52, Interface: "eth0", Peers: []string{"198.18.0.2", "198.18.0.3"}}},
+		VRID: 52, Interface: "eth0", UnicastPeers: []string{"198.18.0.2", "198.18.0.3"}}},
 		// A stale key from an earlier import: the settings win.
 		Imported: []ipvsmgr.ImportedKey{{Source: FormatLVSCF, Key: "primary", Value: "198.18.0.9"}}}
 	var out bytes.Buffer
@@ -130,8 +130,8 @@ func TestLVSCFRedundancyExport(t *testing.T) {
 		t.Errorf("re-imported (-want +got):\n%s", diff)
 	}
 
-	st.Settings.Redundancy.Peers = nil
-	if err := Export(FormatLVSCF, st, &out); err == nil || !strings.Contains(err.Error(), "settings.redundancy.peers needs their two addresses") {
+	st.Settings.Redundancy.UnicastPeers = nil
+	if err := Export(FormatLVSCF, st, &out); err == nil || !strings.Contains(err.Error(), "settings.redundancy.unicast_peers needs their two addresses") {
 		t.Errorf("multicast pair exported to lvs.cf: %v", err)
 	}
 }

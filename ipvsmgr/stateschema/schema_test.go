@@ -194,7 +194,7 @@ var brokenDocs = []broken{
 	{"Settings.network", settings(`"network":"ecmp"`), "settings.network", "not a forwarding method"},
 	{"Settings.tcpfin_timeout", settings(`"tcpfin_timeout":2147484`), "settings.tcpfin_timeout", "out of range"},
 	{"Settings.udp_timeout", settings(`"udp_timeout":-1`), "settings.udp_timeout", "out of range"},
-	{"Settings.drain_timeout", settings(`"drain_timeout":604801`), "settings.drain_timeout", "out of range"},
+	{"Settings.retire_timeout", settings(`"retire_timeout":604801`), "settings.retire_timeout", "out of range"},
 	{"Redundancy.vrid", settings(`"redundancy":{"vrid":256,"interface":"eth0"}`), "settings.redundancy.vrid", "out of range"},
 	{"Redundancy.interface", settings(`"redundancy":{"vrid":1,"interface":"a:b"}`), "settings.redundancy.interface", "not an interface name"},
 	{"Redundancy.interface", settings(`"redundancy":{"vrid":1,"interface":".."}`), "settings.redundancy.interface", "not an interface name"},

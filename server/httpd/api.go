@@ -149,7 +149,7 @@ func writeOptions(w http.ResponseWriter, r *http.Request) (server.WriteOptions, 
 		o.NoWait = !on
 	}
 	if !o.NoWait {
-		// Waiting for drains may take up to settings.drain_timeout.
+		// Waiting for drains may take up to settings.retire_timeout.
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(15 * time.Minute))
 	}
 	if h := r.Header.Get("If-Match"); h != "" && h != "*" {

@@ -210,7 +210,7 @@ func TestAPIImportKeepalivedPair(t *testing.T) {
 			Redundancy struct {
 				VRID         int      `json:"vrid"`
 				Instance     string   `json:"instance"`
-				Peers        []string `json:"peers"`
+				Peers        []string `json:"unicast_peers"`
 				NotifyMaster []string `json:"notify_master"`
 				Notify       []string `json:"notify"`
 				SMTPAlert    *bool    `json:"smtp_alert"`

@@ -115,7 +115,7 @@ var description = map[string]op{
 	"POST /api/v1/services/{id}/servers":               {tag: "servers", summary: "Add a real server", req: ref("Server"), resp: typeOf[server.WriteResult](), write: true},
 	"GET /api/v1/services/{id}/servers/{sid}":          {tag: "servers", summary: "One real server", resp: ref("Server"), etag: true},
 	"PATCH /api/v1/services/{id}/servers/{sid}":        {tag: "servers", summary: "Change a real server's fields (weight, health forced up or down, ...)", req: typeOf[server.ServerPatch](), resp: typeOf[server.WriteResult](), write: true},
-	"DELETE /api/v1/services/{id}/servers/{sid}":       {tag: "servers", summary: "Remove a real server (kept at weight 0 until idle or settings.drain_timeout)", resp: typeOf[server.WriteResult](), write: true},
+	"DELETE /api/v1/services/{id}/servers/{sid}":       {tag: "servers", summary: "Remove a real server (kept at weight 0 until idle or settings.retire_timeout)", resp: typeOf[server.WriteResult](), write: true},
 	"POST /api/v1/services/{id}/servers/{sid}/drain":   {tag: "servers", summary: "Drain a real server: no new connections, the established ones kept", resp: typeOf[server.WriteResult](), write: true},
 	"POST /api/v1/services/{id}/servers/{sid}/enable":  {tag: "servers", summary: "Enable a real server", resp: typeOf[server.WriteResult](), write: true},
 	"POST /api/v1/services/{id}/servers/{sid}/disable": {tag: "servers", summary: "Disable a real server (maintenance)", resp: typeOf[server.WriteResult](), write: true},

@@ -279,7 +279,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#node-form button")))
 	waitJS("the priority set", flashSays("priority is now 150"))
 	st, _, _ = e.core.State(ctx)
-	if r := st.Settings.Redundancy; r == nil || r.VRID != 51 || r.Interface != "eth0" || len(r.Peers) != 2 || !reflect.DeepEqual(st.Services, before.Services) {
+	if r := st.Settings.Redundancy; r == nil || r.VRID != 51 || r.Interface != "eth0" || len(r.UnicastPeers) != 2 || !reflect.DeepEqual(st.Services, before.Services) {
 		t.Fatalf("after the redundancy form: %+v, %d services", r, len(st.Services))
 	}
 	if n, err := e.core.NodeSettings(ctx); err != nil || n.Priority != 150 {

@@ -77,8 +77,8 @@ func TestServiceFormErrorsBesideFields(t *testing.T) {
 		t.Errorf("edit: beside port %q\n%s", got, excerpt(r.Body))
 	}
 	// Settings.
-	r = e.post(t, "alice", "/settings", url.Values{"network": {"carrier-pigeon"}, "tcp_timeout": {"-1"}, "drain_timeout": {"x"}})
-	for field, want := range map[string]string{"drain_timeout": "not a whole number"} {
+	r = e.post(t, "alice", "/settings", url.Values{"network": {"carrier-pigeon"}, "tcp_timeout": {"-1"}, "retire_timeout": {"x"}})
+	for field, want := range map[string]string{"retire_timeout": "not a whole number"} {
 		if got := errBeside(r.Body, field); !strings.Contains(got, want) {
 			t.Errorf("settings beside %s: %q, want %q", field, got, want)
 		}
@@ -187,12 +187,12 @@ func TestFormsApplyAndEdit(t *testing.T) {
 	}
 	// Settings.
 	r = e.post(t, "alice", "/settings", url.Values{"network": {"nat"}, "tcp_timeout": {"900"}, "tcpfin_timeout": {"120"}, "udp_timeout": {"300"},
-		"drain_timeout": {"30"}, "keep_foreign_services": {"1"}})
+		"retire_timeout": {"30"}, "keep_foreign_services": {"1"}})
 	if r.Code != http.StatusSeeOther {
 		t.Fatalf("settings: %d %s", r.Code, excerpt(r.Body))
 	}
 	st, _, _ = e.core.State(ctx)
-	if s := st.Settings; s.Network != "nat" || s.TCPTimeout != 900 || s.DrainTimeout != 30 || !s.KeepForeignServices {
+	if s := st.Settings; s.Network != "nat" || s.TCPTimeout != 900 || s.RetireTimeout != 30 || !s.KeepForeignServices {
 		t.Fatalf("settings %+v", s)
 	}
 	// Remove a server, then the service.
@@ -354,10 +354,10 @@ func TestStaleFormRefusedWithTheOtherChange(t *testing.T) {
 func TestSettingsFormKeepsRedundancy(t *testing.T) {
 	e := newEnv(t)
 	st := webState()
-	st.Settings.Redundancy = &ipvsmgr.Redundancy{VRID: 51, Interface: "eth0", Peers: []string{"198.18.0.1", "198.18.0.2"}}
+	st.Settings.Redundancy = &ipvsmgr.Redundancy{VRID: 51, Interface: "eth0", UnicastPeers: []string{"198.18.0.1", "198.18.0.2"}}
 	e.seed(t, st)
 	form := func(timeout string, more ...string) url.Values {
-		v := url.Values{"network": {"dr"}, "tcp_timeout": {timeout}, "tcpfin_timeout": {"0"}, "udp_timeout": {"0"}, "drain_timeout": {"0"}}
+		v := url.Values{"network": {"dr"}, "tcp_timeout": {timeout}, "tcpfin_timeout": {"0"}, "udp_timeout": {"0"}, "retire_timeout": {"0"}}
 		for i := 0; i+1 < len(more); i += 2 {
 			v.Set(more[i], more[i+1])
 		}
@@ -366,7 +366,7 @@ func TestSettingsFormKeepsRedundancy(t *testing.T) {
 	check := func(what string, timeout int) {
 		t.Helper()
 		cur, _, _ := e.core.State(t.Context())
-		if r := cur.Settings.Redundancy; r == nil || r.VRID != 51 || len(r.Peers) != 2 || cur.Settings.TCPTimeout != timeout {
+		if r := cur.Settings.Redundancy; r == nil || r.VRID != 51 || len(r.UnicastPeers) != 2 || cur.Settings.TCPTimeout != timeout {
 			t.Fatalf("%s: settings %+v, redundancy %+v", what, cur.Settings, r)
 		}
 	}

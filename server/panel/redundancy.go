@@ -56,8 +56,8 @@ func redundancyCardOf(cfg *ipvsmgr.Redundancy, node *server.NodeView) *redundanc
 		preempt = fmt.Sprintf("preempts after %g s", cfg.PreemptDelay)
 	}
 	add("Virtual router", "VRID %d on %s, an advert every %g s; %s", cfg.VRID, cfg.Interface, advert, preempt)
-	if len(cfg.Peers) > 0 {
-		add("Peers", "%s (unicast adverts)", strings.Join(cfg.Peers, ", "))
+	if len(cfg.UnicastPeers) > 0 {
+		add("Peers", "%s (unicast adverts)", strings.Join(cfg.UnicastPeers, ", "))
 	} else {
 		add("Peers", "any, by multicast")
 	}

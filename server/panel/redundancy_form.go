@@ -14,7 +14,7 @@ import (
 // redundancyFields are the redundancy form's fields, named as the
 // document's settings.redundancy names them; "redundancy" is the toggle
 // that adds or removes the block.
-var redundancyFields = []string{"redundancy", "vrid", "interface", "advert_interval", "peers", "preempt", "preempt_delay",
+var redundancyFields = []string{"redundancy", "vrid", "interface", "advert_interval", "unicast_peers", "preempt", "preempt_delay",
 	"sync_daemon", "sync_interface", "sync_id", "track_interfaces", "garp_count", "garp_repeat_delay"}
 
 func secondsText(s float64) string { return strconv.FormatFloat(s, 'f', -1, 64) }
@@ -32,7 +32,7 @@ func redundancyForm(r *ipvsmgr.Redundancy) *form {
 	if r.AdvertInterval != 0 {
 		f.Values["advert_interval"] = secondsText(r.AdvertInterval)
 	}
-	f.Values["peers"] = strings.Join(r.Peers, "\n")
+	f.Values["unicast_peers"] = strings.Join(r.UnicastPeers, "\n")
 	if r.Preempt != nil && !*r.Preempt {
 		f.Values["preempt"] = ""
 	}
@@ -82,7 +82,7 @@ func parseRedundancyForm(r *http.Request, old *ipvsmgr.Redundancy) (*form, *ipvs
 	}
 	red := &ipvsmgr.Redundancy{
 		VRID: f.intField("vrid"), Interface: f.V("interface"), AdvertInterval: f.optSeconds("advert_interval"),
-		Peers: f.listField("peers"), PreemptDelay: f.optSeconds("preempt_delay"), SyncDaemon: f.V("sync_daemon") != "",
+		UnicastPeers: f.listField("unicast_peers"), PreemptDelay: f.optSeconds("preempt_delay"), SyncDaemon: f.V("sync_daemon") != "",
 		SyncInterface: f.V("sync_interface"), SyncID: f.intField("sync_id"), TrackInterfaces: f.listField("track_interfaces"),
 	}
 	if old != nil {
@@ -110,7 +110,7 @@ func parseRedundancyForm(r *http.Request, old *ipvsmgr.Redundancy) (*form, *ipvs
 }
 
 // redundancyField is the form field a core problem's path names:
-// settings.redundancy.peers[1] -> peers (and which entry, for a list).
+// settings.redundancy.unicast_peers[1] -> unicast_peers (and which entry, for a list).
 func redundancyField(path string) (name, entry string) {
 	rest, ok := strings.CutPrefix(path, "settings.redundancy")
 	if !ok {

@@ -28,7 +28,7 @@ func TestRedundancyCard(t *testing.T) {
 		t.Fatalf("settings without a pair: %s", excerpt(page[strings.Index(page, `id="redundancy"`):]))
 	}
 	no := false
-	st.Settings.Redundancy = &ipvsmgr.Redundancy{VRID: 51, Interface: "eth0", Peers: []string{"198.18.0.1", "198.18.0.2"}, Preempt: &no}
+	st.Settings.Redundancy = &ipvsmgr.Redundancy{VRID: 51, Interface: "eth0", UnicastPeers: []string{"198.18.0.1", "198.18.0.2"}, Preempt: &no}
 	e.seed(t, st)
 	var page string
 	waitFor(t, "the daemon to take the pair's settings", func() bool {
@@ -87,7 +87,7 @@ func redForm(kv ...string) url.Values {
 func TestRedundancyFormSaves(t *testing.T) {
 	e := newEnv(t)
 	st := webState()
-	st.Settings.TCPTimeout, st.Settings.DrainTimeout, st.Settings.KeepForeignServices = 900, 30, true
+	st.Settings.TCPTimeout, st.Settings.RetireTimeout, st.Settings.KeepForeignServices = 900, 30, true
 	e.seed(t, st)
 	state := func() *ipvsmgr.State {
 		t.Helper()
@@ -100,7 +100,7 @@ func TestRedundancyFormSaves(t *testing.T) {
 	keeps := func(what string, cur *ipvsmgr.State) {
 		t.Helper()
 		s := cur.Settings
-		if s.TCPTimeout != 900 || s.DrainTimeout != 30 || !s.KeepForeignServices || len(cur.Services) != 1 || len(cur.Services[0].Servers) != 2 {
+		if s.TCPTimeout != 900 || s.RetireTimeout != 30 || !s.KeepForeignServices || len(cur.Services) != 1 || len(cur.Services[0].Servers) != 2 {
 			t.Fatalf("%s: the rest changed: %+v, %d services", what, s, len(cur.Services))
 		}
 	}
@@ -113,7 +113,7 @@ func TestRedundancyFormSaves(t *testing.T) {
 	_, rev0, _ := e.core.State(t.Context())
 
 	r := e.post(t, "alice", "/settings/redundancy", redForm("vrid", "51", "interface", "eth0", "advert_interval", "0.5",
-		"peers", "198.18.0.1\n198.18.0.2", "preempt", "", "preempt_delay", "2.5", "sync_daemon", "1", "sync_interface", "eth1",
+		"unicast_peers", "198.18.0.1\n198.18.0.2", "preempt", "", "preempt_delay", "2.5", "sync_daemon", "1", "sync_interface", "eth1",
 		"sync_id", "7", "track_interfaces", "eth0, eth1", "garp_count", "3", "garp_repeat_delay", "0"))
 	if r.Code != http.StatusSeeOther {
 		t.Fatalf("enable: %d %s", r.Code, excerpt(r.Body))
@@ -121,7 +121,7 @@ func TestRedundancyFormSaves(t *testing.T) {
 	cur := state()
 	keeps("enabled", cur)
 	no, three, zero := false, 3, 0.0
-	want := &ipvsmgr.Redundancy{VRID: 51, Interface: "eth0", AdvertInterval: 0.5, Peers: []string{"198.18.0.1", "198.18.0.2"},
+	want := &ipvsmgr.Redundancy{VRID: 51, Interface: "eth0", AdvertInterval: 0.5, UnicastPeers: []string{"198.18.0.1", "198.18.0.2"},
 		Preempt: &no, PreemptDelay: 2.5, SyncDaemon: true, SyncInterface: "eth1", SyncID: 7, TrackInterfaces: []string{"eth0", "eth1"},
 		GARPCount: &three, GARPRepeatDelay: &zero}
 	if !reflect.DeepEqual(cur.Settings.Redundancy, want) {
@@ -142,7 +142,7 @@ func TestRedundancyFormSaves(t *testing.T) {
 	for _, c := range []struct{ field, value, errID, msg string }{
 		{"vrid", "300", "vrid-err", "300"},
 		{"advert_interval", "0.001", "advert_interval-err", "0.001"},
-		{"peers", "198.18.0.1\n198.18.0.300", "peers-err", "entry 2: "},
+		{"unicast_peers", "198.18.0.1\n198.18.0.300", "unicast_peers-err", "entry 2: "},
 		{"garp_count", "x", "garp_count-err", "is not a whole number"},
 	} {
 		_, before, _ := e.core.State(t.Context())
@@ -261,14 +261,14 @@ func TestRedundancyFormEscapes(t *testing.T) {
 	e := newEnv(t)
 	e.seed(t, webState())
 	const xss = `"><script>alert(1)</script>`
-	r := e.post(t, "alice", "/settings/redundancy", redForm("vrid", "5", "interface", xss, "track_interfaces", xss, "peers", xss))
+	r := e.post(t, "alice", "/settings/redundancy", redForm("vrid", "5", "interface", xss, "track_interfaces", xss, "unicast_peers", xss))
 	if r.Code != http.StatusUnprocessableEntity {
 		t.Fatalf("xss interface: %d %s", r.Code, excerpt(r.Body))
 	}
 	if strings.Contains(r.Body, "<script>alert") || !strings.Contains(r.Body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
 		t.Errorf("not escaped: %s", excerpt(r.Body[strings.Index(r.Body, `id="redundancy-form"`):]))
 	}
-	for _, id := range []string{"interface-err", "track_interfaces-err", "peers-err"} {
+	for _, id := range []string{"interface-err", "track_interfaces-err", "unicast_peers-err"} {
 		if !strings.Contains(r.Body, `id="`+id+`"`) {
 			t.Errorf("no %s", id)
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/server"
 )
 
-var settingsFields = []string{"network", "tcp_timeout", "tcpfin_timeout", "udp_timeout", "keep_foreign_services", "drain_timeout"}
+var settingsFields = []string{"network", "tcp_timeout", "tcpfin_timeout", "udp_timeout", "keep_foreign_services", "retire_timeout"}
 
 type settingsData struct {
 	Form       *form
@@ -31,7 +31,7 @@ func settingsForm(s *ipvsmgr.Settings) *form {
 	if s.KeepForeignServices {
 		f.Values["keep_foreign_services"] = "1"
 	}
-	f.Values["drain_timeout"] = strconv.Itoa(s.DrainTimeout)
+	f.Values["retire_timeout"] = strconv.Itoa(s.RetireTimeout)
 	return f
 }
 
@@ -88,8 +88,8 @@ func (p *Panel) settingsSave(w http.ResponseWriter, r *http.Request, u who) {
 	}
 	// The form's fields only: the rest of the settings (redundancy) stays.
 	network, keep := f.V("network"), f.V("keep_foreign_services") != ""
-	tcp, fin, udp, retire := f.intField("tcp_timeout"), f.intField("tcpfin_timeout"), f.intField("udp_timeout"), f.intField("drain_timeout")
-	patch := server.SettingsPatch{Network: &network, TCPTimeout: &tcp, TCPFinTimeout: &fin, UDPTimeout: &udp, KeepForeignServices: &keep, DrainTimeout: &retire}
+	tcp, fin, udp, retire := f.intField("tcp_timeout"), f.intField("tcpfin_timeout"), f.intField("udp_timeout"), f.intField("retire_timeout")
+	patch := server.SettingsPatch{Network: &network, TCPTimeout: &tcp, TCPFinTimeout: &fin, UDPTimeout: &udp, KeepForeignServices: &keep, RetireTimeout: &retire}
 	d := &settingsData{Form: f, Base: baseOf(r), Drafted: p.staging(ctx, r, u)}
 	if f.Invalid() {
 		p.showSettings(w, r, u, http.StatusUnprocessableEntity, d)

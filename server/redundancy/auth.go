@@ -213,7 +213,7 @@ func (r *redRunner) warnUnauthenticated(red *ipvsmgr.Redundancy) {
 	if red.Auth != nil {
 		return
 	}
-	if len(red.Peers) > 0 {
+	if len(red.UnicastPeers) > 0 {
 		r.log.Warn("VRRP adverts are not authenticated (no settings.redundancy.auth): adverts from addresses outside peers are dropped, "+
 			"but a host on the link that forges a peer's source address can take the VIPs (priority 255) or force a failover (priority 0)",
 			"interface", red.Interface)

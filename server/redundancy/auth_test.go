@@ -32,7 +32,7 @@ const (
 // authState is pairState with settings.redundancy.auth, at authInterval.
 func authState(auth string) string {
 	return fmt.Sprintf(`{"settings": {"redundancy": {"vrid": 51, "interface": "eth0", "advert_interval": %g,
-  "peers": ["198.18.0.2", "198.18.0.3"], "auth": %s}},
+  "unicast_peers": ["198.18.0.2", "198.18.0.3"], "auth": %s}},
  "services": [{"name": "web", "address": "198.18.0.100", "port": 80, "interface": "eth0", "scheduler": "rr",
    "servers": [{"name": "r1", "address": "198.18.0.11"}]}]}`, authInterval, auth)
 }

@@ -343,7 +343,7 @@ func eventually(t *testing.T, within time.Duration, what string, ok func() bool)
 }
 
 const pairState = `{"settings": {"redundancy": {"vrid": 51, "interface": "eth0", "advert_interval": 0.1,
-  "peers": ["198.18.0.2", "198.18.0.3"], "sync_daemon": true, "track_interfaces": ["eth1"]}},
+  "unicast_peers": ["198.18.0.2", "198.18.0.3"], "sync_daemon": true, "track_interfaces": ["eth1"]}},
  "services": [{"name": "web", "address": "198.18.0.100", "port": 80, "interface": "eth0", "scheduler": "rr",
    "servers": [{"name": "r1", "address": "198.18.0.11"}]}]}`
 

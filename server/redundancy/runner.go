@@ -346,7 +346,7 @@ func (r *redRunner) configKey(red *ipvsmgr.Redundancy, vips []ipvsmgr.VIP) strin
 	}
 	n, d := red.GARPs()
 	// Not the priority: a running instance takes a new one (followPriority).
-	return fmt.Sprintf("%d|%s|%s|%v|%v|%s|%d|%s|%s|%s|%s", red.VRID, red.Interface, red.Advert(), red.Peers, red.PreemptOn(),
+	return fmt.Sprintf("%d|%s|%s|%v|%v|%s|%d|%s|%s|%s|%s", red.VRID, red.Interface, red.Advert(), red.UnicastPeers, red.PreemptOn(),
 		red.Delay(), n, d, r.node.Role, r.node.Address, fams)
 }
 
@@ -416,7 +416,7 @@ func (r *redRunner) startInstance(ctx context.Context, red *ipvsmgr.Redundancy, 
 		cc.Primary = a.Unmap()
 		own = append(own, cc.Primary)
 	}
-	for _, p := range red.Peers {
+	for _, p := range red.UnicastPeers {
 		a, err := netip.ParseAddr(p)
 		if err != nil || a.Unmap().Is4() != v4 || slices.Contains(own, a.Unmap()) {
 			continue
@@ -470,7 +470,7 @@ func (r *redRunner) startInstance(ctx context.Context, red *ipvsmgr.Redundancy, 
 	r.insts[v4] = ri
 	r.mu.Unlock()
 	r.log.Info("VRRP started", "family", familyName(v4), "vrid", red.VRID, "priority", prio, "interface", red.Interface,
-		"advert_interval", red.Advert().String(), "peers", fmt.Sprint(cc.Peers), "auth", map[bool]string{true: "none", false: "hmac-sha256"}[auth == nil])
+		"advert_interval", red.Advert().String(), "unicast_peers", fmt.Sprint(cc.Peers), "auth", map[bool]string{true: "none", false: "hmac-sha256"}[auth == nil])
 	return nil
 }
 
