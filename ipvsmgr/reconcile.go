@@ -32,7 +32,7 @@ type Ledger struct {
 	// stopped), see Reconciler.ledger.
 	Intent   []VIP      `json:"intent,omitempty"`
 	Retiring []Retiring `json:"drains"` // the stored form's old name for the retiring servers
-	Marks    bool       `json:"marks"` // mangle rules were installed
+	Marks    bool       `json:"marks"`  // mangle rules were installed
 }
 
 // LedgerStore persists the ledger.

@@ -56,7 +56,7 @@ var constraints = map[string]map[string]any{
 	"Settings.tcp_timeout":    rng(0, maxTimeout),
 	"Settings.tcpfin_timeout": rng(0, maxTimeout),
 	"Settings.udp_timeout":    rng(0, maxTimeout),
-	"Settings.retire_timeout":  rng(0, 7*24*3600),
+	"Settings.retire_timeout": rng(0, 7*24*3600),
 
 	"Redundancy.vrid":              rng(1, 255),
 	"Redundancy.interface":         ifaceName,
