@@ -184,3 +184,27 @@ func TestRealserverVerifyThroughTheDaemon(t *testing.T) {
 		t.Fatalf("verify --server as an operator: %+v", r)
 	}
 }
+
+// realserver apply refuses a bad flag with its own words and usage, before
+// it changes anything on this machine.
+func TestRealserverApplyRefusals(t *testing.T) {
+	if _, err := arpguard.NewNetlinkSystem(); err != nil {
+		t.Skipf("no netlink: %v", err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--mode", "bogus", "--vip", "192.0.2.1"}, "bogus"},
+		{[]string{"--vip", "192.0.2.x"}, `vip: "192.0.2.x" is not an address`},
+		{[]string{"--vip", "192.0.2.1", "--mode", "nat", "--gateway", "gw"}, `gateway: "gw" is not an address`},
+		{[]string{"--vip", "192.0.2.1", "--mode", "nat", "--gateway", "192.0.2.9", "--route", "host", "--client-prefix", "10/8"}, `client-prefix: "10/8" is not a prefix`},
+		{[]string{"--vip", "192.0.2.1", "--interface", "lo", "--rip", "r"}, `rip: "r" is not an address`},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+	} {
+		r := runRealserverCLI(t, t.TempDir(), append([]string{"apply"}, c.args...)...)
+		if r.code == 0 || !strings.Contains(r.stderr, c.want) || r.stdout != "" {
+			t.Errorf("apply %q: code %d, stdout %q, stderr %q; want a refusal with %q", c.args, r.code, r.stdout, r.stderr, c.want)
+		}
+	}
+}
