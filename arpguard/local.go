@@ -289,100 +289,116 @@ func (l *Local) Undo(ctx context.Context) ([]string, error) {
 	return undone, nil
 }
 
+// journalUndo is, for each kind of journal record, how many fields follow
+// its kind at least and how to take it back.
+var journalUndo = map[string]struct {
+	fields int
+	undo   func(l *Local, ctx context.Context, f []string) error
+}{
+	"sysctl":    {3, (*Local).undoSysctl},
+	"module":    {1, (*Local).undoModule},
+	"linkup":    {1, (*Local).undoLinkUp},
+	"address":   {2, (*Local).undoAddress},
+	"arptables": {2, (*Local).undoArpRule},
+	"route":     {2, (*Local).undoRoute},
+	"file":      {1, (*Local).undoFile},
+}
+
+// undo takes back what one journal record says the preparation did.
 func (l *Local) undo(ctx context.Context, line string) error {
 	f := strings.Fields(line)
-	need := func(n int) error {
-		if len(f) < n+1 {
-			return errors.New("malformed journal record")
+	r, ok := journalUndo[f[0]]
+	if !ok {
+		return fmt.Errorf("unknown journal record %q", f[0])
+	}
+	if len(f) < r.fields+1 {
+		return errors.New("malformed journal record")
+	}
+	return r.undo(l, ctx, f)
+}
+
+// undoSysctl writes back the value a sysctl had.
+func (l *Local) undoSysctl(_ context.Context, f []string) error {
+	return l.Sys.WriteSysctl(f[1], f[3])
+}
+
+// undoModule unloads a module the preparation loaded.
+func (l *Local) undoModule(ctx context.Context, f []string) error {
+	if err := l.Sys.UnloadModule(ctx, f[1]); err != nil {
+		// Still in use by a tunnel that is not ours: leaving it loaded is right.
+		l.Logger.Warn("module left loaded", "module", f[1], "err", err)
+	}
+	return nil
+}
+
+// undoLinkUp sets down a link the preparation set up, if it is still up.
+func (l *Local) undoLinkUp(_ context.Context, f []string) error {
+	up, err := l.Sys.LinkUp(f[1])
+	if err != nil || !up {
+		return err
+	}
+	return l.Sys.SetLinkUp(f[1], false)
+}
+
+// undoAddress removes an address the preparation added, if it is still there.
+func (l *Local) undoAddress(_ context.Context, f []string) error {
+	p, err := netip.ParsePrefix(f[1])
+	if err != nil {
+		return err
+	}
+	has, err := l.Sys.HasAddress(p, f[2])
+	if err != nil || !has {
+		return err
+	}
+	return l.Sys.DelAddress(p, f[2])
+}
+
+// undoArpRule deletes an arptables rule the preparation added, if it is still there.
+func (l *Local) undoArpRule(ctx context.Context, f []string) error {
+	has, err := l.Sys.HasArpRule(ctx, f[1], f[2:])
+	if err != nil || !has {
+		return err
+	}
+	return l.Sys.DeleteArpRule(ctx, f[1], f[2:])
+}
+
+// undoRoute deletes the route the preparation added, if it is still ours,
+// and puts back the one it replaced, if any.
+func (l *Local) undoRoute(_ context.Context, f []string) error {
+	dst, err := netip.ParsePrefix(f[1])
+	if err != nil {
+		return err
+	}
+	gw, err := netip.ParseAddr(f[2])
+	if err != nil {
+		return err
+	}
+	ours := Route{Dst: dst, Gateway: gw}
+	cur, ok, err := l.Sys.RouteAt(dst, ours.metric())
+	if err != nil {
+		return err
+	}
+	if ok && cur.Gateway == gw {
+		if err := l.Sys.DeleteRoute(RouteSpec{Dst: dst, Gateway: gw, Metric: ours.metric()}); err != nil {
+			return err
 		}
+	}
+	if len(f) == 3 {
 		return nil
 	}
-	switch f[0] {
-	case "sysctl":
-		if err := need(3); err != nil {
-			return err
-		}
-		return l.Sys.WriteSysctl(f[1], f[3])
-	case "module":
-		if err := need(1); err != nil {
-			return err
-		}
-		if err := l.Sys.UnloadModule(ctx, f[1]); err != nil {
-			// Still in use by a tunnel that is not ours: leaving it loaded is right.
-			l.Logger.Warn("module left loaded", "module", f[1], "err", err)
-		}
-		return nil
-	case "linkup":
-		if err := need(1); err != nil {
-			return err
-		}
-		up, err := l.Sys.LinkUp(f[1])
-		if err != nil || !up {
-			return err
-		}
-		return l.Sys.SetLinkUp(f[1], false)
-	case "address":
-		if err := need(2); err != nil {
-			return err
-		}
-		p, err := netip.ParsePrefix(f[1])
-		if err != nil {
-			return err
-		}
-		has, err := l.Sys.HasAddress(p, f[2])
-		if err != nil || !has {
-			return err
-		}
-		return l.Sys.DelAddress(p, f[2])
-	case "arptables":
-		if err := need(2); err != nil {
-			return err
-		}
-		has, err := l.Sys.HasArpRule(ctx, f[1], f[2:])
-		if err != nil || !has {
-			return err
-		}
-		return l.Sys.DeleteArpRule(ctx, f[1], f[2:])
-	case "route":
-		if err := need(2); err != nil {
-			return err
-		}
-		dst, err := netip.ParsePrefix(f[1])
-		if err != nil {
-			return err
-		}
-		gw, err := netip.ParseAddr(f[2])
-		if err != nil {
-			return err
-		}
-		ours := Route{Dst: dst, Gateway: gw}
-		cur, ok, err := l.Sys.RouteAt(dst, ours.metric())
-		if err != nil {
-			return err
-		}
-		if ok && cur.Gateway == gw {
-			if err := l.Sys.DeleteRoute(RouteSpec{Dst: dst, Gateway: gw, Metric: ours.metric()}); err != nil {
-				return err
-			}
-		}
-		if len(f) == 3 {
-			return nil
-		}
-		prev, err := parseRouteSpec(dst, f[3:])
-		if err != nil {
-			return err
-		}
-		return l.Sys.ReplaceRoute(prev)
-	case "file":
-		if err := need(1); err != nil {
-			return err
-		}
-		if err := os.Remove(f[1]); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		return nil
+	prev, err := parseRouteSpec(dst, f[3:])
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("unknown journal record %q", f[0])
+	return l.Sys.ReplaceRoute(prev)
+}
+
+// undoFile removes a file the preparation wrote; one already gone is fine.
+func (l *Local) undoFile(_ context.Context, f []string) error {
+	if err := os.Remove(f[1]); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // driftSummary is the status words for a set of steps not in effect.

@@ -90,7 +90,6 @@ func CompileWith(st *State, enc [][]byte, cache *CompileCache) (*Desired, error)
 	seenKeys := make(map[ServiceKey]string, len(st.Services))
 	seenNames := make(map[string]string, len(st.Services))
 	vips := map[VIP]bool{}
-	used := map[string]*compiled{}
 	var pieces []*compiled
 	if cache != nil {
 		pieces = make([]*compiled, len(st.Services))
@@ -108,11 +107,7 @@ func CompileWith(st *State, enc [][]byte, cache *CompileCache) (*Desired, error)
 		caching := cache != nil && len(enc) == len(st.Services)
 		var c *compiled
 		if caching {
-			if i < len(cache.lastEnc) && len(enc[i]) > 0 && len(cache.lastEnc[i]) == len(enc[i]) && &cache.lastEnc[i][0] == &enc[i][0] {
-				c = cache.lastPieces[i]
-			} else {
-				c = cache.pieces[string(enc[i])]
-			}
+			c = cache.piece(enc, i)
 		}
 		if c == nil {
 			var clean bool
@@ -129,21 +124,7 @@ func CompileWith(st *State, enc [][]byte, cache *CompileCache) (*Desired, error)
 			continue
 		}
 		seenKeys[c.vs.Key] = field
-		d.Checks = append(d.Checks, c.checks...)
-		d.Sorry = append(d.Sorry, c.sorry...)
-		if !c.enabled {
-			continue
-		}
-		d.Names[c.vs.Key] = c.name
-		d.Table.Services = append(d.Table.Services, c.vs)
-		if iface := vipInterface(svc, v.bgp); iface != "" && c.vip.IsValid() {
-			vip := VIP{Interface: iface, Addr: c.vip}
-			if !vips[vip] {
-				vips[vip] = true
-				d.VIPs = append(d.VIPs, vip)
-			}
-		}
-		d.Marks = append(d.Marks, c.marks...)
+		d.add(c, vipInterface(svc, v.bgp), vips)
 	}
 	if len(v.problems) > 0 {
 		return nil, &ValidationError{Problems: v.problems}
@@ -152,26 +133,60 @@ func CompileWith(st *State, enc [][]byte, cache *CompileCache) (*Desired, error)
 		quiesceFailures(d.Checks)
 	}
 	if cache != nil && len(enc) == len(st.Services) {
-		// New pieces join the map; what the state no longer has is let go
-		// when the map has grown to twice the state (a weight change at a
-		// time does not hash the whole document).
-		for i, c := range pieces {
-			if c != nil && (i >= len(cache.lastPieces) || cache.lastPieces[i] != c) {
-				cache.pieces[string(enc[i])] = c
-			}
-		}
-		if len(cache.pieces) > 2*len(pieces)+16 {
-			clear(used)
-			for i, c := range pieces {
-				if c != nil {
-					used[string(enc[i])] = c
-				}
-			}
-			cache.pieces = used
-		}
-		cache.lastEnc, cache.lastPieces = slices.Clone(enc), pieces // the caller may reuse enc
+		cache.keep(enc, pieces)
 	}
 	return d, nil
+}
+
+// piece is what the cache has of service i: the last compile's piece when
+// enc[i] is the very encoding it had, else the piece of an equal encoding.
+func (cache *CompileCache) piece(enc [][]byte, i int) *compiled {
+	if i < len(cache.lastEnc) && len(enc[i]) > 0 && len(cache.lastEnc[i]) == len(enc[i]) && &cache.lastEnc[i][0] == &enc[i][0] {
+		return cache.lastPieces[i]
+	}
+	return cache.pieces[string(enc[i])]
+}
+
+// keep remembers this compile's pieces. New pieces join the map; what the
+// state no longer has is let go when the map has grown to twice the state
+// (a weight change at a time does not hash the whole document).
+func (cache *CompileCache) keep(enc [][]byte, pieces []*compiled) {
+	for i, c := range pieces {
+		if c != nil && (i >= len(cache.lastPieces) || cache.lastPieces[i] != c) {
+			cache.pieces[string(enc[i])] = c
+		}
+	}
+	if len(cache.pieces) > 2*len(pieces)+16 {
+		used := map[string]*compiled{}
+		for i, c := range pieces {
+			if c != nil {
+				used[string(enc[i])] = c
+			}
+		}
+		cache.pieces = used
+	}
+	cache.lastEnc, cache.lastPieces = slices.Clone(enc), pieces // the caller may reuse enc
+}
+
+// add puts a compiled service into the desired state: its checks and sorry
+// servers always, its virtual service, VIP (on iface, once) and marks when
+// it is enabled.
+func (d *Desired) add(c *compiled, iface string, vips map[VIP]bool) {
+	d.Checks = append(d.Checks, c.checks...)
+	d.Sorry = append(d.Sorry, c.sorry...)
+	if !c.enabled {
+		return
+	}
+	d.Names[c.vs.Key] = c.name
+	d.Table.Services = append(d.Table.Services, c.vs)
+	if iface != "" && c.vip.IsValid() {
+		vip := VIP{Interface: iface, Addr: c.vip}
+		if !vips[vip] {
+			vips[vip] = true
+			d.VIPs = append(d.VIPs, vip)
+		}
+	}
+	d.Marks = append(d.Marks, c.marks...)
 }
 
 // compileService validates one service on its own (what needs no other
@@ -227,7 +242,6 @@ func serviceName(svc *Service, k ServiceKey) string {
 // false when its key could not be built.
 func (v *validator) service(field string, svc *Service, defaultFwd string) (*VirtualService, netip.Addr, bool) {
 	vs := &VirtualService{}
-	k := &vs.Key
 	ok := true
 	var addr netip.Addr
 	if svc.Address != "" {
@@ -239,49 +253,9 @@ func (v *validator) service(field string, svc *Service, defaultFwd string) (*Vir
 		addr = a
 	}
 	if svc.FWMark > 0 {
-		k.FWMark = svc.FWMark
-		if svc.Port != 0 {
-			v.addf(field+".port", "%d: a fwmark service is keyed by its mark and has no port", svc.Port)
-		}
-		if svc.Protocol != "" {
-			v.addf(field+".protocol", "%q: a fwmark service is keyed by its mark and has no protocol (match[].protocol says which packets get the mark)", svc.Protocol)
-		}
-		k.Family = FamilyIPv4
-		if addr.IsValid() {
-			k.Family = familyOf(addr)
-		} else if len(svc.Servers) > 0 {
-			if a, err := parseAddr(svc.Servers[0].Address); err == nil {
-				k.Family = familyOf(a)
-			}
-		}
-	} else {
-		proto := svc.Protocol
-		if proto == "" {
-			proto = "tcp"
-		}
-		p, known := protocolNumber(proto)
-		if !known {
-			v.addf(field+".protocol", "%q is not a protocol (want tcp, udp or sctp)", svc.Protocol)
-			ok = false
-		}
-		if svc.Address == "" {
-			v.addf(field+".address", "missing: a service needs an address (or a fwmark)")
-			ok = false
-		}
-		switch {
-		case svc.Port == 0 && svc.Persistence > 0:
-			// All ports: IPVS takes port 0 only for a persistent service.
-		case svc.Port == 0:
-			v.addf(field+".port", "0 (all ports) is only valid for a persistent service: set persistence, or a port 1..65535")
-			ok = false
-		case svc.Port < 1 || svc.Port > 65535:
-			v.addf(field+".port", "%d is out of range 1..65535", svc.Port)
-			ok = false
-		}
-		k.Protocol, k.Addr, k.Port = p, addr, uint16(max(min(svc.Port, 65535), 0))
-		if addr.IsValid() {
-			k.Family = familyOf(addr)
-		}
+		v.fwmarkKey(field, svc, addr, &vs.Key)
+	} else if !v.addressKey(field, svc, addr, &vs.Key) {
+		ok = false
 	}
 	if len(svc.Match) > 0 {
 		v.matches(field, svc)
@@ -307,6 +281,60 @@ func (v *validator) service(field string, svc *Service, defaultFwd string) (*Vir
 		canonicalOrder(vs.Dests)
 	}
 	return vs, addr, ok
+}
+
+// fwmarkKey builds the key of a fwmark service: its mark, and the family of
+// its address, else of its first real server, else IPv4.
+func (v *validator) fwmarkKey(field string, svc *Service, addr netip.Addr, k *ServiceKey) {
+	k.FWMark = svc.FWMark
+	if svc.Port != 0 {
+		v.addf(field+".port", "%d: a fwmark service is keyed by its mark and has no port", svc.Port)
+	}
+	if svc.Protocol != "" {
+		v.addf(field+".protocol", "%q: a fwmark service is keyed by its mark and has no protocol (match[].protocol says which packets get the mark)", svc.Protocol)
+	}
+	k.Family = FamilyIPv4
+	if addr.IsValid() {
+		k.Family = familyOf(addr)
+	} else if len(svc.Servers) > 0 {
+		if a, err := parseAddr(svc.Servers[0].Address); err == nil {
+			k.Family = familyOf(a)
+		}
+	}
+}
+
+// addressKey builds the key of a service at an address: protocol, address
+// and port; it is false when one of them is missing or wrong.
+func (v *validator) addressKey(field string, svc *Service, addr netip.Addr, k *ServiceKey) bool {
+	ok := true
+	proto := svc.Protocol
+	if proto == "" {
+		proto = "tcp"
+	}
+	p, known := protocolNumber(proto)
+	if !known {
+		v.addf(field+".protocol", "%q is not a protocol (want tcp, udp or sctp)", svc.Protocol)
+		ok = false
+	}
+	if svc.Address == "" {
+		v.addf(field+".address", "missing: a service needs an address (or a fwmark)")
+		ok = false
+	}
+	switch {
+	case svc.Port == 0 && svc.Persistence > 0:
+		// All ports: IPVS takes port 0 only for a persistent service.
+	case svc.Port == 0:
+		v.addf(field+".port", "0 (all ports) is only valid for a persistent service: set persistence, or a port 1..65535")
+		ok = false
+	case svc.Port < 1 || svc.Port > 65535:
+		v.addf(field+".port", "%d is out of range 1..65535", svc.Port)
+		ok = false
+	}
+	k.Protocol, k.Addr, k.Port = p, addr, uint16(max(min(svc.Port, 65535), 0))
+	if addr.IsValid() {
+		k.Family = familyOf(addr)
+	}
+	return ok
 }
 
 func familyOf(a netip.Addr) uint16 {
@@ -421,62 +449,9 @@ func (v *validator) servers(field string, svc *Service, vs *VirtualService, fwd 
 			}
 		}
 		d := &slab[j]
-		a, err := parseAddr(rs.Address)
-		if err != nil {
-			v.addf(f("address"), "%v", err)
-		} else if vs.Key.Family != 0 && familyOf(a) != vs.Key.Family {
-			v.addf(f("address"), "%s: an %s service cannot have an %s real server", rs.Address, familyName(vs.Key.Family), familyName(familyOf(a)))
-		}
-		d.Key.Addr = a
-		rfwd := rs.Forwarding
-		if rfwd != "" && rfwd != "dr" && rfwd != "nat" && rfwd != "tun" {
-			v.forwarding(f("forwarding"), rfwd)
-		}
-		if rfwd == "" {
-			rfwd = fwd
-		}
-		switch rfwd {
-		case "dr":
-			d.Forward = ForwardDR
-		case "tun":
-			d.Forward = ForwardTUN
-		default:
-			d.Forward = ForwardNAT
-		}
-		if rs.Port < 0 || rs.Port > 65535 {
-			v.rangeCheck(f("port"), rs.Port, 0, 65535)
-		}
-		d.Key.Port = uint16(max(min(rs.Port, 65535), 0))
-		if d.Key.Port == 0 {
-			d.Key.Port = vs.Key.Port
-		}
-		// A fwmark service's DR/TUN packets keep their own port, whatever
-		// the server's (ipvsadm keeps and prints it); a port-0 service's
-		// likewise.
-		if (rfwd == "dr" || rfwd == "tun") && d.Key.Port != vs.Key.Port && vs.Key.FWMark == 0 && vs.Key.Port != 0 {
-			v.addf(f("port"), "%d differs from the service port %d: %s forwarding cannot change the port (only nat can)", rs.Port, vs.Key.Port, rfwd)
-		}
-		v.tunnel(f, rs, rfwd, d)
-		w := rs.EffectiveWeight()
-		if w < 0 || w > maxWeight {
-			v.rangeCheck(f("weight"), w, 0, maxWeight)
-		}
-		d.Weight = uint32(max(min(w, maxWeight), 0))
-		if rs.Drained {
-			d.Weight = 0 // drained: no new connections, the configured weight kept
-		}
-		if rs.UpperThreshold < 0 || rs.UpperThreshold > maxThreshold {
-			v.rangeCheck(f("upper_threshold"), rs.UpperThreshold, 0, maxThreshold)
-		}
-		if rs.LowerThreshold < 0 || rs.LowerThreshold > maxThreshold {
-			v.rangeCheck(f("lower_threshold"), rs.LowerThreshold, 0, maxThreshold)
-		}
-		if rs.LowerThreshold > rs.UpperThreshold {
-			v.addf(f("lower_threshold"), "%d is above upper_threshold %d", rs.LowerThreshold, rs.UpperThreshold)
-		}
-		d.UpperThreshold = uint32(max(min(rs.UpperThreshold, maxThreshold), 0))
-		d.LowerThreshold = uint32(max(min(rs.LowerThreshold, maxThreshold), 0))
-		if a.IsValid() {
+		v.destination(f, rs, vs, fwd, d)
+		v.destLimits(f, rs, d)
+		if d.Key.Addr.IsValid() {
 			if prev, dup := seenAddr[d.Key]; dup {
 				v.addf(f("address"), "duplicate real server %s: %s.servers[%d] already lists it", d.Key, field, prev)
 				continue
@@ -487,6 +462,71 @@ func (v *validator) servers(field string, svc *Service, vs *VirtualService, fwd 
 			vs.Dests = append(vs.Dests, d)
 		}
 	}
+}
+
+// destination validates where a real server is and how packets reach it
+// (address, forwarding method, port, tunnel) and builds d's key and forwarding.
+func (v *validator) destination(f func(string) string, rs *Server, vs *VirtualService, fwd string, d *Destination) {
+	a, err := parseAddr(rs.Address)
+	if err != nil {
+		v.addf(f("address"), "%v", err)
+	} else if vs.Key.Family != 0 && familyOf(a) != vs.Key.Family {
+		v.addf(f("address"), "%s: an %s service cannot have an %s real server", rs.Address, familyName(vs.Key.Family), familyName(familyOf(a)))
+	}
+	d.Key.Addr = a
+	rfwd := rs.Forwarding
+	if rfwd != "" && rfwd != "dr" && rfwd != "nat" && rfwd != "tun" {
+		v.forwarding(f("forwarding"), rfwd)
+	}
+	if rfwd == "" {
+		rfwd = fwd
+	}
+	switch rfwd {
+	case "dr":
+		d.Forward = ForwardDR
+	case "tun":
+		d.Forward = ForwardTUN
+	default:
+		d.Forward = ForwardNAT
+	}
+	if rs.Port < 0 || rs.Port > 65535 {
+		v.rangeCheck(f("port"), rs.Port, 0, 65535)
+	}
+	d.Key.Port = uint16(max(min(rs.Port, 65535), 0))
+	if d.Key.Port == 0 {
+		d.Key.Port = vs.Key.Port
+	}
+	// A fwmark service's DR/TUN packets keep their own port, whatever
+	// the server's (ipvsadm keeps and prints it); a port-0 service's
+	// likewise.
+	if (rfwd == "dr" || rfwd == "tun") && d.Key.Port != vs.Key.Port && vs.Key.FWMark == 0 && vs.Key.Port != 0 {
+		v.addf(f("port"), "%d differs from the service port %d: %s forwarding cannot change the port (only nat can)", rs.Port, vs.Key.Port, rfwd)
+	}
+	v.tunnel(f, rs, rfwd, d)
+}
+
+// destLimits validates a real server's weight and connection thresholds and
+// sets d's, clamped to what the kernel takes; a drained server weighs 0.
+func (v *validator) destLimits(f func(string) string, rs *Server, d *Destination) {
+	w := rs.EffectiveWeight()
+	if w < 0 || w > maxWeight {
+		v.rangeCheck(f("weight"), w, 0, maxWeight)
+	}
+	d.Weight = uint32(max(min(w, maxWeight), 0))
+	if rs.Drained {
+		d.Weight = 0 // drained: no new connections, the configured weight kept
+	}
+	if rs.UpperThreshold < 0 || rs.UpperThreshold > maxThreshold {
+		v.rangeCheck(f("upper_threshold"), rs.UpperThreshold, 0, maxThreshold)
+	}
+	if rs.LowerThreshold < 0 || rs.LowerThreshold > maxThreshold {
+		v.rangeCheck(f("lower_threshold"), rs.LowerThreshold, 0, maxThreshold)
+	}
+	if rs.LowerThreshold > rs.UpperThreshold {
+		v.addf(f("lower_threshold"), "%d is above upper_threshold %d", rs.LowerThreshold, rs.UpperThreshold)
+	}
+	d.UpperThreshold = uint32(max(min(rs.UpperThreshold, maxThreshold), 0))
+	d.LowerThreshold = uint32(max(min(rs.LowerThreshold, maxThreshold), 0))
 }
 
 // tunnel validates a server's tunnel fields onto its destination: only for

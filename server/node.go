@@ -191,41 +191,11 @@ func (c *Core) SetNode(ctx context.Context, a Actor, p NodePatch) (view *NodeVie
 	if err != nil {
 		return nil, err
 	}
-	if p.Priority != nil {
-		if *p.Priority < 1 || *p.Priority > 255 {
-			return nil, errorf(CodeBadInput, "priority: %d is out of range 1..255 (255 makes this director the address owner)", *p.Priority)
-		}
-		n.Priority = *p.Priority
-		detail = append(detail, fmt.Sprintf("priority %d", n.Priority))
+	if err := setNodeVRRP(&n, p, &detail); err != nil {
+		return nil, err
 	}
-	if p.Role != nil {
-		switch *p.Role {
-		case "auto", "master", "backup":
-		default:
-			return nil, errorf(CodeBadInput, "role: %q is not auto, master or backup", *p.Role)
-		}
-		n.Role = *p.Role
-		detail = append(detail, "role "+n.Role)
-	}
-	if p.PeerURL != nil {
-		if v := *p.PeerURL; v != "" {
-			if err := trust.CheckPeerURL(v); err != nil {
-				return nil, errorf(CodeBadInput, "peer_url: %s", err.Error())
-			}
-		}
-		n.PeerURL = strings.TrimRight(*p.PeerURL, "/")
-		detail = append(detail, "peer_url "+orDefault(n.PeerURL, `""`))
-	}
-	if p.PeerFingerprint != nil {
-		n.PeerFingerprint = ""
-		if v := *p.PeerFingerprint; v != "" {
-			fp, err := trust.ParseFingerprint(v)
-			if err != nil {
-				return nil, errorf(CodeBadInput, "peer_fingerprint: %s", err.Error())
-			}
-			n.PeerFingerprint = fp
-		}
-		detail = append(detail, "peer_fingerprint "+orDefault(n.PeerFingerprint, `""`))
+	if err := setNodePeer(&n, p, &detail); err != nil {
+		return nil, err
 	}
 	if err := setNodeDirectors(&n, p, &detail); err != nil {
 		return nil, err
@@ -233,22 +203,8 @@ func (c *Core) SetNode(ctx context.Context, a Actor, p NodePatch) (view *NodeVie
 	if strings.HasPrefix(n.PeerURL, "https://") && n.PeerFingerprint == "" && n.PeerCA == "" {
 		return nil, errorf(CodeBadInput, "peer_fingerprint: the https:// peer %s needs its certificate's fingerprint (ipvsctl node show on the peer prints it) or a pair CA (--peer-ca): no system root is trusted", n.PeerURL)
 	}
-	if p.AllowReplicatedExec != nil {
-		n.AllowReplicatedExec = *p.AllowReplicatedExec
-		detail = append(detail, fmt.Sprintf("allow_replicated_exec %v", n.AllowReplicatedExec))
-	}
-	if p.PeerToken != nil {
-		n.PeerToken = *p.PeerToken
-		detail = append(detail, "peer_token "+map[bool]string{true: "set", false: "cleared"}[n.PeerToken != ""])
-	}
-	if p.Address != nil {
-		if v := *p.Address; v != "" {
-			if _, err := netip.ParseAddr(v); err != nil {
-				return nil, errorf(CodeBadInput, "address: %q is not an IP address", v)
-			}
-		}
-		n.Address = *p.Address
-		detail = append(detail, "address "+orDefault(n.Address, `""`))
+	if err := setNodeOwn(&n, p, &detail); err != nil {
+		return nil, err
 	}
 	if err := setNodeBGP(&n, p, &detail); err != nil {
 		return nil, err
@@ -260,4 +216,73 @@ func (c *Core) SetNode(ctx context.Context, a Actor, p NodePatch) (view *NodeVie
 	c.red.nodeChanged()
 	c.bgpNodeChanged()
 	return c.nodeView(n), nil
+}
+
+// setNodeVRRP applies the VRRP priority and role of a node patch.
+func setNodeVRRP(n *store.Node, p NodePatch, detail *[]string) error {
+	if p.Priority != nil {
+		if *p.Priority < 1 || *p.Priority > 255 {
+			return errorf(CodeBadInput, "priority: %d is out of range 1..255 (255 makes this director the address owner)", *p.Priority)
+		}
+		n.Priority = *p.Priority
+		*detail = append(*detail, fmt.Sprintf("priority %d", n.Priority))
+	}
+	if p.Role != nil {
+		switch *p.Role {
+		case "auto", "master", "backup":
+		default:
+			return errorf(CodeBadInput, "role: %q is not auto, master or backup", *p.Role)
+		}
+		n.Role = *p.Role
+		*detail = append(*detail, "role "+n.Role)
+	}
+	return nil
+}
+
+// setNodePeer applies the peer's URL and certificate fingerprint of a node patch.
+func setNodePeer(n *store.Node, p NodePatch, detail *[]string) error {
+	if p.PeerURL != nil {
+		if v := *p.PeerURL; v != "" {
+			if err := trust.CheckPeerURL(v); err != nil {
+				return errorf(CodeBadInput, "peer_url: %s", err.Error())
+			}
+		}
+		n.PeerURL = strings.TrimRight(*p.PeerURL, "/")
+		*detail = append(*detail, "peer_url "+orDefault(n.PeerURL, `""`))
+	}
+	if p.PeerFingerprint != nil {
+		n.PeerFingerprint = ""
+		if v := *p.PeerFingerprint; v != "" {
+			fp, err := trust.ParseFingerprint(v)
+			if err != nil {
+				return errorf(CodeBadInput, "peer_fingerprint: %s", err.Error())
+			}
+			n.PeerFingerprint = fp
+		}
+		*detail = append(*detail, "peer_fingerprint "+orDefault(n.PeerFingerprint, `""`))
+	}
+	return nil
+}
+
+// setNodeOwn applies what a node patch says of this director itself: whether
+// it runs replicated exec checks, its token at the peer, its own address.
+func setNodeOwn(n *store.Node, p NodePatch, detail *[]string) error {
+	if p.AllowReplicatedExec != nil {
+		n.AllowReplicatedExec = *p.AllowReplicatedExec
+		*detail = append(*detail, fmt.Sprintf("allow_replicated_exec %v", n.AllowReplicatedExec))
+	}
+	if p.PeerToken != nil {
+		n.PeerToken = *p.PeerToken
+		*detail = append(*detail, "peer_token "+map[bool]string{true: "set", false: "cleared"}[n.PeerToken != ""])
+	}
+	if p.Address != nil {
+		if v := *p.Address; v != "" {
+			if _, err := netip.ParseAddr(v); err != nil {
+				return errorf(CodeBadInput, "address: %q is not an IP address", v)
+			}
+		}
+		n.Address = *p.Address
+		*detail = append(*detail, "address "+orDefault(n.Address, `""`))
+	}
+	return nil
 }

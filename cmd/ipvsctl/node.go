@@ -47,23 +47,7 @@ func nodeSet(env *cliEnv, args []string) int {
 		"Change this director's node settings; only the flags given change. A running daemon takes them up\n"+
 			"at once: a new priority goes into the running VRRP instance (its next advert; no restart), a new\n"+
 			"role restarts it (a master resigns first).")
-	priority := fs.Int("priority", 0, "VRRP priority 1..255 (default 100; 255 is the address owner)")
-	role := fs.String("role", "", "auto (VRRP elects), master (priority 255) or backup (never carries the VIPs)")
-	peerURL := fs.String("peer-url", "", "the other director's API (https://198.18.0.2:3636), or the source's on a follower, which the desired state is replicated from (\"\" for none)")
-	peerToken := fs.String("peer-token", "", "an API token (viewer at least) of the other director (--peer-token-file keeps it out of the process list)")
-	fs.Func("peer-token-file", "a file holding --peer-token (mode 0600, read once, its line end dropped): unlike --peer-token, not shown to every local user in /proc/PID/cmdline", func(path string) error {
-		tok, err := regularfile.ReadSecret(path)
-		*peerToken = tok
-		return err
-	})
-	address := fs.String("address", "", "this director's own address among settings.redundancy.unicast_peers (\"\": found from its interfaces)")
-	peerFP := fs.String("peer-fingerprint", "", "the SHA-256 fingerprint of the peer's (or the source's) certificate (its node show prints it): an https:// peer is believed on it or the pair CA, both ways, never on system roots")
-	replication := fs.String("replication", "", "pair (the two directors of a VRRP pair follow each other), source (edits are made here; followers take them) or follower (takes the source's at --peer-url, refuses local edits)")
-	peerCA := fs.String("peer-ca", "", "a pair CA (PEM file) whose certificates are believed, for the address they are used from, besides the pins (\"\" to remove it)")
-	followerFPs := fs.String("follower-fingerprint", "", "comma-separated SHA-256 fingerprints of the directors allowed to follow this one (their node show prints them; \"\" for none)")
-	allowExec := fs.Bool("allow-replicated-exec", false, "take exec checks (programs run as root here) from the peer's replicated state (default off: refused)")
-	routerID := fs.String("router-id", "", "BGP router ID, an IPv4 address (\"\": --bgp-source, --address or the first global IPv4 address)")
-	bgpSource := fs.String("bgp-source", "", "the address BGP sessions are opened from, the routes' next hop (\"\": the kernel's choice)")
+	f := addNodeSetFlags(fs)
 	if st, ok := env.parseFlags(fs, args); !ok {
 		return st
 	}
@@ -71,43 +55,9 @@ func nodeSet(env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "ipvsctl node set: takes no arguments")
 		return exitUsage
 	}
-	var p server.NodePatch
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "priority":
-			p.Priority = priority
-		case "role":
-			p.Role = role
-		case "peer-url":
-			p.PeerURL = peerURL
-		case "peer-token", "peer-token-file":
-			p.PeerToken = peerToken
-		case "address":
-			p.Address = address
-		case "peer-fingerprint":
-			p.PeerFingerprint = peerFP
-		case "allow-replicated-exec":
-			p.AllowReplicatedExec = allowExec
-		case "router-id":
-			p.RouterID = routerID
-		case "bgp-source":
-			p.BGPSource = bgpSource
-		case "replication":
-			p.Replication = replication
-		case "follower-fingerprint":
-			fps := splitList(*followerFPs)
-			p.FollowerFingerprints = &fps
-		}
-	})
-	if *peerCA != "" {
-		b, err := os.ReadFile(*peerCA)
-		if err != nil {
-			return env.fail("node set", fmt.Errorf("peer-ca: %w", err), true)
-		}
-		pem := string(b)
-		p.PeerCA = &pem
-	} else if flagGiven(fs, "peer-ca") {
-		p.PeerCA = peerCA
+	p, err := f.patch(fs)
+	if err != nil {
+		return env.fail("node set", err, true)
 	}
 	if p == (server.NodePatch{}) {
 		fmt.Fprintln(env.stderr, "ipvsctl node set: give at least one of --priority, --role, --replication, --peer-url, --peer-token, --peer-fingerprint, --peer-ca, --follower-fingerprint, --allow-replicated-exec, --address, --router-id, --bgp-source")
@@ -125,6 +75,74 @@ func nodeSet(env *cliEnv, args []string) int {
 	}
 	printNode(env.stdout, v)
 	return exitOK
+}
+
+// nodeSetFlags are node set's flags, one per field of server.NodePatch.
+type nodeSetFlags struct {
+	priority                                                                                         *int
+	role, peerURL, peerToken, address, peerFP, replication, peerCA, followerFPs, routerID, bgpSource *string
+	allowExec                                                                                        *bool
+}
+
+func addNodeSetFlags(fs *flag.FlagSet) *nodeSetFlags {
+	f := &nodeSetFlags{}
+	f.priority = fs.Int("priority", 0, "VRRP priority 1..255 (default 100; 255 is the address owner)")
+	f.role = fs.String("role", "", "auto (VRRP elects), master (priority 255) or backup (never carries the VIPs)")
+	f.peerURL = fs.String("peer-url", "", "the other director's API (https://198.18.0.2:3636), or the source's on a follower, which the desired state is replicated from (\"\" for none)")
+	f.peerToken = fs.String("peer-token", "", "an API token (viewer at least) of the other director (--peer-token-file keeps it out of the process list)")
+	fs.Func("peer-token-file", "a file holding --peer-token (mode 0600, read once, its line end dropped): unlike --peer-token, not shown to every local user in /proc/PID/cmdline", func(path string) error {
+		tok, err := regularfile.ReadSecret(path)
+		*f.peerToken = tok
+		return err
+	})
+	f.address = fs.String("address", "", "this director's own address among settings.redundancy.unicast_peers (\"\": found from its interfaces)")
+	f.peerFP = fs.String("peer-fingerprint", "", "the SHA-256 fingerprint of the peer's (or the source's) certificate (its node show prints it): an https:// peer is believed on it or the pair CA, both ways, never on system roots")
+	f.replication = fs.String("replication", "", "pair (the two directors of a VRRP pair follow each other), source (edits are made here; followers take them) or follower (takes the source's at --peer-url, refuses local edits)")
+	f.peerCA = fs.String("peer-ca", "", "a pair CA (PEM file) whose certificates are believed, for the address they are used from, besides the pins (\"\" to remove it)")
+	f.followerFPs = fs.String("follower-fingerprint", "", "comma-separated SHA-256 fingerprints of the directors allowed to follow this one (their node show prints them; \"\" for none)")
+	f.allowExec = fs.Bool("allow-replicated-exec", false, "take exec checks (programs run as root here) from the peer's replicated state (default off: refused)")
+	f.routerID = fs.String("router-id", "", "BGP router ID, an IPv4 address (\"\": --bgp-source, --address or the first global IPv4 address)")
+	f.bgpSource = fs.String("bgp-source", "", "the address BGP sessions are opened from, the routes' next hop (\"\": the kernel's choice)")
+	return f
+}
+
+// patch is the change the flags given on fs ask for; --peer-ca names a
+// file whose PEM goes into the patch.
+func (f *nodeSetFlags) patch(fs *flag.FlagSet) (server.NodePatch, error) {
+	var p server.NodePatch
+	given := map[string]func(){
+		"priority":              func() { p.Priority = f.priority },
+		"role":                  func() { p.Role = f.role },
+		"peer-url":              func() { p.PeerURL = f.peerURL },
+		"peer-token":            func() { p.PeerToken = f.peerToken },
+		"peer-token-file":       func() { p.PeerToken = f.peerToken },
+		"address":               func() { p.Address = f.address },
+		"peer-fingerprint":      func() { p.PeerFingerprint = f.peerFP },
+		"allow-replicated-exec": func() { p.AllowReplicatedExec = f.allowExec },
+		"router-id":             func() { p.RouterID = f.routerID },
+		"bgp-source":            func() { p.BGPSource = f.bgpSource },
+		"replication":           func() { p.Replication = f.replication },
+		"follower-fingerprint": func() {
+			fps := splitList(*f.followerFPs)
+			p.FollowerFingerprints = &fps
+		},
+	}
+	fs.Visit(func(fl *flag.Flag) {
+		if set := given[fl.Name]; set != nil {
+			set()
+		}
+	})
+	if *f.peerCA != "" {
+		b, err := os.ReadFile(*f.peerCA)
+		if err != nil {
+			return p, fmt.Errorf("peer-ca: %w", err)
+		}
+		pem := string(b)
+		p.PeerCA = &pem
+	} else if flagGiven(fs, "peer-ca") {
+		p.PeerCA = f.peerCA
+	}
+	return p, nil
 }
 
 func nodeShow(env *cliEnv, args []string) int {

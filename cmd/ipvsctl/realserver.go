@@ -293,18 +293,25 @@ func runRealserverScript(env *cliEnv, args []string) int {
 	return exitOK
 }
 
+// localFlags describe the one real server realserver apply prepares: this machine.
+type localFlags struct {
+	vips, mode, iface, rip, gateway, route, clients *string
+}
+
 func runRealserverApply(env *cliEnv, args []string) int {
 	const name = "realserver apply"
 	fs, _ := env.newFlagSet(name, "--vip VIP[,VIP...] --mode dr-sysctl|dr-arptables|tun|nat [--gateway IP] [--undo]",
 		"Prepare the machine ipvsctl runs on as a real server, with netlink and /proc/sys (no shell;\n"+
 			"arptables and modprobe run as commands), or undo exactly what an earlier preparation added.")
-	vips := fs.String("vip", "", "VIP(s) this real server serves, comma-separated")
-	mode := fs.String("mode", "dr-sysctl", "dr-sysctl, dr-arptables, tun or nat")
-	iface := fs.String("interface", "", "interface holding the RIP (default: that of the IPv4 default route)")
-	rip := fs.String("rip", "", "this real server's address (default: the interface's first global address)")
-	gateway := fs.String("gateway", "", "nat: the director's address on this network")
-	route := fs.String("route", "default", "nat: default or host")
-	clients := fs.String("client-prefix", "", "nat with --route host: client prefixes, comma-separated")
+	f := localFlags{
+		vips:    fs.String("vip", "", "VIP(s) this real server serves, comma-separated"),
+		mode:    fs.String("mode", "dr-sysctl", "dr-sysctl, dr-arptables, tun or nat"),
+		iface:   fs.String("interface", "", "interface holding the RIP (default: that of the IPv4 default route)"),
+		rip:     fs.String("rip", "", "this real server's address (default: the interface's first global address)"),
+		gateway: fs.String("gateway", "", "nat: the director's address on this network"),
+		route:   fs.String("route", "default", "nat: default or host"),
+		clients: fs.String("client-prefix", "", "nat with --route host: client prefixes, comma-separated"),
+	}
 	undo := fs.Bool("undo", false, "undo what an earlier apply or push added")
 	check := fs.Bool("check", false, "only report whether this machine is prepared")
 	if st, ok := env.parseFlags(fs, args); !ok {
@@ -332,61 +339,16 @@ func runRealserverApply(env *cliEnv, args []string) int {
 		}
 		return exitOK
 	}
-
-	t := arpguard.Target{Interface: *iface, Gateway: netip.Addr{}, Route: arpguard.RouteMode(*route)}
-	if t.Mode, err = arpguard.ParseMode(*mode); err != nil {
+	t, err := f.target(sys)
+	if err != nil {
 		return env.fail(name, err, true)
-	}
-	if t.VIPs, err = parseAddrs("vip", *vips); err != nil {
-		return env.fail(name, err, true)
-	}
-	if *gateway != "" {
-		if t.Gateway, err = netip.ParseAddr(*gateway); err != nil {
-			return env.fail(name, fmt.Errorf("gateway: %q is not an address", *gateway), true)
-		}
-	}
-	for _, s := range splitList(*clients) {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return env.fail(name, fmt.Errorf("client-prefix: %q is not a prefix", s), true)
-		}
-		t.ClientPrefixes = append(t.ClientPrefixes, p)
-	}
-	if t.Interface == "" {
-		if t.Interface, err = sys.DefaultRouteInterface(); err != nil {
-			return env.fail(name, fmt.Errorf("interface: %w; pass --interface", err), true)
-		}
-	}
-	if *rip != "" {
-		if t.RIP, err = netip.ParseAddr(*rip); err != nil {
-			return env.fail(name, fmt.Errorf("rip: %q is not an address", *rip), true)
-		}
-	} else {
-		v4 := len(t.VIPs) == 0 || t.VIPs[0].Is4()
-		if t.Mode == arpguard.ModeNAT && t.Gateway.IsValid() {
-			v4 = t.Gateway.Is4()
-		}
-		if t.RIP, err = sys.PrimaryAddress(t.Interface, v4); err != nil {
-			return env.fail(name, fmt.Errorf("rip: %w; pass --rip", err), true)
-		}
 	}
 	steps, err := arpguard.Plan(t, l.Paths)
 	if err != nil {
 		return env.fail(name, err, true)
 	}
 	if *check {
-		drift, err := l.Check(ctx, steps)
-		if err != nil {
-			return env.fail(name, err, false)
-		}
-		if len(drift) == 0 {
-			fmt.Fprintln(env.stdout, "prepared")
-			return exitOK
-		}
-		for _, s := range drift {
-			fmt.Fprintln(env.stdout, "drift:", s.Drift())
-		}
-		return exitFail
+		return env.checkLocal(ctx, name, l, steps)
 	}
 	changed, err := l.Apply(ctx, steps)
 	for _, s := range changed {
@@ -399,4 +361,65 @@ func runRealserverApply(env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stdout, "already prepared: nothing changed")
 	}
 	return exitOK
+}
+
+// target builds this machine's target, asking sys for the interface and
+// the RIP the flags leave out.
+func (f *localFlags) target(sys *arpguard.NetlinkSystem) (arpguard.Target, error) {
+	t := arpguard.Target{Interface: *f.iface, Gateway: netip.Addr{}, Route: arpguard.RouteMode(*f.route)}
+	var err error
+	if t.Mode, err = arpguard.ParseMode(*f.mode); err != nil {
+		return t, err
+	}
+	if t.VIPs, err = parseAddrs("vip", *f.vips); err != nil {
+		return t, err
+	}
+	if *f.gateway != "" {
+		if t.Gateway, err = netip.ParseAddr(*f.gateway); err != nil {
+			return t, fmt.Errorf("gateway: %q is not an address", *f.gateway)
+		}
+	}
+	for _, s := range splitList(*f.clients) {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return t, fmt.Errorf("client-prefix: %q is not a prefix", s)
+		}
+		t.ClientPrefixes = append(t.ClientPrefixes, p)
+	}
+	if t.Interface == "" {
+		if t.Interface, err = sys.DefaultRouteInterface(); err != nil {
+			return t, fmt.Errorf("interface: %w; pass --interface", err)
+		}
+	}
+	if *f.rip != "" {
+		if t.RIP, err = netip.ParseAddr(*f.rip); err != nil {
+			return t, fmt.Errorf("rip: %q is not an address", *f.rip)
+		}
+		return t, nil
+	}
+	v4 := len(t.VIPs) == 0 || t.VIPs[0].Is4()
+	if t.Mode == arpguard.ModeNAT && t.Gateway.IsValid() {
+		v4 = t.Gateway.Is4()
+	}
+	if t.RIP, err = sys.PrimaryAddress(t.Interface, v4); err != nil {
+		return t, fmt.Errorf("rip: %w; pass --rip", err)
+	}
+	return t, nil
+}
+
+// checkLocal reports whether this machine is prepared as steps say,
+// printing each drift, without changing anything.
+func (e *cliEnv) checkLocal(ctx context.Context, name string, l *arpguard.Local, steps []arpguard.Step) int {
+	drift, err := l.Check(ctx, steps)
+	if err != nil {
+		return e.fail(name, err, false)
+	}
+	if len(drift) == 0 {
+		fmt.Fprintln(e.stdout, "prepared")
+		return exitOK
+	}
+	for _, s := range drift {
+		fmt.Fprintln(e.stdout, "drift:", s.Drift())
+	}
+	return exitFail
 }

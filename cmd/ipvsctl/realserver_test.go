@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"encoding/pem"
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
 	"net"
 	"os"
 	"path/filepath"
@@ -182,5 +183,29 @@ func TestRealserverVerifyThroughTheDaemon(t *testing.T) {
 	r = runRealserverCLI(t, t.TempDir(), "verify", "--server", g.URL, "--token", g.Tokens[auth.Operator], "--rip", "198.18.0.11", "--vip", "198.18.0.100")
 	if r.code != exitFail || !strings.Contains(r.stderr, "admin") {
 		t.Fatalf("verify --server as an operator: %+v", r)
+	}
+}
+
+// realserver apply refuses a bad flag with its own words and usage, before
+// it changes anything on this machine.
+func TestRealserverApplyRefusals(t *testing.T) {
+	if _, err := arpguard.NewNetlinkSystem(); err != nil {
+		testenv.Needf(t, "no netlink: %v", err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--mode", "bogus", "--vip", "192.0.2.1"}, "bogus"},
+		{[]string{"--vip", "192.0.2.x"}, `vip: "192.0.2.x" is not an address`},
+		{[]string{"--vip", "192.0.2.1", "--mode", "nat", "--gateway", "gw"}, `gateway: "gw" is not an address`},
+		{[]string{"--vip", "192.0.2.1", "--mode", "nat", "--gateway", "192.0.2.9", "--route", "host", "--client-prefix", "10/8"}, `client-prefix: "10/8" is not a prefix`},
+		{[]string{"--vip", "192.0.2.1", "--interface", "lo", "--rip", "r"}, `rip: "r" is not an address`},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+	} {
+		r := runRealserverCLI(t, t.TempDir(), append([]string{"apply"}, c.args...)...)
+		if r.code == 0 || !strings.Contains(r.stderr, c.want) || r.stdout != "" {
+			t.Errorf("apply %q: code %d, stdout %q, stderr %q; want a refusal with %q", c.args, r.code, r.stdout, r.stderr, c.want)
+		}
 	}
 }

@@ -59,20 +59,9 @@ func runRealserverTune(env *cliEnv, args []string) int {
 	if fs.NArg() > 0 {
 		return env.fail(name, fmt.Errorf("unexpected argument %q", fs.Arg(0)), true)
 	}
-	var req server.RealServerTuneRequest
-	if *rips != "" {
-		targets, err := realserver.TargetList{RIPs: splitList(*rips), SSHPort: *sshPort, Mode: "dr-sysctl"}.Targets(false)
-		if err != nil {
-			return env.fail(name, err, true)
-		}
-		req.Targets = targets
-	}
-	for _, s := range splitList(*ports) {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 65535 {
-			return env.fail(name, fmt.Errorf("port: %q is not a port 1..65535", s), true)
-		}
-		req.Ports = append(req.Ports, n)
+	req, err := tuneRequest(*rips, *sshPort, *ports)
+	if err != nil {
+		return env.fail(name, err, true)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -88,24 +77,52 @@ func runRealserverTune(env *cliEnv, args []string) int {
 		}
 		return env.printRealserverTune(name, verb, rep, *asJSON)
 	}
-	log := env.logger(levelWarn)
+	return env.tuneFromHere(ctx, name, g.db, sf, actor, verb, req, *asJSON)
+}
+
+// tuneRequest is what the flags ask of realserver tune: the real servers
+// (none: those of the stored state) and the application's ports.
+func tuneRequest(rips string, sshPort int, ports string) (server.RealServerTuneRequest, error) {
+	var req server.RealServerTuneRequest
+	if rips != "" {
+		targets, err := realserver.TargetList{RIPs: splitList(rips), SSHPort: sshPort, Mode: "dr-sysctl"}.Targets(false)
+		if err != nil {
+			return req, err
+		}
+		req.Targets = targets
+	}
+	for _, s := range splitList(ports) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 65535 {
+			return req, fmt.Errorf("port: %q is not a port 1..65535", s)
+		}
+		req.Ports = append(req.Ports, n)
+	}
+	return req, nil
+}
+
+// tuneFromHere runs realserver tune from this machine, with its SSH settings,
+// audited in the state database at db when it can be opened.
+func (e *cliEnv) tuneFromHere(ctx context.Context, name, db string, sf *sshFlags, actor server.Actor, verb string, req server.RealServerTuneRequest, asJSON bool) int {
+	log := e.logger(levelWarn)
 	cfg, err := sf.config(log)
 	if err != nil {
-		return env.fail(name, err, true)
+		return e.fail(name, err, true)
 	}
 	// The run is audited in the state database; without it (and with --rip) the real servers are still tuned.
-	core, open, closeDB := sshCore(ctx, g.db, log, cfg)
+	core, open, closeDB := sshCore(ctx, db, log, cfg)
 	defer closeDB()
 	if open != nil {
 		if len(req.Targets) == 0 {
-			return env.fail(name, fmt.Errorf("no --rip, and the stored state's real servers cannot be read: %w", open), false)
+			return e.fail(name, fmt.Errorf("no --rip, and the stored state's real servers cannot be read: %w", open), false)
 		}
 		log.Error("the run is not audited", "err", open)
 	}
-	if rep, err = core.TuneRealServers(ctx, actor, verb, req); err != nil {
-		return env.fail(name, err, false)
+	rep, err := core.TuneRealServers(ctx, actor, verb, req)
+	if err != nil {
+		return e.fail(name, err, false)
 	}
-	return env.printRealserverTune(name, verb, rep, *asJSON)
+	return e.printRealserverTune(name, verb, rep, asJSON)
 }
 
 // printRealserverTune prints each real server's result and its findings

@@ -64,19 +64,11 @@ func (p *lvsParser) nannyCheck(svc *ipvsmgr.Service, b *lvsBlock) error {
 	line := p.line
 	defer func() { p.line = line }()
 	field := fmt.Sprintf("services[%d].check", b.svc)
-	keep := func(keys ...string) {
-		for _, k := range keys {
-			if h[k] != nil {
-				p.st.Imported = append(p.st.Imported, *h[k])
-				delete(h, k)
-			}
-		}
-	}
 	c := &ipvsmgr.Check{}
 	if svc.FWMark > 0 {
 		// A fwmark service has no port: nanny checks the virtual's port.
 		if b.port == nil {
-			keep("send_program", "expect", "use_regex", "send", "timeout", "reentry", "quiesce_server")
+			p.keepNanny(h, "send_program", "expect", "use_regex", "send", "timeout", "reentry", "quiesce_server")
 			return nil
 		}
 		n, err := strconv.Atoi(unquote(b.port.Value))
@@ -87,60 +79,99 @@ func (p *lvsParser) nannyCheck(svc *ipvsmgr.Service, b *lvsBlock) error {
 		c.Port = n
 		p.lines[field+".port"] = b.port.Line
 	}
+	p.lines[field] = firstNannyLine(h)
+	var err error
+	switch {
+	case h["send_program"] != nil:
+		err = p.nannyProgram(c, h, field)
+	case h["send"] != nil || h["expect"] != nil:
+		err = p.nannySendExpect(c, svc, h, field)
+	default:
+		c.Type = "tcp"
+		if svc.Protocol == "udp" {
+			c.Type = "none" // nanny has nothing to send a udp service
+		}
+		p.keepNanny(h, "use_regex")
+	}
+	if err == nil {
+		err = p.nannyTiming(c, b, h, field)
+	}
+	if err != nil {
+		return err
+	}
+	svc.Check = c
+	return nil
+}
+
+// keepNanny moves nanny keys the check has no room for into imported.
+func (p *lvsParser) keepNanny(h map[string]*ipvsmgr.ImportedKey, keys ...string) {
+	for _, k := range keys {
+		if h[k] != nil {
+			p.st.Imported = append(p.st.Imported, *h[k])
+			delete(h, k)
+		}
+	}
+}
+
+// firstNannyLine is the line of a block's first nanny key, where its check starts.
+func firstNannyLine(h map[string]*ipvsmgr.ImportedKey) int {
 	first := 0
 	for _, k := range h {
 		if first == 0 || k.Line < first {
 			first = k.Line
 		}
 	}
-	p.lines[field] = first
-	set := func(key, f string) { p.lines[field+"."+f] = h[key].Line }
-	switch {
-	case h["send_program"] != nil:
-		k := h["send_program"]
-		p.line = k.Line
-		words, err := ipvsmgr.SplitCommand(unquote(k.Value))
-		if err != nil || len(words) == 0 {
-			return p.errf("send_program %s: want a program and its arguments", k.Value)
-		}
-		c.Type, c.Command = "exec", words
-		set("send_program", "command")
-		if k := h["expect"]; k != nil {
-			// nanny compares the program's output (less its last
-			// character) with expect, as strcmp does: no regex.
-			c.Expect = unquote(k.Value)
-			set("expect", "expect")
-		}
-		keep("use_regex", "send")
-	case h["send"] != nil || h["expect"] != nil:
-		c.Type = "send_expect"
-		if svc.Protocol == "udp" {
-			c.Protocol = "udp"
-		}
-		if k := h["send"]; k != nil {
-			c.Send = unquote(k.Value)
-			set("send", "send")
-		}
-		if k := h["expect"]; k != nil {
-			c.Expect = unquote(k.Value)
-			set("expect", "expect")
-		}
-		if k := h["use_regex"]; k != nil {
-			p.line = k.Line
-			on, err := lvsActive(unquote(k.Value))
-			if err != nil {
-				return p.errf("use_regex %q: %v", k.Value, err)
-			}
-			c.UseRegex = &on
-			set("use_regex", "use_regex")
-		}
-	default:
-		c.Type = "tcp"
-		if svc.Protocol == "udp" {
-			c.Type = "none" // nanny has nothing to send a udp service
-		}
-		keep("use_regex")
+	return first
+}
+
+// nannyProgram makes the exec check of send_program.
+func (p *lvsParser) nannyProgram(c *ipvsmgr.Check, h map[string]*ipvsmgr.ImportedKey, field string) error {
+	k := h["send_program"]
+	p.line = k.Line
+	words, err := ipvsmgr.SplitCommand(unquote(k.Value))
+	if err != nil || len(words) == 0 {
+		return p.errf("send_program %s: want a program and its arguments", k.Value)
 	}
+	c.Type, c.Command = "exec", words
+	p.lines[field+".command"] = k.Line
+	if k := h["expect"]; k != nil {
+		// nanny compares the program's output (less its last
+		// character) with expect, as strcmp does: no regex.
+		c.Expect = unquote(k.Value)
+		p.lines[field+".expect"] = k.Line
+	}
+	p.keepNanny(h, "use_regex", "send")
+	return nil
+}
+
+// nannySendExpect makes the send_expect check of send, expect and use_regex.
+func (p *lvsParser) nannySendExpect(c *ipvsmgr.Check, svc *ipvsmgr.Service, h map[string]*ipvsmgr.ImportedKey, field string) error {
+	c.Type = "send_expect"
+	if svc.Protocol == "udp" {
+		c.Protocol = "udp"
+	}
+	if k := h["send"]; k != nil {
+		c.Send = unquote(k.Value)
+		p.lines[field+".send"] = k.Line
+	}
+	if k := h["expect"]; k != nil {
+		c.Expect = unquote(k.Value)
+		p.lines[field+".expect"] = k.Line
+	}
+	if k := h["use_regex"]; k != nil {
+		p.line = k.Line
+		on, err := lvsActive(unquote(k.Value))
+		if err != nil {
+			return p.errf("use_regex %q: %v", k.Value, err)
+		}
+		c.UseRegex = &on
+		p.lines[field+".use_regex"] = k.Line
+	}
+	return nil
+}
+
+// nannyTiming reads timeout, reentry and quiesce_server, whatever the probe.
+func (p *lvsParser) nannyTiming(c *ipvsmgr.Check, b *lvsBlock, h map[string]*ipvsmgr.ImportedKey, field string) error {
 	if k := h["timeout"]; k != nil {
 		p.line = k.Line
 		v, err := strconv.ParseFloat(unquote(k.Value), 64)
@@ -148,7 +179,7 @@ func (p *lvsParser) nannyCheck(svc *ipvsmgr.Service, b *lvsBlock) error {
 			return p.errf("timeout %q: want a number of seconds", k.Value)
 		}
 		c.Timeout = v
-		set("timeout", "timeout")
+		p.lines[field+".timeout"] = k.Line
 	}
 	if k := h["reentry"]; k != nil {
 		p.line = k.Line
@@ -157,7 +188,7 @@ func (p *lvsParser) nannyCheck(svc *ipvsmgr.Service, b *lvsBlock) error {
 			return p.errf("reentry %q: want a number of seconds", k.Value)
 		}
 		c.Rise = max(1, int(math.Ceil(float64(v)/nannyInterval)))
-		set("reentry", "rise")
+		p.lines[field+".rise"] = k.Line
 		if float64(c.Rise)*nannyInterval != float64(v) {
 			// The exact time, which rise intervals cannot say, for the
 			// way back.
@@ -174,9 +205,8 @@ func (p *lvsParser) nannyCheck(svc *ipvsmgr.Service, b *lvsBlock) error {
 		if on {
 			c.OnFailure = "quiesce"
 		}
-		set("quiesce_server", "on_failure")
+		p.lines[field+".on_failure"] = k.Line
 	}
-	svc.Check = c
 	return nil
 }
 

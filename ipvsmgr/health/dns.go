@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"io"
 	"math/rand/v2"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -67,37 +68,56 @@ func checkDNS(ctx context.Context, spec *ipvsmgr.CheckSpec) Result {
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
 	defer stop()
-	var reply []byte
+	exchange := exchangeDNSUDP
 	if spec.Protocol == "tcp" {
-		framed := binary.BigEndian.AppendUint16(nil, uint16(len(query)))
-		if _, err := conn.Write(append(framed, query...)); err != nil {
-			return describe(ctx, spec, err)
-		}
-		var size [2]byte
-		if _, err := io.ReadFull(conn, size[:]); err != nil {
-			return describe(ctx, spec, err)
-		}
-		reply = make([]byte, binary.BigEndian.Uint16(size[:]))
-		if _, err := io.ReadFull(conn, reply); err != nil {
-			return describe(ctx, spec, err)
-		}
-	} else {
-		if _, err := conn.Write(query); err != nil {
-			return describe(ctx, spec, err)
-		}
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				return describe(ctx, spec, err)
-			}
-			if n >= 2 && binary.BigEndian.Uint16(buf) == id {
-				reply = buf[:n]
-				break
-			}
-			// Not our reply (a late answer to an earlier query): wait on.
-		}
+		exchange = exchangeDNSTCP
 	}
+	reply, err := exchange(conn, query, id)
+	if err != nil {
+		return describe(ctx, spec, err)
+	}
+	return judgeDNSReply(spec, qtype, id, reply)
+}
+
+// exchangeDNSTCP sends the query and reads the reply, each framed by its
+// length as DNS over TCP has them.
+func exchangeDNSTCP(conn net.Conn, query []byte, _ uint16) ([]byte, error) {
+	framed := binary.BigEndian.AppendUint16(nil, uint16(len(query)))
+	if _, err := conn.Write(append(framed, query...)); err != nil {
+		return nil, err
+	}
+	var size [2]byte
+	if _, err := io.ReadFull(conn, size[:]); err != nil {
+		return nil, err
+	}
+	reply := make([]byte, binary.BigEndian.Uint16(size[:]))
+	if _, err := io.ReadFull(conn, reply); err != nil {
+		return nil, err
+	}
+	return reply, nil
+}
+
+// exchangeDNSUDP sends the query and reads datagrams until one carries its id.
+func exchangeDNSUDP(conn net.Conn, query []byte, id uint16) ([]byte, error) {
+	if _, err := conn.Write(query); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 4096)
+	for {
+		n, err := conn.Read(buf)
+		if err != nil {
+			return nil, err
+		}
+		if n >= 2 && binary.BigEndian.Uint16(buf) == id {
+			return buf[:n], nil
+		}
+		// Not our reply (a late answer to an earlier query): wait on.
+	}
+}
+
+// judgeDNSReply passes a reply to query id with the response code the check
+// wants, or else with at least one answer of qtype.
+func judgeDNSReply(spec *ipvsmgr.CheckSpec, qtype dnsmessage.Type, id uint16, reply []byte) Result {
 	var p dnsmessage.Parser
 	h, err := p.Start(reply)
 	if err != nil {

@@ -135,6 +135,7 @@ func Read(h Host) (*Reading, error) { return read(h, true) }
 // for a caller that has the load from the kernel's counters already.
 func ReadSettings(h Host) (*Reading, error) { return read(h, false) }
 
+// read takes a Reading of h; withLoad counts the connection table and reads its rate too.
 func read(h Host, withLoad bool) (*Reading, error) {
 	r := &Reading{Sysctls: map[string]string{}}
 	get := func(p string) (string, bool, error) {
@@ -168,45 +169,11 @@ func read(h Host, withLoad bool) (*Reading, error) {
 	if err := r.readModprobe(h); err != nil {
 		return nil, err
 	}
-	if !withLoad {
-		_, ok, err := get("/proc/net/ip_vs")
-		if err != nil {
-			return nil, err
-		}
-		r.IPVS = ok
-	} else if b, err := h.ReadFile("/proc/net/ip_vs_conn"); err == nil {
-		r.IPVS = true
-		r.Conns = max(bytes.Count(b, []byte("\n"))-1, 0) // less the header
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read /proc/net/ip_vs_conn: %w", err)
-	}
-	if v, ok, err := get("/proc/net/ip_vs_stats"); err != nil {
+	if err := r.readLoad(h, get, withLoad); err != nil {
 		return nil, err
-	} else if ok && withLoad {
-		rate, err := parseStatsRate(v)
-		if err != nil {
-			return nil, err
-		}
-		r.ConnRate = rate
 	}
-	if v, ok, err := get("/sys/devices/system/cpu/online"); err != nil {
+	if err := r.readMachine(get); err != nil {
 		return nil, err
-	} else if ok {
-		r.CPUs = len(cpuList(v))
-	}
-	if v, ok, err := get("/proc/meminfo"); err != nil {
-		return nil, err
-	} else if ok {
-		for line := range strings.Lines(v) {
-			if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
-				r.MemTotalKB, _ = strconv.ParseInt(f[1], 10, 64)
-			}
-		}
-	}
-	if _, ok, err := get("/sys/module/ip_vs_ftp/initstate"); err != nil {
-		return nil, err
-	} else {
-		r.FTPHelper = ok
 	}
 	if err := r.readMH(h, get); err != nil {
 		return nil, err
@@ -215,6 +182,57 @@ func read(h Host, withLoad bool) (*Reading, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// readLoad reads whether IPVS is loaded and, withLoad, the connections in
+// its table and their rate.
+func (r *Reading) readLoad(h Host, get func(string) (string, bool, error), withLoad bool) error {
+	if !withLoad {
+		_, ok, err := get("/proc/net/ip_vs")
+		if err != nil {
+			return err
+		}
+		r.IPVS = ok
+	} else if b, err := h.ReadFile("/proc/net/ip_vs_conn"); err == nil {
+		r.IPVS = true
+		r.Conns = max(bytes.Count(b, []byte("\n"))-1, 0) // less the header
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("read /proc/net/ip_vs_conn: %w", err)
+	}
+	if v, ok, err := get("/proc/net/ip_vs_stats"); err != nil {
+		return err
+	} else if ok && withLoad {
+		rate, err := parseStatsRate(v)
+		if err != nil {
+			return err
+		}
+		r.ConnRate = rate
+	}
+	return nil
+}
+
+// readMachine reads the director's CPUs, its memory and whether the FTP helper is loaded.
+func (r *Reading) readMachine(get func(string) (string, bool, error)) error {
+	if v, ok, err := get("/sys/devices/system/cpu/online"); err != nil {
+		return err
+	} else if ok {
+		r.CPUs = len(cpuList(v))
+	}
+	if v, ok, err := get("/proc/meminfo"); err != nil {
+		return err
+	} else if ok {
+		for line := range strings.Lines(v) {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
+				r.MemTotalKB, _ = strconv.ParseInt(f[1], 10, 64)
+			}
+		}
+	}
+	_, ok, err := get("/sys/module/ip_vs_ftp/initstate")
+	if err != nil {
+		return err
+	}
+	r.FTPHelper = ok
+	return nil
 }
 
 // readModprobe finds an "options ip_vs conn_tab_bits=N" in /etc/modprobe.d.

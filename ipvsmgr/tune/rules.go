@@ -260,7 +260,42 @@ func sysctl(r *Reading, name, rec string, bad Status, why, src string, good func
 
 func equals(v string) func(string) bool { return func(s string) bool { return s == v } }
 
+// vsSysctls judges the net.ipv4.vs sysctls for the services in use and the load.
 func vsSysctls(r *Reading, u uses, load Load) []Finding {
+	out := vsConnSysctls(r, u)
+	if len(u.mh) > 0 || u.redundancy {
+		out = append(out, sysctl(r, "net.ipv4.vs.schedule_icmp", "1", Change,
+			"mh or a director pair: an ICMP error (fragmentation needed) for a flow this director has no entry for (another director's, or one before a failover) is otherwise taken by the director itself instead of reaching the real server, breaking path MTU discovery",
+			srcCore, equals("1")))
+	} else {
+		out = append(out, eitherSysctl(r, "net.ipv4.vs.schedule_icmp", "one director without mh: every flow's entry is here, so ICMP errors find it", srcCore))
+	}
+	out = append(out, vsDefenseSysctls(r, load)...)
+	if r.FTPHelper {
+		out = append(out, sysctl(r, "net.ipv4.vs.conntrack", "1", Change,
+			"ip_vs_ftp is loaded: its connections keep conntrack entries whatever this says, and stateful rules may depend on them",
+			srcSysctl, func(string) bool { return true }))
+	} else {
+		out = append(out, sysctl(r, "net.ipv4.vs.conntrack", "0", Change,
+			"off unless stateful firewall rules (-m conntrack/state) must see IPVS traffic: a conntrack entry per IPVS connection costs CPU and memory (ipvsctl's own fwmark rules need none)",
+			srcSysctl, equals("0")))
+	}
+	return out
+}
+
+// eitherSysctl is the finding of a sysctl the services in use do not care about.
+func eitherSysctl(r *Reading, name, why, src string) Finding {
+	f := sysctl(r, name, "", Info, why, src, func(string) bool { return true })
+	f.Recommended, f.Value = "either", ""
+	if f.Status == OK {
+		f.Status = Info
+	}
+	return f
+}
+
+// vsConnSysctls judges what becomes of a connection whose port is reused,
+// whose real server is gone, or whose persistence template outlives a drain.
+func vsConnSysctls(r *Reading, u uses) []Finding {
 	var out []Finding
 	// conn_reuse_mode: bit 2 covers FIN_WAIT, the last state a DR/TUN
 	// director sees; bit 1 TIME_WAIT, which only NAT sees.
@@ -294,25 +329,14 @@ func vsSysctls(r *Reading, u uses, load Load) []Finding {
 			"persistent services: a drained (weight 0) real server keeps getting its persistent clients' new connections while their templates live, unless they expire when it is quiescent",
 			srcSysctl, equals("1")))
 	} else {
-		f := sysctl(r, "net.ipv4.vs.expire_quiescent_template", "", Info, "no persistent service: templates are not used", srcSysctl, func(string) bool { return true })
-		f.Recommended, f.Value = "either", ""
-		if f.Status == OK {
-			f.Status = Info
-		}
-		out = append(out, f)
+		out = append(out, eitherSysctl(r, "net.ipv4.vs.expire_quiescent_template", "no persistent service: templates are not used", srcSysctl))
 	}
-	if len(u.mh) > 0 || u.redundancy {
-		out = append(out, sysctl(r, "net.ipv4.vs.schedule_icmp", "1", Change,
-			"mh or a director pair: an ICMP error (fragmentation needed) for a flow this director has no entry for (another director's, or one before a failover) is otherwise taken by the director itself instead of reaching the real server, breaking path MTU discovery",
-			srcCore, equals("1")))
-	} else {
-		f := sysctl(r, "net.ipv4.vs.schedule_icmp", "", Info, "one director without mh: every flow's entry is here, so ICMP errors find it", srcCore, func(string) bool { return true })
-		f.Recommended, f.Value = "either", ""
-		if f.Status == OK {
-			f.Status = Info
-		}
-		out = append(out, f)
-	}
+	return out
+}
+
+// vsDefenseSysctls judges the SYN-flood defenses: the memory threshold they
+// start at, sized for the load, and drop_entry.
+func vsDefenseSysctls(r *Reading, load Load) []Finding {
 	// amemthresh in pages: the defense starts when free memory falls below
 	// it; keep room for the table at this load twice over, at least the
 	// default 1024 pages, at most 1/16 of memory.
@@ -324,22 +348,14 @@ func vsSysctls(r *Reading, u uses, load Load) []Finding {
 		pages = min(pages, r.MemTotalKB/4/16)
 	}
 	rec := strconv.FormatInt(pages, 10)
-	out = append(out, sysctl(r, "net.ipv4.vs.amemthresh", rec, Change,
-		fmt.Sprintf("the SYN-flood defenses (drop_entry) start when available memory falls below this many pages: room for the connection table at this load twice over (%s), at least the default 1024", bytesText(pages*4096)),
-		srcDefense, func(s string) bool { n, err := strconv.ParseInt(s, 10, 64); return err == nil && n >= pages }))
-	out = append(out, sysctl(r, "net.ipv4.vs.drop_entry", "1", Change,
-		"automatic: when memory is short, drop random SYN-RECV entries (1/32 of the table a second), the ones a SYN flood makes; 0 leaves the table to fill",
-		srcDefense, func(s string) bool { return s == "1" || s == "2" || s == "3" }))
-	if r.FTPHelper {
-		out = append(out, sysctl(r, "net.ipv4.vs.conntrack", "1", Change,
-			"ip_vs_ftp is loaded: its connections keep conntrack entries whatever this says, and stateful rules may depend on them",
-			srcSysctl, func(string) bool { return true }))
-	} else {
-		out = append(out, sysctl(r, "net.ipv4.vs.conntrack", "0", Change,
-			"off unless stateful firewall rules (-m conntrack/state) must see IPVS traffic: a conntrack entry per IPVS connection costs CPU and memory (ipvsctl's own fwmark rules need none)",
-			srcSysctl, equals("0")))
+	return []Finding{
+		sysctl(r, "net.ipv4.vs.amemthresh", rec, Change,
+			fmt.Sprintf("the SYN-flood defenses (drop_entry) start when available memory falls below this many pages: room for the connection table at this load twice over (%s), at least the default 1024", bytesText(pages*4096)),
+			srcDefense, func(s string) bool { n, err := strconv.ParseInt(s, 10, 64); return err == nil && n >= pages }),
+		sysctl(r, "net.ipv4.vs.drop_entry", "1", Change,
+			"automatic: when memory is short, drop random SYN-RECV entries (1/32 of the table a second), the ones a SYN flood makes; 0 leaves the table to fill",
+			srcDefense, func(s string) bool { return s == "1" || s == "2" || s == "3" }),
 	}
-	return out
 }
 
 func forwardSysctls(r *Reading, u uses) []Finding {

@@ -87,6 +87,8 @@ func (r *bgpRunner) stop(wait time.Duration) {
 	r.sp, r.key = nil, ""
 }
 
+// step brings the BGP speaker to the desired state and this director's
+// node settings, and publishes what it announces.
 func (r *bgpRunner) step(ctx context.Context) {
 	c, sk := r.d.Core, r.d.sk
 	rev, desired := sk.current()
@@ -119,15 +121,24 @@ func (r *bgpRunner) step(ctx context.Context) {
 	if cfg.Source.IsValid() {
 		st.Source = cfg.Source.String()
 	}
+	if !r.speak(ctx, cfg, st) {
+		return
+	}
+	r.announce(ctx, desired, node, snap, st)
+}
+
+// speak has a speaker run cfg, restarting it when cfg changed; it is false
+// when there is none to announce with.
+func (r *bgpRunner) speak(ctx context.Context, cfg bgp.Config, st *server.BGPStatus) bool {
+	var err error
 	// The keys are read at every step, so that a key file rewritten (a
 	// rotation) gives new sessions; one unreadable keeps the sessions that
 	// run (with the key read before) and is shown.
 	if cfg.Passwords, err = bgp.ReadPasswords("settings.bgp", cfg.Settings); err != nil {
 		st.Error = err.Error()
-		if r.sp == nil {
-			return
-		}
-	} else if key := configKey(cfg); key != r.key {
+		return r.sp != nil
+	}
+	if key := configKey(cfg); key != r.key {
 		// A changed configuration: the new sessions announce again. The old
 		// speaker has stopped (GoBGP's goroutines ended) before the new one
 		// starts: one speaker a process (bgp.Start says why).
@@ -135,11 +146,19 @@ func (r *bgpRunner) step(ctx context.Context) {
 		sp, err := bgp.Start(ctx, cfg, r.d.Log)
 		if err != nil {
 			st.Error = err.Error()
-			return
+			return false
 		}
 		r.sp, r.key = sp, key
 		r.d.Log.Info("BGP: speaker started", "asn", cfg.Settings.ASN, "router_id", cfg.RouterID.String(), "peers", len(cfg.Settings.Peers))
 	}
+	return true
+}
+
+// announce decides which VIPs this director announces, and with what
+// prepend, has the speaker announce them and tend its peers, and records
+// the routes and sessions in st.
+func (r *bgpRunner) announce(ctx context.Context, desired *ipvsmgr.Desired, node store.Node, snap *server.Snapshot, st *server.BGPStatus) {
+	sk := r.d.sk
 	last := sk.lastReconcile()
 	pol := desired.Settings.BGP.DrainPolicy()
 	dir := bgp.Director{IPVS: sk.isOpen(), ReconcileErr: last.Err, Failures: len(last.Failures),
@@ -168,6 +187,7 @@ func (r *bgpRunner) step(ctx context.Context) {
 	if err := r.sp.TendPeers(ctx); err != nil && st.Error == "" {
 		st.Error = err.Error()
 	}
+	var err error
 	if st.Peers, err = r.sp.Peers(ctx); err != nil && st.Error == "" {
 		st.Error = err.Error()
 	}

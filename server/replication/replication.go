@@ -227,16 +227,33 @@ func (p *replicator) consider(ctx context.Context, ps *server.PeerState) error {
 	if err != nil {
 		return err
 	}
+	peerName := orDefault(ps.Node, hostOf(p.url))
+	adopt, conflict, refusal := p.decide(mine, ps, synced, peerName, now)
+	if !adopt {
+		p.setInSync(false, now)
+		if conflict != nil {
+			p.report(ctx, *conflict, ps.Hash+mine.Hash, peerName)
+		}
+		if refusal != "" {
+			return fmt.Errorf("refused the peer's revision %d: %s", ps.Revision, refusal)
+		}
+		return nil
+	}
+	return p.adopt(ctx, ps, mine, conflict, peerName, now)
+}
+
+// decide says whether the peer's revision is the one to have, the conflict
+// to report when both directors changed the state since they last agreed
+// (or this one refuses the peer's), and why it refuses.
+func (p *replicator) decide(mine *store.Head, ps *server.PeerState, synced, peerName string, now time.Time) (adopt bool, conflict *server.Conflict, refusal string) {
 	mineDiverged := mine.Revision > 0 && !replicated(mine.Author) && mine.Hash != synced
 	peerChanged := !replicated(ps.Author) && ps.Hash != synced
 	backup, _, _ := p.c.Role().Backup()
-	var adopt bool
 	if backup {
 		adopt = !mineDiverged || (peerChanged && newer(&ps.Head, mine))
 	} else {
 		adopt = peerChanged && (!mineDiverged || newer(&ps.Head, mine))
 	}
-	peerName := orDefault(ps.Node, hostOf(p.url))
 	future := ps.At.After(now.Add(MaxClockSkew))
 	if mineDiverged && peerChanged && future {
 		adopt = false
@@ -244,11 +261,9 @@ func (p *replicator) consider(ctx context.Context, ps *server.PeerState) error {
 	if p.follower { // the source's revision is the one to have
 		adopt, future = true, false
 	}
-	var refusal string
 	if adopt && !p.allowExec {
 		refusal = newPrograms(mine.Document, ps.Document)
 	}
-	var conflict *server.Conflict
 	switch {
 	case refusal != "":
 		adopt = false
@@ -266,16 +281,12 @@ func (p *replicator) consider(ctx context.Context, ps *server.PeerState) error {
 		}
 		conflict = &c
 	}
-	if !adopt {
-		p.setInSync(false, now)
-		if conflict != nil {
-			p.report(ctx, *conflict, ps.Hash+mine.Hash, peerName)
-		}
-		if refusal != "" {
-			return fmt.Errorf("refused the peer's revision %d: %s", ps.Revision, refusal)
-		}
-		return nil
-	}
+	return adopt, conflict, refusal
+}
+
+// adopt stores the peer's revision as this director's, reports the conflict
+// it settles, and checks that what was stored is the peer's document.
+func (p *replicator) adopt(ctx context.Context, ps *server.PeerState, mine *store.Head, conflict *server.Conflict, peerName string, now time.Time) error {
 	label := fmt.Sprintf("replication: %s's revision %d", peerName, ps.Revision)
 	if conflict != nil {
 		label += fmt.Sprintf(" (conflict: replaces diverging local revision %d, kept in the history)", mine.Revision)
