@@ -158,6 +158,9 @@ type SettingsPatch struct {
 	UDPTimeout          *int    `json:"udp_timeout,omitempty"`
 	KeepForeignServices *bool   `json:"keep_foreign_services,omitempty"`
 	DrainTimeout        *int    `json:"drain_timeout,omitempty"`
+	// MaintenanceDir sets settings.maintenance_dir (ldirectord's
+	// maintenancedir); "" clears it.
+	MaintenanceDir *string `json:"maintenance_dir,omitempty"`
 	// Redundancy replaces settings.redundancy; an empty one ({}) removes it.
 	Redundancy *ipvsmgr.Redundancy `json:"redundancy,omitempty"`
 }
@@ -170,6 +173,7 @@ func (p *SettingsPatch) ApplyTo(s *ipvsmgr.Settings) {
 	set(&s.UDPTimeout, p.UDPTimeout)
 	set(&s.KeepForeignServices, p.KeepForeignServices)
 	set(&s.DrainTimeout, p.DrainTimeout)
+	set(&s.MaintenanceDir, p.MaintenanceDir)
 	if p.Redundancy != nil {
 		s.Redundancy = nil
 		if !reflect.ValueOf(*p.Redundancy).IsZero() {
