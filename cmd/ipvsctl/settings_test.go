@@ -10,19 +10,25 @@ import (
 	"github.com/ipvsctl/ipvsctl/server/servertest"
 )
 
+// localCLI runs the CLI as user on the database at db (no daemon), its
+// output and errors in one string, with its exit status.
+func localCLI(db, user string) func(args ...string) (string, int) {
+	return func(args ...string) (string, int) {
+		var out, errb bytes.Buffer
+		env := &cliEnv{stdout: &out, stderr: &errb, getenv: func(k string) string {
+			return map[string]string{"USER": user, "IPVSCTL_DB": db}[k]
+		}}
+		code := dispatch(env, args)
+		return out.String() + errb.String(), code
+	}
+}
+
 // settings.maintenance_dir is set and cleared by the CLI's flag and the
 // API's PATCH, each refusing a path that is not clean and absolute with
 // the field and the value.
 func TestSettingsMaintenanceDir(t *testing.T) {
 	g := servertest.Start(t)
-	cli := func(args ...string) (string, int) {
-		var out, errb bytes.Buffer
-		env := &cliEnv{stdout: &out, stderr: &errb, getenv: func(k string) string {
-			return map[string]string{"USER": "carol", "IPVSCTL_DB": g.DB}[k]
-		}}
-		code := dispatch(env, args)
-		return out.String() + errb.String(), code
-	}
+	cli := localCLI(g.DB, "carol")
 	dir := func() string {
 		t.Helper()
 		out, code := cli("settings", "show", "--json")
