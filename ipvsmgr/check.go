@@ -13,8 +13,8 @@ import (
 // inherits it, and a field nobody sets takes its default (CheckDefaults).
 type Check struct {
 	// Type is tcp, http, https, send_expect, dns, exec, agent, smtp, ping,
-	// file, one of ldirectord's negotiate checks (mysql, pgsql, ldap, imap,
-	// imaps, pop, pops, ftp, radius, sip) or none.
+	// file, one of ldirectord's negotiate checks (mysql, pgsql, ldap, ldaps,
+	// imap, imaps, pop, pops, ftp, radius, sip, nntp) or none.
 	Type string `json:"type,omitempty"`
 	// Interval and Timeout are seconds (fractions allowed, down to 0.1).
 	Interval float64 `json:"interval,omitempty"`
@@ -96,8 +96,8 @@ type Check struct {
 	FileWeight  *int   `json:"file_weight,omitempty"`
 	FileReverse *bool  `json:"file_reverse,omitempty"`
 
-	// ldirectord's negotiate checks (mysql pgsql ldap imap imaps pop pops
-	// ftp radius sip), with its words: Request is what to ask (the SQL
+	// ldirectord's negotiate checks (mysql pgsql ldap ldaps imap imaps pop
+	// pops ftp radius sip), with its words: Request is what to ask (the SQL
 	// query, the LDAP search base, the file to RETR, the SIP request URI),
 	// Receive a regular expression the answer must match. Login, Database
 	// as ldirectord's login and database. The password and the RADIUS
@@ -115,13 +115,14 @@ type Check struct {
 // CheckTypes lists the check types.
 func CheckTypes() []string {
 	return []string{"tcp", "http", "https", "send_expect", "dns", "exec", "agent", "smtp", "ping", "file",
-		"mysql", "pgsql", "ldap", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip", "none"}
+		"mysql", "pgsql", "ldap", "ldaps", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip", "nntp", "none"}
 }
 
 // NegotiateTypes lists the check types that speak one of ldirectord's
-// negotiate protocols, with its request, receive, login and password.
+// negotiate protocols, with its request, receive, login and password
+// (nntp, which reads a greeting and takes none of them, is not one).
 func NegotiateTypes() []string {
-	return []string{"mysql", "pgsql", "ldap", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip"}
+	return []string{"mysql", "pgsql", "ldap", "ldaps", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip"}
 }
 
 // Check defaults, for what neither a service's nor a server's check sets.

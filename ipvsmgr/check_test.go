@@ -68,7 +68,9 @@ func TestCompileCheckTypes(t *testing.T) {
 	 {"address":"198.18.0.15","check":{"type":"https","sni":"web.test","tls_verify":true}},
 	 {"address":"198.18.0.16","check":{"type":"pgsql","login":"mon","password_file":"/etc/ipvsctl/secrets/pg.pw","database":"app","request":"/SELECT 1"}},
 	 {"address":"198.18.0.17","check":{"type":"ftp","request":"/health.txt","receive":"ok"}},
-	 {"address":"198.18.0.18","check":{"type":"pops","login":"mon"}}]}]}`
+	 {"address":"198.18.0.18","check":{"type":"pops","login":"mon"}},
+	 {"address":"198.18.0.19","check":{"type":"ldaps","request":"/ou=pool,dc=example,dc=test","receive":"^ou=pool,","tls_verify":true}},
+	 {"address":"198.18.0.20","check":{"type":"nntp","connect_checks":3}}]}]}`
 	d, err := compileDoc(t, doc)
 	if err != nil {
 		t.Fatal(err)
@@ -102,6 +104,12 @@ func TestCompileCheckTypes(t *testing.T) {
 	if s := got["pops"]; !s.TLS || s.TLSVerify || s.Login != "mon" {
 		t.Errorf("pops: %+v", s)
 	}
+	if s := got["ldaps"]; !s.TLS || !s.TLSVerify || s.Request != "ou=pool,dc=example,dc=test" || s.Receive != "^ou=pool," {
+		t.Errorf("ldaps: %+v", s)
+	}
+	if s := got["nntp"]; s.TLS || s.ConnectChecks != 3 || s.Target.String() != "198.18.0.20:53" {
+		t.Errorf("nntp: %+v", s)
+	}
 }
 
 func TestCheckValidationNamesFieldAndValue(t *testing.T) {
@@ -123,6 +131,9 @@ func TestCheckValidationNamesFieldAndValue(t *testing.T) {
 		{"password_file elsewhere", svc(`,"check":{"type":"imap","login":"mon","password_file":"/root/.ssh/id_ed25519"}`, ""), "services[0].check.password_file", `"/root/.ssh/id_ed25519" is not in /etc/ipvsctl/secrets/ or /var/lib/ipvsctl/secrets/`},
 		{"secret_file elsewhere", svc(`,"check":{"type":"radius","login":"mon","secret_file":"/var/lib/ipvsctl/tls-self-signed.key"}`, ""), "services[0].check.secret_file", "is not in /etc/ipvsctl/secrets/"},
 		{"database on ldap", svc(`,"check":{"type":"ldap","database":"app"}`, ""), "services[0].check.database", "only for mysql and pgsql checks, not ldap"},
+		{"login on nntp", svc(`,"check":{"type":"nntp","login":"reader"}`, ""), "services[0].check.login", "only for mysql and pgsql and ldap and ldaps"},
+		{"receive on nntp", svc(`,"check":{"type":"nntp","receive":"^200"}`, ""), "services[0].check.receive", "only for ldap and ldaps and ftp checks, not nntp"},
+		{"tls_verify on ldap", svc(`,"check":{"type":"ldap","tls_verify":true}`, ""), "services[0].check.tls_verify", "only for https and ldaps and imaps and pops checks, not ldap"},
 		{"secret_file on pop", svc(`,"check":{"type":"pop","secret_file":"/etc/s"}`, ""), "services[0].check.secret_file", "only for radius checks, not pop"},
 		{"radius without secret", svc(`,"check":{"type":"radius","login":"mon"}`, ""), "services[0].servers[0].check.secret_file", "missing: a radius check signs"},
 		{"receive regexp", svc(`,"check":{"type":"ftp","request":"a","receive":"(("}`, ""), "services[0].check.receive", `"((" is not a regular expression`},

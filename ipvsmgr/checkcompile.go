@@ -41,7 +41,7 @@ type CheckSpec struct {
 	Host         string
 	ExpectStatus []int // empty: any 2xx or 3xx
 	ExpectBody   string
-	TLS          bool // https
+	TLS          bool // https, ldaps, imaps, pops: TLS from the first byte
 	TLSVerify    bool
 	SNI          string
 
@@ -389,7 +389,7 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 			v.addf(field+".expect_body", "%q is not a regular expression: %v", c.ExpectBody, err)
 		}
 	}
-	only("tls_verify", c.TLSVerify != nil, "https", "imaps", "pops")
+	only("tls_verify", c.TLSVerify != nil, "https", "ldaps", "imaps", "pops")
 	only("sni", c.SNI != "", "https")
 	if strings.ContainsAny(c.SNI, " \t\r\n/") {
 		v.addf(field+".sni", "%q is not a server name", c.SNI)
@@ -453,20 +453,20 @@ const maxConnectChecks = 999999
 // ConnectCheckTypes lists the check types that take connect_checks: those
 // that talk to their target over a tcp connection.
 func ConnectCheckTypes() []string {
-	return []string{"http", "https", "send_expect", "smtp", "mysql", "pgsql", "ldap", "imap", "imaps", "pop", "pops", "ftp"}
+	return []string{"http", "https", "send_expect", "smtp", "mysql", "pgsql", "ldap", "ldaps", "imap", "imaps", "pop", "pops", "ftp", "nntp"}
 }
 
 // negotiateFields validates the fields of ldirectord's negotiate checks.
 func (v *validator) negotiateFields(field string, c *Check, only func(string, bool, ...string)) {
-	only("request", c.Request != "", "mysql", "pgsql", "ldap", "ftp")
-	only("receive", c.Receive != "", "ldap", "ftp")
+	only("request", c.Request != "", "mysql", "pgsql", "ldap", "ldaps", "ftp")
+	only("receive", c.Receive != "", "ldap", "ldaps", "ftp")
 	if c.Receive != "" {
 		if _, err := regexp.Compile(c.Receive); err != nil {
 			v.addf(field+".receive", "%q is not a regular expression: %v", c.Receive, err)
 		}
 	}
-	only("login", c.Login != "", "mysql", "pgsql", "ldap", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip")
-	only("password_file", c.PasswordFile != "", "mysql", "pgsql", "ldap", "imap", "imaps", "pop", "pops", "ftp", "radius")
+	only("login", c.Login != "", "mysql", "pgsql", "ldap", "ldaps", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip")
+	only("password_file", c.PasswordFile != "", "mysql", "pgsql", "ldap", "ldaps", "imap", "imaps", "pop", "pops", "ftp", "radius")
 	only("database", c.Database != "", "mysql", "pgsql")
 	only("secret_file", c.SecretFile != "", "radius")
 	if strings.ContainsAny(c.Login, "\r\n\x00") {
@@ -598,7 +598,7 @@ func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *Server
 		}
 	case "smtp":
 		spec.Name = cmp.Or(c.Name, "localhost")
-	case "mysql", "pgsql", "ldap", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip":
+	case "mysql", "pgsql", "ldap", "ldaps", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip":
 		ok = v.compileNegotiate(where, c, spec) && ok
 	case "ping":
 		spec.Target = netip.AddrPortFrom(addr, 0) // one echo per address
@@ -641,7 +641,7 @@ func (v *validator) compileNegotiate(where string, c *Check, spec *CheckSpec) bo
 	spec.Request, spec.Receive = c.Request, c.Receive
 	spec.Login, spec.PasswordFile = c.Login, c.PasswordFile
 	spec.Database, spec.SecretFile = c.Database, c.SecretFile
-	spec.TLS = c.Type == "imaps" || c.Type == "pops"
+	spec.TLS = c.Type == "ldaps" || c.Type == "imaps" || c.Type == "pops"
 	spec.TLSVerify = c.TLSVerify != nil && *c.TLSVerify
 	switch c.Type {
 	case "mysql", "pgsql":
@@ -655,7 +655,7 @@ func (v *validator) compileNegotiate(where string, c *Check, spec *CheckSpec) bo
 			v.addf(where+".request", "missing: a %s check runs a query that must return a row (ldirectord's request)", c.Type)
 			ok = false
 		}
-	case "ldap":
+	case "ldap", "ldaps":
 		spec.Request = strings.TrimPrefix(c.Request, "/") // check_ldap's substr($request, 1)
 	case "ftp":
 		spec.Login = cmp.Or(c.Login, "anonymous")

@@ -160,6 +160,9 @@ type SettingsPatch struct {
 	RetireTimeout       *int    `json:"retire_timeout,omitempty"`
 	// DrainTimeout is retire_timeout's old name, still taken (retire_timeout wins).
 	DrainTimeout *int `json:"drain_timeout,omitempty"`
+	// MaintenanceDir sets settings.maintenance_dir (ldirectord's
+	// maintenancedir); "" clears it.
+	MaintenanceDir *string `json:"maintenance_dir,omitempty"`
 	// Redundancy replaces settings.redundancy; an empty one ({}) removes it.
 	Redundancy *ipvsmgr.Redundancy `json:"redundancy,omitempty"`
 }
@@ -173,6 +176,7 @@ func (p *SettingsPatch) ApplyTo(s *ipvsmgr.Settings) {
 	set(&s.KeepForeignServices, p.KeepForeignServices)
 	set(&s.RetireTimeout, p.DrainTimeout)
 	set(&s.RetireTimeout, p.RetireTimeout)
+	set(&s.MaintenanceDir, p.MaintenanceDir)
 	if p.Redundancy != nil {
 		s.Redundancy = nil
 		if !reflect.ValueOf(*p.Redundancy).IsZero() {

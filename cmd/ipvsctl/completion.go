@@ -249,7 +249,7 @@ func completeWords(words []string, getenv func(string) string) (string, []string
 // files, the choices of one that takes a word.
 func flagValue(name, cur string) (string, []string) {
 	switch name {
-	case "f", "targets", "identity", "known-hosts", "tls-cert", "tls-key", "db", "peer-ca":
+	case "f", "targets", "identity", "known-hosts", "tls-cert", "tls-key", "db", "peer-ca", "maintenance-dir":
 		return "files", nil
 	case "format":
 		importable, exportable := formats.Formats()

@@ -130,6 +130,7 @@ func TestCompleteWords(t *testing.T) {
 		{"export --format k", "words", []string{"keepalived"}},
 		{"--db |", "files", nil},
 		{"node set --peer-ca |", "files", nil},
+		{"settings set --maintenance-dir |", "files", nil},
 		{"node set --replication f", "words", []string{"follower"}},
 		{"node set --replication |", "words", []string{"pair", "source", "follower"}},
 		{"--s", "words", []string{"--server"}},

@@ -10,7 +10,7 @@ import (
 )
 
 const settingsUsage = "usage: ipvsctl settings show [--json] | settings set [--network dr|nat|tun] [--tcp-timeout S] [--tcpfin-timeout S]\n" +
-	"       [--udp-timeout S] [--keep-foreign-services=BOOL] [--retire-timeout S]\n" +
+	"       [--udp-timeout S] [--keep-foreign-services=BOOL] [--retire-timeout S] [--maintenance-dir DIR]\n" +
 	"\nThe desired state's global settings (settings.redundancy is edited with apply or the panel).\n" +
 	"Run 'ipvsctl settings VERB --help' for a verb's flags."
 
@@ -66,6 +66,8 @@ func settingsSet(env *cliEnv, args []string) int {
 	keep := fs.Bool("keep-foreign-services", false, "leave kernel services ipvsctl did not make alone")
 	retire := fs.Int("retire-timeout", 0, "seconds a removed real server keeps its connections at weight 0 (0: the default)")
 	fs.IntVar(retire, "drain-timeout", 0, "the old name of --retire-timeout")
+	maintenance := fs.String("maintenance-dir", "", "directory whose files (named ADDRESS, ADDRESS:PORT, HOST or HOST:PORT) take\n"+
+		"those real servers out of every service (ldirectord's maintenancedir); an absolute path, '' for none")
 	var o writeOpts
 	o.register(fs)
 	o.registerDraft(fs)
@@ -91,6 +93,8 @@ func settingsSet(env *cliEnv, args []string) int {
 			p.KeepForeignServices = keep
 		case "retire-timeout", "drain-timeout":
 			p.RetireTimeout = retire
+		case "maintenance-dir":
+			p.MaintenanceDir = maintenance
 		}
 	})
 	if p == (server.SettingsPatch{}) {

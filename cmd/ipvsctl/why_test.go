@@ -76,14 +76,7 @@ func TestWhyCLIAndPanelAgree(t *testing.T) {
 // Settings have a verb of their own in the CLI and the API, audited as "settings".
 func TestSettingsVerb(t *testing.T) {
 	g := servertest.Start(t)
-	cli := func(args ...string) (string, int) {
-		var out, errb bytes.Buffer
-		env := &cliEnv{stdout: &out, stderr: &errb, getenv: func(k string) string {
-			return map[string]string{"USER": "carol", "IPVSCTL_DB": g.DB}[k]
-		}}
-		code := dispatch(env, args)
-		return out.String() + errb.String(), code
-	}
+	cli := localCLI(g.DB, "carol")
 	if out, code := cli("settings", "set", "--tcp-timeout", "900", "--network", "nat"); code != 0 {
 		t.Fatalf("settings set: %d %s", code, out)
 	}

@@ -1013,8 +1013,13 @@ func (p *ldParser) check(v *ldVirtual, svc *ipvsmgr.Service) {
 			p.keepCheck(v, "receive", v.receive)
 		case "smtp":
 			c.Type = "smtp"
-		case "mysql", "pgsql", "ldap", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip":
+		case "mysql", "pgsql", "ldap", "ldaps", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip":
 			p.negotiate(v, svc, c)
+		case "nntp":
+			// check_nntp reads the greeting; it sends no request and reads no receive.
+			c.Type = "nntp"
+			p.keepCheck(v, "request", v.request)
+			p.keepCheck(v, "receive", v.receive)
 		case "none":
 			c = nil
 		default:
@@ -1070,13 +1075,13 @@ func (p *ldParser) check(v *ldVirtual, svc *ipvsmgr.Service) {
 func (p *ldParser) negotiate(v *ldVirtual, svc *ipvsmgr.Service, c *ipvsmgr.Check) {
 	c.Type, c.Login, c.Database = v.service, v.login, v.database
 	switch v.service {
-	case "mysql", "pgsql", "ldap", "ftp":
+	case "mysql", "pgsql", "ldap", "ldaps", "ftp":
 		c.Request = strings.TrimPrefix(v.request, "/")
 	default:
 		p.keepCheck(v, "request", v.request)
 	}
 	switch v.service {
-	case "ldap", "ftp":
+	case "ldap", "ldaps", "ftp":
 		c.Receive = v.receive
 	default:
 		p.keepCheck(v, "receive", v.receive)

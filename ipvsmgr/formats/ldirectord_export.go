@@ -270,7 +270,7 @@ func ldExportCheck(bw *bufio.Writer, svc *ipvsmgr.Service, mine map[string]strin
 				fmt.Fprintf(bw, "    request=\"%s\"\n", c.Name)
 			}
 		}
-	case "mysql", "pgsql", "ldap", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip":
+	case "mysql", "pgsql", "ldap", "ldaps", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip", "nntp":
 		ct("negotiate")
 		timeout = "negotiatetimeout"
 		fmt.Fprintf(bw, "    service=%s\n", c.Type)

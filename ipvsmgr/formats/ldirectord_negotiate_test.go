@@ -2,6 +2,7 @@ package formats
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,6 +44,16 @@ virtual=198.18.0.114:3306
 	real=198.18.0.75:3306 gate
 	service=mysql
 	checktype=negotiate
+virtual=198.18.0.115:636
+	real=198.18.0.76:636 gate
+	service=ldaps
+	checktype=negotiate
+	request="/ou=pool,dc=example,dc=test"
+virtual=198.18.0.116:119
+	real=198.18.0.77:119 gate
+	checktype=negotiate
+	login="reader"
+	request="/news.test"
 `
 
 // The negotiate services become their checks as ldirectord reads them
@@ -58,6 +69,24 @@ func TestLdirectordNegotiateChecks(t *testing.T) {
 		t.Fatalf("import: %v", err)
 	}
 	ldap, rad, sip, ftp, my := st.Services[0].Check, st.Services[1].Check, st.Services[2].Check, st.Services[3].Check, st.Services[4].Check
+	ldaps, nntp := st.Services[5].Check, st.Services[6].Check
+	if ldaps.Type != "ldaps" || ldaps.Request != "ou=pool,dc=example,dc=test" || ldaps.Login != "" || ldaps.TLSVerify != nil {
+		t.Errorf("ldaps check %+v", ldaps)
+	}
+	// Port 119 is nntp's (ld_port_to_service); check_nntp reads a greeting
+	// and sends neither the login nor the request, which are kept.
+	if nntp.Type != "nntp" || nntp.Login != "" || nntp.Request != "" {
+		t.Errorf("nntp check %+v", nntp)
+	}
+	kept := map[string]bool{}
+	for _, k := range st.Imported {
+		kept[fmt.Sprintf("line %d: %s %s=%s", k.Line, k.Scope, k.Key, k.Value)] = true
+	}
+	for _, k := range []string{`line 42: virtual 198.18.0.116:119 login="reader"`, `line 39: virtual 198.18.0.116:119 request="/news.test"`} {
+		if !kept[k] {
+			t.Errorf("%s not kept; kept: %v", k, kept)
+		}
+	}
 	if ldap.Type != "ldap" || ldap.Login != "cn=monitor,dc=example,dc=test" || ldap.Request != "ou=pool,dc=example,dc=test" ||
 		ldap.Receive != "^ou=pool" || ldap.PasswordFile != "/var/lib/ipvsctl/secrets/check-198.18.0.110_389.passwd" {
 		t.Errorf("ldap check %+v", ldap)

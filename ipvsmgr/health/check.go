@@ -112,7 +112,7 @@ func (c *Checker) Run(ctx context.Context, spec *ipvsmgr.CheckSpec) Result {
 		r = checkFile(spec)
 	case "mysql", "pgsql":
 		r = checkSQL(ctx, spec)
-	case "ldap":
+	case "ldap", "ldaps":
 		r = c.checkLDAP(ctx, spec)
 	case "imap", "imaps":
 		r = c.checkIMAP(ctx, spec)
@@ -124,6 +124,8 @@ func (c *Checker) Run(ctx context.Context, spec *ipvsmgr.CheckSpec) Result {
 		r = checkRADIUS(ctx, spec)
 	case "sip":
 		r = checkSIP(ctx, spec)
+	case "nntp":
+		r = c.checkNNTP(ctx, spec)
 	case "none", "":
 		r = pass("no check")
 	default:

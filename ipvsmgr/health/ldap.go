@@ -12,9 +12,10 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 )
 
-// checkLDAP is ldirectord's check_ldap: bind (as login with the password,
-// or anonymously), read the entry at request (a base search for
-// objectClass=*), and pass when there is one entry whose DN matches
+// checkLDAP is ldirectord's check_ldap, for ldap and for ldaps (ldap over
+// TLS from the first byte, Net::LDAP's scheme ldaps): bind (as login with
+// the password, or anonymously), read the entry at request (a base search
+// for objectClass=*), and pass when there is one entry whose DN matches
 // receive (any DN when receive is empty).
 func (c *Checker) checkLDAP(ctx context.Context, spec *ipvsmgr.CheckSpec) Result {
 	password, err := readSecret(spec.PasswordFile)
@@ -28,10 +29,13 @@ func (c *Checker) checkLDAP(ctx context.Context, spec *ipvsmgr.CheckSpec) Result
 		}
 	}
 	conn, err := dial(ctx, "tcp", spec.Target.String())
+	if err == nil {
+		conn, err = c.overTLS(ctx, conn, spec)
+	}
 	if err != nil {
 		return describe(ctx, spec, err)
 	}
-	l := ldap.NewConn(conn, false)
+	l := ldap.NewConn(conn, spec.TLS)
 	l.Start()
 	defer l.Close()
 	stop := context.AfterFunc(ctx, func() { l.Close() })

@@ -25,18 +25,29 @@ func (c *Checker) dialText(ctx context.Context, spec *ipvsmgr.CheckSpec) (*textC
 	if err != nil {
 		return nil, err
 	}
-	if spec.TLS {
-		tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: !spec.TLSVerify, RootCAs: c.RootCAs,
-			ServerName: spec.Target.Addr().String()})
-		if err := tc.HandshakeContext(ctx); err != nil {
-			conn.Close()
-			return nil, err
-		}
-		conn = tc
+	if conn, err = c.overTLS(ctx, conn, spec); err != nil {
+		return nil, err
 	}
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
 	r := textproto.NewReader(bufio.NewReader(&limitedReader{r: conn, n: 4 * maxReply})) // a whole conversation
 	return &textConn{conn: conn, r: r, stop: stop}, nil
+}
+
+// overTLS is conn itself, or, when spec.TLS, conn after a TLS handshake
+// (the certificate verified only with spec.TLSVerify, as ldirectord's
+// IO::Socket::SSL and Net::LDAP verify none); conn is closed when the
+// handshake fails.
+func (c *Checker) overTLS(ctx context.Context, conn net.Conn, spec *ipvsmgr.CheckSpec) (net.Conn, error) {
+	if !spec.TLS {
+		return conn, nil
+	}
+	tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: !spec.TLSVerify, RootCAs: c.RootCAs,
+		ServerName: spec.Target.Addr().String()})
+	if err := tc.HandshakeContext(ctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return tc, nil
 }
 
 func (t *textConn) line() (string, error) { return t.r.ReadLine() }

@@ -47,7 +47,7 @@ type option struct{ Value, Label string }
 const typeless = "-"
 
 // probing is every check type that talks to the server ("none" does not).
-const probing = "tcp http https send_expect dns exec agent smtp ping file mysql pgsql ldap imap imaps pop pops ftp radius sip"
+const probing = "tcp http https send_expect dns exec agent smtp ping file mysql pgsql ldap ldaps imap imaps pop pops ftp radius sip nntp"
 
 var checkTypeLabels = map[string]string{
 	"tcp": "tcp — connect", "http": "http — a request", "https": "https — a request over TLS",
@@ -55,9 +55,10 @@ var checkTypeLabels = map[string]string{
 	"agent": "agent — HAProxy's agent-check", "smtp": "smtp — greeting and HELO", "ping": "ping — ICMP echo",
 	"file": "file — a number in a file (keepalived's FILE_CHECK)", "none": "none — in, unchecked",
 	"mysql": "mysql — log in, a query returns a row", "pgsql": "pgsql — log in, a query returns a row",
-	"ldap": "ldap — bind, read an entry", "imap": "imap — greeting and LOGIN", "imaps": "imaps — imap over TLS",
+	"ldap": "ldap — bind, read an entry", "ldaps": "ldaps — ldap over TLS", "imap": "imap — greeting and LOGIN", "imaps": "imaps — imap over TLS",
 	"pop": "pop — greeting, USER and PASS", "pops": "pops — pop over TLS", "ftp": "ftp — log in, fetch a file",
 	"radius": "radius — an Access-Request accepted", "sip": "sip — OPTIONS answered 200",
+	"nntp": "nntp — a 200 or 201 greeting",
 }
 
 // checkRows are the check form's rows: a service's (with its sorry server
@@ -113,7 +114,7 @@ func checkRows(serverForm bool, inherit, current string) []checkRow {
 			field: func(h *health) any { return &h.Check.SlowStart }},
 		{Name: "check_start_healthy", Label: "Start healthy", For: probing, Options: tri("no (default)"),
 			Hint: "yes: a new server is in before its first pass", field: func(h *health) any { return &h.Check.StartHealthy }},
-		{Name: "check_connect_checks", Label: "Connects between", For: "http https send_expect smtp mysql pgsql ldap imap imaps pop pops ftp",
+		{Name: "check_connect_checks", Label: "Connects between", For: "http https send_expect smtp mysql pgsql ldap ldaps imap imaps pop pops ftp nntp",
 			Hint:  "ldirectord's checktype = N: N tcp connects after each full check that passes; default 0 (every run is the full check)",
 			field: func(h *health) any { return &h.Check.ConnectChecks }},
 		{Name: "check_warmup", Label: "Warmup (s)", For: probing, Hint: "a new server's first check comes at a random time within this; default: the interval; 0: at once",
@@ -129,7 +130,7 @@ func checkRows(serverForm bool, inherit, current string) []checkRow {
 			field: func(h *health) any { return &h.Check.ExpectStatus }},
 		{Name: "check_expect_body", Label: "Body matches", For: "http https", Raw: true, Hint: "a regular expression",
 			field: func(h *health) any { return &h.Check.ExpectBody }},
-		{Name: "check_tls_verify", Label: "Verify the certificate", For: "https imaps pops", Options: tri("no (default)"),
+		{Name: "check_tls_verify", Label: "Verify the certificate", For: "https ldaps imaps pops", Options: tri("no (default)"),
 			field: func(h *health) any { return &h.Check.TLSVerify }},
 		{Name: "check_sni", Label: "TLS server name", For: "https", Hint: "SNI; default: none",
 			field: func(h *health) any { return &h.Check.SNI }},
@@ -164,16 +165,16 @@ func checkRows(serverForm bool, inherit, current string) []checkRow {
 		{Name: "check_file_reverse", Label: "Reverse", For: "file", Options: tri("no (default)"),
 			Hint: "yes: the product is negated (with file weight 0: 0 is down)", field: func(h *health) any { return &h.Check.FileReverse }},
 
-		{Name: "check_request", Label: "Request", For: "mysql pgsql ldap ftp", Raw: true,
+		{Name: "check_request", Label: "Request", For: "mysql pgsql ldap ldaps ftp", Raw: true,
 			Hint:  "mysql, pgsql: the query, which must return a row; ldap: the DN of the entry to read; ftp: the file to fetch (none: log in only)",
 			field: func(h *health) any { return &h.Check.Request }},
-		{Name: "check_receive", Label: "Receive", For: "ldap ftp", Raw: true,
+		{Name: "check_receive", Label: "Receive", For: "ldap ldaps ftp", Raw: true,
 			Hint:  "a regular expression the entry's DN (ldap) or the file (ftp) must match; empty: any",
 			field: func(h *health) any { return &h.Check.Receive }},
-		{Name: "check_login", Label: "Login", For: "mysql pgsql ldap imap imaps pop pops ftp radius sip",
+		{Name: "check_login", Label: "Login", For: "mysql pgsql ldap ldaps imap imaps pop pops ftp radius sip",
 			Hint:  "the user (ldap: the DN to bind as; sip: the request URI's user@host); imap, pop: empty checks the greeting only; ftp: default anonymous",
 			field: func(h *health) any { return &h.Check.Login }},
-		{Name: "check_password_file", Label: "Password file", For: "mysql pgsql ldap imap imaps pop pops ftp radius",
+		{Name: "check_password_file", Label: "Password file", For: "mysql pgsql ldap ldaps imap imaps pop pops ftp radius",
 			Hint:  "a file under /etc/ipvsctl/secrets/ or /var/lib/ipvsctl/secrets/ on each director, mode 0600, read at each check: the password never goes in the configuration",
 			field: func(h *health) any { return &h.Check.PasswordFile }},
 		{Name: "check_database", Label: "Database", For: "mysql pgsql",

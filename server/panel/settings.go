@@ -3,13 +3,14 @@ package panel
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/server"
 )
 
-var settingsFields = []string{"network", "tcp_timeout", "tcpfin_timeout", "udp_timeout", "keep_foreign_services", "retire_timeout"}
+var settingsFields = []string{"network", "tcp_timeout", "tcpfin_timeout", "udp_timeout", "keep_foreign_services", "retire_timeout", "maintenance_dir"}
 
 type settingsData struct {
 	Form       *form
@@ -32,6 +33,7 @@ func settingsForm(s *ipvsmgr.Settings) *form {
 		f.Values["keep_foreign_services"] = "1"
 	}
 	f.Values["retire_timeout"] = strconv.Itoa(s.RetireTimeout)
+	f.Values["maintenance_dir"] = s.MaintenanceDir
 	return f
 }
 
@@ -87,9 +89,10 @@ func (p *Panel) settingsSave(w http.ResponseWriter, r *http.Request, u who) {
 		f.Values[k] = r.PostFormValue(k)
 	}
 	// The form's fields only: the rest of the settings (redundancy) stays.
-	network, keep := f.V("network"), f.V("keep_foreign_services") != ""
+	network, keep, maintenance := f.V("network"), f.V("keep_foreign_services") != "", strings.TrimSpace(f.V("maintenance_dir"))
 	tcp, fin, udp, retire := f.intField("tcp_timeout"), f.intField("tcpfin_timeout"), f.intField("udp_timeout"), f.intField("retire_timeout")
-	patch := server.SettingsPatch{Network: &network, TCPTimeout: &tcp, TCPFinTimeout: &fin, UDPTimeout: &udp, KeepForeignServices: &keep, RetireTimeout: &retire}
+	patch := server.SettingsPatch{Network: &network, TCPTimeout: &tcp, TCPFinTimeout: &fin, UDPTimeout: &udp, KeepForeignServices: &keep,
+		RetireTimeout: &retire, MaintenanceDir: &maintenance}
 	d := &settingsData{Form: f, Base: baseOf(r), Drafted: p.staging(ctx, r, u)}
 	if f.Invalid() {
 		p.showSettings(w, r, u, http.StatusUnprocessableEntity, d)
