@@ -112,7 +112,7 @@ func (a *alerter) take(e server.Event) {
 	al := des.Settings.Alerts
 	a.idx.update(des)
 	if s := al.SMTP; s != nil {
-		if m, ok := a.mailFor(s, des, e); ok {
+		for _, m := range a.mailsFor(s, des, e) {
 			a.q.add(AlertSMTP, alertJob{kind: AlertSMTP, dest: s.Server, what: m.Subject, attempts: 1,
 				try: func(ctx context.Context) (bool, error) { return false, sendMail(ctx, s, a.host, m) }})
 		}
