@@ -42,7 +42,7 @@ type alertRig struct {
 	stop func()
 }
 
-func newAlertRig(t *testing.T, ctx context.Context, doc string) *alertRig {
+func newAlertRig(t *testing.T, ctx context.Context, doc string, setup ...func(*Daemon)) *alertRig {
 	t.Helper()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
 	if err != nil {
@@ -70,6 +70,9 @@ func newAlertRig(t *testing.T, ctx context.Context, doc string) *alertRig {
 		r.counts[kind+" "+outcome]++
 		r.mu.Unlock()
 	})
+	for _, f := range setup {
+		f(d)
+	}
 	dctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- d.Run(dctx) }()
