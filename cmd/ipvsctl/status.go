@@ -81,6 +81,7 @@ func printStatus(env *cliEnv, v *server.StatusView) {
 		}
 		fmt.Fprintf(env.stdout, "%s: %s\n", label, followerLine(f))
 	}
+	printAlertDeliveries(env, v.Alerts)
 	fmt.Fprintf(env.stdout, "IP Virtual Server table: %d services (timeouts tcp %ds, tcpfin %ds, udp %ds)\n",
 		len(v.Services), v.Timeouts.TCP, v.Timeouts.TCPFin, v.Timeouts.UDP)
 	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
@@ -207,6 +208,28 @@ func statCols(s ipvsmgr.Stats) string {
 func orDash(s string) string {
 	if s == "" {
 		return "-"
+	}
+	return s
+}
+
+// printAlertDeliveries prints a line per alert destination: how its
+// alerts fare.
+func printAlertDeliveries(env *cliEnv, ds []server.AlertDelivery) {
+	for _, d := range ds {
+		fmt.Fprintf(env.stdout, "Alerts: %s\n", alertDeliveryLine(d))
+	}
+}
+
+func alertDeliveryLine(d server.AlertDelivery) string {
+	s := fmt.Sprintf("%s %s: %d sent, %d failed, %d dropped, %d queued", d.Kind, d.Destination, d.Sent, d.Failed, d.Dropped, d.Queued)
+	if d.LastOK != nil {
+		s += ", last sent " + d.LastOK.Local().Format(time.DateTime)
+	}
+	if d.LastErrorAt != nil {
+		s += ", last failed " + d.LastErrorAt.Local().Format(time.DateTime) + ": " + d.LastError
+	}
+	if d.Failing() {
+		s += " (failing)"
 	}
 	return s
 }

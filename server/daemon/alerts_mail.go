@@ -197,7 +197,7 @@ func sendMail(ctx context.Context, s *ipvsmgr.SMTPAlerts, host string, m alertMa
 	timeout := time.Duration(cmp.Or(s.ConnectTimeout, ipvsmgr.DefaultSMTPConnectTimeout)) * time.Second
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	relay := net.JoinHostPort(s.Server, strconv.Itoa(cmp.Or(s.Port, ipvsmgr.DefaultSMTPPort)))
+	relay := relayAddr(s)
 	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", relay)
 	if err != nil {
 		return fmt.Errorf("mail relay %s: %w", relay, err)
@@ -213,6 +213,11 @@ func sendMail(ctx context.Context, s *ipvsmgr.SMTPAlerts, host string, m alertMa
 		return fmt.Errorf("mail relay %s: %w", relay, err)
 	}
 	return nil
+}
+
+// relayAddr is the mail relay's host:port.
+func relayAddr(s *ipvsmgr.SMTPAlerts) string {
+	return net.JoinHostPort(s.Server, strconv.Itoa(cmp.Or(s.Port, ipvsmgr.DefaultSMTPPort)))
 }
 
 func smtpExchange(c *textproto.Conn, helo, from string, to []string, text string) error {

@@ -245,6 +245,12 @@ func TestWebhookQueueDropsTheOldest(t *testing.T) {
 		post(i)
 	}
 	waitUntil(t, ctx, "two posts dropped", func() bool { return r.count("webhook dropped") == 2 })
+	// The core's view of the destination: the full queue, the drops, and
+	// no result yet (the first post is still under way).
+	if ds := r.core.AlertDeliveries(); len(ds) != 1 || ds[0].Destination != rc.URL || ds[0].Queued != alertQueue ||
+		ds[0].Dropped != 2 || ds[0].Sent != 0 || ds[0].LastOK != nil {
+		t.Errorf("deliveries while the receiver hangs: %+v, want %d queued and 2 dropped", ds, alertQueue)
+	}
 	free()
 	waitUntil(t, ctx, "the others delivered", func() bool { return r.count("webhook sent") == alertQueue+1 })
 	posts := rc.got()
