@@ -1,8 +1,6 @@
 package panel
 
 import (
-	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -12,6 +10,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 
 	"github.com/ipvsctl/ipvsctl/internal/testenv"
