@@ -18,9 +18,6 @@ import (
 // on its interface, which is tracked (an instance's interface going down
 // faults its whole group). A member that cannot merge is named and kept.
 
-// kaSyncMapped are the vrrp_sync_group keywords the settings take up.
-var kaSyncMapped = words("group notify_master notify_backup notify_fault notify_stop notify smtp_alert track_interface")
-
 // kaMemberOwn are a member's keywords that may differ from the mapped
 // instance's when it merges: the rest must be written alike.
 var kaMemberOwn = words("interface virtual_ipaddress virtual_ipaddress_excluded track_interface state")
@@ -46,7 +43,6 @@ func (k *kaImporter) syncGroups(top []*kaNode, vi *kaNode, r *ipvsmgr.Redundancy
 			k.warnf(g.line, "vrrp_sync_group %s: vrrp_instance %s is in sync group %s already: kept as written, not run", g.word(1), vi.word(1), r.SyncGroup.Name)
 		default:
 			k.syncGroup(g, members, vi, r, others, handled)
-			continue
 		}
 	}
 	return handled
