@@ -117,6 +117,28 @@ type Redundancy struct {
 	// SMTPAlert (keepalived's smtp_alert in a vrrp_instance) mails each
 	// change of state; unset, settings.alerts.smtp decides (SMTPAlerts).
 	SMTPAlert *bool `json:"smtp_alert,omitempty"`
+	// SyncGroup is keepalived's vrrp_sync_group around the instance: its
+	// programs and mail, run after the instance's on each change.
+	SyncGroup *SyncGroup `json:"sync_group,omitempty"`
+}
+
+// SyncGroup is keepalived's vrrp_sync_group. keepalived moves a sync
+// group's instances together; ipvsctl's one instance already carries
+// every VIP, on whichever interfaces the services say, so the group is
+// only its name, its programs and its mail. NotifyMaster...NotifyStop
+// run as the state is taken, after the instance's programs, and Notify
+// after them with keepalived's arguments added: GROUP, the group's name,
+// the state and 0 (keepalived passes no priority for a group).
+type SyncGroup struct {
+	Name         string `json:"name"`
+	NotifyMaster Argv   `json:"notify_master,omitempty"`
+	NotifyBackup Argv   `json:"notify_backup,omitempty"`
+	NotifyFault  Argv   `json:"notify_fault,omitempty"`
+	NotifyStop   Argv   `json:"notify_stop,omitempty"`
+	Notify       Argv   `json:"notify,omitempty"`
+	// SMTPAlert (smtp_alert in the vrrp_sync_group) mails the group's
+	// changes of state; unset, settings.alerts.smtp decides (ForVRRP).
+	SMTPAlert *bool `json:"smtp_alert,omitempty"`
 }
 
 // DefaultInstance is the VRRP instance's name when the document gives none.

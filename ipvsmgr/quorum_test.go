@@ -107,6 +107,12 @@ func TestNotifyProgramValidation(t *testing.T) {
 			`settings.redundancy.notify[1]: "a\x00" holds a NUL byte`},
 		{`{"settings":{"redundancy":{"vrid":1,"interface":"eth0","instance":"VI 1"}},"services":[]}`,
 			`settings.redundancy.instance: "VI 1" is not an instance name`},
+		{`{"settings":{"redundancy":{"vrid":1,"interface":"eth0","sync_group":{"name":""}}},"services":[]}`,
+			`settings.redundancy.sync_group.name: "" is not a sync group name`},
+		{`{"settings":{"redundancy":{"vrid":1,"interface":"eth0","sync_group":{"name":"G","notify_backup":["b.sh"]}}},"services":[]}`,
+			`settings.redundancy.sync_group.notify_backup[0]: "b.sh" is not an absolute path`},
+		{`{"settings":{"redundancy":{"vrid":1,"interface":"eth0","sync_group":{"name":"G","nofity":["/bin/true"]}}},"services":[]}`,
+			`nofity`},
 	} {
 		st, err := ipvsmgr.DecodeState(strings.NewReader(c.doc))
 		if err == nil {

@@ -127,17 +127,33 @@ func (v *validator) centiseconds(field string, val, lo, hi float64) {
 	}
 }
 
-func (v *validator) redundancy(field string, r *Redundancy) {
-	v.rangeCheck(field+".vrid", r.VRID, 1, 255)
-	if r.Instance != "" && (len(r.Instance) > 64 || strings.ContainsFunc(r.Instance, func(c rune) bool { return c <= ' ' || c == 0x7f })) {
-		v.addf(field+".instance", "%q is not an instance name (1 to 64 characters, no blanks)", r.Instance)
-	}
+// validVRRPName is a vrrp_instance's or vrrp_sync_group's name as
+// keepalived's notify arguments carry it.
+func validVRRPName(s string) bool {
+	return s != "" && len(s) <= 64 && !strings.ContainsFunc(s, func(c rune) bool { return c <= ' ' || c == 0x7f })
+}
+
+// notifyPrograms checks keepalived's five notify programs of field.
+func (v *validator) notifyPrograms(field string, master, backup, fault, stop, notify Argv) {
 	for _, p := range []struct {
 		name string
 		cmd  Argv
-	}{{"notify_master", r.NotifyMaster}, {"notify_backup", r.NotifyBackup}, {"notify_fault", r.NotifyFault},
-		{"notify_stop", r.NotifyStop}, {"notify", r.Notify}} {
+	}{{"notify_master", master}, {"notify_backup", backup}, {"notify_fault", fault}, {"notify_stop", stop}, {"notify", notify}} {
 		v.program(field+"."+p.name, p.cmd)
+	}
+}
+
+func (v *validator) redundancy(field string, r *Redundancy) {
+	v.rangeCheck(field+".vrid", r.VRID, 1, 255)
+	if r.Instance != "" && !validVRRPName(r.Instance) {
+		v.addf(field+".instance", "%q is not an instance name (1 to 64 characters, no blanks)", r.Instance)
+	}
+	v.notifyPrograms(field, r.NotifyMaster, r.NotifyBackup, r.NotifyFault, r.NotifyStop, r.Notify)
+	if g := r.SyncGroup; g != nil {
+		if !validVRRPName(g.Name) {
+			v.addf(field+".sync_group.name", "%q is not a sync group name (1 to 64 characters, no blanks)", g.Name)
+		}
+		v.notifyPrograms(field+".sync_group", g.NotifyMaster, g.NotifyBackup, g.NotifyFault, g.NotifyStop, g.Notify)
 	}
 	if !validInterfaceName(r.Interface) {
 		v.addf(field+".interface", "%q is not an interface name", r.Interface)

@@ -17,7 +17,10 @@ func runStatus(env *cliEnv, args []string) int {
 		"Show the kernel's IPVS table: every virtual service and real server with active and inactive\n"+
 			"connections, counters and rates (like ipvsadm -Ln --stats --rate). --states shows instead each\n"+
 			"service of the desired state and its real servers in the panel's words (up, degraded, all down,\n"+
-			"down, disabled, unknown; a real server's up, down, draining, drained, full, ...) with why.")
+			"down, disabled, unknown; a real server's up, down, draining, drained, full, ...) with why.\n"+
+			"Through a daemon it also shows the pair, BGP, the followers and, per alert destination of\n"+
+			"settings.alerts (the mail relay, each webhook), how its deliveries fare: last sent, last\n"+
+			"failure and why, queued, sent, failed, dropped.")
 	asJSON := fs.Bool("json", false, "print JSON")
 	states := fs.Bool("states", false, "the desired state's services and real servers in the panel's words, with why")
 	if st, ok := env.parseFlags(fs, args); !ok {
@@ -81,6 +84,7 @@ func printStatus(env *cliEnv, v *server.StatusView) {
 		}
 		fmt.Fprintf(env.stdout, "%s: %s\n", label, followerLine(f))
 	}
+	printAlertDeliveries(env, v.Alerts)
 	fmt.Fprintf(env.stdout, "IP Virtual Server table: %d services (timeouts tcp %ds, tcpfin %ds, udp %ds)\n",
 		len(v.Services), v.Timeouts.TCP, v.Timeouts.TCPFin, v.Timeouts.UDP)
 	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
@@ -207,6 +211,28 @@ func statCols(s ipvsmgr.Stats) string {
 func orDash(s string) string {
 	if s == "" {
 		return "-"
+	}
+	return s
+}
+
+// printAlertDeliveries prints a line per alert destination: how its
+// alerts fare.
+func printAlertDeliveries(env *cliEnv, ds []server.AlertDelivery) {
+	for _, d := range ds {
+		fmt.Fprintf(env.stdout, "Alerts: %s\n", alertDeliveryLine(d))
+	}
+}
+
+func alertDeliveryLine(d server.AlertDelivery) string {
+	s := fmt.Sprintf("%s %s: %d sent, %d failed, %d dropped, %d queued", d.Kind, d.Destination, d.Sent, d.Failed, d.Dropped, d.Queued)
+	if d.LastOK != nil {
+		s += ", last sent " + d.LastOK.Local().Format(time.DateTime)
+	}
+	if d.LastErrorAt != nil {
+		s += ", last failed " + d.LastErrorAt.Local().Format(time.DateTime) + ": " + d.LastError
+	}
+	if d.Failing() {
+		s += " (failing)"
 	}
 	return s
 }

@@ -277,7 +277,7 @@ func kaBlockDiff(a, b *ipvsmgr.Service) string {
 // were written, global_defs with lvs_timeouts as the settings say.
 func (x *kaExporter) globals() error {
 	s := &x.st.Settings
-	haveDefs, haveInstance := false, false
+	haveDefs, haveInstance, haveGroup := false, false, false
 	defs := append(x.smtpLines(), x.syncDaemonLine()...)
 	defsMapped := map[string]bool{}
 	if s.Alerts != nil && s.Alerts.SMTP != nil {
@@ -297,6 +297,10 @@ func (x *kaExporter) globals() error {
 		case s.Redundancy != nil && !haveInstance && k.Key == "vrrp_instance "+cmp.Or(s.Redundancy.Instance, ipvsmgr.DefaultInstance):
 			haveInstance = true
 			k.Value = kaRewrite(k.Value, kaVRRPMapped(), x.vrrpLines(s.Redundancy, k.Value), nil)
+		case s.Redundancy != nil && s.Redundancy.SyncGroup != nil && !haveGroup && k.Key == "vrrp_sync_group "+s.Redundancy.SyncGroup.Name:
+			haveGroup = true
+			lines := x.syncGroupLines(s.Redundancy, k.Value)
+			k.Value = kaRewrite(k.Value, kaLineWords(lines), lines, nil)
 		}
 		x.keptKey("", k)
 	}
@@ -310,7 +314,26 @@ func (x *kaExporter) globals() error {
 		lines := x.vrrpLines(r, "")
 		x.w.WriteString("vrrp_instance " + cmp.Or(r.Instance, ipvsmgr.DefaultInstance) + " {\n    " + strings.Join(lines, "\n    ") + "\n}\n")
 	}
+	if r := s.Redundancy; r != nil && r.SyncGroup != nil {
+		_, members := x.syncMembers(r)
+		x.w.WriteString(strings.Join(members, ""))
+		if !haveGroup {
+			lines := x.syncGroupLines(r, "")
+			x.w.WriteString("vrrp_sync_group " + r.SyncGroup.Name + " {\n    " + strings.Join(lines, "\n    ") + "\n}\n")
+		}
+	}
 	return nil
+}
+
+// kaLineWords are the keywords lines written at a block's top level say.
+func kaLineWords(lines []string) map[string]bool {
+	out := map[string]bool{}
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) > 0 && !strings.HasPrefix(l, " ") && f[0] != "}" {
+			out[f[0]] = true
+		}
+	}
+	return out
 }
 
 func kaTimeoutsLine(s *ipvsmgr.Settings) string {

@@ -66,6 +66,14 @@ func TestKeepalivedExportRoundTrip(t *testing.T) {
 // in time: its exit status and what it printed.
 func runKeepalivedTest(t *testing.T, dir, file string) (int, string) {
 	t.Helper()
+	return runKeepalivedTestIn(t, dir, file, "")
+}
+
+// runKeepalivedTestIn runs it after the shell commands setup, in a
+// network namespace of its own when setup is set (its interfaces are
+// setup's).
+func runKeepalivedTestIn(t *testing.T, dir, file, setup string) (int, string) {
+	t.Helper()
 	bin, err := exec.LookPath("keepalived")
 	if err != nil {
 		for _, p := range []string{"/usr/sbin/keepalived", "/sbin/keepalived"} {
@@ -80,6 +88,9 @@ func runKeepalivedTest(t *testing.T, dir, file string) (int, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-t", "-f", file)
+	if setup != "" {
+		cmd = exec.CommandContext(ctx, "unshare", "--net", "sh", "-c", setup+` && exec "$0" -t -f "$1"`, bin, file)
+	}
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var buf bytes.Buffer

@@ -53,6 +53,7 @@ func kaTrue(c *kaNode) (bool, bool) {
 // vrrpInstance maps the first usable vrrp_instance of top.
 func (k *kaImporter) vrrpInstance(top []*kaNode) error {
 	var vi *kaNode
+	var others []*kaNode // the first block of each other name
 	seen := map[string]bool{}
 	for _, n := range top {
 		if !n.block || n.word(0) != "vrrp_instance" {
@@ -66,7 +67,7 @@ func (k *kaImporter) vrrpInstance(top []*kaNode) error {
 		}
 		seen[n.word(1)] = true
 		if vi != nil {
-			k.warnf(n.line, "vrrp_instance %s: ipvsctl runs one VRRP instance (vrrp_instance %s, line %d): kept as written, not run", n.word(1), vi.word(1), vi.line)
+			others = append(others, n)
 			continue
 		}
 		if !slices.ContainsFunc(n.children, func(c *kaNode) bool { return c.word(0) == "interface" }) ||
@@ -77,6 +78,7 @@ func (k *kaImporter) vrrpInstance(top []*kaNode) error {
 		vi = n
 	}
 	if vi == nil {
+		k.syncGroups(top, nil, nil, nil)
 		return nil
 	}
 	r := &ipvsmgr.Redundancy{}
@@ -158,13 +160,9 @@ func (k *kaImporter) vrrpInstance(top []*kaNode) error {
 				r.GARPCount = &n
 			}
 		case "notify_master", "notify_backup", "notify_fault", "notify_stop", "notify":
-			cmd, user, err := k.script(c)
-			if err != nil || len(user) > 0 {
+			if !k.notifyProgram(c, &r.NotifyMaster, &r.NotifyBackup, &r.NotifyFault, &r.NotifyStop, &r.Notify) {
 				bad("a user to run it as, or no program: not run as root by mistake")
-				continue
 			}
-			*map[string]*ipvsmgr.Argv{"notify_master": &r.NotifyMaster, "notify_backup": &r.NotifyBackup,
-				"notify_fault": &r.NotifyFault, "notify_stop": &r.NotifyStop, "notify": &r.Notify}[kw] = cmd
 		case "smtp_alert":
 			if b, ok := kaTrue(c); ok {
 				r.SMTPAlert = &b
@@ -196,13 +194,35 @@ func (k *kaImporter) vrrpInstance(top []*kaNode) error {
 	k.st.Settings.Redundancy = r
 	k.lines["settings.redundancy"] = vi.line
 	k.rep.Node = node
-	k.unkeep(vi, kaVRRPMapped(), func(v *kaNode) bool { return !kaServiceVIP(v, k.st.Services) })
+	// The excluded addresses stay in the kept text, services' or not: the
+	// export writes them back as excluded.
+	k.unkeep(vi, kaVRRPMapped(), func(block string, v *kaNode) bool {
+		return block == "virtual_ipaddress_excluded" || !kaServiceVIP(v, k.st.Services)
+	})
+	handled := k.syncGroups(top, vi, r, others)
+	for _, n := range others {
+		if !handled[n.word(1)] {
+			k.warnf(n.line, "vrrp_instance %s: ipvsctl runs one VRRP instance (vrrp_instance %s, line %d): kept as written, not run", n.word(1), vi.word(1), vi.line)
+		}
+	}
 	return nil
+}
+
+// notifyProgram sets the one of the five programs the notify line c
+// names; false when it names a user to run it as, or no program.
+func (k *kaImporter) notifyProgram(c *kaNode, master, backup, fault, stop, notify *ipvsmgr.Argv) bool {
+	cmd, user, err := k.script(c)
+	if err != nil || len(user) > 0 {
+		return false
+	}
+	*map[string]*ipvsmgr.Argv{"notify_master": master, "notify_backup": backup, "notify_fault": fault,
+		"notify_stop": stop, "notify": notify}[c.word(0)] = cmd
+	return true
 }
 
 // unkeep takes the keywords in mapped out of the kept text of block n:
 // the settings say them now, and the export writes them from there.
-func (k *kaImporter) unkeep(n *kaNode, mapped map[string]bool, other func(*kaNode) bool) {
+func (k *kaImporter) unkeep(n *kaNode, mapped map[string]bool, other func(block string, v *kaNode) bool) {
 	for i := range k.st.Imported {
 		if key := &k.st.Imported[i]; key.Line == n.line && key.Scope == "" && key.Key == n.header() {
 			key.Value = kaRewrite(key.Value, mapped, nil, other)
@@ -212,12 +232,16 @@ func (k *kaImporter) unkeep(n *kaNode, mapped map[string]bool, other func(*kaNod
 
 // kaServiceVIP is whether a virtual_ipaddress line is a service's address
 // that the service carries.
-func kaServiceVIP(v *kaNode, services []ipvsmgr.Service) bool {
+func kaServiceVIP(v *kaNode, services []ipvsmgr.Service) bool { return kaServiceAt(v, services, true) }
+
+// kaServiceAt is whether a virtual_ipaddress line is a service's address
+// (one that carries it, when carried).
+func kaServiceAt(v *kaNode, services []ipvsmgr.Service, carried bool) bool {
 	addr, _, _ := strings.Cut(v.word(0), "/")
 	a, err := netip.ParseAddr(addr)
 	return err == nil && slices.ContainsFunc(services, func(s ipvsmgr.Service) bool {
 		sa, err := netip.ParseAddr(s.Address)
-		return err == nil && sa.Unmap() == a.Unmap() && s.Interface != ""
+		return err == nil && sa.Unmap() == a.Unmap() && (s.Interface != "" || !carried)
 	})
 }
 
@@ -315,7 +339,7 @@ var kaSMTPMapped = words("smtp_server smtp_helo_name notification_email_from not
 // out and lines (the settings' own) written first.
 // A mapped virtual_ipaddress block keeps the lines other (when set) says
 // are not taken up.
-func kaRewrite(text string, mapped map[string]bool, lines []string, other func(v *kaNode) bool) string {
+func kaRewrite(text string, mapped map[string]bool, lines []string, other func(block string, v *kaNode) bool) string {
 	nodes, err := parseKeepalivedTree([]byte(text), nil)
 	if err != nil || len(nodes) != 1 || !nodes[0].block {
 		return text // as the import kept it
@@ -329,7 +353,7 @@ func kaRewrite(text string, mapped map[string]bool, lines []string, other func(v
 		case mapped[kw] && other != nil && (kw == "virtual_ipaddress" || kw == "virtual_ipaddress_excluded"):
 			var left []string
 			for _, v := range c.children {
-				if other(v) {
+				if other(kw, v) {
 					left = append(left, "        "+strings.Join(kaWords(v), " ")+"\n")
 				}
 			}
@@ -454,45 +478,48 @@ func (x *kaExporter) vrrpLines(r *ipvsmgr.Redundancy, kept string) []string {
 	} else if d != nil {
 		out = append(out, "garp_master_delay "+strconv.Itoa(int(*d)))
 	}
+	out = append(out, x.notifyLines("settings.redundancy", r.NotifyMaster, r.NotifyBackup, r.NotifyFault, r.NotifyStop, r.Notify)...)
+	if r.SMTPAlert != nil {
+		out = append(out, "smtp_alert "+kaBoolWord(*r.SMTPAlert))
+	}
+	vips, excluded := x.vipLines(r, kept)
+	if len(vips) == 0 && len(excluded) == 0 {
+		x.bad("settings.redundancy: keepalived's vrrp_instance needs a virtual address: no service has an interface to carry its address on")
+	}
+	for _, b := range []struct {
+		kw    string
+		lines []string
+	}{{"virtual_ipaddress", vips}, {"virtual_ipaddress_excluded", excluded}} {
+		if len(b.lines) > 0 {
+			out = append(out, b.kw+" {")
+			for _, v := range b.lines {
+				out = append(out, "    "+v)
+			}
+			out = append(out, "}")
+		}
+	}
+	if r.Auth != nil {
+		x.bad("settings.redundancy.auth: keepalived 2.2 has no auth_hmac (2.4's, not written yet)")
+	}
+	return out
+}
+
+// notifyLines are the five programs of field as keepalived's notify lines.
+func (x *kaExporter) notifyLines(field string, master, backup, fault, stop, notify ipvsmgr.Argv) []string {
+	var out []string
 	for _, p := range []struct {
 		kw   string
 		argv ipvsmgr.Argv
-	}{{"notify_master", r.NotifyMaster}, {"notify_backup", r.NotifyBackup}, {"notify_fault", r.NotifyFault},
-		{"notify_stop", r.NotifyStop}, {"notify", r.Notify}} {
+	}{{"notify_master", master}, {"notify_backup", backup}, {"notify_fault", fault}, {"notify_stop", stop}, {"notify", notify}} {
 		if len(p.argv) == 0 {
 			continue
 		}
 		text, ok := kaCommand(p.argv)
 		if !ok {
-			x.bad("settings.redundancy.%s: %q: %s", p.kw, p.argv, kaCommandQuoted)
+			x.bad("%s.%s: %q: %s", field, p.kw, p.argv, kaCommandQuoted)
 			continue
 		}
 		out = append(out, p.kw+" "+text)
-	}
-	if r.SMTPAlert != nil {
-		out = append(out, "smtp_alert "+kaBoolWord(*r.SMTPAlert))
-	}
-	var vips []string
-	for _, svc := range x.st.Services {
-		if svc.Interface != "" && svc.Address != "" && !slices.Contains(vips, svc.Address) {
-			v := svc.Address
-			if svc.Interface != r.Interface {
-				v += " dev " + svc.Interface
-			}
-			vips = append(vips, v)
-		}
-	}
-	vips = append(vips, kaOtherVIPs(kept, x.st.Services)...)
-	if len(vips) == 0 {
-		x.bad("settings.redundancy: keepalived's vrrp_instance needs a virtual address: no service has an interface to carry its address on")
-	}
-	out = append(out, "virtual_ipaddress {")
-	for _, v := range vips {
-		out = append(out, "    "+v)
-	}
-	out = append(out, "}")
-	if r.Auth != nil {
-		x.bad("settings.redundancy.auth: keepalived 2.2 has no auth_hmac (2.4's, not written yet)")
 	}
 	return out
 }
@@ -506,22 +533,54 @@ func (x *kaExporter) syncDaemonLine() []string {
 	return []string{fmt.Sprintf("lvs_sync_daemon %s %s id %d", r.SyncDaemonInterface(), cmp.Or(r.Instance, ipvsmgr.DefaultInstance), r.SyncID)}
 }
 
-// kaOtherVIPs are the virtual_ipaddress lines of a kept vrrp_instance at
-// no service's address: kept as they were read.
-func kaOtherVIPs(kept string, services []ipvsmgr.Service) []string {
-	nodes, err := parseKeepalivedTree([]byte(kept), nil)
-	if err != nil || len(nodes) != 1 {
-		return nil
+// vipLines are the instance's virtual_ipaddress and
+// virtual_ipaddress_excluded lines: the services' addresses on their
+// interfaces, in virtual_ipaddress unless the kept instance lists one as
+// excluded, and the kept lines at no service's address as they were read.
+func (x *kaExporter) vipLines(r *ipvsmgr.Redundancy, kept string) (vips, excluded []string) {
+	line := func(svc ipvsmgr.Service) string {
+		if svc.Interface != r.Interface {
+			return svc.Address + " dev " + svc.Interface
+		}
+		return svc.Address
 	}
-	var out []string
-	for _, c := range nodes[0].children {
-		if c.word(0) == "virtual_ipaddress" || c.word(0) == "virtual_ipaddress_excluded" {
+	carried := func(v *kaNode) (ipvsmgr.Service, bool) {
+		for _, svc := range x.st.Services {
+			if svc.Interface != "" && svc.Address != "" && kaServiceVIP(v, []ipvsmgr.Service{svc}) {
+				return svc, true
+			}
+		}
+		return ipvsmgr.Service{}, false
+	}
+	var other []string
+	isExcluded := map[string]bool{}
+	if nodes, err := parseKeepalivedTree([]byte(kept), nil); err == nil && len(nodes) == 1 {
+		for _, c := range nodes[0].children {
 			for _, v := range c.children {
-				if !kaServiceVIP(v, services) {
-					out = append(out, strings.Join(kaWords(v), " "))
+				svc, ok := carried(v)
+				switch {
+				case c.word(0) == "virtual_ipaddress_excluded" && ok:
+					if !isExcluded[svc.Address] {
+						isExcluded[svc.Address] = true
+						excluded = append(excluded, line(svc))
+					}
+				case c.word(0) == "virtual_ipaddress_excluded":
+					excluded = append(excluded, strings.Join(kaWords(v), " "))
+				case c.word(0) == "virtual_ipaddress" && !ok:
+					other = append(other, strings.Join(kaWords(v), " "))
 				}
 			}
 		}
 	}
-	return out
+	seen := map[string]bool{}
+	for _, svc := range x.st.Services {
+		if r.SyncGroup != nil && svc.Interface != r.Interface {
+			continue // a member instance's (syncMembers)
+		}
+		if svc.Interface != "" && svc.Address != "" && !seen[svc.Address] && !isExcluded[svc.Address] {
+			seen[svc.Address] = true
+			vips = append(vips, line(svc))
+		}
+	}
+	return append(vips, other...), excluded
 }

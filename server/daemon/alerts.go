@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -57,6 +58,7 @@ type alerter struct {
 	// state only when it differs (last_email_state).
 	mailed map[string]string
 	q      *serialQueue[alertJob]
+	stats  deliveryStats
 	// stopped is the daemon's: no retry once it ends. send is the
 	// attempts': it ends alertStopGrace later.
 	stopped, send context.Context
@@ -91,9 +93,10 @@ func (d *Daemon) runAlerts(ctx context.Context, after int64) {
 	a.q = newSerialQueue(alertQueue, a.deliver, func(_ string, j alertJob) {
 		d.Log.Error("alert dropped unsent: too many waiting for its destination", "kind", j.kind, "to", j.dest, "alert", j.what,
 			"queue", alertQueue)
-		a.count(j.kind, AlertDropped)
+		a.count(j, AlertDropped, nil)
 	})
 	defer a.q.wait()
+	d.Core.SetAlertSource(a.deliveries)
 	err = d.Core.WatchEvents(ctx, server.Actor{}, after, server.EventFilter{}, func(e server.Event) error {
 		a.take(e)
 		return nil
@@ -112,8 +115,8 @@ func (a *alerter) take(e server.Event) {
 	al := des.Settings.Alerts
 	a.idx.update(des)
 	if s := al.SMTP; s != nil {
-		if m, ok := a.mailFor(s, des, e); ok {
-			a.q.add(AlertSMTP, alertJob{kind: AlertSMTP, dest: s.Server, what: m.Subject, attempts: 1,
+		for _, m := range a.mailsFor(s, des, e) {
+			a.q.add(AlertSMTP, alertJob{kind: AlertSMTP, dest: relayAddr(s), what: m.Subject, attempts: 1,
 				try: func(ctx context.Context) (bool, error) { return false, sendMail(ctx, s, a.host, m) }})
 		}
 	}
@@ -123,7 +126,7 @@ func (a *alerter) take(e server.Event) {
 		if !ok {
 			continue
 		}
-		a.q.add("webhook "+strconv.Itoa(i)+" "+w.URL, alertJob{kind: AlertWebhook, dest: w.URL, what: e.Type + " " + e.Subject,
+		a.q.add(webhookKey(i, w.URL), alertJob{kind: AlertWebhook, dest: w.URL, what: e.Type + " " + e.Subject,
 			attempts: webhookAttempts, try: func(ctx context.Context) (bool, error) { return a.client.post(ctx, &w, body) }})
 	}
 }
@@ -136,12 +139,12 @@ func (a *alerter) deliver(_ string, j alertJob) {
 		retry, err := j.try(a.send)
 		if err == nil {
 			log.Info("alert sent", "attempt", n)
-			a.count(j.kind, AlertSent)
+			a.count(j, AlertSent, nil)
 			return
 		}
 		if !retry || n >= j.attempts || a.stopped.Err() != nil {
 			log.Error("alert not sent", "attempt", n, "err", err)
-			a.count(j.kind, AlertFailed)
+			a.count(j, AlertFailed, err)
 			return
 		}
 		wait := a.retry(n)
@@ -152,16 +155,86 @@ func (a *alerter) deliver(_ string, j alertJob) {
 		case <-a.stopped.Done():
 			t.Stop()
 			log.Error("alert not sent: the daemon stopped before its next attempt", "attempt", n)
-			a.count(j.kind, AlertFailed)
+			a.count(j, AlertFailed, err)
 			return
 		}
 	}
 }
 
-func (a *alerter) count(kind, outcome string) {
+// count tells OnAlert of how j ended, and keeps it as its destination's
+// last result.
+func (a *alerter) count(j alertJob, outcome string, err error) {
+	a.stats.record(j.kind, j.dest, outcome, err, time.Now())
 	if a.d.onAlert != nil {
-		a.d.onAlert(kind, outcome)
+		a.d.onAlert(j.kind, outcome)
 	}
+}
+
+func webhookKey(i int, url string) string { return "webhook " + strconv.Itoa(i) + " " + url }
+
+// deliveries are the destinations settings.alerts names now, each with
+// how its alerts fared and how many wait (the core's AlertDeliveries).
+func (a *alerter) deliveries() []server.AlertDelivery {
+	_, des := a.d.sk.current()
+	if des == nil || des.Settings.Alerts == nil {
+		return nil
+	}
+	al := des.Settings.Alerts
+	var out []server.AlertDelivery
+	if s := al.SMTP; s != nil {
+		out = append(out, a.stats.get(AlertSMTP, relayAddr(s), a.q.waiting(AlertSMTP)))
+	}
+	for i, w := range al.Webhooks {
+		out = append(out, a.stats.get(AlertWebhook, w.URL, a.q.waiting(webhookKey(i, w.URL))))
+	}
+	return out
+}
+
+// deliveryStats are the alerts' results by destination.
+type deliveryStats struct {
+	mu sync.Mutex
+	by map[string]*server.AlertDelivery
+}
+
+func (s *deliveryStats) record(kind, dest, outcome string, err error, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.at(kind, dest)
+	switch outcome {
+	case AlertSent:
+		d.Sent++
+		d.LastOK = &now
+	case AlertFailed:
+		d.Failed++
+		d.LastErrorAt = &now
+		d.LastError = "not sent"
+		if err != nil {
+			d.LastError = err.Error()
+		}
+	case AlertDropped:
+		d.Dropped++
+	}
+}
+
+func (s *deliveryStats) at(kind, dest string) *server.AlertDelivery {
+	if s.by == nil {
+		s.by = map[string]*server.AlertDelivery{}
+	}
+	d := s.by[kind+" "+dest]
+	if d == nil {
+		d = &server.AlertDelivery{Kind: kind, Destination: dest}
+		s.by[kind+" "+dest] = d
+	}
+	return d
+}
+
+// get is a copy of dest's results, queued the alerts waiting.
+func (s *deliveryStats) get(kind, dest string, queued int) server.AlertDelivery {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := *s.at(kind, dest)
+	d.Queued = queued
+	return d
 }
 
 // subjectIndex finds a real server's and a service's compiled form by the

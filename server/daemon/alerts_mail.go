@@ -19,11 +19,23 @@ import (
 // alertMail is one mail: its subject and body as keepalived writes them.
 type alertMail struct{ Subject, Body string }
 
+// mailsFor are the mails e calls for, in the order keepalived sends them.
+func (a *alerter) mailsFor(s *ipvsmgr.SMTPAlerts, des *ipvsmgr.Desired, e server.Event) []alertMail {
+	if e.Type == events.VRRPState {
+		return a.vrrpMails(s, des.Settings.Redundancy, e)
+	}
+	if m, ok := a.mailFor(s, e); ok {
+		return []alertMail{m}
+	}
+	return nil
+}
+
 // mailFor is the mail e calls for, keepalived's way (smtp_alert): a real
 // server's up and down (its checker's words, check_tcp.c), a service's
 // quorum (ipwrapper.c), the VRRP instance's states (vrrp_notify.c), each
-// as its smtp_alert and the global switches say (SMTPAlerts.For*).
-func (a *alerter) mailFor(s *ipvsmgr.SMTPAlerts, des *ipvsmgr.Desired, e server.Event) (alertMail, bool) {
+// as its smtp_alert and the global switches say (SMTPAlerts.For*); the
+// VRRP states' are vrrpMails.
+func (a *alerter) mailFor(s *ipvsmgr.SMTPAlerts, e server.Event) (alertMail, bool) {
 	var subject, body string
 	switch e.Type {
 	case events.ServerDown, events.ServerQuiesced, events.ServerUp, events.ServerBack:
@@ -42,22 +54,40 @@ func (a *alerter) mailFor(s *ipvsmgr.SMTPAlerts, des *ipvsmgr.Desired, e server.
 		up := e.Type == events.QuorumRegained
 		subject = fmt.Sprintf("Virtualserver %s - %s", fmtVS(p.Service), upDown(up))
 		body = quorumBody(up, e.Fields["at_start"] == "true", p.Quorum, p.Hysteresis, e.Fields["healthy"])
-	case events.VRRPState:
-		r := des.Settings.Redundancy
-		state := strings.ToUpper(e.Fields["state"])
-		if r == nil || !s.ForVRRP(r.SMTPAlert) || state == "FAULT" && s.NoEmailFaults || a.mailed[e.Fields["family"]] == state {
-			return alertMail{}, false
-		}
-		what, ok := vrrpMail[state]
-		if !ok {
-			return alertMail{}, false
-		}
-		a.mailed[e.Fields["family"]] = state
-		subject, body = fmt.Sprintf("VRRP Instance %s - %s", cmp.Or(r.Instance, ipvsmgr.DefaultInstance), what[0]), what[1]
 	default:
 		return alertMail{}, false
 	}
-	return alertMail{Subject: "[" + cmp.Or(s.RouterID, a.host) + "] " + subject, Body: body}, true
+	return a.mail(s, subject, body), true
+}
+
+// mail is a mail with keepalived's subject: "[router_id] " first.
+func (a *alerter) mail(s *ipvsmgr.SMTPAlerts, subject, body string) alertMail {
+	return alertMail{Subject: "[" + cmp.Or(s.RouterID, a.host) + "] " + subject, Body: body}
+}
+
+// vrrpMails are the mails of a VRRP change: the instance's
+// (vrrp_smtp_notifier), then its sync group's (vrrp_sync_smtp_notifier),
+// each sent only for a state that differs from the one it last mailed
+// (keepalived's last_email_state).
+func (a *alerter) vrrpMails(s *ipvsmgr.SMTPAlerts, r *ipvsmgr.Redundancy, e server.Event) []alertMail {
+	state := strings.ToUpper(e.Fields["state"])
+	if r == nil || state == "FAULT" && s.NoEmailFaults {
+		return nil
+	}
+	var out []alertMail
+	send := func(key string, own *bool, subject string, what map[string][2]string) {
+		m, ok := what[state]
+		if !ok || !s.ForVRRP(own) || a.mailed[key] == state {
+			return
+		}
+		a.mailed[key] = state
+		out = append(out, a.mail(s, subject+" - "+m[0], m[1]))
+	}
+	send(e.Fields["family"], r.SMTPAlert, "VRRP Instance "+cmp.Or(r.Instance, ipvsmgr.DefaultInstance), vrrpMail)
+	if g := r.SyncGroup; g != nil {
+		send("group "+e.Fields["family"], g.SMTPAlert, "VRRP Group "+g.Name, groupMail)
+	}
+	return out
 }
 
 // vrrpMail are vrrp_smtp_notifier's subjects and bodies, by state.
@@ -66,6 +96,14 @@ var vrrpMail = map[string][2]string{
 	"BACKUP": {"Entering BACKUP state", "=> VRRP Instance is no longer owning VRRP VIPs <="},
 	"FAULT":  {"Entering FAULT state", "=> VRRP Instance is no longer owning VRRP VIPs <="},
 	"STOP":   {"Stopping", "=> VRRP Instance stopping <="},
+}
+
+// groupMail are vrrp_sync_smtp_notifier's.
+var groupMail = map[string][2]string{
+	"MASTER": {"Entering MASTER state", "=> All VRRP group instances are now in MASTER state <="},
+	"BACKUP": {"Entering BACKUP state", "=> All VRRP group instances are now in BACKUP state <="},
+	"FAULT":  {"Entering FAULT state", "=> All VRRP group instances are now in FAULT state <="},
+	"STOP":   {"Stopping", "=> All VRRP group instances are now stopping <="},
 }
 
 func upDown(up bool) string {
@@ -159,7 +197,7 @@ func sendMail(ctx context.Context, s *ipvsmgr.SMTPAlerts, host string, m alertMa
 	timeout := time.Duration(cmp.Or(s.ConnectTimeout, ipvsmgr.DefaultSMTPConnectTimeout)) * time.Second
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	relay := net.JoinHostPort(s.Server, strconv.Itoa(cmp.Or(s.Port, ipvsmgr.DefaultSMTPPort)))
+	relay := relayAddr(s)
 	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", relay)
 	if err != nil {
 		return fmt.Errorf("mail relay %s: %w", relay, err)
@@ -175,6 +213,11 @@ func sendMail(ctx context.Context, s *ipvsmgr.SMTPAlerts, host string, m alertMa
 		return fmt.Errorf("mail relay %s: %w", relay, err)
 	}
 	return nil
+}
+
+// relayAddr is the mail relay's host:port.
+func relayAddr(s *ipvsmgr.SMTPAlerts) string {
+	return net.JoinHostPort(s.Server, strconv.Itoa(cmp.Or(s.Port, ipvsmgr.DefaultSMTPPort)))
 }
 
 func smtpExchange(c *textproto.Conn, helo, from string, to []string, text string) error {

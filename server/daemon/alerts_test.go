@@ -42,7 +42,7 @@ type alertRig struct {
 	stop func()
 }
 
-func newAlertRig(t *testing.T, ctx context.Context, doc string) *alertRig {
+func newAlertRig(t *testing.T, ctx context.Context, doc string, setup ...func(*Daemon)) *alertRig {
 	t.Helper()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
 	if err != nil {
@@ -70,6 +70,9 @@ func newAlertRig(t *testing.T, ctx context.Context, doc string) *alertRig {
 		r.counts[kind+" "+outcome]++
 		r.mu.Unlock()
 	})
+	for _, f := range setup {
+		f(d)
+	}
 	dctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- d.Run(dctx) }()
@@ -242,6 +245,12 @@ func TestWebhookQueueDropsTheOldest(t *testing.T) {
 		post(i)
 	}
 	waitUntil(t, ctx, "two posts dropped", func() bool { return r.count("webhook dropped") == 2 })
+	// The core's view of the destination: the full queue, the drops, and
+	// no result yet (the first post is still under way).
+	if ds := r.core.AlertDeliveries(); len(ds) != 1 || ds[0].Destination != rc.URL || ds[0].Queued != alertQueue ||
+		ds[0].Dropped != 2 || ds[0].Sent != 0 || ds[0].LastOK != nil {
+		t.Errorf("deliveries while the receiver hangs: %+v, want %d queued and 2 dropped", ds, alertQueue)
+	}
 	free()
 	waitUntil(t, ctx, "the others delivered", func() bool { return r.count("webhook sent") == alertQueue+1 })
 	posts := rc.got()
@@ -416,25 +425,60 @@ func TestAlertMails(t *testing.T) {
 		{events.Event{Type: events.VRRPState, Subject: "vrrp/ipv4", Fields: map[string]string{"family": "ipv4", "state": "stop"}},
 			"[lb1] VRRP Instance VI_WEB - Stopping", "=> VRRP Instance stopping <="},
 	}
+	mailFor := func(e events.Event) (alertMail, bool) {
+		ms := a.mailsFor(s, des, e)
+		if len(ms) > 1 {
+			t.Errorf("%s %v: %d mails, want one: %v", e.Type, e.Fields, len(ms), ms)
+		}
+		if len(ms) == 0 {
+			return alertMail{}, false
+		}
+		return ms[0], true
+	}
 	for i, c := range cases {
-		m, ok := a.mailFor(s, des, c.e)
+		m, ok := mailFor(c.e)
 		if ok != (c.subject != "") || m.Subject != c.subject || m.Body != c.body {
 			t.Errorf("%d %s %v: mail %v %q / %q, want %q / %q", i, c.e.Type, c.e.Fields, ok, m.Subject, m.Body, c.subject, c.body)
 		}
 	}
 	s.Alert, s.NoEmailFaults, s.RouterID = &on, true, ""
 	a.mailed = map[string]string{}
-	m, ok := a.mailFor(s, des, events.Event{Type: events.QuorumLost, Subject: k.String(), Fields: map[string]string{"healthy": "1", "at_start": "true"}})
+	m, ok := mailFor(events.Event{Type: events.QuorumLost, Subject: k.String(), Fields: map[string]string{"healthy": "1", "at_start": "true"}})
 	if want := "[director.example.test] Virtualserver [198.18.0.10]:tcp:80 - DOWN"; !ok || m.Subject != want || m.Body != "=> Starting with quorum down 2+1=1 <= 1 <=" {
 		t.Errorf("quorum at start: %v %q / %q, want %q / keepalived's line", ok, m.Subject, m.Body, want)
 	}
-	m, _ = a.mailFor(s, des, events.Event{Type: events.QuorumRegained, Subject: k.String(), Fields: map[string]string{"healthy": "3"}})
+	m, _ = mailFor(events.Event{Type: events.QuorumRegained, Subject: k.String(), Fields: map[string]string{"healthy": "3"}})
 	if m.Body != "=> Gained quorum 2+1=3 <= 3 <=" {
 		t.Errorf("quorum regained: %q", m.Body)
 	}
-	if _, ok := a.mailFor(s, des, events.Event{Type: events.VRRPState, Fields: map[string]string{"family": "ipv4", "state": "fault"}}); ok {
+	if _, ok := mailFor(events.Event{Type: events.VRRPState, Fields: map[string]string{"family": "ipv4", "state": "fault"}}); ok {
 		t.Error("no_email_faults: a FAULT was mailed")
 	}
+	// A sync group mails after its instance, in vrrp_sync_smtp_notifier's
+	// words, each by the state it last mailed: smtp_alert_vrrp says for the
+	// group, its own smtp_alert off silences it.
+	s.NoEmailFaults, s.RouterID = false, "lb1"
+	des.Settings.Redundancy.SyncGroup = &ipvsmgr.SyncGroup{Name: "VG_WEB"}
+	a.mailed = map[string]string{"ipv4": "MASTER"}
+	var got []string
+	for _, state := range []string{"master", "backup", "backup"} {
+		for _, m := range a.mailsFor(s, des, events.Event{Type: events.VRRPState, Fields: map[string]string{"family": "ipv4", "state": state}}) {
+			got = append(got, m.Subject+" / "+m.Body)
+		}
+	}
+	wantMails := []string{
+		"[lb1] VRRP Group VG_WEB - Entering MASTER state / => All VRRP group instances are now in MASTER state <=",
+		"[lb1] VRRP Instance VI_WEB - Entering BACKUP state / => VRRP Instance is no longer owning VRRP VIPs <=",
+		"[lb1] VRRP Group VG_WEB - Entering BACKUP state / => All VRRP group instances are now in BACKUP state <=",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(wantMails) {
+		t.Errorf("sync group mails:\n%q\nwant\n%q", got, wantMails)
+	}
+	des.Settings.Redundancy.SyncGroup.SMTPAlert = &off
+	if ms := a.mailsFor(s, des, events.Event{Type: events.VRRPState, Fields: map[string]string{"family": "ipv4", "state": "fault"}}); len(ms) != 1 || !strings.Contains(ms[0].Subject, "Instance") {
+		t.Errorf("the group's smtp_alert no: %v, want the instance's mail alone", ms)
+	}
+
 	fwm := ipvsmgr.ServerRef{Service: ipvsmgr.ServiceKey{Family: ipvsmgr.FamilyIPv6, FWMark: 5}, Server: ipvsmgr.DestKey{Addr: netip.MustParseAddr("2001:db8::11"), Port: 443}}
 	if got := fmtRS(fwm) + " " + fmtVS(fwm.Service); got != "[2001:db8::11]:tcp:443 FWM 5" {
 		t.Errorf("FMT_RS, FMT_VS of a fwmark service: %q", got)

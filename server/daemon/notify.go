@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"strings"
 
@@ -82,26 +83,38 @@ func (n *notifier) programsFor(e server.Event) []notifyRun {
 	return []notifyRun{{name: name, argv: argv, for_: []any{"server", e.Subject}}}
 }
 
-// vrrpPrograms are keepalived's: the state's own program as written, then
-// notify with "INSTANCE" NAME STATE PRIORITY added (vrrp_notify.c).
+// vrrpPrograms are keepalived's (send_instance_notifies, then
+// send_group_notifies): the state's own program as written, then notify
+// with "INSTANCE" NAME STATE PRIORITY added; then the sync group's, its
+// notify with "GROUP" NAME STATE 0 (vrrp_notify.c).
 func vrrpPrograms(r *ipvsmgr.Redundancy, e server.Event) []notifyRun {
 	if r == nil {
 		return nil
 	}
 	state := strings.ToUpper(e.Fields["state"])
-	byState := map[string]ipvsmgr.Argv{"MASTER": r.NotifyMaster, "BACKUP": r.NotifyBackup, "FAULT": r.NotifyFault, "STOP": r.NotifyStop}
-	instance := r.Instance
-	if instance == "" {
-		instance = ipvsmgr.DefaultInstance
-	}
+	instance := cmp.Or(r.Instance, ipvsmgr.DefaultInstance)
 	why := []any{"instance", instance, "family", e.Fields["family"], "state", state}
+	out := statePrograms(state, "", why, r.NotifyMaster, r.NotifyBackup, r.NotifyFault, r.NotifyStop, r.Notify,
+		"INSTANCE", instance, e.Fields["priority"])
+	if g := r.SyncGroup; g != nil {
+		why := append(why, "group", g.Name)
+		out = append(out, statePrograms(state, "group_", why, g.NotifyMaster, g.NotifyBackup, g.NotifyFault, g.NotifyStop, g.Notify,
+			"GROUP", g.Name, "0")...)
+	}
+	return out
+}
+
+// statePrograms are the program of state (of master, backup, fault and
+// stop) and then notify with TYPE NAME STATE PRIORITY added.
+func statePrograms(state, prefix string, why []any, master, backup, fault, stop, notify ipvsmgr.Argv, typ, name, prio string) []notifyRun {
+	byState := map[string]ipvsmgr.Argv{"MASTER": master, "BACKUP": backup, "FAULT": fault, "STOP": stop}
 	var out []notifyRun
 	if argv := byState[state]; len(argv) > 0 {
-		out = append(out, notifyRun{name: "notify_" + strings.ToLower(state), argv: argv, for_: why})
+		out = append(out, notifyRun{name: prefix + "notify_" + strings.ToLower(state), argv: argv, for_: why})
 	}
-	if len(r.Notify) > 0 {
-		argv := append(append([]string(nil), r.Notify...), "INSTANCE", instance, state, e.Fields["priority"])
-		out = append(out, notifyRun{name: "notify", argv: argv, for_: why})
+	if len(notify) > 0 {
+		argv := append(append([]string(nil), notify...), typ, name, state, prio)
+		out = append(out, notifyRun{name: prefix + "notify", argv: argv, for_: why})
 	}
 	return out
 }

@@ -21,7 +21,7 @@ import (
 // A real server's notify_up runs when its first check passes and when it
 // comes back, its notify_down when it goes, each once, in order; a VRRP
 // change runs the state's program and then notify with keepalived's four
-// arguments.
+// arguments, and then its sync group's (notify with GROUP NAME STATE 0).
 func TestDaemonRunsNotifyPrograms(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -39,7 +39,8 @@ func TestDaemonRunsNotifyPrograms(t *testing.T) {
 	b := newBackend(t)
 	host, port, _ := net.SplitHostPort(b.addr)
 	doc := fmt.Sprintf(`{"settings": {"redundancy": {"vrid": 51, "interface": "lo", "instance": "VI_WEB",
-    "notify_master": [%[1]q, "master"], "notify_backup": [%[1]q, "backup"], "notify": [%[1]q, "notify"]}},
+    "notify_master": [%[1]q, "master"], "notify_backup": [%[1]q, "backup"], "notify": [%[1]q, "notify"],
+    "sync_group": {"name": "VG_WEB", "notify_master": [%[1]q, "group-master"], "notify": [%[1]q, "group-notify"]}}},
   "services": [{"name": "web", "address": "198.18.0.100", "port": 80, "forwarding": "nat",
   "check": {"type": "tcp", "interval": 0.1, "timeout": 0.5, "rise": 1, "fall": 1, "on_failure": "remove"},
   "servers": [{"name": "r1", "address": %[2]q, "port": %[3]s, "notify_up": [%[1]q, "up", "r1"], "notify_down": [%[1]q, "down", "r1"]}]}]}`,
@@ -96,10 +97,11 @@ func TestDaemonRunsNotifyPrograms(t *testing.T) {
 	// programs for them (this test's daemon speaks no VRRP).
 	evs.Publish(events.Event{Type: events.VRRPState, Subject: "vrrp/ipv4", Fields: map[string]string{"family": "ipv4", "state": "master", "priority": "150"}})
 	evs.Publish(events.Event{Type: events.VRRPState, Subject: "vrrp/ipv4", Fields: map[string]string{"family": "ipv4", "state": "backup", "priority": "150"}})
-	waitFor("notify_master, notify, notify_backup, notify in order",
-		"up r1\ndown r1\nup r1\nmaster\nnotify INSTANCE VI_WEB MASTER 150\nbackup\nnotify INSTANCE VI_WEB BACKUP 150\n")
+	waitFor("notify_master, notify, the group's notify_master and notify, notify_backup, notify, the group's notify in order",
+		"up r1\ndown r1\nup r1\nmaster\nnotify INSTANCE VI_WEB MASTER 150\ngroup-master\ngroup-notify GROUP VG_WEB MASTER 0\n"+
+			"backup\nnotify INSTANCE VI_WEB BACKUP 150\ngroup-notify GROUP VG_WEB BACKUP 0\n")
 	time.Sleep(300 * time.Millisecond) // three check intervals: a repeated run would show
-	if got := lines(); strings.Count(got, "\n") != 7 {
+	if got := lines(); strings.Count(got, "\n") != 10 {
 		t.Errorf("a program ran again: %q", got)
 	}
 }

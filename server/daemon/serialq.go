@@ -53,5 +53,12 @@ func (q *serialQueue[T]) add(key string, job T) {
 	}()
 }
 
+// waiting is how many of key's jobs wait (the one running not counted).
+func (q *serialQueue[T]) waiting(key string) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.queued[key])
+}
+
 // wait returns once every job queued has run (or been dropped).
 func (q *serialQueue[T]) wait() { q.wg.Wait() }

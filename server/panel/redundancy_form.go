@@ -86,8 +86,11 @@ func parseRedundancyForm(r *http.Request, old *ipvsmgr.Redundancy) (*form, *ipvs
 		SyncInterface: f.V("sync_interface"), SyncID: f.intField("sync_id"), TrackInterfaces: f.listField("track_interfaces"),
 	}
 	if old != nil {
-		// The form does not edit the adverts' authentication: it stays.
-		red.Auth = old.Auth
+		// The form does not edit the adverts' authentication, the
+		// instance's name, its programs and mail, nor its sync group:
+		// they stay.
+		red.Auth, red.Instance, red.SMTPAlert, red.SyncGroup = old.Auth, old.Instance, old.SMTPAlert, old.SyncGroup
+		red.NotifyMaster, red.NotifyBackup, red.NotifyFault, red.NotifyStop, red.Notify = old.NotifyMaster, old.NotifyBackup, old.NotifyFault, old.NotifyStop, old.Notify
 	}
 	if f.V("vrid") == "" {
 		f.set("vrid", "a pair needs its virtual router's id, 1..255, the same on both directors")

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 
 	"github.com/ipvsctl/ipvsctl/internal/testenv"
@@ -275,13 +277,17 @@ func TestRedundancyFormEscapes(t *testing.T) {
 	}
 }
 
-// The pair's form does not edit settings.redundancy.auth: saving it keeps
-// the adverts' authentication as it was.
+// The pair's form does not edit settings.redundancy.auth, the instance's
+// name, programs and mail, nor its sync group: saving it keeps them.
 func TestRedundancyFormKeepsAuth(t *testing.T) {
 	e := newEnv(t)
 	st := webState()
 	authBlock := &ipvsmgr.RedundancyAuth{Keys: []ipvsmgr.RedundancyKey{{ID: 1, File: "/etc/ipvsctl/vrrp-1.key"}, {ID: 2, File: "/etc/ipvsctl/vrrp-2.key"}}, ActiveKey: 2}
-	st.Settings.Redundancy = &ipvsmgr.Redundancy{VRID: 51, Interface: "eth0", Auth: authBlock}
+	on := true
+	st.Settings.Redundancy = &ipvsmgr.Redundancy{VRID: 51, Interface: "eth0", Auth: authBlock, Instance: "VI_WEB",
+		NotifyMaster: ipvsmgr.Argv{"/etc/keepalived/master.sh"}, Notify: ipvsmgr.Argv{"/usr/local/bin/notify"}, SMTPAlert: &on,
+		SyncGroup: &ipvsmgr.SyncGroup{Name: "VG", NotifyBackup: ipvsmgr.Argv{"/etc/keepalived/group-backup.sh"}}}
+	kept := *st.Settings.Redundancy
 	e.seed(t, st)
 	if r := e.post(t, "alice", "/settings/redundancy", redForm("vrid", "52", "interface", "eth0")); r.Code != http.StatusSeeOther {
 		t.Fatalf("save: %d %s", r.Code, excerpt(r.Body))
@@ -290,8 +296,9 @@ func TestRedundancyFormKeepsAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := cur.Settings.Redundancy; r == nil || r.VRID != 52 || !reflect.DeepEqual(r.Auth, authBlock) {
-		t.Fatalf("stored %+v", r)
+	kept.VRID = 52
+	if d := cmp.Diff(&kept, cur.Settings.Redundancy, cmpopts.EquateEmpty()); d != "" {
+		t.Fatalf("stored (-want +got):\n%s", d)
 	}
 }
 

@@ -19,6 +19,7 @@ type settingsData struct {
 	Kernel     *server.Snapshot
 	Redundancy *redundancyCard
 	Directors  *directorsCard // replication between directors (directors.go)
+	Alerts     *alertsCard    // the alert destinations' deliveries (alerts.go)
 	// RedForm edits settings.redundancy, NodeForm this director's priority.
 	RedForm, NodeForm *form
 }
@@ -78,6 +79,7 @@ func (p *Panel) showSettings(w http.ResponseWriter, r *http.Request, u who, stat
 	}
 	followers, _ := p.core.Followers(ctx) // the card shows what it can without
 	d.Directors = directorsCardOf(node, followers, time.Now())
+	d.Alerts = alertsCardOf(p.core.AlertDeliveries(), time.Now())
 	pg.Data = d
 	p.render(w, r, status, "settings", pg)
 }

@@ -35,7 +35,7 @@ var viewPartials = map[string][]string{
 	"server_form":  {"check_fields"},
 	"server":       {"chart"},
 	"address":      nil,
-	"settings":     nil,
+	"settings":     {"alerts_card"},
 	"draft":        {"stale"},
 	"history":      nil,
 	"revision":     nil,
