@@ -103,6 +103,8 @@ type Core struct {
 	w   stateWriter // how the current state is read and written (current.go)
 	red *redState   // the director's VRRP role (redundancy.go)
 	bgp bgpState    // the BGP runner's status (bgp.go)
+	// checker is the health checker's own health (checker.go).
+	checker checkerState
 
 	rsSSH    RealServerSSH // how real servers are reached (realserver.go)
 	identity string        // this director's certificate file (node.go)

@@ -73,6 +73,9 @@ type StatusView struct {
 	BGP *BGPStatus `json:"bgp,omitempty"`
 	// Followers are the directors following this one (a source's).
 	Followers []FollowerStatus `json:"followers,omitempty"`
+	// Checker is the health checker's own health: readiness, late rounds
+	// (absent without a daemon).
+	Checker *CheckerStatus `json:"checker,omitempty"`
 }
 
 // PollInterval is how often the daemon reads the kernel's table: IPVS sums
@@ -115,6 +118,7 @@ func (c *Core) Status(ctx context.Context) (*StatusView, error) {
 	v.RealServers = rs
 	v.Redundancy = c.redundancyStatus()
 	v.BGP = c.bgpStatus()
+	v.Checker = c.CheckerStatus()
 	if v.Followers, err = c.Followers(ctx); err != nil {
 		return nil, err
 	}

@@ -401,5 +401,21 @@ func healthCheck(h *HealthStatus) WhyCheck {
 	default:
 		ch.Status, ch.Reason, ch.Detail = WhyUnknown, ReasonHealthUnknown, h.Phase+": "+h.Reason
 	}
+	if h != nil {
+		ch.Detail += checkRunDetail(h)
+	}
 	return ch
+}
+
+// checkRunDetail is when the check last ran, and how late its round is
+// when the checker is behind.
+func checkRunDetail(h *HealthStatus) string {
+	s := ""
+	if h.LastCheckAge != nil {
+		s = fmt.Sprintf("; last checked %s ago", (time.Duration(*h.LastCheckAge*1e3) * time.Millisecond).Round(100*time.Millisecond))
+	}
+	if h.Late > 0 {
+		s += fmt.Sprintf("; its round is late by %s (the checker is behind: see ipvsctl status)", (time.Duration(h.Late*1e3) * time.Millisecond).Round(100*time.Millisecond))
+	}
+	return s
 }
