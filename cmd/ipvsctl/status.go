@@ -17,7 +17,9 @@ func runStatus(env *cliEnv, args []string) int {
 		"Show the kernel's IPVS table: every virtual service and real server with active and inactive\n"+
 			"connections, counters and rates (like ipvsadm -Ln --stats --rate). --states shows instead each\n"+
 			"service of the desired state and its real servers in the panel's words (up, degraded, all down,\n"+
-			"down, disabled, unknown; a real server's up, down, draining, drained, full, ...) with why.")
+			"down, disabled, unknown; a real server's up, down, draining, drained, full, ...) with why.\n"+
+			"With a daemon and checks, a Checks line says whether the director is ready (every check has run once\n"+
+			"since the start: GET /readyz) and which rounds are late, and each checked server when it was last checked.")
 	asJSON := fs.Bool("json", false, "print JSON")
 	states := fs.Bool("states", false, "the desired state's services and real servers in the panel's words, with why")
 	if st, ok := env.parseFlags(fs, args); !ok {
