@@ -410,12 +410,15 @@ func healthCheck(h *HealthStatus) WhyCheck {
 // checkRunDetail is when the check last ran, and how late its round is
 // when the checker is behind.
 func checkRunDetail(h *HealthStatus) string {
+	ago := func(seconds float64) string {
+		return time.Duration(seconds * float64(time.Second)).Round(100 * time.Millisecond).String()
+	}
 	s := ""
 	if h.LastCheckAge != nil {
-		s = fmt.Sprintf("; last checked %s ago", (time.Duration(*h.LastCheckAge*1e3) * time.Millisecond).Round(100*time.Millisecond))
+		s = "; last checked " + ago(*h.LastCheckAge) + " ago"
 	}
 	if h.Late > 0 {
-		s += fmt.Sprintf("; its round is late by %s (the checker is behind: see ipvsctl status)", (time.Duration(h.Late*1e3) * time.Millisecond).Round(100*time.Millisecond))
+		s += "; its round is late by " + ago(h.Late) + " (the checker is behind: see ipvsctl status)"
 	}
 	return s
 }

@@ -81,14 +81,13 @@ func (d *Daemon) watchOnce(ctx context.Context) bool {
 	if waiting == "" {
 		w.readyAt = time.Now()
 	}
-	told := w.told
+	status := "STATUS=waiting for " + waiting
+	tell := waiting != "" && status != w.told
+	w.told = status
 	w.mu.Unlock()
 	if waiting != "" {
-		if st := "STATUS=waiting for " + waiting; st != told {
-			d.sdNotify(st)
-			w.mu.Lock()
-			w.told = st
-			w.mu.Unlock()
+		if tell {
+			d.sdNotify(status)
 		}
 		return false
 	}

@@ -1,29 +1,31 @@
 package panel
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
-// CheckAge is when the server's check last gave a result, and how late its
-// round is when the checker is behind ("checked 2s ago", "not checked yet,
-// late by 4s"); "" for a server without a check.
+// CheckAge is how long ago the server's check last gave a result ("0.4s
+// ago"); "" for a server without a check or before its first result.
 func (r *srvRow) CheckAge() string {
-	h := r.HealthOf
-	if h == nil || h.Check == "" || h.Target == "" {
-		return ""
+	if h := r.HealthOf; h != nil && h.LastCheckAge != nil {
+		return roundAge(*h.LastCheckAge) + " ago"
 	}
-	s := "not checked yet"
-	if h.LastCheckAge != nil {
-		s = "checked " + roundAge(*h.LastCheckAge) + " ago"
+	return ""
+}
+
+// CheckLate is how late its check's round is when the checker is behind
+// ("late by 4s"), else "".
+func (r *srvRow) CheckLate() string {
+	if h := r.HealthOf; h != nil && h.Late > 0 {
+		return "late by " + roundAge(h.Late)
 	}
-	if h.Late > 0 {
-		s += ", late by " + roundAge(h.Late)
-	}
-	return s
+	return ""
 }
 
 func roundAge(seconds float64) string {
-	d := time.Duration(seconds * float64(time.Second))
-	if d < 10*time.Second {
-		return d.Round(100 * time.Millisecond).String()
+	if seconds < 10 {
+		return strconv.FormatFloat(seconds, 'f', 1, 64) + "s"
 	}
-	return d.Round(time.Second).String()
+	return time.Duration(seconds * float64(time.Second)).Round(time.Second).String()
 }
