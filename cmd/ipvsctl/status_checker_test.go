@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/ipvsmgrtest"
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
 	"github.com/ipvsctl/ipvsctl/server/servertest"
@@ -31,15 +32,7 @@ func TestStatusShowsTheCheckerAndEachCheckAge(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}()
+		ipvsmgrtest.AcceptAndClose(ln)
 		servers = append(servers, fmt.Sprintf(`{"name":"r%d","address":"127.0.0.1","port":%d}`, i+1, ln.Addr().(*net.TCPAddr).Port))
 	}
 	doc := filepath.Join(t.TempDir(), "state.json")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/internal/testenv"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/ipvsmgrtest"
 	"github.com/ipvsctl/ipvsctl/server/panel/browsertest"
 )
 
@@ -31,15 +32,7 @@ func TestBrowserCheckAge(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}()
+		ipvsmgrtest.AcceptAndClose(ln)
 		port := ln.Addr().(*net.TCPAddr).Port
 		servers = append(servers, ipvsmgr.Server{Name: "r" + strconv.Itoa(i+1), Address: "127.0.0.1", Port: port})
 	}
