@@ -74,20 +74,23 @@ func (r *Runner) Status() []Status {
 			Type: p.spec.Type, Target: p.spec.Target.String(), State: p.state, Since: p.since, Reason: p.reason,
 			Passes: p.passes, Fails: p.fails, Rise: p.spec.Rise, Fall: p.spec.Fall,
 			LastResult: p.last.Reason, LastOutcome: p.last.Outcome, LastCheck: p.lastAt, LastTook: p.last.Duration,
-			Late: lateOver(p, now), Fault: p.fault, Flapping: len(p.changes) >= r.cfg.FlapCount && now.Sub(p.changes[len(p.changes)-1]) < r.flapWindow(p),
+			LastAge: p.lastAge(now), Late: lateOver(p, now), Fault: p.fault, Flapping: len(p.changes) >= r.cfg.FlapCount && now.Sub(p.changes[len(p.changes)-1]) < r.flapWindow(p),
 			Weight: w, Configured: m.check.Weight,
 		})
-	}
-	for i := range out {
-		if !out[i].LastCheck.IsZero() {
-			out[i].LastAge = now.Sub(out[i].LastCheck)
-		}
 	}
 	slices.SortFunc(out, func(a, b Status) int {
 		return cmp.Or(strings.Compare(a.Ref.Service.String(), b.Ref.Service.String()),
 			a.Ref.Server.Addr.Compare(b.Ref.Server.Addr), cmp.Compare(a.Ref.Server.Port, b.Ref.Server.Port))
 	})
 	return out
+}
+
+// lastAge is how long ago p's last result came (0 before the first).
+func (p *probe) lastAge(now time.Time) time.Duration {
+	if p.lastAt.IsZero() {
+		return 0
+	}
+	return now.Sub(p.lastAt)
 }
 
 // lateOver is p's lateness at now when it counts, else 0.

@@ -58,9 +58,8 @@ func (r *Runner) Progress() Progress {
 	for _, p := range r.probes {
 		if p.lastAt.IsZero() {
 			c.NotRun += len(p.members)
-		} else {
-			c.OldestRun = max(c.OldestRun, now.Sub(p.lastAt))
 		}
+		c.OldestRun = max(c.OldestRun, p.lastAge(now))
 		by := p.lateness(now)
 		if !p.late(by) {
 			continue
