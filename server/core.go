@@ -105,6 +105,8 @@ type Core struct {
 	bgp bgpState    // the BGP runner's status (bgp.go)
 	// alerts reads the daemon's alert deliveries (alerts_status.go).
 	alerts atomic.Pointer[func() []AlertDelivery]
+	// checker is the health checker's own health (checker.go).
+	checker checkerState
 
 	rsSSH    RealServerSSH // how real servers are reached (realserver.go)
 	identity string        // this director's certificate file (node.go)

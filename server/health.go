@@ -25,8 +25,13 @@ type HealthStatus struct {
 	Reason     string     `json:"reason,omitempty"` // of the last transition
 	LastResult string     `json:"last_result,omitempty"`
 	LastCheck  *time.Time `json:"last_check,omitempty"`
-	Fault      string     `json:"fault,omitempty"` // the check cannot run at all
-	Flapping   bool       `json:"flapping,omitempty"`
+	// LastCheckAge is how long ago LastCheck was, in seconds; Late how far
+	// the check's round is behind its schedule, when by more than its
+	// interval (the watchdog's checker.late).
+	LastCheckAge *float64 `json:"last_check_age_seconds,omitempty"`
+	Late         float64  `json:"late_seconds,omitempty"`
+	Fault        string   `json:"fault,omitempty"` // the check cannot run at all
+	Flapping     bool     `json:"flapping,omitempty"`
 	// ConfiguredWeight is the document's; EffectiveWeight what the checks
 	// give it (0 when down or out, a step of the slow-start ramp, an
 	// agent's share).
@@ -117,9 +122,7 @@ func statusOf(sc *ipvsmgr.ServerCheck, running map[ipvsmgr.ServerRef]*health.Sta
 			if !rs.Since.IsZero() && rs.State != ipvsmgr.HealthUnknown {
 				hs.Since = timePtr(rs.Since)
 			}
-			if !rs.LastCheck.IsZero() {
-				hs.LastCheck = timePtr(rs.LastCheck)
-			}
+			checkTimes(hs, rs)
 			switch {
 			case rs.State == ipvsmgr.HealthUp:
 				hs.EffectiveWeight = rs.Weight
@@ -148,6 +151,16 @@ func statusOf(sc *ipvsmgr.ServerCheck, running map[ipvsmgr.ServerRef]*health.Sta
 }
 
 func timePtr(t time.Time) *time.Time { return &t }
+
+// checkTimes gives hs the check's last run, its age and its lateness.
+func checkTimes(hs *HealthStatus, rs *health.Status) {
+	if !rs.LastCheck.IsZero() {
+		hs.LastCheck = timePtr(rs.LastCheck)
+		age := rs.LastAge.Seconds()
+		hs.LastCheckAge = &age
+	}
+	hs.Late = rs.Late.Seconds()
+}
 
 // attachHealth gives each kernel real server its health, and lists under
 // their service the checked servers the kernel does not have.

@@ -76,6 +76,9 @@ type StatusView struct {
 	// Alerts are the alert destinations and how their deliveries fare
 	// (absent without a daemon or settings.alerts).
 	Alerts []AlertDelivery `json:"alerts,omitempty"`
+	// Checker is the health checker's own health: readiness, late rounds
+	// (absent without a daemon).
+	Checker *CheckerStatus `json:"checker,omitempty"`
 }
 
 // PollInterval is how often the daemon reads the kernel's table: IPVS sums
@@ -119,6 +122,7 @@ func (c *Core) Status(ctx context.Context) (*StatusView, error) {
 	v.Redundancy = c.redundancyStatus()
 	v.BGP = c.bgpStatus()
 	v.Alerts = c.AlertDeliveries()
+	v.Checker = c.CheckerStatus()
 	if v.Followers, err = c.Followers(ctx); err != nil {
 		return nil, err
 	}

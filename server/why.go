@@ -401,5 +401,24 @@ func healthCheck(h *HealthStatus) WhyCheck {
 	default:
 		ch.Status, ch.Reason, ch.Detail = WhyUnknown, ReasonHealthUnknown, h.Phase+": "+h.Reason
 	}
+	if h != nil {
+		ch.Detail += checkRunDetail(h)
+	}
 	return ch
+}
+
+// checkRunDetail is when the check last ran, and how late its round is
+// when the checker is behind.
+func checkRunDetail(h *HealthStatus) string {
+	ago := func(seconds float64) string {
+		return time.Duration(seconds * float64(time.Second)).Round(100 * time.Millisecond).String()
+	}
+	s := ""
+	if h.LastCheckAge != nil {
+		s = "; last checked " + ago(*h.LastCheckAge) + " ago"
+	}
+	if h.Late > 0 {
+		s += "; its round is late by " + ago(h.Late) + " (the checker is behind: see ipvsctl status)"
+	}
+	return s
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -185,6 +186,10 @@ func newServeParts(ctx context.Context, cfg server.Config, st *store.Store, f *s
 	p.core = server.New(cfg)
 	p.daemon = daemon.New(p.core, st, log)
 	p.daemon.Interval = f.interval
+	// systemd's socket is the daemon's alone: the programs it runs
+	// (notify, quorum) must not tell systemd anything.
+	p.daemon.NotifySocket = os.Getenv("NOTIFY_SOCKET")
+	os.Unsetenv("NOTIFY_SOCKET")
 	// Another director is reached with this one's certificate as the client's.
 	dial := func(d server.PeerDial) (*client.Client, error) {
 		own, err := client.LoadIdentity(cfg.IdentityCert, f.identityKey)

@@ -20,7 +20,9 @@ func runStatus(env *cliEnv, args []string) int {
 			"down, disabled, unknown; a real server's up, down, draining, drained, full, ...) with why.\n"+
 			"Through a daemon it also shows the pair, BGP, the followers and, per alert destination of\n"+
 			"settings.alerts (the mail relay, each webhook), how its deliveries fare: last sent, last\n"+
-			"failure and why, queued, sent, failed, dropped.")
+			"failure and why, queued, sent, failed, dropped.\n"+
+			"With a daemon and checks, a Checks line says whether the director is ready (every check has run once\n"+
+			"since the start: GET /readyz) and which rounds are late, and each checked server when it was last checked.")
 	asJSON := fs.Bool("json", false, "print JSON")
 	states := fs.Bool("states", false, "the desired state's services and real servers in the panel's words, with why")
 	if st, ok := env.parseFlags(fs, args); !ok {
@@ -76,6 +78,9 @@ func printStatus(env *cliEnv, v *server.StatusView) {
 	}
 	if v.BGP != nil {
 		fmt.Fprintf(env.stdout, "BGP: %s\n", bgpLine(v.BGP))
+	}
+	if v.Checker != nil && v.Checker.Checks > 0 { // a director without checks is ready at its first reconcile: /readyz, --json
+		fmt.Fprintf(env.stdout, "Checks: %s\n", checkerLine(v.Checker))
 	}
 	for _, f := range v.Followers {
 		label := "Follower"
@@ -163,6 +168,12 @@ func healthText(h *server.HealthStatus, now time.Time) string {
 	if h.Flapping {
 		s += ", flapping"
 	}
+	if h.LastCheckAge != nil {
+		s += ", checked " + since(secondsDuration(*h.LastCheckAge)) + " ago"
+	}
+	if h.Late > 0 {
+		s += ", late by " + since(secondsDuration(h.Late))
+	}
 	if h.EffectiveWeight != h.ConfiguredWeight && h.Phase != "sorry server" {
 		s += fmt.Sprintf(", weight %d of %d", h.EffectiveWeight, h.ConfiguredWeight)
 	}
@@ -171,6 +182,29 @@ func healthText(h *server.HealthStatus, now time.Time) string {
 	}
 	return s
 }
+
+// checkerLine is the checker's own health in a line: ready or what it
+// waits for, and its late rounds.
+func checkerLine(c *server.CheckerStatus) string {
+	s := "ready"
+	if !c.Ready {
+		s = "not ready, waiting for " + c.Waiting
+	}
+	s += fmt.Sprintf(" (%d checks, %d distinct", c.Checks, c.Distinct)
+	if c.Checks > 0 && c.OldestRunAge > 0 {
+		s += ", oldest result " + since(secondsDuration(c.OldestRunAge)) + " ago"
+	}
+	s += ")"
+	if c.Late > 0 {
+		s += fmt.Sprintf("; %d late, the worst (%s) by %s", c.Late, c.WorstTarget, since(secondsDuration(c.WorstLate)))
+	}
+	if c.LateRounds > 0 {
+		s += fmt.Sprintf("; %d rounds late since the start", c.LateRounds)
+	}
+	return s
+}
+
+func secondsDuration(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // since is a duration rounded for a person: 42s, 5m12s, 3h4m, 2d5h.
 func since(d time.Duration) string {

@@ -93,6 +93,8 @@ type Runner struct {
 	asleep bool
 	wakeAt time.Time
 
+	lateRounds uint64 // rounds found late (watchdog.go)
+
 	afterResult func() // tests: called after each result is recorded
 	noConnector bool   // tests and benchmarks: tcp checks dial
 	noSynProbe  bool   // tests and benchmarks: tcp checks connect
@@ -128,10 +130,14 @@ type probe struct {
 	connect      *ipvsmgr.CheckSpec
 	connectsLeft int
 
-	next    time.Time
-	index   int // in the heap; -1 when not there (running or removed)
-	removed bool
-	cancel  context.CancelFunc // of the run under way
+	next time.Time
+	// started is when the run under way began (zero: none runs);
+	// lateTold: this round was counted late (watchdog.go).
+	started  time.Time
+	lateTold bool
+	index    int // in the heap; -1 when not there (running or removed)
+	removed  bool
+	cancel   context.CancelFunc // of the run under way
 }
 
 // member is one real server of one service checked by a probe.
@@ -429,9 +435,10 @@ func (r *Runner) runProbe(ctx context.Context, p *probe) {
 	runCtx, cancel := context.WithCancel(ctx)
 	p.cancel = cancel
 	spec := *p.round()
+	start := r.clock.Now()
+	r.begin(p, start)
 	r.mu.Unlock()
 
-	start := r.clock.Now()
 	res := r.check(runCtx, &spec)
 	cancel()
 	r.finish(ctx, p, &spec, start, res)
@@ -498,6 +505,7 @@ func (r *Runner) startTCP(ctx context.Context, syn *synProber, tcp *tcpConnector
 		release()
 		return true
 	}
+	r.begin(p, start)
 	r.mu.Unlock()
 	begin := start
 	if !r.realTime {
@@ -526,7 +534,7 @@ func (r *Runner) finishAt(ctx context.Context, p *probe, spec *ipvsmgr.CheckSpec
 		r.cfg.OnCheck(spec, res)
 	}
 	r.mu.Lock()
-	p.cancel = nil
+	p.cancel, p.started = nil, time.Time{}
 	if p.removed || ctx.Err() != nil {
 		r.mu.Unlock()
 		return

@@ -27,11 +27,15 @@ type Status struct {
 	LastResult  string
 	LastOutcome Outcome
 	LastCheck   time.Time
-	LastTook    time.Duration
-	Fault       string
-	Flapping    bool
-	Weight      uint32 // what the checks give it while up
-	Configured  uint32
+	// LastAge is how long ago LastCheck was (by the runner's clock); Late
+	// how far its round is behind schedule, when by more than its interval.
+	LastAge    time.Duration
+	Late       time.Duration
+	LastTook   time.Duration
+	Fault      string
+	Flapping   bool
+	Weight     uint32 // what the checks give it while up
+	Configured uint32
 }
 
 // Phase says it in a word or three: up, down, going up 1/2, going down 2/3,
@@ -70,7 +74,7 @@ func (r *Runner) Status() []Status {
 			Type: p.spec.Type, Target: p.spec.Target.String(), State: p.state, Since: p.since, Reason: p.reason,
 			Passes: p.passes, Fails: p.fails, Rise: p.spec.Rise, Fall: p.spec.Fall,
 			LastResult: p.last.Reason, LastOutcome: p.last.Outcome, LastCheck: p.lastAt, LastTook: p.last.Duration,
-			Fault: p.fault, Flapping: len(p.changes) >= r.cfg.FlapCount && now.Sub(p.changes[len(p.changes)-1]) < r.flapWindow(p),
+			LastAge: p.lastAge(now), Late: lateOver(p, now), Fault: p.fault, Flapping: len(p.changes) >= r.cfg.FlapCount && now.Sub(p.changes[len(p.changes)-1]) < r.flapWindow(p),
 			Weight: w, Configured: m.check.Weight,
 		})
 	}
@@ -79,4 +83,20 @@ func (r *Runner) Status() []Status {
 			a.Ref.Server.Addr.Compare(b.Ref.Server.Addr), cmp.Compare(a.Ref.Server.Port, b.Ref.Server.Port))
 	})
 	return out
+}
+
+// lastAge is how long ago p's last result came (0 before the first).
+func (p *probe) lastAge(now time.Time) time.Duration {
+	if p.lastAt.IsZero() {
+		return 0
+	}
+	return now.Sub(p.lastAt)
+}
+
+// lateOver is p's lateness at now when it counts, else 0.
+func lateOver(p *probe, now time.Time) time.Duration {
+	if by := p.lateness(now); p.late(by) {
+		return by
+	}
+	return 0
 }

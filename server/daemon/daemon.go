@@ -47,6 +47,13 @@ type Daemon struct {
 	// AlertRetry is the wait before a webhook's attempt n+1 (n from 1);
 	// nil: 1 s, doubled each time (tests shorten it).
 	AlertRetry func(n int) time.Duration
+	// NotifySocket is systemd's notify socket ($NOTIFY_SOCKET of a
+	// Type=notify unit): told READY=1 once the director is ready (every
+	// check has run once), STOPPING=1 when it stops; "": none.
+	NotifySocket string
+	// HealthClock, if set, is the clock the checks and their watchdog run
+	// by (tests).
+	HealthClock health.Clock
 
 	sk       *sharedKernel // the kernel session, the core's runtime
 	runners  []func(ctx context.Context)
@@ -54,6 +61,7 @@ type Daemon struct {
 	health   *daemonHealth
 	quorum   quorumWatch
 	maint    maintenanceWatch
+	watch    checkerWatch // the checks' watchdog (watchdog.go)
 	onRepair func(changes int)
 	// onProgram hears of each program run (OnProgramRun).
 	onProgram func(name, result string)
@@ -77,6 +85,7 @@ func New(c *server.Core, st *store.Store, log *slog.Logger) *Daemon {
 	sk.health = health.NewRunner(health.Config{OnCheck: d.checked, Notify: d.notify, Log: log})
 	d.sk = sk
 	c.AttachRuntime(sk)
+	c.SetChecker(d.checkerStatus)
 	return d
 }
 

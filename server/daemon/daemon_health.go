@@ -90,6 +90,9 @@ func poke(c chan struct{}) {
 // once both have stopped, after ctx ends.
 func (d *Daemon) startHealth(ctx context.Context) (done <-chan struct{}) {
 	sk := d.sk
+	if d.HealthClock != nil {
+		sk.health.SetClock(d.HealthClock)
+	}
 	if st, rev, err := d.store.Current(ctx); err != nil {
 		d.Log.Error("read desired state", "err", err)
 	} else if desired, err := ipvsmgr.Compile(st); err != nil {
@@ -113,10 +116,14 @@ func (d *Daemon) startHealth(ctx context.Context) (done <-chan struct{}) {
 	}
 	ch := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		sk.health.Run(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		d.watchChecks(ctx)
 	}()
 	go func() {
 		defer wg.Done()

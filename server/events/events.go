@@ -40,11 +40,16 @@ const (
 	Replication    = "replication.failed"
 	Revision       = "revision.stored"
 	LoginLocked    = "login.locked_out"
+	// The health checker's own health (the daemon's watchdog).
+	CheckerLate     = "checker.late"      // a round of checks is late by more than its interval
+	CheckerCaughtUp = "checker.caught_up" // no round is late any more
+	CheckerReady    = "checker.ready"     // every check has run once since the start
 )
 
 // Types lists every type, for help and validation of filters.
 var Types = []string{ServerDown, ServerQuiesced, ServerUp, ServerBack, QuorumLost, QuorumRegained, SorryIn, SorryOut,
-	VRRPState, BGPAnnounced, BGPWithdrawn, BGPSession, DriftRepaired, ReconcileFail, Replication, Revision, LoginLocked}
+	VRRPState, BGPAnnounced, BGPWithdrawn, BGPSession, DriftRepaired, ReconcileFail, Replication, Revision, LoginLocked,
+	CheckerLate, CheckerCaughtUp, CheckerReady}
 
 // Event is one thing that happened.
 type Event struct {

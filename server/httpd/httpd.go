@@ -72,10 +72,11 @@ func LocalHandler(o Options) http.Handler {
 	return r
 }
 
-// routeTable is every route of the API (and /healthz, /metrics): what the
+// routeTable is every route of the API (and /healthz, /readyz, /metrics): what the
 // OpenAPI document describes, one operation each (openapi_test.go).
 func (o Options) routeTable(a *api) []auth.Route {
-	routes := append(a.routes(), auth.Route{Method: "GET", Pattern: "/healthz", Role: auth.Public, Handler: http.HandlerFunc(a.healthz)})
+	routes := append(a.routes(), auth.Route{Method: "GET", Pattern: "/healthz", Role: auth.Public, Handler: http.HandlerFunc(a.healthz)},
+		auth.Route{Method: "GET", Pattern: "/readyz", Role: auth.Public, Handler: http.HandlerFunc(a.readyz)})
 	routes = append(routes, a.remoteRoutes()...) // users, tokens, charts (api_users.go)
 	routes = append(routes, auth.Route{Method: "GET", Pattern: PathOpenAPI, Role: auth.Viewer, Handler: http.HandlerFunc(serveOpenAPI)})
 	if o.Metrics != nil {

@@ -67,6 +67,13 @@ type op struct {
 	resp               *body // nil: 204 No Content
 	etag               bool  // the response carries the revision as its ETag
 	write              bool  // takes the write options (apply, draft, wait, If-Match)
+	// also are other answers with a body (status code -> description, body)
+	also map[string]answer
+}
+
+type answer struct {
+	desc string
+	body *body
 }
 
 var (
@@ -177,8 +184,10 @@ var description = map[string]op{
 	"POST /api/v1/loadtest/runs":          {tag: "loadtest", summary: "Start a load test run", req: typeOf[server.LoadRunStart](), resp: typeOf[server.LoadRun]()},
 	"POST /api/v1/loadtest/runs/{id}/end": {tag: "loadtest", summary: "End a load test run with its results", req: typeOf[server.LoadResult](), resp: typeOf[server.LoadRun]()},
 	"GET /healthz":                        {tag: "status", summary: "Liveness: the daemon is up (and whether it has the kernel's IPVS)", resp: text()},
-	"GET /api/v1/users":                   {tag: "accounts", summary: "The users", resp: typeOf[[]store.User]()},
-	"POST /api/v1/users":                  {tag: "accounts", summary: "Add a user", req: typeOf[server.NewUser](), resp: typeOf[userAnswer]()},
+	"GET /readyz": {tag: "status", summary: "Readiness: every check has run once since the start and its results are on the kernel (200), or not yet (503, saying how many checks have not run)",
+		resp: typeOf[server.CheckerStatus](), also: map[string]answer{"503": {"Not ready yet: the body says what it waits for", typeOf[server.CheckerStatus]()}}},
+	"GET /api/v1/users":  {tag: "accounts", summary: "The users", resp: typeOf[[]store.User]()},
+	"POST /api/v1/users": {tag: "accounts", summary: "Add a user", req: typeOf[server.NewUser](), resp: typeOf[userAnswer]()},
 	"PATCH /api/v1/users/{name}": {tag: "accounts", summary: "Change a user's role", resp: typeOf[userAnswer](),
 		req: &body{schema: map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{"role": map[string]any{"type": "string"}}}}},
 	"PUT /api/v1/users/{name}/password": {tag: "accounts", summary: "Set a user's password", resp: typeOf[userAnswer](),
@@ -341,6 +350,9 @@ func generateOpenAPI(t *testing.T) []byte {
 				r["headers"] = map[string]any{"ETag": map[string]any{"description": `the revision ("7"): send it back in If-Match to make a write conditional on it`, "schema": map[string]any{"type": "string"}}}
 			}
 			responses["200"] = r
+		}
+		for code, a := range d.also {
+			responses[code] = map[string]any{"description": a.desc, "content": content(a.body)}
 		}
 		if rt.Role != auth.Public {
 			responses["401"] = errorResponse("No valid session or token")

@@ -101,6 +101,7 @@ func New(core *server.Core) *Metrics {
 	f(&redundancy{core: core})
 	f(&followers{core: core})
 	f(&bgpCollector{core: core})
+	f(&checker{core: core})
 	f(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ipvsctl_kernel_reads_total",
 		Help: "Reads of the kernel's whole IPVS table (the snapshot poll, reconciles, diffs); never one per request."},
 		func() float64 { return float64(core.KernelReads()) }))
@@ -251,6 +252,7 @@ var (
 	descActive   = prometheus.NewDesc("ipvsctl_backend_connections_active", "Active connections to a real server.", rsLabels, nil)
 	descInactive = prometheus.NewDesc("ipvsctl_backend_connections_inactive", "Inactive connections to a real server.", rsLabels, nil)
 	descWeight   = prometheus.NewDesc("ipvsctl_backend_weight", "A real server's weight in the kernel.", rsLabels, nil)
+	descLastRun  = prometheus.NewDesc("ipvsctl_backend_check_last_run_timestamp_seconds", "When a checked real server's check last gave a result (Unix time); absent before its first.", rsLabels, nil)
 	descUp       = prometheus.NewDesc("ipvsctl_backend_up", "1 when a real server gets traffic by its health (up, forced up, or without a check), 0 when it is down or not checked yet.", rsLabels, nil)
 	descRSConns  = prometheus.NewDesc("ipvsctl_backend_connections_total", "Connections scheduled to a real server.", rsLabels, nil)
 	descRSInPk   = prometheus.NewDesc("ipvsctl_backend_incoming_packets_total", "Packets from clients to a real server.", rsLabels, nil)
@@ -266,7 +268,7 @@ var (
 )
 
 func (t *table) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descKernel, descAge, descRevision, descActive, descInactive, descWeight, descUp,
+	for _, d := range []*prometheus.Desc{descKernel, descAge, descRevision, descActive, descInactive, descWeight, descUp, descLastRun,
 		descRSConns, descRSInPk, descRSOutPk, descRSInB, descRSOutB, descSvcConns, descSvcInPk, descSvcOutPk, descSvcInB, descSvcOutB} {
 		ch <- d
 	}
@@ -315,6 +317,9 @@ func (t *table) Collect(ch chan<- prometheus.Metric) {
 					up = 0
 				}
 				gauge(descUp, up, rl)
+			}
+			if h := d.Health; h != nil && h.LastCheck != nil {
+				gauge(descLastRun, float64(h.LastCheck.UnixNano())/1e9, rl)
 			}
 			if d.Health != nil && !d.Health.InKernel {
 				gauge(descWeight, 0, rl)

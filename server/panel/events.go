@@ -45,7 +45,7 @@ func eventClass(e server.Event) string {
 	switch e.Type {
 	case "realserver.down", "service.quorum_lost", "service.sorry_in", "reconcile.failed", "replication.failed", "login.locked_out", "bgp.withdrawn":
 		return "bad"
-	case "realserver.quiesced", "drift.repaired":
+	case "realserver.quiesced", "drift.repaired", "checker.late":
 		return "warn"
 	case "bgp.session", "vrrp.state":
 		if st := e.Fields["state"]; st == "down" || st == "fault" || st == "stop" {

@@ -235,6 +235,7 @@ type srvCells struct {
 	Status, StatusClass         string
 	Admin, AdminClass           string
 	Health, HealthClass         string
+	CheckAge, CheckLate         string // when its check last ran, how late (checkage.go)
 	Weight, Active, Inactive    string
 	Limit, Lower                string
 	AtLimit                     bool
@@ -245,7 +246,7 @@ type srvCells struct {
 func srvCellsOf(sr *srvRow, spark string, canOp bool) srvCells {
 	c := srvCells{Problem: sr.Problem, Addr: sr.Addr, Label: sr.Addr, Status: sr.Status, StatusClass: stateClass(sr.Status),
 		Admin: sr.Admin, AdminClass: stateClass(sr.Admin), Health: sr.Health, HealthClass: healthClass(sr.Health),
-		Active: fmtNum(sr.Active), Inactive: fmtNum(sr.Inactive),
+		CheckAge: sr.CheckAge(), CheckLate: sr.CheckLate(), Active: fmtNum(sr.Active), Inactive: fmtNum(sr.Inactive),
 		CPS: fmtRate(sr.Stats.CPS), PPS: fmtRate(sr.Stats.InPPS + sr.Stats.OutPPS), BPS: fmtBytes(sr.Stats.InBPS + sr.Stats.OutBPS),
 		Spark: spark}
 	if sr.Status == "draining" {
