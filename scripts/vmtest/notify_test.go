@@ -312,10 +312,15 @@ func mailsFrom(mta *testmta.MTA, addr, subject string) int {
 // the MTA has each director's mail of them, the webhook receiver their
 // signed events, the same as the stream's.
 func TestNotifyPairFailover(t *testing.T) {
+	began := time.Now()
+	phase := func(what string) {
+		t.Logf("%s: %s after the start", what, time.Since(began).Round(100*time.Millisecond))
+	}
 	p := newPair(t, 2)
 	A, B := p.a, p.b
 	p.nodes(200, 100)
 	B.cmdOut("node", "set", "--allow-replicated-exec") // the notify programs come to B by replication
+	phase("the pair's namespaces and nodes")
 	script := notifyScript(t)
 	logDir := t.TempDir()
 	logA, logB := filepath.Join(logDir, "A.log"), filepath.Join(logDir, "B.log")
@@ -381,10 +386,7 @@ func TestNotifyPairFailover(t *testing.T) {
 				"notify_up": []string{script, "up", "rs1"}, "notify_down": []string{script, "down", "rs1"}}}})
 	})
 
-	began := time.Now()
-	phase := func(what string) {
-		t.Logf("%s: %s after the start", what, time.Since(began).Round(100*time.Millisecond))
-	}
+	phase("the lab, the MTA and the webhook receiver ready")
 	dA.start()
 	query := "type=vrrp.state,realserver."
 	fA, fB := p.follow(A, addrA, query), p.follow(B, addrB, query)
@@ -512,7 +514,7 @@ func TestNotifyPairFailover(t *testing.T) {
 		}
 	})
 	waitFor(t, "the mails of the VRRP changes and of rs1", 30*time.Second, func() bool { return maps.Equal(mailed(), want) })
-	t.Logf("the MTA holds %d mails", len(mta.Mail()))
+	phase(fmt.Sprintf("the MTA holds %d mails", len(mta.Mail())))
 
 	// The webhook: each event signed, the same as the stream's.
 	waitFor(t, "the webhook's posts", 30*time.Second, func() bool {
