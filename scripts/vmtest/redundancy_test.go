@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -218,7 +220,9 @@ func TestRedundancyPairFailover(t *testing.T) {
 // (vrrp_version 3, the same VRID and VIP; its LVS DR table loaded with
 // ipvsadm) as one pair, both ways round: the priority-200 one is master
 // with the VIP, serving HTTP through it; killed (SIGKILL, link cut) the
-// other takes the VIP and serves; restarted, it preempts back.
+// other takes the VIP and serves; restarted, it preempts back. ipvsctl's
+// notify_master, notify_backup and notify run once at each of its changes,
+// in order (keepalived's initial BACKUP first).
 func TestRedundancyKeepalivedPeer(t *testing.T) {
 	for _, ipvsctlMaster := range []bool{true, false} {
 		name := map[bool]string{true: "ipvsctl master, keepalived backup", false: "keepalived master, ipvsctl backup"}[ipvsctlMaster]
@@ -232,8 +236,31 @@ func TestRedundancyKeepalivedPeer(t *testing.T) {
 			}
 			ipv.cmdOut("node", "set", "--priority", fmt.Sprint(ipvPrio))
 			d := p.director(ipv, map[bool]string{true: addrA, false: addrB}[ipvsctlMaster])
+			// ipvsctl's notify programs (TestNotifyPairFailover's script):
+			// keepalived's initial BACKUP, then each change of role, once.
+			notifyLog := filepath.Join(t.TempDir(), "notify.log")
+			d.env = []string{notifyLogEnv + "=" + notifyLog}
 			d.start()
-			ipv.apply(pairDoc(1, true, 0, false, 1))
+			script := notifyScript(t)
+			ipvDoc := withDoc(t, pairDoc(1, true, 0, false, 1), func(m map[string]any) {
+				for k, v := range vrrpNotify(script) {
+					m["settings"].(map[string]any)["redundancy"].(map[string]any)[k] = v
+				}
+			})
+			var ran []string
+			ranNext := func(what string, states ...string) {
+				t.Helper()
+				for _, s := range states {
+					ran = append(ran, strings.ToLower(s), fmt.Sprintf("notify INSTANCE VI_1 %s %d", s, ipvPrio))
+				}
+				waitFor(t, what+": ipvsctl's notify programs", 20*time.Second, func() bool {
+					return len(notifyLines(notifyLog, vrrpWords...)) >= len(ran)
+				})
+				time.Sleep(2 * time.Second) // two advert intervals: a program run twice would be in the log by now
+				if got := notifyLines(notifyLog, vrrpWords...); !slices.Equal(got, ran) {
+					t.Errorf("%s: ipvsctl's notify programs ran:\n  %s\nwant:\n  %s", what, strings.Join(got, "\n  "), strings.Join(ran, "\n  "))
+				}
+			}
 			for _, port := range []string{"80", fmt.Sprint(echoPort)} {
 				ka.ns(ka.dir, "ipvsadm -A -t "+vip+":"+port+" -s rr")
 				ka.ns(ka.dir, "ipvsadm -a -t "+vip+":"+port+" -r 198.18.0.11:"+port+" -g -w 1")
@@ -242,6 +269,12 @@ func TestRedundancyKeepalivedPeer(t *testing.T) {
 			k := &kaDirector{l: ka, prio: kaPrio, interval: 1}
 			t.Cleanup(k.kill)
 			k.startA()
+			if !ipvsctlMaster {
+				// keepalived master before ipvsctl speaks VRRP: otherwise ipvsctl
+				// may be master first, alone, and give way (backup, master, backup).
+				waitFor(t, "keepalived master with the VIP", 30*time.Second, func() bool { return hasVIP(t, ka) })
+			}
+			ipv.apply(ipvDoc)
 			start := func() {
 				if ipvsctlMaster {
 					d.start()
@@ -277,6 +310,11 @@ func TestRedundancyKeepalivedPeer(t *testing.T) {
 				serves(what)
 			}
 			settled("A (priority 200) master with the VIP, B backup without it")
+			if ipvsctlMaster {
+				ranNext("ipvsctl master", "BACKUP", "MASTER")
+			} else {
+				ranNext("ipvsctl backup", "BACKUP")
+			}
 			t.Logf("ipvsctl's node show:\n%s", ipv.cmdOut("node", "show"))
 
 			killed := time.Now()
@@ -286,11 +324,19 @@ func TestRedundancyKeepalivedPeer(t *testing.T) {
 				return hasVIP(t, B) && (ipvsctlMaster || roleOf(ipv) == "master")
 			})
 			serves("B after the takeover")
+			if !ipvsctlMaster {
+				ranNext("keepalived killed: ipvsctl took over", "MASTER")
+			}
 			t.Logf("A killed -> B serving through the VIP in %s", time.Since(killed).Round(time.Millisecond))
 
 			p.link(A, true)
 			start()
 			settled("A restarted: master again (preempt), B backup without the VIP")
+			if ipvsctlMaster {
+				ranNext("ipvsctl restarted after its SIGKILL (which ran nothing): preempted back", "BACKUP", "MASTER")
+			} else {
+				ranNext("keepalived restarted: ipvsctl gave back", "BACKUP")
+			}
 			if ipvsctlMaster {
 				if !strings.Contains(ipv.cmdOut("node", "show"), "preempting a master of lower priority 100") {
 					t.Errorf("ipvsctl's transitions lack the preemption:\n%s", ipv.cmdOut("node", "show"))

@@ -3,18 +3,15 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
-	"net/mail"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/internal/testenv"
+	"github.com/ipvsctl/ipvsctl/internal/testmta"
 	"github.com/ipvsctl/ipvsctl/server/events"
 )
 
@@ -50,60 +47,7 @@ func TestAlertMailThroughARealMTA(t *testing.T) {
 		ip -n %[1]s addr add %[4]s/30 dev %[2]sn && ip -n %[1]s link set %[2]sn up`, ns, veth, host, relay))
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() }) // its end of the veth goes with it, and so the host's
 
-	dir, err := os.MkdirTemp("", "ipvsctl-mta-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	maildir := filepath.Join(dir, "mail")
-	if err := os.MkdirAll(maildir, 0o1777); err != nil { // delivered as nobody
-		t.Fatal(err)
-	}
-	os.Chmod(dir, 0o755)
-	os.Chmod(maildir, 0o1777)
-	conf := filepath.Join(dir, "smtpd.conf")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf(`listen on %s port 25
-table vusers { "ops@example.test" = "nobody", "noc@example.test" = "nobody" }
-action "deliver" maildir "%s/%%{rcpt.user}" virtual <vusers>
-match from any for domain "example.test" action "deliver"
-`, relay, maildir)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logf, err := os.Create(filepath.Join(dir, "smtpd.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	mta := exec.Command("ip", "netns", "exec", ns, "unshare", "--mount", "--propagation", "private", "sh", "-c",
-		"mount -t tmpfs -o mode=0755 tmpfs /var/spool && mount -t tmpfs tmpfs /run && exec smtpd -d -f "+conf)
-	mta.Stdout, mta.Stderr = logf, logf
-	mta.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := mta.Start(); err != nil {
-		t.Fatal(err)
-	}
-	mtaDone := make(chan struct{})
-	go func() { mta.Wait(); close(mtaDone) }()
-	t.Cleanup(func() {
-		syscall.Kill(-mta.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-mtaDone:
-		case <-time.After(10 * time.Second):
-			syscall.Kill(-mta.Process.Pid, syscall.SIGKILL)
-			<-mtaDone
-		}
-	})
-	smtpLog := func() string { b, _ := os.ReadFile(logf.Name()); return string(b) }
-	for {
-		c, err := net.DialTimeout("tcp", net.JoinHostPort(relay, "25"), time.Second)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("OpenSMTPD never listened on %s:25: %v\n%s", relay, err, smtpLog())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	mta := testmta.Start(t, ns, relay, "example.test", "ops", "noc")
 
 	b := newBackend(t)
 	bhost, bport, _ := net.SplitHostPort(b.addr)
@@ -114,29 +58,13 @@ match from any for domain "example.test" action "deliver"
   "services": [{"name": "web", "address": "198.18.0.100", "port": 80, "forwarding": "nat",
     "check": {"type": "tcp", "interval": 0.1, "timeout": 0.5, "rise": 1, "fall": 1, "on_failure": "remove"},
     "servers": [{"name": "r1", "address": %q, "port": %s}]}]}`, relay, bhost, bport))
-	type delivered struct {
-		msg  *mail.Message
-		body string
-	}
 	// The mail in both maildirs, by box and subject. The director's own
 	// VRRP instance (on lo) may mail its states too: the test waits for
 	// the subjects it makes happen, not for a count.
-	read := func() map[string]delivered {
-		got := map[string]delivered{}
-		for _, box := range []string{"ops", "noc"} {
-			files, _ := filepath.Glob(filepath.Join(maildir, box, "new", "*"))
-			for _, f := range files {
-				raw, err := os.Open(f)
-				if err != nil {
-					continue
-				}
-				m, err := mail.ReadMessage(raw)
-				if err == nil {
-					body, _ := io.ReadAll(m.Body)
-					got[box+" "+m.Header.Get("Subject")] = delivered{m, string(body)}
-				}
-				raw.Close()
-			}
+	read := func() map[string]testmta.Mail {
+		got := map[string]testmta.Mail{}
+		for _, m := range mta.Mail() {
+			got[m.Box+" "+m.Header.Get("Subject")] = m
 		}
 		return got
 	}
@@ -144,7 +72,7 @@ match from any for domain "example.test" action "deliver"
 	up := "[LB1] Realserver " + ref + " of virtual server [198.18.0.100]:tcp:80 - UP"
 	down := "[LB1] Realserver " + ref + " of virtual server [198.18.0.100]:tcp:80 - DOWN"
 	master := "[LB1] VRRP Instance VI_WEB - Entering MASTER state"
-	var got map[string]delivered
+	var got map[string]testmta.Mail
 	inBoth := func(subject string) func() bool {
 		return func() bool {
 			got = read()
@@ -159,13 +87,11 @@ match from any for domain "example.test" action "deliver"
 	r.publish(events.VRRPState, "vrrp/ipv4", map[string]string{"family": "ipv4", "state": "master", "priority": "150"})
 	waitUntil(t, ctx, "the MASTER's mail", inBoth(master))
 	if n := r.count("smtp failed"); n != 0 {
-		t.Fatalf("%d mails failed\n%s", n, smtpLog())
+		t.Fatalf("%d mails failed\n%s", n, mta.Log())
 	}
 	if testing.Verbose() {
-		files, _ := filepath.Glob(filepath.Join(maildir, "ops", "new", "*"))
-		for _, f := range files {
-			b, _ := os.ReadFile(f)
-			t.Logf("%s:\n%s", f, b)
+		for _, m := range mta.Mail() {
+			t.Logf("%s: %s\n%s", m.Box, m.Header.Get("Subject"), m.Body)
 		}
 	}
 	want := map[string]string{
@@ -180,7 +106,7 @@ match from any for domain "example.test" action "deliver"
 				t.Errorf("%s's maildir has no %q (it has %d mails)", box, subject, len(got))
 				continue
 			}
-			h := d.msg.Header
+			h := d.Header
 			if h.Get("From") != "lb1@example.test" || h.Get("X-Mailer") != "ipvsctl" || h.Get("To") != "ops@example.test, noc@example.test" {
 				t.Errorf("%q: From %q, X-Mailer %q, To %q", subject, h.Get("From"), h.Get("X-Mailer"), h.Get("To"))
 			}
@@ -190,8 +116,8 @@ match from any for domain "example.test" action "deliver"
 			if date, err := h.Date(); err != nil || time.Since(date) > time.Hour || time.Until(date) > time.Hour {
 				t.Errorf("%q: Date %q: %v", subject, h.Get("Date"), err)
 			}
-			if !strings.HasPrefix(d.body, body) || !strings.HasSuffix(d.body, " <=\n\n") && !strings.HasSuffix(d.body, " <=\r\n\r\n") {
-				t.Errorf("%q: body %q, want keepalived's line %q... <= and an empty line", subject, d.body, body)
+			if !strings.HasPrefix(d.Body, body) || !strings.HasSuffix(d.Body, " <=\n\n") && !strings.HasSuffix(d.Body, " <=\r\n\r\n") {
+				t.Errorf("%q: body %q, want keepalived's line %q... <= and an empty line", subject, d.Body, body)
 			}
 		}
 	}
