@@ -20,6 +20,14 @@ const (
 	watchStarting = 100 * time.Millisecond
 )
 
+// startedBound is how long systemd waits at most for READY=1: a director
+// not ready by then (no IPVS in the kernel, a check that has not run yet)
+// tells systemd it has started all the same, saying what it waits for,
+// rather than be killed at the unit's start timeout (5 min) and restarted,
+// which would make a VRRP master resign each time. GET /readyz goes on
+// saying 503 until it is ready.
+const startedBound = 2 * time.Minute
+
 // checkerWatch is the watchdog's state: whether a round is late, and
 // when the director became ready.
 type checkerWatch struct {
@@ -28,14 +36,16 @@ type checkerWatch struct {
 	readyAt time.Time // zero: not yet
 	waiting string    // what readiness waits for
 	told    string    // the last STATUS= sent to systemd
+	started bool      // READY=1 was sent before the director was ready (startedBound)
 }
 
 // watchChecks runs the watchdog until ctx ends.
 func (d *Daemon) watchChecks(ctx context.Context) {
 	clk := d.sk.health.Clock()
+	since := clk.Now()
 	for {
 		every := watchEvery
-		if !d.watchOnce(ctx) {
+		if !d.watchOnce(ctx, clk.Now().Sub(since)) {
 			every = watchStarting
 		}
 		c, stop := clk.Timer(clk.Now().Add(every))
@@ -49,9 +59,10 @@ func (d *Daemon) watchChecks(ctx context.Context) {
 	}
 }
 
-// watchOnce reads the progress once: tells of a round falling late or
-// catching up, and of readiness; it returns whether the director is ready.
-func (d *Daemon) watchOnce(ctx context.Context) bool {
+// watchOnce reads the progress once, up for the time given: tells of a
+// round falling late or catching up, and of readiness; it returns whether
+// the director is ready.
+func (d *Daemon) watchOnce(ctx context.Context, up time.Duration) bool {
 	p := d.sk.health.Progress()
 	w := &d.watch
 	w.mu.Lock()
@@ -84,11 +95,18 @@ func (d *Daemon) watchOnce(ctx context.Context) bool {
 	status := "STATUS=waiting for " + waiting
 	tell := waiting != "" && status != w.told
 	w.told = status
+	started := waiting != "" && up >= startedBound && !w.started
+	if started {
+		w.started = true
+	}
 	w.mu.Unlock()
+	if started {
+		d.Log.Warn("not ready after "+startedBound.String()+": systemd is told the daemon started", "waiting for", waiting)
+		d.sdNotify("READY=1\n" + status)
+	} else if tell {
+		d.sdNotify(status)
+	}
 	if waiting != "" {
-		if tell {
-			d.sdNotify(status)
-		}
 		return false
 	}
 	msg := fmt.Sprintf("ready: every check has run once (%d checks)", p.Checks)

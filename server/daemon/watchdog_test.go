@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -337,4 +338,43 @@ func waitEvent(t *testing.T, ctx context.Context, core *server.Core, typ string)
 	}
 	t.Fatalf("no %s event", typ)
 	return events.Event{}
+}
+
+// A director that cannot become ready (here: no kernel IPVS, so no first
+// reconcile) tells systemd it has started once it has waited startedBound,
+// once, saying what it waits for; before that only STATUS=. Its readiness
+// stays false.
+func TestSystemdToldStartedWhenNotReadyInTime(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) {
+		return nil, errors.New("no ip_vs")
+	}})
+	d := New(core, st, slog.New(slog.DiscardHandler))
+	sock := listenNotify(t)
+	d.NotifySocket = sock.path
+	if d.watchOnce(ctx, time.Minute) {
+		t.Fatal("ready without a reconcile")
+	}
+	if m := sock.next(); m != "STATUS=waiting for the first reconcile" {
+		t.Fatalf("before the bound, systemd told %q", m)
+	}
+	if d.watchOnce(ctx, startedBound) {
+		t.Fatal("ready without a reconcile")
+	}
+	if m := sock.next(); m != "READY=1\nSTATUS=waiting for the first reconcile" {
+		t.Fatalf("at the bound, systemd told %q", m)
+	}
+	d.watchOnce(ctx, 2*startedBound)
+	sock.conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	if k, err := sock.conn.Read(make([]byte, 512)); err == nil {
+		t.Fatalf("told again: %d bytes", k)
+	}
+	if cs := core.CheckerStatus(); cs.Ready {
+		t.Errorf("ready: %+v", cs)
+	}
 }
