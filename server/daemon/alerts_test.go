@@ -44,19 +44,13 @@ type alertRig struct {
 
 func newAlertRig(t *testing.T, ctx context.Context, doc string, setup ...func(*Daemon)) *alertRig {
 	t.Helper()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := testStore(t, ctx)
 	evs, err := events.New(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	k := fakekernel.New()
-	core := server.New(server.Config{Store: st, Events: evs, OpenKernel: func() (*server.KernelConn, error) {
-		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
-	}})
+	core := server.New(server.Config{Store: st, Events: evs, OpenKernel: openFake(k, nil)})
 	r := &alertRig{core: core, evs: evs, st: st, counts: map[string]int{}}
 	logger := slog.New(slog.DiscardHandler)
 	if os.Getenv("ALERTS_DEBUG") != "" {
@@ -498,11 +492,7 @@ func TestAlertMails(t *testing.T) {
 func TestProgramRunsAreCountedAndAudited(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := testStore(t, ctx)
 	d := New(server.New(server.Config{Store: st}), st, nil)
 	var results []string
 	d.OnProgramRun(func(name, result string) { results = append(results, name+" "+result) })

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -63,9 +62,7 @@ type healthRig struct {
 
 func startHealthDaemon(t *testing.T, ctx context.Context, st *store.Store, k *fakekernel.Kernel, checks *fakeChecks) *healthRig {
 	t.Helper()
-	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) {
-		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
-	}})
+	core := server.New(server.Config{Store: st, OpenKernel: openFake(k, nil)})
 	d := New(core, st, slog.New(slog.DiscardHandler))
 	// Hours: only a health change can make the reconciles this test waits for.
 	d.Interval, d.Poll = time.Hour, time.Hour
@@ -126,11 +123,7 @@ const checkedDoc = `{"services": [{"name": "web", "address": "198.18.0.100", "po
 func TestDaemonAppliesHealthAtOnceAndKeepsIt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := testStore(t, ctx)
 	k := fakekernel.New()
 	checks := &fakeChecks{fail: map[string]string{}}
 	r := startHealthDaemon(t, ctx, st, k, checks)
@@ -213,15 +206,9 @@ func refOf(t *testing.T, svc, srv string) ipvsmgr.ServerRef {
 // as configured, and only a forced health applies.
 func TestReconcileWithoutDaemonKeepsCheckedServersIn(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := testStore(t, ctx)
 	k := fakekernel.New()
-	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) {
-		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
-	}})
+	core := server.New(server.Config{Store: st, OpenKernel: openFake(k, nil)})
 	doc := strings.Replace(checkedDoc, `"weight": 2}`, `"weight": 2, "health": "down"}`, 1)
 	if _, err := core.Apply(ctx, server.Actor{Name: "t", Via: "test"}, strings.NewReader(doc), "test", server.WriteOptions{NoWait: true}); err != nil {
 		t.Fatal(err)

@@ -19,16 +19,10 @@ import (
 func TestDaemonFollowsRevisionsAndRepairs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := testStore(t, ctx)
 	k := fakekernel.New()
 	logs := &syncWriter{b: &strings.Builder{}}
-	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) {
-		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
-	}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	core := server.New(server.Config{Store: st, OpenKernel: openFake(k, nil), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	d := New(core, st, slog.New(slog.NewTextHandler(logs, nil)))
 	d.Interval, d.Poll = 50*time.Millisecond, 10*time.Millisecond
 	done := make(chan error, 1)
@@ -136,15 +130,9 @@ func TestDaemonWriteKeepsAnotherProcessRevision(t *testing.T) {
 func TestStatusReadersShareOneKernelRead(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := testStore(t, ctx)
 	k := fakekernel.New()
-	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) {
-		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
-	}})
+	core := server.New(server.Config{Store: st, OpenKernel: openFake(k, nil)})
 	d := New(core, st, slog.New(slog.DiscardHandler))
 	if err := d.sk.connect(); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/netip"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
 	"github.com/ipvsctl/ipvsctl/server"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 // A diff in the daemon answers from its snapshot: however many viewers
@@ -21,16 +19,10 @@ import (
 func TestDiffInTheDaemonReadsTheSnapshot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := testStore(t, ctx)
 	k, host := fakekernel.New(), fakekernel.NewHost()
 	log := slog.New(slog.DiscardHandler)
-	core := server.New(server.Config{Store: st, Log: log, OpenKernel: func() (*server.KernelConn, error) {
-		return &server.KernelConn{Kernel: k, Host: host, Close: func() {}}, nil
-	}})
+	core := server.New(server.Config{Store: st, Log: log, OpenKernel: openFake(k, host)})
 	d := New(core, st, log)
 	d.Interval, d.Poll, d.Snapshot = time.Hour, time.Hour, time.Hour
 	done := make(chan error, 1)
@@ -90,11 +82,7 @@ func hostQuery100() ipvsmgr.HostQuery { return ipvsmgr.HostQuery{VIPs: []ipvsmgr
 func TestWriteBeforeTheKernelOpensIsRestored(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := testStore(t, ctx)
 	k, host := fakekernel.New(), fakekernel.NewHost()
 	openable := make(chan struct{})
 	log := slog.New(slog.DiscardHandler)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
 	"github.com/ipvsctl/ipvsctl/server"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 // quiesceDoc is n services of m real servers each, checked every 100 ms and
@@ -41,16 +39,10 @@ func quiesceDoc(n, m int) string {
 func TestQuiescingEveryServerIsNoDrift(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := testStore(t, ctx)
 	k := fakekernel.New()
 	checks := &fakeChecks{fail: map[string]string{}}
-	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) {
-		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
-	}})
+	core := server.New(server.Config{Store: st, OpenKernel: openFake(k, nil)})
 	d := New(core, st, slog.New(slog.DiscardHandler))
 	d.Interval, d.Poll, d.Snapshot = 20*time.Millisecond, 5*time.Millisecond, 10*time.Millisecond
 	d.Check = checks.run

@@ -58,9 +58,7 @@ virtual=198.18.0.100:80
 	c.Interval, c.Timeout = 0.1, 0.5 // ldirectord's whole seconds are slow for a test
 
 	k := fakekernel.New()
-	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) {
-		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
-	}})
+	core := server.New(server.Config{Store: st, OpenKernel: openFake(k, nil)})
 	d := New(core, st, slog.New(slog.DiscardHandler))
 	d.Interval, d.Poll = time.Hour, 50*time.Millisecond
 	d.QuorumTimeout = 5 * time.Second

@@ -44,9 +44,7 @@ func TestDaemonMaintenanceDir(t *testing.T) {
    "servers": [{"name": "r1", "address": "198.18.0.11", "weight": 3}, {"name": "r2", "address": "198.18.0.12", "weight": 2},
                {"name": "r3", "address": "198.18.0.13"}]}]}`, maint)
 	k := fakekernel.New()
-	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) {
-		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
-	}})
+	core := server.New(server.Config{Store: st, OpenKernel: openFake(k, nil)})
 	d := New(core, st, slog.New(slog.DiscardHandler))
 	d.Interval, d.Poll = time.Hour, 20*time.Millisecond
 	d.maint.lookup = func(_ context.Context, host string) ([]netip.Addr, error) {

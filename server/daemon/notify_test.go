@@ -51,9 +51,7 @@ func TestDaemonRunsNotifyPrograms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	core := server.New(server.Config{Store: st, Events: evs, OpenKernel: func() (*server.KernelConn, error) {
-		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
-	}})
+	core := server.New(server.Config{Store: st, Events: evs, OpenKernel: openFake(k, nil)})
 	d := New(core, st, slog.New(slog.DiscardHandler))
 	d.Interval, d.Poll = time.Hour, 50*time.Millisecond
 	d.NotifyTimeout = 5 * time.Second

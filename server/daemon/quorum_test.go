@@ -110,9 +110,7 @@ func TestDaemonRunsQuorumProgramsOnTheChange(t *testing.T) {
   "servers": [%s]}]}`, script, script, strings.Join(servers, ","))
 
 	k := fakekernel.New()
-	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) {
-		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
-	}})
+	core := server.New(server.Config{Store: st, OpenKernel: openFake(k, nil)})
 	d := New(core, st, slog.New(slog.DiscardHandler))
 	d.Interval, d.Poll = time.Hour, 50*time.Millisecond
 	d.QuorumTimeout = 5 * time.Second
@@ -215,9 +213,7 @@ func TestQuorumProgramTimeoutDoesNotBlock(t *testing.T) {
   "servers": [{"name": "r1", "address": "198.18.0.11"}]}]}`, started)
 	k := fakekernel.New()
 	checks := &fakeChecks{fail: map[string]string{}}
-	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) {
-		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
-	}})
+	core := server.New(server.Config{Store: st, OpenKernel: openFake(k, nil)})
 	d := New(core, st, slog.New(slog.DiscardHandler))
 	d.Interval, d.Poll = time.Hour, time.Hour
 	d.Check = checks.run

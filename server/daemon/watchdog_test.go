@@ -22,7 +22,6 @@ import (
 	"github.com/ipvsctl/ipvsctl/server/events"
 	"github.com/ipvsctl/ipvsctl/server/httpd"
 	"github.com/ipvsctl/ipvsctl/server/metrics"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 // notifySocket is a unixgram socket standing for systemd's: what the
@@ -80,11 +79,7 @@ func (n *notifySocket) until(want string) string {
 func TestWatchdogLateRoundReadinessAndSdNotify(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := testStore(t, ctx)
 
 	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer ok.Close()
@@ -267,15 +262,9 @@ func TestWatchdogLateRoundReadinessAndSdNotify(t *testing.T) {
 func TestReadyWithoutChecksAfterTheFirstReconcile(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := testStore(t, ctx)
 	k := fakekernel.New()
-	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) {
-		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
-	}})
+	core := server.New(server.Config{Store: st, OpenKernel: openFake(k, nil)})
 	d := New(core, st, slog.New(slog.DiscardHandler))
 	d.Interval, d.Poll = time.Hour, time.Hour
 	sock := listenNotify(t)
@@ -346,11 +335,7 @@ func waitEvent(t *testing.T, ctx context.Context, core *server.Core, typ string)
 // stays false.
 func TestSystemdToldStartedWhenNotReadyInTime(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := testStore(t, ctx)
 	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) {
 		return nil, errors.New("no ip_vs")
 	}})
