@@ -104,16 +104,9 @@ type Redundancy struct {
 	// Instance is the virtual router's name, as keepalived's vrrp_instance
 	// has one: what Notify is told (default "VI_1", keepalived's sample's).
 	Instance string `json:"instance,omitempty"`
-	// NotifyMaster, NotifyBackup, NotifyFault and NotifyStop (keepalived's
-	// notify_master...) are programs the daemon runs, as root, as the
-	// director takes that VRRP state; Notify, after them, on every change,
-	// with keepalived's four arguments added: INSTANCE, the instance's
-	// name, the state (MASTER, BACKUP, FAULT, STOP) and the priority.
-	NotifyMaster Argv `json:"notify_master,omitempty"`
-	NotifyBackup Argv `json:"notify_backup,omitempty"`
-	NotifyFault  Argv `json:"notify_fault,omitempty"`
-	NotifyStop   Argv `json:"notify_stop,omitempty"`
-	Notify       Argv `json:"notify,omitempty"`
+	// VRRPNotify are the instance's programs: Notify is told INSTANCE, the
+	// instance's name, the state and the priority.
+	VRRPNotify
 	// SMTPAlert (keepalived's smtp_alert in a vrrp_instance) mails each
 	// change of state; unset, settings.alerts.smtp decides (SMTPAlerts).
 	SMTPAlert *bool `json:"smtp_alert,omitempty"`
@@ -130,15 +123,40 @@ type Redundancy struct {
 // after them with keepalived's arguments added: GROUP, the group's name,
 // the state and 0 (keepalived passes no priority for a group).
 type SyncGroup struct {
-	Name         string `json:"name"`
-	NotifyMaster Argv   `json:"notify_master,omitempty"`
-	NotifyBackup Argv   `json:"notify_backup,omitempty"`
-	NotifyFault  Argv   `json:"notify_fault,omitempty"`
-	NotifyStop   Argv   `json:"notify_stop,omitempty"`
-	Notify       Argv   `json:"notify,omitempty"`
+	Name string `json:"name"`
+	// VRRPNotify are the group's programs: Notify is told GROUP, the
+	// group's name, the state and 0.
+	VRRPNotify
 	// SMTPAlert (smtp_alert in the vrrp_sync_group) mails the group's
 	// changes of state; unset, settings.alerts.smtp decides (ForVRRP).
 	SMTPAlert *bool `json:"smtp_alert,omitempty"`
+}
+
+// VRRPNotify are the programs the daemon runs, as root, as a VRRP instance
+// (or its sync group) changes state, with keepalived's calling convention:
+// NotifyMaster, NotifyBackup, NotifyFault or NotifyStop (keepalived's
+// notify_master...) as that state is taken, then Notify on every change
+// with four arguments added: INSTANCE or GROUP, the name, the state
+// (MASTER, BACKUP, FAULT, STOP) and the priority (0 for a group).
+type VRRPNotify struct {
+	NotifyMaster Argv `json:"notify_master,omitempty"`
+	NotifyBackup Argv `json:"notify_backup,omitempty"`
+	NotifyFault  Argv `json:"notify_fault,omitempty"`
+	NotifyStop   Argv `json:"notify_stop,omitempty"`
+	Notify       Argv `json:"notify,omitempty"`
+}
+
+// NotifyProgram is one of VRRPNotify's programs with its keepalived keyword.
+type NotifyProgram struct {
+	Keyword string
+	Argv    *Argv
+}
+
+// Programs are n's five programs in keepalived's order (unset ones too),
+// each with its keyword.
+func (n *VRRPNotify) Programs() []NotifyProgram {
+	return []NotifyProgram{{"notify_master", &n.NotifyMaster}, {"notify_backup", &n.NotifyBackup},
+		{"notify_fault", &n.NotifyFault}, {"notify_stop", &n.NotifyStop}, {"notify", &n.Notify}}
 }
 
 // DefaultInstance is the VRRP instance's name when the document gives none.

@@ -134,12 +134,9 @@ func validVRRPName(s string) bool {
 }
 
 // notifyPrograms checks keepalived's five notify programs of field.
-func (v *validator) notifyPrograms(field string, master, backup, fault, stop, notify Argv) {
-	for _, p := range []struct {
-		name string
-		cmd  Argv
-	}{{"notify_master", master}, {"notify_backup", backup}, {"notify_fault", fault}, {"notify_stop", stop}, {"notify", notify}} {
-		v.program(field+"."+p.name, p.cmd)
+func (v *validator) notifyPrograms(field string, n VRRPNotify) {
+	for _, p := range n.Programs() {
+		v.program(field+"."+p.Keyword, *p.Argv)
 	}
 }
 
@@ -148,12 +145,12 @@ func (v *validator) redundancy(field string, r *Redundancy) {
 	if r.Instance != "" && !validVRRPName(r.Instance) {
 		v.addf(field+".instance", "%q is not an instance name (1 to 64 characters, no blanks)", r.Instance)
 	}
-	v.notifyPrograms(field, r.NotifyMaster, r.NotifyBackup, r.NotifyFault, r.NotifyStop, r.Notify)
+	v.notifyPrograms(field, r.VRRPNotify)
 	if g := r.SyncGroup; g != nil {
 		if !validVRRPName(g.Name) {
 			v.addf(field+".sync_group.name", "%q is not a sync group name (1 to 64 characters, no blanks)", g.Name)
 		}
-		v.notifyPrograms(field+".sync_group", g.NotifyMaster, g.NotifyBackup, g.NotifyFault, g.NotifyStop, g.Notify)
+		v.notifyPrograms(field+".sync_group", g.VRRPNotify)
 	}
 	if !validInterfaceName(r.Interface) {
 		v.addf(field+".interface", "%q is not an interface name", r.Interface)

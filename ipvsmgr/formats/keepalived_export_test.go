@@ -192,9 +192,9 @@ func madeState() *ipvsmgr.State {
 			Redundancy: &ipvsmgr.Redundancy{VRID: 51, Interface: "eth0", Instance: "LB", AdvertInterval: 0.5, UnicastPeers: []string{"198.18.9.1", "198.18.9.2"},
 				PreemptDelay: 5, TrackInterfaces: []string{"lo"}, GARPCount: w(3), GARPRepeatDelay: &garpDelay,
 				SyncDaemon: true, SyncID: 51,
-				NotifyMaster: ipvsmgr.Argv{"/etc/keepalived/master.sh", "web vip"}, NotifyBackup: ipvsmgr.Argv{"/etc/keepalived/backup.sh"},
-				NotifyFault: ipvsmgr.Argv{"/etc/keepalived/fault.sh"}, NotifyStop: ipvsmgr.Argv{"/etc/keepalived/stop.sh"},
-				Notify: ipvsmgr.Argv{"/usr/local/bin/ka-notify"}, SMTPAlert: yes},
+				VRRPNotify: ipvsmgr.VRRPNotify{NotifyMaster: ipvsmgr.Argv{"/etc/keepalived/master.sh", "web vip"}, NotifyBackup: ipvsmgr.Argv{"/etc/keepalived/backup.sh"},
+					NotifyFault: ipvsmgr.Argv{"/etc/keepalived/fault.sh"}, NotifyStop: ipvsmgr.Argv{"/etc/keepalived/stop.sh"},
+					Notify: ipvsmgr.Argv{"/usr/local/bin/ka-notify"}}, SMTPAlert: yes},
 			Alerts: &ipvsmgr.Alerts{SMTP: &ipvsmgr.SMTPAlerts{Server: "198.18.9.25", Port: 2525, HeloName: "lb1.example.com", From: "lb@example.com",
 				To: []string{"ops@example.com", "noc@example.com"}, ConnectTimeout: 10, RouterID: "LB1", AlertChecker: boolPtr(false), NoEmailFaults: true}}},
 		Services: []ipvsmgr.Service{

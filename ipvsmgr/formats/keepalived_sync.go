@@ -69,7 +69,7 @@ func (k *kaImporter) syncGroup(g *kaNode, members []string, vi *kaNode, r *ipvsm
 		kw := c.word(0)
 		switch kw {
 		case "notify_master", "notify_backup", "notify_fault", "notify_stop", "notify":
-			if k.notifyProgram(c, &sg.NotifyMaster, &sg.NotifyBackup, &sg.NotifyFault, &sg.NotifyStop, &sg.Notify) {
+			if k.notifyProgram(c, &sg.VRRPNotify) {
 				mapped[kw] = true
 			} else {
 				k.warnf(c.line, "vrrp_sync_group %s: %s %s: a user to run it as, or no program: not run as root by mistake - kept, not mapped", name, kw, c.rest())
@@ -222,7 +222,7 @@ func (x *kaExporter) syncMembers(r *ipvsmgr.Redundancy) (names []string, blocks 
 		}
 		m := *r
 		m.Interface, m.Instance, m.TrackInterfaces, m.SMTPAlert = svc.Interface, name, nil, nil
-		m.NotifyMaster, m.NotifyBackup, m.NotifyFault, m.NotifyStop, m.Notify = nil, nil, nil, nil, nil
+		m.VRRPNotify = ipvsmgr.VRRPNotify{}
 		var lines []string
 		for _, l := range x.vrrpLines(&m, "") {
 			lines = append(lines, "    "+l)
@@ -245,7 +245,7 @@ func (x *kaExporter) syncGroupLines(r *ipvsmgr.Redundancy, kept string) []string
 		}
 	}
 	out := append(append([]string{"group {"}, kaIndent(members)...), "}")
-	out = append(out, x.notifyLines("settings.redundancy.sync_group", g.NotifyMaster, g.NotifyBackup, g.NotifyFault, g.NotifyStop, g.Notify)...)
+	out = append(out, x.notifyLines("settings.redundancy.sync_group", g.VRRPNotify)...)
 	if g.SMTPAlert != nil {
 		out = append(out, "smtp_alert "+kaBoolWord(*g.SMTPAlert))
 	}

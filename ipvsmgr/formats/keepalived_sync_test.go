@@ -99,8 +99,8 @@ func TestKeepalivedSyncGroupImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := st.Settings.Redundancy
-	want := &ipvsmgr.SyncGroup{Name: "VG_LB", NotifyMaster: ipvsmgr.Argv{"/etc/keepalived/group.sh", "master"},
-		NotifyBackup: ipvsmgr.Argv{"/etc/keepalived/group-backup.sh"}, Notify: ipvsmgr.Argv{"/usr/local/bin/group-notify"}, SMTPAlert: boolPtr(true)}
+	want := &ipvsmgr.SyncGroup{Name: "VG_LB", VRRPNotify: ipvsmgr.VRRPNotify{NotifyMaster: ipvsmgr.Argv{"/etc/keepalived/group.sh", "master"},
+		NotifyBackup: ipvsmgr.Argv{"/etc/keepalived/group-backup.sh"}, Notify: ipvsmgr.Argv{"/usr/local/bin/group-notify"}}, SMTPAlert: boolPtr(true)}
 	if r == nil || r.Instance != "VI_OUT" || !cmp.Equal(r.SyncGroup, want) {
 		t.Fatalf("redundancy %+v, want instance VI_OUT with sync group %+v", r, want)
 	}
@@ -167,9 +167,9 @@ func TestKeepalivedSyncGroupPassesKeepalivedConfigTest(t *testing.T) {
 	}
 	setup := "for i in 0 1 2; do ip link add eth$i type veth peer name peer$i && ip link set eth$i up || exit 1; done"
 	made := &ipvsmgr.State{Settings: ipvsmgr.Settings{Redundancy: &ipvsmgr.Redundancy{VRID: 51, Interface: "eth0", Instance: "LB",
-		TrackInterfaces: []string{"eth1"}, NotifyMaster: ipvsmgr.Argv{"/etc/keepalived/master.sh"},
-		SyncGroup: &ipvsmgr.SyncGroup{Name: "LB_GROUP", NotifyMaster: ipvsmgr.Argv{"/etc/keepalived/group-master.sh"},
-			NotifyStop: ipvsmgr.Argv{"/etc/keepalived/group-stop.sh", "now"}, Notify: ipvsmgr.Argv{"/usr/local/bin/ka-group-notify"}, SMTPAlert: boolPtr(true)}}},
+		TrackInterfaces: []string{"eth1"}, VRRPNotify: ipvsmgr.VRRPNotify{NotifyMaster: ipvsmgr.Argv{"/etc/keepalived/master.sh"}},
+		SyncGroup: &ipvsmgr.SyncGroup{Name: "LB_GROUP", VRRPNotify: ipvsmgr.VRRPNotify{NotifyMaster: ipvsmgr.Argv{"/etc/keepalived/group-master.sh"},
+			NotifyStop: ipvsmgr.Argv{"/etc/keepalived/group-stop.sh", "now"}, Notify: ipvsmgr.Argv{"/usr/local/bin/ka-group-notify"}}, SMTPAlert: boolPtr(true)}}},
 		Services: []ipvsmgr.Service{
 			{Protocol: "tcp", Address: "198.18.0.10", Port: 80, Interface: "eth0", Scheduler: "wlc", Forwarding: "dr",
 				Servers: []ipvsmgr.Server{{Address: "198.18.1.1", Port: 80}}},

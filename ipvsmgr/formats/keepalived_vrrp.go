@@ -160,7 +160,7 @@ func (k *kaImporter) vrrpInstance(top []*kaNode) error {
 				r.GARPCount = &n
 			}
 		case "notify_master", "notify_backup", "notify_fault", "notify_stop", "notify":
-			if !k.notifyProgram(c, &r.NotifyMaster, &r.NotifyBackup, &r.NotifyFault, &r.NotifyStop, &r.Notify) {
+			if !k.notifyProgram(c, &r.VRRPNotify) {
 				bad("a user to run it as, or no program: not run as root by mistake")
 			}
 		case "smtp_alert":
@@ -210,13 +210,16 @@ func (k *kaImporter) vrrpInstance(top []*kaNode) error {
 
 // notifyProgram sets the one of the five programs the notify line c
 // names; false when it names a user to run it as, or no program.
-func (k *kaImporter) notifyProgram(c *kaNode, master, backup, fault, stop, notify *ipvsmgr.Argv) bool {
+func (k *kaImporter) notifyProgram(c *kaNode, n *ipvsmgr.VRRPNotify) bool {
 	cmd, user, err := k.script(c)
 	if err != nil || len(user) > 0 {
 		return false
 	}
-	*map[string]*ipvsmgr.Argv{"notify_master": master, "notify_backup": backup, "notify_fault": fault,
-		"notify_stop": stop, "notify": notify}[c.word(0)] = cmd
+	for _, p := range n.Programs() {
+		if p.Keyword == c.word(0) {
+			*p.Argv = cmd
+		}
+	}
 	return true
 }
 
@@ -478,7 +481,7 @@ func (x *kaExporter) vrrpLines(r *ipvsmgr.Redundancy, kept string) []string {
 	} else if d != nil {
 		out = append(out, "garp_master_delay "+strconv.Itoa(int(*d)))
 	}
-	out = append(out, x.notifyLines("settings.redundancy", r.NotifyMaster, r.NotifyBackup, r.NotifyFault, r.NotifyStop, r.Notify)...)
+	out = append(out, x.notifyLines("settings.redundancy", r.VRRPNotify)...)
 	if r.SMTPAlert != nil {
 		out = append(out, "smtp_alert "+kaBoolWord(*r.SMTPAlert))
 	}
@@ -505,21 +508,19 @@ func (x *kaExporter) vrrpLines(r *ipvsmgr.Redundancy, kept string) []string {
 }
 
 // notifyLines are the five programs of field as keepalived's notify lines.
-func (x *kaExporter) notifyLines(field string, master, backup, fault, stop, notify ipvsmgr.Argv) []string {
+func (x *kaExporter) notifyLines(field string, n ipvsmgr.VRRPNotify) []string {
 	var out []string
-	for _, p := range []struct {
-		kw   string
-		argv ipvsmgr.Argv
-	}{{"notify_master", master}, {"notify_backup", backup}, {"notify_fault", fault}, {"notify_stop", stop}, {"notify", notify}} {
-		if len(p.argv) == 0 {
+	for _, p := range n.Programs() {
+		argv := *p.Argv
+		if len(argv) == 0 {
 			continue
 		}
-		text, ok := kaCommand(p.argv)
+		text, ok := kaCommand(argv)
 		if !ok {
-			x.bad("%s.%s: %q: %s", field, p.kw, p.argv, kaCommandQuoted)
+			x.bad("%s.%s: %q: %s", field, p.Keyword, argv, kaCommandQuoted)
 			continue
 		}
-		out = append(out, p.kw+" "+text)
+		out = append(out, p.Keyword+" "+text)
 	}
 	return out
 }

@@ -60,7 +60,7 @@ type alerter struct {
 	q      *serialQueue[alertJob]
 	stats  deliveryStats
 	// stopped is the daemon's: no retry once it ends. send is the
-	// attempts': it ends alertStopGrace later.
+	// attempts': it ends the grace (AlertGrace) later.
 	stopped, send context.Context
 	retry         func(n int) time.Duration
 	client        *webhookClient
@@ -75,7 +75,7 @@ type alertJob struct {
 }
 
 // runAlerts sends the alerts of the events after ID after until ctx
-// ends, then what is queued for at most alertStopGrace more.
+// ends, then what is queued for at most the grace (AlertGrace) more.
 func (d *Daemon) runAlerts(ctx context.Context, after int64) {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
@@ -83,7 +83,8 @@ func (d *Daemon) runAlerts(ctx context.Context, after int64) {
 	}
 	send, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
-	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(alertStopGrace, cancel) })
+	grace := orDuration(d.AlertGrace, alertStopGrace)
+	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(grace, cancel) })
 	defer stopGrace()
 	a := &alerter{d: d, host: host, mailed: map[string]string{}, stopped: ctx, send: send,
 		retry: alertRetry, client: newWebhookClient()}

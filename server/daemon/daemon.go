@@ -47,6 +47,10 @@ type Daemon struct {
 	// AlertRetry is the wait before a webhook's attempt n+1 (n from 1);
 	// nil: 1 s, doubled each time (tests shorten it).
 	AlertRetry func(n int) time.Duration
+	// AlertGrace is how long a stopping daemon goes on sending the alerts
+	// queued (the VRRP stop's mail); 0 means alertStopGrace (tests that
+	// must not depend on the machine's speed lengthen it).
+	AlertGrace time.Duration
 	// NotifySocket is systemd's notify socket ($NOTIFY_SOCKET of a
 	// Type=notify unit): told READY=1 once the director is ready (every
 	// check has run once), STOPPING=1 when it stops; "": none.

@@ -94,26 +94,24 @@ func vrrpPrograms(r *ipvsmgr.Redundancy, e server.Event) []notifyRun {
 	state := strings.ToUpper(e.Fields["state"])
 	instance := cmp.Or(r.Instance, ipvsmgr.DefaultInstance)
 	why := []any{"instance", instance, "family", e.Fields["family"], "state", state}
-	out := statePrograms(state, "", why, r.NotifyMaster, r.NotifyBackup, r.NotifyFault, r.NotifyStop, r.Notify,
-		"INSTANCE", instance, e.Fields["priority"])
+	out := statePrograms(state, "", why, r.VRRPNotify, "INSTANCE", instance, e.Fields["priority"])
 	if g := r.SyncGroup; g != nil {
 		why := append(why, "group", g.Name)
-		out = append(out, statePrograms(state, "group_", why, g.NotifyMaster, g.NotifyBackup, g.NotifyFault, g.NotifyStop, g.Notify,
-			"GROUP", g.Name, "0")...)
+		out = append(out, statePrograms(state, "group_", why, g.VRRPNotify, "GROUP", g.Name, "0")...)
 	}
 	return out
 }
 
 // statePrograms are the program of state (of master, backup, fault and
 // stop) and then notify with TYPE NAME STATE PRIORITY added.
-func statePrograms(state, prefix string, why []any, master, backup, fault, stop, notify ipvsmgr.Argv, typ, name, prio string) []notifyRun {
-	byState := map[string]ipvsmgr.Argv{"MASTER": master, "BACKUP": backup, "FAULT": fault, "STOP": stop}
+func statePrograms(state, prefix string, why []any, n ipvsmgr.VRRPNotify, typ, name, prio string) []notifyRun {
+	byState := map[string]ipvsmgr.Argv{"MASTER": n.NotifyMaster, "BACKUP": n.NotifyBackup, "FAULT": n.NotifyFault, "STOP": n.NotifyStop}
 	var out []notifyRun
 	if argv := byState[state]; len(argv) > 0 {
 		out = append(out, notifyRun{name: prefix + "notify_" + strings.ToLower(state), argv: argv, for_: why})
 	}
-	if len(notify) > 0 {
-		argv := append(append([]string(nil), notify...), typ, name, state, prio)
+	if len(n.Notify) > 0 {
+		argv := append(append([]string(nil), n.Notify...), typ, name, state, prio)
 		out = append(out, notifyRun{name: prefix + "notify", argv: argv, for_: why})
 	}
 	return out

@@ -90,7 +90,7 @@ func parseRedundancyForm(r *http.Request, old *ipvsmgr.Redundancy) (*form, *ipvs
 		// instance's name, its programs and mail, nor its sync group:
 		// they stay.
 		red.Auth, red.Instance, red.SMTPAlert, red.SyncGroup = old.Auth, old.Instance, old.SMTPAlert, old.SyncGroup
-		red.NotifyMaster, red.NotifyBackup, red.NotifyFault, red.NotifyStop, red.Notify = old.NotifyMaster, old.NotifyBackup, old.NotifyFault, old.NotifyStop, old.Notify
+		red.VRRPNotify = old.VRRPNotify
 	}
 	if f.V("vrid") == "" {
 		f.set("vrid", "a pair needs its virtual router's id, 1..255, the same on both directors")

@@ -285,8 +285,8 @@ func TestRedundancyFormKeepsAuth(t *testing.T) {
 	authBlock := &ipvsmgr.RedundancyAuth{Keys: []ipvsmgr.RedundancyKey{{ID: 1, File: "/etc/ipvsctl/vrrp-1.key"}, {ID: 2, File: "/etc/ipvsctl/vrrp-2.key"}}, ActiveKey: 2}
 	on := true
 	st.Settings.Redundancy = &ipvsmgr.Redundancy{VRID: 51, Interface: "eth0", Auth: authBlock, Instance: "VI_WEB",
-		NotifyMaster: ipvsmgr.Argv{"/etc/keepalived/master.sh"}, Notify: ipvsmgr.Argv{"/usr/local/bin/notify"}, SMTPAlert: &on,
-		SyncGroup: &ipvsmgr.SyncGroup{Name: "VG", NotifyBackup: ipvsmgr.Argv{"/etc/keepalived/group-backup.sh"}}}
+		VRRPNotify: ipvsmgr.VRRPNotify{NotifyMaster: ipvsmgr.Argv{"/etc/keepalived/master.sh"}, Notify: ipvsmgr.Argv{"/usr/local/bin/notify"}}, SMTPAlert: &on,
+		SyncGroup: &ipvsmgr.SyncGroup{Name: "VG", VRRPNotify: ipvsmgr.VRRPNotify{NotifyBackup: ipvsmgr.Argv{"/etc/keepalived/group-backup.sh"}}}}
 	kept := *st.Settings.Redundancy
 	e.seed(t, st)
 	if r := e.post(t, "alice", "/settings/redundancy", redForm("vrid", "52", "interface", "eth0")); r.Code != http.StatusSeeOther {

@@ -16,11 +16,18 @@ const quorumState = `{"services": [{"name": "web", "address": "198.18.0.100", "p
 const notifyState = `{"services": [{"name": "web", "address": "198.18.0.100", "port": 80, "scheduler": "rr",
    "servers": [{"name": "r1", "address": "198.18.0.11", "notify_down": ["/bin/sh", "-c", "echo down"]}]}]}`
 
+const groupState = `{"settings": {"redundancy": {"vrid": 51, "interface": "eth0",
+   "sync_group": {"name": "G", "notify": ["/bin/sh", "-c", "echo group"]}}},
+   "services": [{"name": "web", "address": "198.18.0.100", "port": 80, "scheduler": "rr",
+   "servers": [{"name": "r1", "address": "198.18.0.11"}]}]}`
+
 // A peer's document that brings a quorum_up or quorum_down program, or a
-// notify program (run as root, as an exec check) is refused, naming the
+// notify program of a real server or of the VRRP sync group (run as root, as
+// an exec check) is refused, naming the
 // field, until this director allows replicated exec; then it is taken.
 func TestPinnedPeerQuorumProgramsGated(t *testing.T) {
-	for doc, field := range map[string]string{quorumState: "services[web].quorum_down", notifyState: "services[web].servers[r1].notify_down"} {
+	for doc, field := range map[string]string{quorumState: "services[web].quorum_down", notifyState: "services[web].servers[r1].notify_down",
+		groupState: "settings.redundancy.sync_group.notify"} {
 		t.Run(field, func(t *testing.T) { peerProgramGated(t, doc, field) })
 	}
 }

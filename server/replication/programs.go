@@ -65,9 +65,13 @@ func programsOf(st *ipvsmgr.State) [][2]string {
 		}
 	}
 	if r := st.Settings.Redundancy; r != nil {
-		for name, cmd := range map[string]ipvsmgr.Argv{"notify_master": r.NotifyMaster, "notify_backup": r.NotifyBackup,
-			"notify_fault": r.NotifyFault, "notify_stop": r.NotifyStop, "notify": r.Notify} {
-			argv("settings.redundancy."+name, cmd)
+		for _, p := range r.Programs() {
+			argv("settings.redundancy."+p.Keyword, *p.Argv)
+		}
+		if g := r.SyncGroup; g != nil {
+			for _, p := range g.Programs() {
+				argv("settings.redundancy.sync_group."+p.Keyword, *p.Argv)
+			}
 		}
 	}
 	slices.SortFunc(out, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
