@@ -229,227 +229,408 @@ func (p *ldParser) virtualKey(v *ldVirtual, line int, rcmd string) error {
 	if kv == nil {
 		return p.im.unknown(line, "unknown key %q in %s", rcmd, v.scope)
 	}
-	key, val := kv[1], kv[2]
-	quoted := func(what string) (string, error) {
-		q := ldQuoted().FindStringSubmatch(val)
-		if q == nil {
-			return "", p.im.unknown(line, "%s=%s in %s: ldirectord reads %s only in double quotes", key, val, v.scope, key)
-		}
-		if q[1] == "" {
-			return "", p.errf(line, "%s=%s: no %s", key, val, what)
-		}
-		return q[1], nil
+	k := ldKey{p: p, v: v, svc: svc, line: line, key: kv[1], val: kv[2]}
+	set, ok := ldVirtualKeys[k.key]
+	if !ok {
+		return p.im.unknown(line, "unknown key %s=%s in %s", k.key, k.val, v.scope)
 	}
-	positive := func(what string) (int, error) {
-		d := ldDigits().FindString(val)
-		n, _ := strconv.Atoi(d)
-		if n <= 0 {
-			return 0, p.errf(line, "%s=%s: invalid %s", key, val, what)
-		}
-		return n, nil
+	return set(k)
+}
+
+// ldKey is one key=value line of a virtual, read into the virtual or its service.
+type ldKey struct {
+	p        *ldParser
+	v        *ldVirtual
+	svc      *ipvsmgr.Service
+	line     int
+	key, val string
+}
+
+// ldVirtualKeys are the keys of a virtual, each with what reads it.
+var ldVirtualKeys = map[string]func(ldKey) error{
+	"real":             ldKey.real,
+	"real6":            ldKey.real,
+	"request":          ldKey.request,
+	"receive":          ldKey.receive,
+	"checktype":        ldKey.checktype,
+	"checkcommand":     ldKey.checkcommand,
+	"checktimeout":     ldKey.checkTimeout,
+	"negotiatetimeout": ldKey.negotiateTimeout,
+	"connecttimeout":   ldKey.connectTimeout,
+	"failurecount":     ldKey.failureCount,
+	"checkinterval":    ldKey.checkInterval,
+	"checkport":        ldKey.checkport,
+	"login":            ldKey.credential,
+	"database":         ldKey.credential,
+	"passwd":           ldKey.secret,
+	"secret":           ldKey.secret,
+	"load":             ldKey.load,
+	"checkcount":       ldKey.checkcount,
+	"scheduler":        ldKey.scheduler,
+	"persistent":       ldKey.persistent,
+	"schedflags":       ldKey.schedflags,
+	"netmask":          ldKey.netmask,
+	"protocol":         ldKey.protocol,
+	"ops":              ldKey.ops,
+	"service":          ldKey.service,
+	"httpmethod":       ldKey.httpmethod,
+	"virtualhost":      ldKey.virtualhost,
+	"fallback":         ldKey.fallback,
+	"fallback6":        ldKey.fallback,
+	"quiescent":        ldKey.quiescent,
+	"cleanstop":        ldKey.cleanstop,
+	"emailalertfreq":   ldKey.emailalertfreq,
+	"emailalertstatus": ldKey.emailalertstatus,
+	"fallbackcommand":  ldKey.fallbackcommand,
+	"emailalert":       ldKey.kept,
+	"monitorfile":      ldKey.kept,
+	"smtp":             ldKey.kept,
+	"servicename":      ldKey.kept,
+	"comment":          ldKey.kept,
+}
+
+// errf is a parse error on the key's line.
+func (k ldKey) errf(format string, args ...any) error {
+	return k.p.errf(k.line, format, args...)
+}
+
+// keep records the key as imported, not used.
+func (k ldKey) keep() {
+	k.p.keep(k.line, k.v.scope, k.key, k.val)
+}
+
+// quoted is the value in double quotes, which must not be empty.
+func (k ldKey) quoted(what string) (string, error) {
+	q := ldQuoted().FindStringSubmatch(k.val)
+	if q == nil {
+		return "", k.p.im.unknown(k.line, "%s=%s in %s: ldirectord reads %s only in double quotes", k.key, k.val, k.v.scope, k.key)
 	}
-	yesNo := func() error {
-		if val != "yes" && val != "no" {
-			return p.errf(line, "%s=%q: must be yes or no", key, val)
+	if q[1] == "" {
+		return "", k.errf("%s=%s: no %s", k.key, k.val, what)
+	}
+	return q[1], nil
+}
+
+// positive is the number the value starts with, which must be over 0.
+func (k ldKey) positive(what string) (int, error) {
+	d := ldDigits().FindString(k.val)
+	n, _ := strconv.Atoi(d)
+	if n <= 0 {
+		return 0, k.errf("%s=%s: invalid %s", k.key, k.val, what)
+	}
+	return n, nil
+}
+
+// yesNo refuses a value other than yes or no.
+func (k ldKey) yesNo() error {
+	if k.val != "yes" && k.val != "no" {
+		return k.errf("%s=%q: must be yes or no", k.key, k.val)
+	}
+	return nil
+}
+
+// sameFamily refuses a real6 or fallback6 in a virtual, or the other way round.
+func (k ldKey) sameFamily(six bool, takes string) error {
+	if six != (k.v.family == "6") {
+		suffix := map[string]string{"4": "", "6": "6"}[k.v.family]
+		return k.errf("%s=%s: a virtual%s takes %s%s", k.key, k.val, suffix, takes, suffix)
+	}
+	return nil
+}
+
+// command is a command given in double quotes or as it is.
+func (k ldKey) command() string {
+	if q := ldQuoted().FindStringSubmatch(k.val); q != nil {
+		return q[1]
+	}
+	return k.val
+}
+
+func (k ldKey) real() error {
+	if err := k.sameFamily(k.key == "real6", "real"); err != nil {
+		return err
+	}
+	k.v.reals = append(k.v.reals, [2]any{k.val, k.line})
+	return nil
+}
+
+func (k ldKey) request() error {
+	var err error
+	if k.v.request, err = k.quoted("request string"); err == nil && !strings.HasPrefix(k.v.request, "/") {
+		k.v.request = "/" + k.v.request
+	}
+	return err
+}
+
+func (k ldKey) receive() (err error) {
+	k.v.receive, err = k.quoted("receive string")
+	return err
+}
+
+func (k ldKey) checktype() error {
+	if d := ldDigits().FindString(k.val); d != "" {
+		k.v.connects, _ = strconv.Atoi(d)
+		k.v.checktype = "combined"
+		k.v.checktypeLine = k.line
+		return nil
+	}
+	w := regexp.MustCompile(`[\w-]+`).FindString(k.val)
+	switch w {
+	case "connect", "negotiate", "ping", "off", "on", "external", "external-perl":
+		k.v.checktype = w
+		if w == "external-perl" {
+			k.keep()
 		}
 		return nil
 	}
-	var err error
-	switch key {
-	case "real", "real6":
-		if (key == "real6") != (v.family == "6") {
-			return p.errf(line, "%s=%s: a virtual%s takes real%s", key, val, map[string]string{"4": "", "6": "6"}[v.family], map[string]string{"4": "", "6": "6"}[v.family])
-		}
-		v.reals = append(v.reals, [2]any{val, line})
-	case "request":
-		if v.request, err = quoted("request string"); err == nil && !strings.HasPrefix(v.request, "/") {
-			v.request = "/" + v.request
-		}
-	case "receive":
-		v.receive, err = quoted("receive string")
-	case "checktype":
-		if d := ldDigits().FindString(val); d != "" {
-			v.connects, _ = strconv.Atoi(d)
-			v.checktype = "combined"
-			v.checktypeLine = line
-			break
-		}
-		w := regexp.MustCompile(`[\w-]+`).FindString(val)
-		switch w {
-		case "connect", "negotiate", "ping", "off", "on", "external", "external-perl":
-			v.checktype = w
-			if w == "external-perl" {
-				p.keep(line, v.scope, key, val)
-			}
-		default:
-			return p.errf(line, "checktype=%s: must be connect, negotiate, on, off, ping, external, external-perl or a number", val)
-		}
-	case "checkcommand":
-		c := val
-		if q := ldQuoted().FindStringSubmatch(val); q != nil {
-			c = q[1]
-		}
-		if c == "" {
-			return p.errf(line, "checkcommand=%s: invalid check command", val)
-		}
-		v.checkcommand = c
-	case "checktimeout":
-		v.checkTimeout, err = positive("check timeout")
-	case "negotiatetimeout":
-		v.negotiateTimeout, err = positive("negotiate timeout")
-	case "connecttimeout":
-		return p.errf(line, "connecttimeout=%s: deprecated in favour of negotiatetimeout (ldirectord refuses it)", val)
-	case "failurecount":
-		v.failureCount, err = positive("failure count")
-	case "checkinterval":
-		v.checkInterval, err = positive("check interval")
-	case "checkport":
-		d := ldDigits().FindString(val)
-		if d == "" {
-			return p.errf(line, "checkport=%s: invalid port", val)
-		}
-		n, _ := strconv.Atoi(d)
-		if n <= 0 || n >= 65536 {
-			return p.errf(line, "checkport=%s: must be in range 1..65535", val)
-		}
-		v.checkport = n
-	case "login", "database":
-		var q string
-		if q, err = quoted(key); err == nil && key == "login" {
-			v.login, v.loginLine = q, line
-		} else if err == nil {
-			v.database, v.databaseLine = q, line
-		}
-	case "passwd", "secret":
-		if _, err = quoted(key); err == nil && key == "passwd" {
-			v.passwdLine = line
-		} else if err == nil {
-			v.secretLine = line
-		}
-	case "load":
-		if _, err = quoted(key); err == nil {
-			p.keep(line, v.scope, key, val)
-		}
-	case "checkcount":
-		if _, err = positive("check count"); err == nil {
-			p.im.warnf(line, "checkcount is deprecated in ldirectord (see failurecount); kept, not used")
-			p.keep(line, v.scope, key, val)
-		}
-	case "scheduler":
-		s := regexp.MustCompile(`[a-z]+`).FindString(val)
-		if s == "" {
-			return p.errf(line, "scheduler=%s: invalid scheduler, should be only lowercase letters (a-z)", val)
-		}
-		svc.Scheduler = s
-	case "persistent":
-		d := ldDigits().FindString(val)
-		if d == "" {
-			return p.errf(line, "persistent=%s: invalid persistent timeout", val)
-		}
-		svc.Persistence, _ = strconv.Atoi(d)
-		if svc.Persistence == 0 {
-			// ipvsadm -p 0 is its default timeout, 300 s.
-			svc.Persistence = 300
-			p.im.warnf(line, "persistent=0 is ipvsadm's default persistence, 300 s")
-		}
-	case "schedflags":
-		f := strings.Fields(val)
-		if len(f) == 0 {
-			return p.errf(line, "schedflags=%s: invalid sched-flags", val)
-		}
-		for _, x := range strings.Split(f[0], ",") {
-			svc.SchedulerFlags = append(svc.SchedulerFlags, strings.TrimPrefix(x, "sh-"))
-		}
-	case "netmask":
-		if v.family == "6" {
-			n, err := strconv.Atoi(val)
-			if err != nil || n < 1 || n > 128 {
-				return p.errf(line, "netmask=%s: a prefix length between 1 and 128 is required", val)
-			}
-		} else if !regexp.MustCompile(`^\d+\.\d+\.\d+\.\d+$`).MatchString(val) {
-			return p.errf(line, "netmask=%s: dotted quad notation is required", val)
-		}
-		v.netmask, v.netmaskLine = val, line
-	case "protocol":
-		w := regexp.MustCompile(`\w+`).FindString(val)
-		switch {
-		case w == "":
-			return p.errf(line, "protocol=%s: invalid protocol", val)
-		case v.fwmark && w != "fwm":
-			return p.errf(line, "protocol=%s: must be fwm if the virtual service is a fwmark (a number)", val)
-		case !v.fwmark && w != "tcp" && w != "udp":
-			return p.errf(line, "protocol=%s: must be tcp or udp if the virtual service is an address and port", val)
-		case !v.fwmark:
-			svc.Protocol = w
-		}
-	case "ops":
-		if err = yesNo(); err == nil {
-			svc.OnePacket = val == "yes"
-		}
-	case "service":
-		w := regexp.MustCompile(`\w+`).FindString(val)
-		ok := false
-		for _, s := range ldServices {
-			ok = ok || s == w
-		}
-		if !ok {
-			return p.errf(line, "service=%s: must be one of %s", val, strings.Join(ldServices, ", "))
-		}
-		v.service, v.serviceLine = w, line
-	case "httpmethod":
-		w := strings.ToUpper(regexp.MustCompile(`\w+`).FindString(val))
-		if w != "GET" && w != "HEAD" {
-			return p.errf(line, "httpmethod=%s: must be GET or HEAD", val)
-		}
-		v.httpmethod = w
-	case "virtualhost":
-		h := regexp.MustCompile(`"?([^"]*)"?`).FindStringSubmatch(val)[1]
-		v.virtualhost = &h
-	case "fallback", "fallback6":
-		if (key == "fallback6") != (v.family == "6") {
-			return p.errf(line, "%s=%s: a virtual%s takes fallback%s", key, val, map[string]string{"4": "", "6": "6"}[v.family], map[string]string{"4": "", "6": "6"}[v.family])
-		}
-		fb, err := p.parseFallback(line, val, v.port)
-		if err != nil {
-			return err
-		}
-		v.fallback, v.fallbackLine = fb, line
-	case "quiescent":
-		if err = yesNo(); err == nil {
-			v.quiescent = val
-		}
-	case "cleanstop":
-		if err = yesNo(); err == nil {
-			p.keep(line, v.scope, key, val)
-		}
-	case "emailalertfreq":
-		if ldDigits().FindString(val) == "" {
-			return p.errf(line, "emailalertfreq=%s: invalid email alert frequency", val)
-		}
-		p.keep(line, v.scope, key, val)
-	case "emailalertstatus":
-		if err = p.alertStatus(line, val); err == nil {
-			p.keep(line, v.scope, key, val)
-		}
-	case "fallbackcommand":
-		// ldirectord takes the value in double quotes, or as it is.
-		c := val
-		if q := ldQuoted().FindStringSubmatch(val); q != nil {
-			c = q[1]
-		}
-		if c == "" {
-			return p.errf(line, "%s=%s: invalid fallback command", key, val)
-		}
-		v.fallbackCommand = ldValue{c, line}
-	case "emailalert", "monitorfile", "smtp", "servicename", "comment":
-		if strings.Trim(val, `"`) == "" && key != "servicename" && key != "comment" {
-			return p.errf(line, "%s=%s: no value", key, val)
-		}
-		p.keep(line, v.scope, key, val)
-	default:
-		return p.im.unknown(line, "unknown key %s=%s in %s", key, val, v.scope)
+	return k.errf("checktype=%s: must be connect, negotiate, on, off, ping, external, external-perl or a number", k.val)
+}
+
+func (k ldKey) checkcommand() error {
+	c := k.command()
+	if c == "" {
+		return k.errf("checkcommand=%s: invalid check command", k.val)
 	}
+	k.v.checkcommand = c
+	return nil
+}
+
+func (k ldKey) checkTimeout() (err error) {
+	k.v.checkTimeout, err = k.positive("check timeout")
 	return err
+}
+
+func (k ldKey) negotiateTimeout() (err error) {
+	k.v.negotiateTimeout, err = k.positive("negotiate timeout")
+	return err
+}
+
+func (k ldKey) connectTimeout() error {
+	return k.errf("connecttimeout=%s: deprecated in favour of negotiatetimeout (ldirectord refuses it)", k.val)
+}
+
+func (k ldKey) failureCount() (err error) {
+	k.v.failureCount, err = k.positive("failure count")
+	return err
+}
+
+func (k ldKey) checkInterval() (err error) {
+	k.v.checkInterval, err = k.positive("check interval")
+	return err
+}
+
+func (k ldKey) checkport() error {
+	d := ldDigits().FindString(k.val)
+	if d == "" {
+		return k.errf("checkport=%s: invalid port", k.val)
+	}
+	n, _ := strconv.Atoi(d)
+	if n <= 0 || n >= 65536 {
+		return k.errf("checkport=%s: must be in range 1..65535", k.val)
+	}
+	k.v.checkport = n
+	return nil
+}
+
+// credential is login or database, kept with its line.
+func (k ldKey) credential() error {
+	q, err := k.quoted(k.key)
+	if err != nil {
+		return err
+	}
+	if k.key == "login" {
+		k.v.login, k.v.loginLine = q, k.line
+	} else {
+		k.v.database, k.v.databaseLine = q, k.line
+	}
+	return nil
+}
+
+// secret is passwd or secret, of which only the line is kept.
+func (k ldKey) secret() error {
+	if _, err := k.quoted(k.key); err != nil {
+		return err
+	}
+	if k.key == "passwd" {
+		k.v.passwdLine = k.line
+	} else {
+		k.v.secretLine = k.line
+	}
+	return nil
+}
+
+func (k ldKey) load() error {
+	if _, err := k.quoted(k.key); err != nil {
+		return err
+	}
+	k.keep()
+	return nil
+}
+
+func (k ldKey) checkcount() error {
+	if _, err := k.positive("check count"); err != nil {
+		return err
+	}
+	k.p.im.warnf(k.line, "checkcount is deprecated in ldirectord (see failurecount); kept, not used")
+	k.keep()
+	return nil
+}
+
+func (k ldKey) scheduler() error {
+	s := regexp.MustCompile(`[a-z]+`).FindString(k.val)
+	if s == "" {
+		return k.errf("scheduler=%s: invalid scheduler, should be only lowercase letters (a-z)", k.val)
+	}
+	k.svc.Scheduler = s
+	return nil
+}
+
+func (k ldKey) persistent() error {
+	d := ldDigits().FindString(k.val)
+	if d == "" {
+		return k.errf("persistent=%s: invalid persistent timeout", k.val)
+	}
+	k.svc.Persistence, _ = strconv.Atoi(d)
+	if k.svc.Persistence == 0 {
+		// ipvsadm -p 0 is its default timeout, 300 s.
+		k.svc.Persistence = 300
+		k.p.im.warnf(k.line, "persistent=0 is ipvsadm's default persistence, 300 s")
+	}
+	return nil
+}
+
+func (k ldKey) schedflags() error {
+	f := strings.Fields(k.val)
+	if len(f) == 0 {
+		return k.errf("schedflags=%s: invalid sched-flags", k.val)
+	}
+	for _, x := range strings.Split(f[0], ",") {
+		k.svc.SchedulerFlags = append(k.svc.SchedulerFlags, strings.TrimPrefix(x, "sh-"))
+	}
+	return nil
+}
+
+func (k ldKey) netmask() error {
+	if k.v.family == "6" {
+		n, err := strconv.Atoi(k.val)
+		if err != nil || n < 1 || n > 128 {
+			return k.errf("netmask=%s: a prefix length between 1 and 128 is required", k.val)
+		}
+	} else if !regexp.MustCompile(`^\d+\.\d+\.\d+\.\d+$`).MatchString(k.val) {
+		return k.errf("netmask=%s: dotted quad notation is required", k.val)
+	}
+	k.v.netmask, k.v.netmaskLine = k.val, k.line
+	return nil
+}
+
+func (k ldKey) protocol() error {
+	w := regexp.MustCompile(`\w+`).FindString(k.val)
+	switch {
+	case w == "":
+		return k.errf("protocol=%s: invalid protocol", k.val)
+	case k.v.fwmark && w != "fwm":
+		return k.errf("protocol=%s: must be fwm if the virtual service is a fwmark (a number)", k.val)
+	case !k.v.fwmark && w != "tcp" && w != "udp":
+		return k.errf("protocol=%s: must be tcp or udp if the virtual service is an address and port", k.val)
+	case !k.v.fwmark:
+		k.svc.Protocol = w
+	}
+	return nil
+}
+
+func (k ldKey) ops() error {
+	if err := k.yesNo(); err != nil {
+		return err
+	}
+	k.svc.OnePacket = k.val == "yes"
+	return nil
+}
+
+func (k ldKey) service() error {
+	w := regexp.MustCompile(`\w+`).FindString(k.val)
+	if !slices.Contains(ldServices, w) {
+		return k.errf("service=%s: must be one of %s", k.val, strings.Join(ldServices, ", "))
+	}
+	k.v.service, k.v.serviceLine = w, k.line
+	return nil
+}
+
+func (k ldKey) httpmethod() error {
+	w := strings.ToUpper(regexp.MustCompile(`\w+`).FindString(k.val))
+	if w != "GET" && w != "HEAD" {
+		return k.errf("httpmethod=%s: must be GET or HEAD", k.val)
+	}
+	k.v.httpmethod = w
+	return nil
+}
+
+func (k ldKey) virtualhost() error {
+	h := regexp.MustCompile(`"?([^"]*)"?`).FindStringSubmatch(k.val)[1]
+	k.v.virtualhost = &h
+	return nil
+}
+
+func (k ldKey) fallback() error {
+	if err := k.sameFamily(k.key == "fallback6", "fallback"); err != nil {
+		return err
+	}
+	fb, err := k.p.parseFallback(k.line, k.val, k.v.port)
+	if err != nil {
+		return err
+	}
+	k.v.fallback, k.v.fallbackLine = fb, k.line
+	return nil
+}
+
+func (k ldKey) quiescent() error {
+	if err := k.yesNo(); err != nil {
+		return err
+	}
+	k.v.quiescent = k.val
+	return nil
+}
+
+func (k ldKey) cleanstop() error {
+	if err := k.yesNo(); err != nil {
+		return err
+	}
+	k.keep()
+	return nil
+}
+
+func (k ldKey) emailalertfreq() error {
+	if ldDigits().FindString(k.val) == "" {
+		return k.errf("emailalertfreq=%s: invalid email alert frequency", k.val)
+	}
+	k.keep()
+	return nil
+}
+
+func (k ldKey) emailalertstatus() error {
+	if err := k.p.alertStatus(k.line, k.val); err != nil {
+		return err
+	}
+	k.keep()
+	return nil
+}
+
+// fallbackcommand takes the value in double quotes, or as it is, as ldirectord does.
+func (k ldKey) fallbackcommand() error {
+	c := k.command()
+	if c == "" {
+		return k.errf("%s=%s: invalid fallback command", k.key, k.val)
+	}
+	k.v.fallbackCommand = ldValue{c, k.line}
+	return nil
+}
+
+// kept is a key ipvsctl does not use, kept; only servicename and comment may be empty.
+func (k ldKey) kept() error {
+	if strings.Trim(k.val, `"`) == "" && k.key != "servicename" && k.key != "comment" {
+		return k.errf("%s=%s: no value", k.key, k.val)
+	}
+	k.keep()
+	return nil
 }
 
 func (p *ldParser) alertStatus(line int, val string) error {
