@@ -1130,26 +1130,7 @@ func (p *ldParser) connectChecks(v *ldVirtual, c *ipvsmgr.Check) {
 // check makes the service's check from the virtual's checktype and service.
 func (p *ldParser) check(v *ldVirtual, svc *ipvsmgr.Service) {
 	connect, negotiate := p.timeouts(v)
-	interval := p.g.checkInterval
-	if v.checkInterval > 0 {
-		if p.g.fork == "yes" {
-			interval = v.checkInterval
-		} else {
-			p.im.warnf(v.line, "checkinterval in %s is ignored when fork=no (ldirectord ignores it)", v.scope)
-		}
-	}
-	fall := p.g.failureCount
-	if v.failureCount > 0 {
-		fall = v.failureCount
-	}
-	quiescent := p.g.quiescent
-	if v.quiescent != "" {
-		quiescent = v.quiescent
-	}
-	c := &ipvsmgr.Check{Interval: float64(interval), Rise: 1, Fall: fall, Port: v.checkport, OnFailure: "remove"}
-	if quiescent == "yes" {
-		c.OnFailure = "quiesce"
-	}
+	c := p.checkSchedule(v)
 	kind := v.checktype
 	if kind == "combined" {
 		kind = "negotiate" // the full check; its connects in between are kept with checktype
@@ -1180,61 +1161,106 @@ func (p *ldParser) check(v *ldVirtual, svc *ipvsmgr.Service) {
 		c.Command = ipvsmgr.Argv{v.checkcommand, vip, vport, "%h", "%p"}
 	case "negotiate":
 		c.Timeout = float64(negotiate)
-		switch v.service {
-		case "http", "https":
-			c.Type, c.Method, c.Path, c.ExpectBody = v.service, v.httpmethod, v.request, v.receive
-			if v.virtualhost != nil {
-				c.Host = *v.virtualhost
-			}
-			if v.service == "https" {
-				c.TLSVerify = boolPtr(false)
-			}
-		case "dns":
-			c.Type, c.Name = "dns", strings.TrimPrefix(v.request, "/")
-			p.keepCheck(v, "receive", v.receive)
-		case "smtp":
-			c.Type = "smtp"
-		case "mysql", "pgsql", "ldap", "ldaps", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip":
-			p.negotiate(v, svc, c)
-		case "nntp":
-			// check_nntp reads the greeting; it sends no request and reads no receive.
-			c.Type = "nntp"
-			p.keepCheck(v, "request", v.request)
-			p.keepCheck(v, "receive", v.receive)
-		case "none":
-			c = nil
-		default:
-			// A negotiate check ipvsctl does not speak yet: a connect
-			// check in its place, the service kept.
-			c.Type = "tcp"
-			p.keep(v.line, v.scope, "service", v.service)
-			p.im.warnf(v.line, "service=%s in %s: no %s check in ipvsctl; checked by a connect (tcp), the service kept", v.service, v.scope, v.service)
-			p.keepCheck(v, "request", v.request)
-			p.keepCheck(v, "receive", v.receive)
-		}
+		c = p.negotiateCheck(v, svc, c)
 	}
 	if c != nil && (kind == "negotiate" && v.service != "http" && v.service != "https") {
 		if v.virtualhost != nil {
 			p.keepCheck(v, "virtualhost", *v.virtualhost)
 		}
 	}
-	if c != nil && v.fwmark && c.Port == 0 && c.Type != "ping" && c.Type != "exec" {
-		if n, ok := ldServiceToPort(v.service); ok {
-			c.Port = n
-		} else {
-			// ldirectord's ld_checkport has no port either: its check cannot pass.
-			p.im.warnf(v.line, "%s: checktype=%s with no checkport and no port to check: no check here, checktype kept", v.scope, v.checktype)
-			if v.checktype != "combined" && v.checktype != "external-perl" {
-				p.keep(v.line, v.scope, "checktype", v.checktype)
-			}
-			c = nil
-		}
-	}
+	c = p.fwmarkCheckPort(v, c)
 	if c == nil || !slices.Contains(ipvsmgr.NegotiateTypes(), c.Type) {
 		p.keepCredentials(v) // only a negotiate check logs in
 	}
 	p.connectChecks(v, c)
 	svc.Check = c
+	p.keepServerChecks(v, svc, c)
+}
+
+// checkSchedule is the check's interval, fall and failure action, from the
+// virtual or the globals; its type is set by the checktype.
+func (p *ldParser) checkSchedule(v *ldVirtual) *ipvsmgr.Check {
+	interval := p.g.checkInterval
+	if v.checkInterval > 0 {
+		if p.g.fork == "yes" {
+			interval = v.checkInterval
+		} else {
+			p.im.warnf(v.line, "checkinterval in %s is ignored when fork=no (ldirectord ignores it)", v.scope)
+		}
+	}
+	fall := p.g.failureCount
+	if v.failureCount > 0 {
+		fall = v.failureCount
+	}
+	quiescent := p.g.quiescent
+	if v.quiescent != "" {
+		quiescent = v.quiescent
+	}
+	c := &ipvsmgr.Check{Interval: float64(interval), Rise: 1, Fall: fall, Port: v.checkport, OnFailure: "remove"}
+	if quiescent == "yes" {
+		c.OnFailure = "quiesce"
+	}
+	return c
+}
+
+// negotiateCheck gives c the virtual's service; nil for service=none.
+func (p *ldParser) negotiateCheck(v *ldVirtual, svc *ipvsmgr.Service, c *ipvsmgr.Check) *ipvsmgr.Check {
+	switch v.service {
+	case "http", "https":
+		c.Type, c.Method, c.Path, c.ExpectBody = v.service, v.httpmethod, v.request, v.receive
+		if v.virtualhost != nil {
+			c.Host = *v.virtualhost
+		}
+		if v.service == "https" {
+			c.TLSVerify = boolPtr(false)
+		}
+	case "dns":
+		c.Type, c.Name = "dns", strings.TrimPrefix(v.request, "/")
+		p.keepCheck(v, "receive", v.receive)
+	case "smtp":
+		c.Type = "smtp"
+	case "mysql", "pgsql", "ldap", "ldaps", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip":
+		p.negotiate(v, svc, c)
+	case "nntp":
+		// check_nntp reads the greeting; it sends no request and reads no receive.
+		c.Type = "nntp"
+		p.keepCheck(v, "request", v.request)
+		p.keepCheck(v, "receive", v.receive)
+	case "none":
+		return nil
+	default:
+		// A negotiate check ipvsctl does not speak yet: a connect
+		// check in its place, the service kept.
+		c.Type = "tcp"
+		p.keep(v.line, v.scope, "service", v.service)
+		p.im.warnf(v.line, "service=%s in %s: no %s check in ipvsctl; checked by a connect (tcp), the service kept", v.service, v.scope, v.service)
+		p.keepCheck(v, "request", v.request)
+		p.keepCheck(v, "receive", v.receive)
+	}
+	return c
+}
+
+// fwmarkCheckPort gives a fwmark virtual's check the service's port when
+// no checkport names one; with neither there is no check (nil).
+func (p *ldParser) fwmarkCheckPort(v *ldVirtual, c *ipvsmgr.Check) *ipvsmgr.Check {
+	if c == nil || !v.fwmark || c.Port != 0 || c.Type == "ping" || c.Type == "exec" {
+		return c
+	}
+	if n, ok := ldServiceToPort(v.service); ok {
+		c.Port = n
+		return c
+	}
+	// ldirectord's ld_checkport has no port either: its check cannot pass.
+	p.im.warnf(v.line, "%s: checktype=%s with no checkport and no port to check: no check here, checktype kept", v.scope, v.checktype)
+	if v.checktype != "combined" && v.checktype != "external-perl" {
+		p.keep(v.line, v.scope, "checktype", v.checktype)
+	}
+	return nil
+}
+
+// keepServerChecks keeps the real servers' request and receive, and takes
+// their checks away, unless the service's check is http or https.
+func (p *ldParser) keepServerChecks(v *ldVirtual, svc *ipvsmgr.Service, c *ipvsmgr.Check) {
 	for i := range svc.Servers {
 		rc := svc.Servers[i].Check
 		if rc == nil {
