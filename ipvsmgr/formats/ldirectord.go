@@ -229,7 +229,7 @@ func (p *ldParser) virtualKey(v *ldVirtual, line int, rcmd string) error {
 	if kv == nil {
 		return p.im.unknown(line, "unknown key %q in %s", rcmd, v.scope)
 	}
-	k := ldKey{p: p, v: v, svc: svc, line: line, key: kv[1], val: kv[2]}
+	k := ldKey{p: p, v: v, svc: svc, scope: v.scope, line: line, key: kv[1], val: kv[2]}
 	set, ok := ldVirtualKeys[k.key]
 	if !ok {
 		return p.im.unknown(line, "unknown key %s=%s in %s", k.key, k.val, v.scope)
@@ -237,11 +237,13 @@ func (p *ldParser) virtualKey(v *ldVirtual, line int, rcmd string) error {
 	return set(k)
 }
 
-// ldKey is one key=value line of a virtual, read into the virtual or its service.
+// ldKey is one key=value line, of the top level (v and svc nil, scope "")
+// or of a virtual, read into the virtual or its service.
 type ldKey struct {
 	p        *ldParser
 	v        *ldVirtual
 	svc      *ipvsmgr.Service
+	scope    string
 	line     int
 	key, val string
 }
@@ -278,7 +280,7 @@ var ldVirtualKeys = map[string]func(ldKey) error{
 	"fallback":         ldKey.fallback,
 	"fallback6":        ldKey.fallback,
 	"quiescent":        ldKey.quiescent,
-	"cleanstop":        ldKey.cleanstop,
+	"cleanstop":        ldKey.keptYesNo,
 	"emailalertfreq":   ldKey.emailalertfreq,
 	"emailalertstatus": ldKey.emailalertstatus,
 	"fallbackcommand":  ldKey.fallbackcommand,
@@ -296,14 +298,14 @@ func (k ldKey) errf(format string, args ...any) error {
 
 // keep records the key as imported, not used.
 func (k ldKey) keep() {
-	k.p.keep(k.line, k.v.scope, k.key, k.val)
+	k.p.keep(k.line, k.scope, k.key, k.val)
 }
 
 // quoted is the value in double quotes, which must not be empty.
 func (k ldKey) quoted(what string) (string, error) {
 	q := ldQuoted().FindStringSubmatch(k.val)
 	if q == nil {
-		return "", k.p.im.unknown(k.line, "%s=%s in %s: ldirectord reads %s only in double quotes", k.key, k.val, k.v.scope, k.key)
+		return "", k.p.im.unknown(k.line, "%s=%s in %s: ldirectord reads %s only in double quotes", k.key, k.val, k.scope, k.key)
 	}
 	if q[1] == "" {
 		return "", k.errf("%s=%s: no %s", k.key, k.val, what)
@@ -590,7 +592,8 @@ func (k ldKey) quiescent() error {
 	return nil
 }
 
-func (k ldKey) cleanstop() error {
+// keptYesNo is a yes or no ipvsctl does not use, kept.
+func (k ldKey) keptYesNo() error {
 	if err := k.yesNo(); err != nil {
 		return err
 	}
@@ -690,103 +693,139 @@ func (p *ldParser) global(line int, text string) error {
 		}
 		return p.im.unknown(line, "unknown command %q", text)
 	}
-	key, val := kv[1], kv[2]
-	positive := func(what string) (int, error) {
-		n, _ := strconv.Atoi(ldDigits().FindString(val))
-		if n <= 0 {
-			return 0, p.errf(line, "%s=%s: invalid %s value", key, val, what)
-		}
-		return n, nil
+	k := ldKey{p: p, line: line, key: kv[1], val: kv[2]}
+	set, ok := ldGlobalKeys[k.key]
+	if !ok {
+		return p.im.unknown(line, "unknown command %s=%s", k.key, k.val)
 	}
-	yesNo := func() error {
-		if val != "yes" && val != "no" {
-			return p.errf(line, "%s=%q: must be yes or no", key, val)
-		}
+	return set(k)
+}
+
+// ldGlobalKeys are the keys of the top level, each with what reads it.
+var ldGlobalKeys = map[string]func(ldKey) error{
+	"checktimeout":     ldKey.globalCheckTimeout,
+	"negotiatetimeout": ldKey.globalNegotiateTimeout,
+	"checkinterval":    ldKey.globalCheckInterval,
+	"failurecount":     ldKey.globalFailureCount,
+	"connecttimeout":   ldKey.connectTimeout,
+	"timeout":          ldKey.globalTimeout,
+	"checkcount":       ldKey.globalCheckcount,
+	"fallback":         ldKey.globalFallback,
+	"fallback6":        ldKey.globalFallback,
+	"quiescent":        ldKey.globalQuiescent,
+	"fork":             ldKey.globalFork,
+	"autoreload":       ldKey.keptYesNo,
+	"readdquiescent":   ldKey.keptYesNo,
+	"cleanstop":        ldKey.keptYesNo,
+	"supervised":       ldKey.keptYesNo,
+	"callback":         ldKey.keptQuoted,
+	"logfile":          ldKey.keptQuoted,
+	"emailalertfreq":   ldKey.emailalertfreq,
+	"emailalertstatus": ldKey.emailalertstatus,
+	"fallbackcommand":  ldKey.globalFallbackcommand,
+	"maintenancedir":   ldKey.maintenancedir,
+	"execute":          ldKey.kept,
+	"emailalert":       ldKey.kept,
+	"emailalertfrom":   ldKey.kept,
+	"smtp":             ldKey.kept,
+}
+
+func (k ldKey) globalCheckTimeout() (err error) {
+	k.p.g.checkTimeout, err = k.positive("check timeout value")
+	return err
+}
+
+func (k ldKey) globalNegotiateTimeout() (err error) {
+	k.p.g.negotiateTimeout, err = k.positive("negotiate timeout value")
+	return err
+}
+
+func (k ldKey) globalCheckInterval() (err error) {
+	k.p.g.checkInterval, err = k.positive("check interval value")
+	return err
+}
+
+func (k ldKey) globalFailureCount() (err error) {
+	k.p.g.failureCount, err = k.positive("failure count value")
+	return err
+}
+
+func (k ldKey) globalTimeout() error {
+	return k.errf("timeout=%s: deprecated in favour of checktimeout and negotiatetimeout (ldirectord refuses it)", k.val)
+}
+
+func (k ldKey) globalCheckcount() error {
+	if _, err := k.positive("check count value"); err != nil {
+		return err
+	}
+	k.p.im.warnf(k.line, "checkcount is deprecated in ldirectord (see failurecount); kept, not used")
+	k.keep()
+	return nil
+}
+
+// globalFallback is the virtuals' fallback; a virtual6's default is kept.
+func (k ldKey) globalFallback() error {
+	fb, err := k.p.parseFallback(k.line, k.val, "")
+	if err != nil {
+		return err
+	}
+	if k.key == "fallback6" {
+		k.keep()
 		return nil
 	}
-	var err error
-	switch key {
-	case "checktimeout":
-		p.g.checkTimeout, err = positive("check timeout")
-	case "negotiatetimeout":
-		p.g.negotiateTimeout, err = positive("negotiate timeout")
-	case "checkinterval":
-		p.g.checkInterval, err = positive("check interval")
-	case "failurecount":
-		p.g.failureCount, err = positive("failure count")
-	case "connecttimeout":
-		return p.errf(line, "connecttimeout=%s: deprecated in favour of negotiatetimeout (ldirectord refuses it)", val)
-	case "timeout":
-		return p.errf(line, "timeout=%s: deprecated in favour of checktimeout and negotiatetimeout (ldirectord refuses it)", val)
-	case "checkcount":
-		if _, err = positive("check count"); err == nil {
-			p.im.warnf(line, "checkcount is deprecated in ldirectord (see failurecount); kept, not used")
-			p.keep(line, "", key, val)
-		}
-	case "fallback", "fallback6":
-		fb, err := p.parseFallback(line, val, "")
-		if err != nil {
-			return err
-		}
-		if key == "fallback6" {
-			p.keep(line, "", key, val) // a virtual6's default: kept
-			return nil
-		}
-		p.g.fallback, p.g.fallbackLine = fb, line
-	case "quiescent":
-		if err = yesNo(); err == nil {
-			p.g.quiescent = val
-		}
-	case "fork":
-		if err = yesNo(); err == nil {
-			p.g.fork = val
-			p.keep(line, "", key, val)
-		}
-	case "autoreload", "readdquiescent", "cleanstop", "supervised":
-		if err = yesNo(); err == nil {
-			p.keep(line, "", key, val)
-		}
-	case "callback", "logfile":
-		if ldQuoted().FindStringSubmatch(val) == nil {
-			return p.im.unknown(line, "%s=%s: ldirectord reads %s only in double quotes", key, val, key)
-		}
-		p.keep(line, "", key, val)
-	case "emailalertfreq":
-		if ldDigits().FindString(val) == "" {
-			return p.errf(line, "emailalertfreq=%s: invalid email alert frequency", val)
-		}
-		p.keep(line, "", key, val)
-	case "emailalertstatus":
-		if err = p.alertStatus(line, val); err == nil {
-			p.keep(line, "", key, val)
-		}
-	case "fallbackcommand":
-		if val == "" {
-			return p.errf(line, "%s=%s: invalid fallback command", key, val)
-		}
-		// Read as it is (quotes and all): ldirectord's shell takes them off.
-		p.g.fallbackCommand = ldValue{val, line}
-	case "maintenancedir":
-		if val == "" {
-			return p.errf(line, "%s=%s: maintenance directory not specified", key, val)
-		}
-		if !strings.HasPrefix(val, "/") || filepath.Clean(val) != val {
-			// ldirectord takes it as it is, quotes included, relative to where it runs.
-			p.im.warnf(line, "maintenancedir=%s: not a clean absolute path; kept, not used", val)
-			p.keep(line, "", key, val)
-			break
-		}
-		p.st.Settings.MaintenanceDir = val
-		p.lines["settings.maintenance_dir"] = line
-	case "execute", "emailalert", "emailalertfrom", "smtp":
-		if strings.Trim(val, `"`) == "" {
-			return p.errf(line, "%s=%s: no value", key, val)
-		}
-		p.keep(line, "", key, val)
-	default:
-		return p.im.unknown(line, "unknown command %s=%s", key, val)
+	k.p.g.fallback, k.p.g.fallbackLine = fb, k.line
+	return nil
+}
+
+func (k ldKey) globalQuiescent() error {
+	if err := k.yesNo(); err != nil {
+		return err
 	}
-	return err
+	k.p.g.quiescent = k.val
+	return nil
+}
+
+func (k ldKey) globalFork() error {
+	if err := k.yesNo(); err != nil {
+		return err
+	}
+	k.p.g.fork = k.val
+	k.keep()
+	return nil
+}
+
+// keptQuoted is a value in double quotes ipvsctl does not use, kept.
+func (k ldKey) keptQuoted() error {
+	if ldQuoted().FindStringSubmatch(k.val) == nil {
+		return k.p.im.unknown(k.line, "%s=%s: ldirectord reads %s only in double quotes", k.key, k.val, k.key)
+	}
+	k.keep()
+	return nil
+}
+
+// globalFallbackcommand is read as it is (quotes and all): ldirectord's shell takes them off.
+func (k ldKey) globalFallbackcommand() error {
+	if k.val == "" {
+		return k.errf("%s=%s: invalid fallback command", k.key, k.val)
+	}
+	k.p.g.fallbackCommand = ldValue{k.val, k.line}
+	return nil
+}
+
+// maintenancedir is used when a clean absolute path, else kept.
+func (k ldKey) maintenancedir() error {
+	if k.val == "" {
+		return k.errf("%s=%s: maintenance directory not specified", k.key, k.val)
+	}
+	if !strings.HasPrefix(k.val, "/") || filepath.Clean(k.val) != k.val {
+		// ldirectord takes it as it is, quotes included, relative to where it runs.
+		k.p.im.warnf(k.line, "maintenancedir=%s: not a clean absolute path; kept, not used", k.val)
+		k.keep()
+		return nil
+	}
+	k.p.st.Settings.MaintenanceDir = k.val
+	k.p.lines["settings.maintenance_dir"] = k.line
+	return nil
 }
 
 // resolveHost is ld_gethostbyname: an address as it is, a name through
