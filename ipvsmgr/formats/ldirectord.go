@@ -969,58 +969,17 @@ func (p *ldParser) real(v *ldVirtual, text string, line int) error {
 	}
 	addrs := []string{first}
 	if m[3] != "" {
-		last, ok := p.resolveHost(line, m[3], v.family)
-		if !ok {
-			return p.errf(line, "real=%s: invalid address (%s) for real server (could not resolve end host)", text, m[3])
-		}
-		if v.family == "6" {
-			return p.errf(line, "real=%s: address range for IPv6 is not supported (by ldirectord)", text)
-		}
-		a, b := netip.MustParseAddr(first), netip.MustParseAddr(last)
-		if b.Less(a) {
-			return p.errf(line, "real=%s: invalid range %s-%s: the first must not be above the last", text, first, last)
-		}
-		if n := ipv4Int(b) - ipv4Int(a); n >= 65536 {
-			return p.errf(line, "real=%s: a range of %d real servers", text, n+1)
-		}
-		addrs = addrs[:0]
-		for x := a; ; x = x.Next() {
-			addrs = append(addrs, x.String())
-			if x == b {
-				break
-			}
+		var err error
+		if addrs, err = p.realRange(line, text, first, m[3], v.family); err != nil {
+			return err
 		}
 	}
-	flags := ldRealFlags().FindStringSubmatch(m[6])
-	if flags == nil || ldForwarding[flags[1]] == "" {
-		return p.errf(line, "real=%s: forward method must be gate, masq or ipip", text)
+	rs, check, err := p.realOptions(line, text, m[6])
+	if err != nil {
+		return err
 	}
-	rs := ipvsmgr.Server{Forwarding: ldForwarding[flags[1]], Weight: intPtr(1)}
 	if port != 0 {
 		rs.Port = port
-	}
-	rest := flags[2]
-	if w := ldRealWeight().FindStringSubmatch(rest); w != nil {
-		n, err := strconv.Atoi(w[1])
-		if err != nil {
-			return p.errf(line, "real=%s: invalid weight %s", text, w[1])
-		}
-		rs.Weight, rest = intPtr(n), w[2]
-	}
-	var check *[2]string
-	if c := ldRealCheck().FindStringSubmatch(rest); c != nil {
-		check, rest = &[2]string{c[1], c[2]}, c[3]
-	}
-	if l := ldRealLower().FindStringSubmatch(rest); l != nil {
-		rs.LowerThreshold, _ = strconv.Atoi(l[1])
-		rest = l[2]
-	}
-	if u := ldRealUpper().FindStringSubmatch(rest); u != nil {
-		rs.UpperThreshold, _ = strconv.Atoi(u[1])
-		rest = u[2]
-	}
-	if strings.TrimSpace(rest) != "" {
-		return p.errf(line, "real=%s: invalid real server line, around %q", text, rest)
 	}
 	svc := &p.st.Services[v.svc]
 	p.im.declare(0, len(addrs))
@@ -1038,6 +997,65 @@ func (p *ldParser) real(v *ldVirtual, text string, line int) error {
 		svc.Servers = append(svc.Servers, r)
 	}
 	return nil
+}
+
+// realRange is the addresses of a real's HOST->HOST, first to last (IPv4 only).
+func (p *ldParser) realRange(line int, text, first, lastHost, family string) ([]string, error) {
+	last, ok := p.resolveHost(line, lastHost, family)
+	if !ok {
+		return nil, p.errf(line, "real=%s: invalid address (%s) for real server (could not resolve end host)", text, lastHost)
+	}
+	if family == "6" {
+		return nil, p.errf(line, "real=%s: address range for IPv6 is not supported (by ldirectord)", text)
+	}
+	a, b := netip.MustParseAddr(first), netip.MustParseAddr(last)
+	if b.Less(a) {
+		return nil, p.errf(line, "real=%s: invalid range %s-%s: the first must not be above the last", text, first, last)
+	}
+	if n := ipv4Int(b) - ipv4Int(a); n >= 65536 {
+		return nil, p.errf(line, "real=%s: a range of %d real servers", text, n+1)
+	}
+	var addrs []string
+	for x := a; ; x = x.Next() {
+		addrs = append(addrs, x.String())
+		if x == b {
+			return addrs, nil
+		}
+	}
+}
+
+// realOptions reads what follows a real's address: the forwarding method,
+// the weight, the request and receive of its check, the thresholds.
+func (p *ldParser) realOptions(line int, text, opts string) (ipvsmgr.Server, *[2]string, error) {
+	flags := ldRealFlags().FindStringSubmatch(opts)
+	if flags == nil || ldForwarding[flags[1]] == "" {
+		return ipvsmgr.Server{}, nil, p.errf(line, "real=%s: forward method must be gate, masq or ipip", text)
+	}
+	rs := ipvsmgr.Server{Forwarding: ldForwarding[flags[1]], Weight: intPtr(1)}
+	rest := flags[2]
+	if w := ldRealWeight().FindStringSubmatch(rest); w != nil {
+		n, err := strconv.Atoi(w[1])
+		if err != nil {
+			return ipvsmgr.Server{}, nil, p.errf(line, "real=%s: invalid weight %s", text, w[1])
+		}
+		rs.Weight, rest = intPtr(n), w[2]
+	}
+	var check *[2]string
+	if c := ldRealCheck().FindStringSubmatch(rest); c != nil {
+		check, rest = &[2]string{c[1], c[2]}, c[3]
+	}
+	if l := ldRealLower().FindStringSubmatch(rest); l != nil {
+		rs.LowerThreshold, _ = strconv.Atoi(l[1])
+		rest = l[2]
+	}
+	if u := ldRealUpper().FindStringSubmatch(rest); u != nil {
+		rs.UpperThreshold, _ = strconv.Atoi(u[1])
+		rest = u[2]
+	}
+	if strings.TrimSpace(rest) != "" {
+		return ipvsmgr.Server{}, nil, p.errf(line, "real=%s: invalid real server line, around %q", text, rest)
+	}
+	return rs, check, nil
 }
 
 func ipv4Int(a netip.Addr) int {
