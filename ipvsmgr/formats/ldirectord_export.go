@@ -230,10 +230,6 @@ func bracket(a string) string {
 // external-perl) goes out with the kept keys instead.
 func ldExportCheck(bw *bufio.Writer, svc *ipvsmgr.Service, mine map[string]string, perVirtual bool) {
 	c := svc.Check
-	down := len(svc.Servers) > 0
-	for _, rs := range svc.Servers {
-		down = down && rs.Health == "down"
-	}
 	_, keptType := mine["checktype"]
 	_, keptService := mine["service"]
 	ct := func(t string) {
@@ -245,6 +241,10 @@ func ldExportCheck(bw *bufio.Writer, svc *ipvsmgr.Service, mine map[string]strin
 		}
 	}
 	if c == nil {
+		down := len(svc.Servers) > 0
+		for _, rs := range svc.Servers {
+			down = down && rs.Health == "down"
+		}
 		if down {
 			ct("off")
 		} else {
@@ -252,53 +252,9 @@ func ldExportCheck(bw *bufio.Writer, svc *ipvsmgr.Service, mine map[string]strin
 		}
 		return
 	}
-	timeout := "checktimeout"
-	switch c.Type {
-	case "tcp":
-		if keptService {
-			ct("negotiate")
-			timeout = "negotiatetimeout"
-		} else {
-			ct("connect")
-		}
-	case "ping":
-		ct("ping")
-	case "exec":
-		ct("external")
-		if len(c.Command) > 0 {
-			fmt.Fprintf(bw, "    checkcommand=\"%s\"\n", c.Command[0])
-		}
-	case "http", "https", "dns", "smtp":
-		ct("negotiate")
-		timeout = "negotiatetimeout"
-		fmt.Fprintf(bw, "    service=%s\n", c.Type)
-		switch c.Type {
-		case "http", "https":
-			if c.Path != "" && c.Path != "/" {
-				fmt.Fprintf(bw, "    request=\"%s\"\n", strings.TrimPrefix(c.Path, "/"))
-			}
-			if c.ExpectBody != "" {
-				fmt.Fprintf(bw, "    receive=\"%s\"\n", c.ExpectBody)
-			}
-			if c.Method != "" {
-				fmt.Fprintf(bw, "    httpmethod=%s\n", c.Method)
-			}
-			if c.Host != "" {
-				fmt.Fprintf(bw, "    virtualhost=%s\n", c.Host)
-			}
-		case "dns":
-			if c.Name != "" {
-				fmt.Fprintf(bw, "    request=\"%s\"\n", c.Name)
-			}
-		}
-	case "mysql", "pgsql", "ldap", "ldaps", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip", "nntp":
-		ct("negotiate")
-		timeout = "negotiatetimeout"
-		fmt.Fprintf(bw, "    service=%s\n", c.Type)
-		ldExportNegotiate(bw, c)
-	default:
-		ct("connect")
-	}
+	checktype, timeout := ldCheckType(c, keptService)
+	ct(checktype)
+	ldExportCheckService(bw, c)
 	if keptType {
 		timeout = "negotiatetimeout"
 	}
@@ -319,6 +275,62 @@ func ldExportCheck(bw *bufio.Writer, svc *ipvsmgr.Service, mine map[string]strin
 		q = "yes"
 	}
 	fmt.Fprintf(bw, "    quiescent=%s\n", q)
+}
+
+// ldCheckType is the checktype a check goes out as, and the key of its
+// timeout; a tcp check read from a service ipvsctl does not speak goes
+// back as negotiate.
+func ldCheckType(c *ipvsmgr.Check, keptService bool) (checktype, timeout string) {
+	switch c.Type {
+	case "tcp":
+		if keptService {
+			return "negotiate", "negotiatetimeout"
+		}
+		return "connect", "checktimeout"
+	case "ping":
+		return "ping", "checktimeout"
+	case "exec":
+		return "external", "checktimeout"
+	case "http", "https", "dns", "smtp",
+		"mysql", "pgsql", "ldap", "ldaps", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip", "nntp":
+		return "negotiate", "negotiatetimeout"
+	}
+	return "connect", "checktimeout"
+}
+
+// ldExportCheckService writes what the check's type adds to its checktype:
+// an external check's command, a negotiate check's service and its keys.
+func ldExportCheckService(bw *bufio.Writer, c *ipvsmgr.Check) {
+	switch c.Type {
+	case "exec":
+		if len(c.Command) > 0 {
+			fmt.Fprintf(bw, "    checkcommand=\"%s\"\n", c.Command[0])
+		}
+	case "http", "https":
+		fmt.Fprintf(bw, "    service=%s\n", c.Type)
+		if c.Path != "" && c.Path != "/" {
+			fmt.Fprintf(bw, "    request=\"%s\"\n", strings.TrimPrefix(c.Path, "/"))
+		}
+		if c.ExpectBody != "" {
+			fmt.Fprintf(bw, "    receive=\"%s\"\n", c.ExpectBody)
+		}
+		if c.Method != "" {
+			fmt.Fprintf(bw, "    httpmethod=%s\n", c.Method)
+		}
+		if c.Host != "" {
+			fmt.Fprintf(bw, "    virtualhost=%s\n", c.Host)
+		}
+	case "dns":
+		fmt.Fprintf(bw, "    service=%s\n", c.Type)
+		if c.Name != "" {
+			fmt.Fprintf(bw, "    request=\"%s\"\n", c.Name)
+		}
+	case "smtp":
+		fmt.Fprintf(bw, "    service=%s\n", c.Type)
+	case "mysql", "pgsql", "ldap", "ldaps", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip", "nntp":
+		fmt.Fprintf(bw, "    service=%s\n", c.Type)
+		ldExportNegotiate(bw, c)
+	}
 }
 
 // ldExportNegotiate writes a negotiate check's keys. The password and the
