@@ -324,6 +324,26 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 	if c.Type != "" && !slices.Contains(CheckTypes(), c.Type) {
 		v.addf(field+".type", "%q is not a check type (want one of %s)", c.Type, strings.Join(CheckTypes(), " "))
 	}
+	v.checkTiming(field, c)
+	only := func(leaf string, set bool, types ...string) {
+		if set && typ != "" && !slices.Contains(types, typ) {
+			v.addf(field+"."+leaf, "only for %s checks, not %s", strings.Join(types, " and "), typ)
+		}
+	}
+	only("connect_checks", c.ConnectChecks != 0, ConnectCheckTypes()...)
+	if c.ConnectChecks != 0 {
+		v.rangeCheck(field+".connect_checks", c.ConnectChecks, 1, maxConnectChecks)
+	}
+	v.httpFields(field, c, only)
+	v.sendExpectFields(field, c, only)
+	v.nameFields(field, c, typ, only)
+	v.execFields(field, c, only)
+	v.fileFields(field, c, only)
+	v.negotiateFields(field, c, only)
+}
+
+// checkTiming validates the check's timing, counts, target and failure action.
+func (v *validator) checkTiming(field string, c *Check) {
 	seconds := func(leaf string, val float64, hi float64) {
 		if val != 0 && (val < 0.1 || val > hi || math.IsNaN(val)) {
 			v.addf(field+"."+leaf, "%v is out of range 0.1..%v seconds", val, hi)
@@ -358,15 +378,10 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 	if c.Warmup != nil && (*c.Warmup < 0 || *c.Warmup > 86400 || math.IsNaN(*c.Warmup)) {
 		v.addf(field+".warmup", "%v is out of range 0..86400 seconds", *c.Warmup)
 	}
-	only := func(leaf string, set bool, types ...string) {
-		if set && typ != "" && !slices.Contains(types, typ) {
-			v.addf(field+"."+leaf, "only for %s checks, not %s", strings.Join(types, " and "), typ)
-		}
-	}
-	only("connect_checks", c.ConnectChecks != 0, ConnectCheckTypes()...)
-	if c.ConnectChecks != 0 {
-		v.rangeCheck(field+".connect_checks", c.ConnectChecks, 1, maxConnectChecks)
-	}
+}
+
+// httpFields validates the fields of an http or https check.
+func (v *validator) httpFields(field string, c *Check, only func(string, bool, ...string)) {
 	only("method", c.Method != "", "http", "https")
 	if c.Method != "" && !isHTTPMethod(c.Method) {
 		v.addf(field+".method", "%q is not an HTTP method", c.Method)
@@ -394,6 +409,10 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 	if strings.ContainsAny(c.SNI, " \t\r\n/") {
 		v.addf(field+".sni", "%q is not a server name", c.SNI)
 	}
+}
+
+// sendExpectFields validates what a send_expect (or exec) check sends and expects, and its protocol.
+func (v *validator) sendExpectFields(field string, c *Check, only func(string, bool, ...string)) {
 	only("send", c.Send != "", "send_expect")
 	only("expect", c.Expect != "", "send_expect", "exec")
 	only("use_regex", c.UseRegex != nil, "send_expect", "exec")
@@ -406,6 +425,10 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 	if c.Protocol != "" && c.Protocol != "tcp" && c.Protocol != "udp" {
 		v.addf(field+".protocol", "%q is not a check protocol (want tcp or udp)", c.Protocol)
 	}
+}
+
+// nameFields validates a dns check's name, query type and response code, or an smtp check's HELO name.
+func (v *validator) nameFields(field string, c *Check, typ string, only func(string, bool, ...string)) {
 	only("name", c.Name != "", "dns", "smtp")
 	switch {
 	case c.Name == "":
@@ -422,6 +445,10 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 	if c.RCode != "" && !slices.Contains(rcodes, c.RCode) {
 		v.addf(field+".rcode", "%q is not a response code (want one of %s)", c.RCode, strings.Join(rcodes, " "))
 	}
+}
+
+// execFields validates an exec check's command.
+func (v *validator) execFields(field string, c *Check, only func(string, bool, ...string)) {
 	only("command", c.Command != nil, "exec")
 	if c.Command != nil && (len(c.Command) == 0 || c.Command[0] == "") {
 		v.addf(field+".command", "empty: want a program and its arguments")
@@ -434,6 +461,10 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 		}
 	}
 	only("dynamic_weight", c.DynamicWeight != nil, "exec")
+}
+
+// fileFields validates a file check's fields.
+func (v *validator) fileFields(field string, c *Check, only func(string, bool, ...string)) {
 	only("file", c.File != "", "file")
 	if c.File != "" && (!strings.HasPrefix(c.File, "/") || strings.IndexByte(c.File, 0) >= 0) {
 		v.addf(field+".file", "%q is not an absolute path", c.File)
@@ -443,7 +474,6 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 		v.rangeCheck(field+".file_weight", *c.FileWeight, -65535, 65535)
 	}
 	only("file_reverse", c.FileReverse != nil, "file")
-	v.negotiateFields(field, c, only)
 }
 
 // maxConnectChecks bounds connect_checks (ldirectord's "never again" is
