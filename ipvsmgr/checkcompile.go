@@ -554,43 +554,10 @@ func validDNSName(s string) bool {
 // false when something it needs is missing (reported).
 func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *ServerCheck) bool {
 	where := field + ".check"
-	ok := true
 	spec := &sc.Spec
 	spec.Type = c.Type
-	spec.Interval = seconds(c.Interval, DefaultCheckInterval)
-	spec.FastInterval = seconds(c.FastInterval, 0)
-	spec.DownInterval = seconds(c.DownInterval, 0)
-	spec.Timeout = seconds(c.Timeout, DefaultCheckTimeout)
-	spec.Rise, spec.Fall = cmp.Or(c.Rise, DefaultCheckRise), cmp.Or(c.Fall, DefaultCheckFall)
-	spec.ConnectChecks = c.ConnectChecks
-	if c.Warmup != nil {
-		w := time.Duration(math.Round(*c.Warmup * float64(time.Second)))
-		spec.Warmup = &w
-	}
-	addr := key.Addr
-	if c.Address != "" {
-		if a, err := parseAddr(c.Address); err == nil {
-			addr = a
-		}
-	}
-	port := uint16(key.Port)
-	if c.Port > 0 && c.Port <= 65535 {
-		port = uint16(c.Port)
-	}
-	spec.Target = netip.AddrPortFrom(addr, port)
-	switch c.Type {
-	case "agent":
-		if c.Port == 0 {
-			v.addf(where+".port", "missing: an agent check needs the agent's port")
-			ok = false
-		}
-	case "exec", "ping", "file":
-	default:
-		if port == 0 {
-			v.addf(where+".port", "missing: a fwmark service's real servers have no port to check; set one")
-			ok = false
-		}
-	}
+	compileTiming(c, spec)
+	addr, ok := v.compileTarget(where, c, key, spec)
 	switch c.Type {
 	case "http", "https":
 		spec.TLS = c.Type == "https"
@@ -602,21 +569,7 @@ func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *Server
 		spec.TLSVerify = c.TLSVerify != nil && *c.TLSVerify
 		spec.SNI = c.SNI
 	case "send_expect":
-		spec.UseRegex = c.UseRegex != nil && *c.UseRegex
-		spec.Send = DecodeEscapes(c.Send)
-		spec.Expect = c.Expect
-		if !spec.UseRegex {
-			spec.Expect = DecodeEscapes(c.Expect)
-		}
-		spec.Protocol = cmp.Or(c.Protocol, "tcp")
-		if spec.Protocol == "udp" && c.ConnectChecks != 0 {
-			v.addf(where+".connect_checks", "%d: a udp send_expect check has no connection to make between its runs", c.ConnectChecks)
-			ok = false
-		}
-		if spec.Protocol == "udp" && spec.Send == "" {
-			v.addf(where+".send", "missing: a udp send_expect check must send something to get a reply")
-			ok = false
-		}
+		ok = v.compileSendExpect(where, c, spec) && ok
 	case "dns":
 		spec.Protocol = cmp.Or(c.Protocol, "udp")
 		spec.Name = c.Name
@@ -642,25 +595,100 @@ func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *Server
 			spec.FileWeight = *c.FileWeight
 		}
 		spec.FileReverse = c.FileReverse != nil && *c.FileReverse
-		spec.Target = netip.AddrPortFrom(addr, port)
 	case "exec":
-		if len(c.Command) == 0 {
-			v.addf(where+".command", "missing: an exec check needs a command")
-			ok = false
-		}
-		spec.Command = substituteArgs(c.Command, spec.Target)
-		spec.DynamicWeight = c.DynamicWeight != nil && *c.DynamicWeight
-		spec.UseRegex = c.UseRegex != nil && *c.UseRegex
-		spec.Expect = c.Expect
-		if !spec.UseRegex {
-			spec.Expect = DecodeEscapes(c.Expect)
-		}
+		ok = v.compileExec(where, c, spec) && ok
 	}
 	sc.OnFailure = cmp.Or(c.OnFailure, DefaultOnFailure)
 	if c.SlowStart != nil {
 		sc.SlowStart = seconds(*c.SlowStart, 0)
 	}
 	sc.StartHealthy = c.StartHealthy != nil && *c.StartHealthy
+	return ok
+}
+
+// compileTiming fills the spec's intervals, timeout, counts and warmup,
+// with the defaults for what the check does not set.
+func compileTiming(c *Check, spec *CheckSpec) {
+	spec.Interval = seconds(c.Interval, DefaultCheckInterval)
+	spec.FastInterval = seconds(c.FastInterval, 0)
+	spec.DownInterval = seconds(c.DownInterval, 0)
+	spec.Timeout = seconds(c.Timeout, DefaultCheckTimeout)
+	spec.Rise, spec.Fall = cmp.Or(c.Rise, DefaultCheckRise), cmp.Or(c.Fall, DefaultCheckFall)
+	spec.ConnectChecks = c.ConnectChecks
+	if c.Warmup != nil {
+		w := time.Duration(math.Round(*c.Warmup * float64(time.Second)))
+		spec.Warmup = &w
+	}
+}
+
+// compileTarget sets the spec's target, the real server's address and port
+// unless the check names its own, and returns its address; false when the
+// check needs a port and has none (reported).
+func (v *validator) compileTarget(where string, c *Check, key DestKey, spec *CheckSpec) (netip.Addr, bool) {
+	addr := key.Addr
+	if c.Address != "" {
+		if a, err := parseAddr(c.Address); err == nil {
+			addr = a
+		}
+	}
+	port := uint16(key.Port)
+	if c.Port > 0 && c.Port <= 65535 {
+		port = uint16(c.Port)
+	}
+	spec.Target = netip.AddrPortFrom(addr, port)
+	switch c.Type {
+	case "agent":
+		if c.Port == 0 {
+			v.addf(where+".port", "missing: an agent check needs the agent's port")
+			return addr, false
+		}
+	case "exec", "ping", "file":
+	default:
+		if port == 0 {
+			v.addf(where+".port", "missing: a fwmark service's real servers have no port to check; set one")
+			return addr, false
+		}
+	}
+	return addr, true
+}
+
+// compileSendExpect fills a send_expect check's spec; false when a udp one
+// has connect_checks or nothing to send (reported).
+func (v *validator) compileSendExpect(where string, c *Check, spec *CheckSpec) bool {
+	ok := true
+	spec.UseRegex = c.UseRegex != nil && *c.UseRegex
+	spec.Send = DecodeEscapes(c.Send)
+	spec.Expect = c.Expect
+	if !spec.UseRegex {
+		spec.Expect = DecodeEscapes(c.Expect)
+	}
+	spec.Protocol = cmp.Or(c.Protocol, "tcp")
+	if spec.Protocol == "udp" && c.ConnectChecks != 0 {
+		v.addf(where+".connect_checks", "%d: a udp send_expect check has no connection to make between its runs", c.ConnectChecks)
+		ok = false
+	}
+	if spec.Protocol == "udp" && spec.Send == "" {
+		v.addf(where+".send", "missing: a udp send_expect check must send something to get a reply")
+		ok = false
+	}
+	return ok
+}
+
+// compileExec fills an exec check's spec, its command's %h and %p the
+// target's; false without a command (reported).
+func (v *validator) compileExec(where string, c *Check, spec *CheckSpec) bool {
+	ok := true
+	if len(c.Command) == 0 {
+		v.addf(where+".command", "missing: an exec check needs a command")
+		ok = false
+	}
+	spec.Command = substituteArgs(c.Command, spec.Target)
+	spec.DynamicWeight = c.DynamicWeight != nil && *c.DynamicWeight
+	spec.UseRegex = c.UseRegex != nil && *c.UseRegex
+	spec.Expect = c.Expect
+	if !spec.UseRegex {
+		spec.Expect = DecodeEscapes(c.Expect)
+	}
 	return ok
 }
 
