@@ -348,6 +348,7 @@ func (k ldKey) command() string {
 	return k.val
 }
 
+// real is a real server line, read when the virtual ends (real6 in a virtual6).
 func (k ldKey) real() error {
 	if err := k.sameFamily(k.key == "real6", "real"); err != nil {
 		return err
@@ -356,6 +357,7 @@ func (k ldKey) real() error {
 	return nil
 }
 
+// request is the check's request, a path that starts with /.
 func (k ldKey) request() error {
 	var err error
 	if k.v.request, err = k.quoted("request string"); err == nil && !strings.HasPrefix(k.v.request, "/") {
@@ -364,11 +366,13 @@ func (k ldKey) request() error {
 	return err
 }
 
+// receive is what the check expects back.
 func (k ldKey) receive() (err error) {
 	k.v.receive, err = k.quoted("receive string")
 	return err
 }
 
+// checktype is the kind of check, or a number: its connects between full checks.
 func (k ldKey) checktype() error {
 	if d := ldDigits().FindString(k.val); d != "" {
 		k.v.connects, _ = strconv.Atoi(d)
@@ -388,6 +392,7 @@ func (k ldKey) checktype() error {
 	return k.errf("checktype=%s: must be connect, negotiate, on, off, ping, external, external-perl or a number", k.val)
 }
 
+// checkcommand is an external check's program.
 func (k ldKey) checkcommand() error {
 	c := k.command()
 	if c == "" {
@@ -397,30 +402,36 @@ func (k ldKey) checkcommand() error {
 	return nil
 }
 
+// checkTimeout is the virtual's connect timeout.
 func (k ldKey) checkTimeout() (err error) {
 	k.v.checkTimeout, err = k.positive("check timeout")
 	return err
 }
 
+// negotiateTimeout is the virtual's negotiate timeout.
 func (k ldKey) negotiateTimeout() (err error) {
 	k.v.negotiateTimeout, err = k.positive("negotiate timeout")
 	return err
 }
 
+// connectTimeout is refused, as ldirectord refuses it.
 func (k ldKey) connectTimeout() error {
 	return k.errf("connecttimeout=%s: deprecated in favour of negotiatetimeout (ldirectord refuses it)", k.val)
 }
 
+// failureCount is the failed checks that take a real server out.
 func (k ldKey) failureCount() (err error) {
 	k.v.failureCount, err = k.positive("failure count")
 	return err
 }
 
+// checkInterval is the seconds between checks (used with fork=yes).
 func (k ldKey) checkInterval() (err error) {
 	k.v.checkInterval, err = k.positive("check interval")
 	return err
 }
 
+// checkport is the port the check connects to.
 func (k ldKey) checkport() error {
 	d := ldDigits().FindString(k.val)
 	if d == "" {
@@ -461,6 +472,7 @@ func (k ldKey) secret() error {
 	return nil
 }
 
+// load is a load check ipvsctl does not run, kept.
 func (k ldKey) load() error {
 	if _, err := k.quoted(k.key); err != nil {
 		return err
@@ -469,6 +481,7 @@ func (k ldKey) load() error {
 	return nil
 }
 
+// checkcount is deprecated in ldirectord, kept with a warning.
 func (k ldKey) checkcount() error {
 	if _, err := k.positive("check count"); err != nil {
 		return err
@@ -478,6 +491,7 @@ func (k ldKey) checkcount() error {
 	return nil
 }
 
+// scheduler is the service's scheduler.
 func (k ldKey) scheduler() error {
 	s := regexp.MustCompile(`[a-z]+`).FindString(k.val)
 	if s == "" {
@@ -487,6 +501,7 @@ func (k ldKey) scheduler() error {
 	return nil
 }
 
+// persistent is the service's persistence; 0 is ipvsadm's default.
 func (k ldKey) persistent() error {
 	d := ldDigits().FindString(k.val)
 	if d == "" {
@@ -501,6 +516,7 @@ func (k ldKey) persistent() error {
 	return nil
 }
 
+// schedflags is the scheduler's flags, without their sh- prefix.
 func (k ldKey) schedflags() error {
 	f := strings.Fields(k.val)
 	if len(f) == 0 {
@@ -512,6 +528,7 @@ func (k ldKey) schedflags() error {
 	return nil
 }
 
+// netmask is the persistence netmask: a dotted quad, or a prefix length in a virtual6.
 func (k ldKey) netmask() error {
 	if k.v.family == "6" {
 		n, err := strconv.Atoi(k.val)
@@ -525,6 +542,7 @@ func (k ldKey) netmask() error {
 	return nil
 }
 
+// protocol is the service's protocol; fwm for a fwmark virtual.
 func (k ldKey) protocol() error {
 	w := regexp.MustCompile(`\w+`).FindString(k.val)
 	switch {
@@ -540,6 +558,7 @@ func (k ldKey) protocol() error {
 	return nil
 }
 
+// ops is one-packet scheduling.
 func (k ldKey) ops() error {
 	if err := k.yesNo(); err != nil {
 		return err
@@ -548,6 +567,7 @@ func (k ldKey) ops() error {
 	return nil
 }
 
+// service is the protocol a negotiate check speaks.
 func (k ldKey) service() error {
 	w := regexp.MustCompile(`\w+`).FindString(k.val)
 	if !slices.Contains(ldServices, w) {
@@ -557,6 +577,7 @@ func (k ldKey) service() error {
 	return nil
 }
 
+// httpmethod is an http check's method, GET or HEAD.
 func (k ldKey) httpmethod() error {
 	w := strings.ToUpper(regexp.MustCompile(`\w+`).FindString(k.val))
 	if w != "GET" && w != "HEAD" {
@@ -566,12 +587,14 @@ func (k ldKey) httpmethod() error {
 	return nil
 }
 
+// virtualhost is an http check's Host, quotes taken off.
 func (k ldKey) virtualhost() error {
 	h := regexp.MustCompile(`"?([^"]*)"?`).FindStringSubmatch(k.val)[1]
 	k.v.virtualhost = &h
 	return nil
 }
 
+// fallback is the virtual's sorry server (fallback6 in a virtual6).
 func (k ldKey) fallback() error {
 	if err := k.sameFamily(k.key == "fallback6", "fallback"); err != nil {
 		return err
@@ -584,6 +607,7 @@ func (k ldKey) fallback() error {
 	return nil
 }
 
+// quiescent is whether a failed real server is quiesced rather than removed.
 func (k ldKey) quiescent() error {
 	if err := k.yesNo(); err != nil {
 		return err
@@ -601,6 +625,7 @@ func (k ldKey) keptYesNo() error {
 	return nil
 }
 
+// emailalertfreq is a number ipvsctl does not use, kept.
 func (k ldKey) emailalertfreq() error {
 	if ldDigits().FindString(k.val) == "" {
 		return k.errf("emailalertfreq=%s: invalid email alert frequency", k.val)
@@ -609,6 +634,7 @@ func (k ldKey) emailalertfreq() error {
 	return nil
 }
 
+// emailalertstatus is the states mailed about, kept.
 func (k ldKey) emailalertstatus() error {
 	if err := k.p.alertStatus(k.line, k.val); err != nil {
 		return err
@@ -730,30 +756,36 @@ var ldGlobalKeys = map[string]func(ldKey) error{
 	"smtp":             ldKey.kept,
 }
 
+// globalCheckTimeout is the virtuals' default connect timeout.
 func (k ldKey) globalCheckTimeout() (err error) {
 	k.p.g.checkTimeout, err = k.positive("check timeout value")
 	return err
 }
 
+// globalNegotiateTimeout is the virtuals' default negotiate timeout.
 func (k ldKey) globalNegotiateTimeout() (err error) {
 	k.p.g.negotiateTimeout, err = k.positive("negotiate timeout value")
 	return err
 }
 
+// globalCheckInterval is the seconds between checks.
 func (k ldKey) globalCheckInterval() (err error) {
 	k.p.g.checkInterval, err = k.positive("check interval value")
 	return err
 }
 
+// globalFailureCount is the virtuals' default failure count.
 func (k ldKey) globalFailureCount() (err error) {
 	k.p.g.failureCount, err = k.positive("failure count value")
 	return err
 }
 
+// globalTimeout is refused, as ldirectord refuses it.
 func (k ldKey) globalTimeout() error {
 	return k.errf("timeout=%s: deprecated in favour of checktimeout and negotiatetimeout (ldirectord refuses it)", k.val)
 }
 
+// globalCheckcount is deprecated in ldirectord, kept with a warning.
 func (k ldKey) globalCheckcount() error {
 	if _, err := k.positive("check count value"); err != nil {
 		return err
@@ -777,6 +809,7 @@ func (k ldKey) globalFallback() error {
 	return nil
 }
 
+// globalQuiescent is the virtuals' default quiescent.
 func (k ldKey) globalQuiescent() error {
 	if err := k.yesNo(); err != nil {
 		return err
@@ -785,6 +818,7 @@ func (k ldKey) globalQuiescent() error {
 	return nil
 }
 
+// globalFork is whether each virtual is checked in a process of its own, kept; a virtual's checkinterval needs it.
 func (k ldKey) globalFork() error {
 	if err := k.yesNo(); err != nil {
 		return err
