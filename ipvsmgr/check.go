@@ -225,87 +225,59 @@ func mergeChecks(svc, srv *Check) Check {
 	if srv == nil {
 		return out
 	}
-	set := func(dst *string, v string) {
-		if v != "" {
-			*dst = v
-		}
-	}
-	set(&out.Type, srv.Type)
-	if srv.Interval != 0 {
-		out.Interval = srv.Interval
-	}
-	if srv.Timeout != 0 {
-		out.Timeout = srv.Timeout
-	}
-	if srv.FastInterval != 0 {
-		out.FastInterval = srv.FastInterval
-	}
-	if srv.DownInterval != 0 {
-		out.DownInterval = srv.DownInterval
-	}
-	if srv.Rise != 0 {
-		out.Rise = srv.Rise
-	}
-	if srv.Fall != 0 {
-		out.Fall = srv.Fall
-	}
-	set(&out.Address, srv.Address)
-	if srv.Port != 0 {
-		out.Port = srv.Port
-	}
-	set(&out.OnFailure, srv.OnFailure)
-	if srv.SlowStart != nil {
-		out.SlowStart = srv.SlowStart
-	}
-	if srv.StartHealthy != nil {
-		out.StartHealthy = srv.StartHealthy
-	}
-	if srv.Warmup != nil {
-		out.Warmup = srv.Warmup
-	}
-	if srv.ConnectChecks != 0 {
-		out.ConnectChecks = srv.ConnectChecks
-	}
-	set(&out.Method, srv.Method)
-	set(&out.Path, srv.Path)
-	set(&out.Host, srv.Host)
+	overlay(&out.Type, srv.Type)
+	overlay(&out.Interval, srv.Interval)
+	overlay(&out.Timeout, srv.Timeout)
+	overlay(&out.FastInterval, srv.FastInterval)
+	overlay(&out.DownInterval, srv.DownInterval)
+	overlay(&out.Rise, srv.Rise)
+	overlay(&out.Fall, srv.Fall)
+	overlay(&out.Address, srv.Address)
+	overlay(&out.Port, srv.Port)
+	overlay(&out.OnFailure, srv.OnFailure)
+	overlay(&out.SlowStart, srv.SlowStart)
+	overlay(&out.StartHealthy, srv.StartHealthy)
+	overlay(&out.Warmup, srv.Warmup)
+	overlay(&out.ConnectChecks, srv.ConnectChecks)
+	overlay(&out.Method, srv.Method)
+	overlay(&out.Path, srv.Path)
+	overlay(&out.Host, srv.Host)
 	if srv.ExpectStatus != nil {
 		out.ExpectStatus = srv.ExpectStatus
 	}
-	set(&out.ExpectBody, srv.ExpectBody)
-	if srv.TLSVerify != nil {
-		out.TLSVerify = srv.TLSVerify
-	}
-	set(&out.SNI, srv.SNI)
-	set(&out.Send, srv.Send)
-	set(&out.Expect, srv.Expect)
-	if srv.UseRegex != nil {
-		out.UseRegex = srv.UseRegex
-	}
-	set(&out.Protocol, srv.Protocol)
-	set(&out.Name, srv.Name)
-	set(&out.QType, srv.QType)
-	set(&out.RCode, srv.RCode)
+	overlay(&out.ExpectBody, srv.ExpectBody)
+	overlay(&out.TLSVerify, srv.TLSVerify)
+	overlay(&out.SNI, srv.SNI)
+	overlay(&out.Send, srv.Send)
+	overlay(&out.Expect, srv.Expect)
+	overlay(&out.UseRegex, srv.UseRegex)
+	overlay(&out.Protocol, srv.Protocol)
+	overlay(&out.Name, srv.Name)
+	overlay(&out.QType, srv.QType)
+	overlay(&out.RCode, srv.RCode)
 	if srv.Command != nil {
 		out.Command = srv.Command
 	}
-	if srv.DynamicWeight != nil {
-		out.DynamicWeight = srv.DynamicWeight
-	}
-	set(&out.File, srv.File)
-	if srv.FileWeight != nil {
-		out.FileWeight = srv.FileWeight
-	}
-	if srv.FileReverse != nil {
-		out.FileReverse = srv.FileReverse
-	}
-	set(&out.Request, srv.Request)
-	set(&out.Receive, srv.Receive)
-	set(&out.Login, srv.Login)
-	set(&out.PasswordFile, srv.PasswordFile)
-	set(&out.Database, srv.Database)
-	set(&out.SecretFile, srv.SecretFile)
+	overlay(&out.DynamicWeight, srv.DynamicWeight)
+	overlay(&out.File, srv.File)
+	overlay(&out.FileWeight, srv.FileWeight)
+	overlay(&out.FileReverse, srv.FileReverse)
+	overlay(&out.Request, srv.Request)
+	overlay(&out.Receive, srv.Receive)
+	overlay(&out.Login, srv.Login)
+	overlay(&out.PasswordFile, srv.PasswordFile)
+	overlay(&out.Database, srv.Database)
+	overlay(&out.SecretFile, srv.SecretFile)
 	return out
+}
+
+// overlay sets *dst to v unless v is its type's zero: a field the server's
+// check leaves out is the service's.
+func overlay[T comparable](dst *T, v T) {
+	var zero T
+	if v != zero {
+		*dst = v
+	}
 }
 
 // DecodeEscapes decodes Piranha's escapes in a send or expect string: \r \n

@@ -324,6 +324,26 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 	if c.Type != "" && !slices.Contains(CheckTypes(), c.Type) {
 		v.addf(field+".type", "%q is not a check type (want one of %s)", c.Type, strings.Join(CheckTypes(), " "))
 	}
+	v.checkTiming(field, c)
+	only := func(leaf string, set bool, types ...string) {
+		if set && typ != "" && !slices.Contains(types, typ) {
+			v.addf(field+"."+leaf, "only for %s checks, not %s", strings.Join(types, " and "), typ)
+		}
+	}
+	only("connect_checks", c.ConnectChecks != 0, ConnectCheckTypes()...)
+	if c.ConnectChecks != 0 {
+		v.rangeCheck(field+".connect_checks", c.ConnectChecks, 1, maxConnectChecks)
+	}
+	v.httpFields(field, c, only)
+	v.sendExpectFields(field, c, only)
+	v.nameFields(field, c, typ, only)
+	v.execFields(field, c, only)
+	v.fileFields(field, c, only)
+	v.negotiateFields(field, c, only)
+}
+
+// checkTiming validates the check's timing, counts, target and failure action.
+func (v *validator) checkTiming(field string, c *Check) {
 	seconds := func(leaf string, val float64, hi float64) {
 		if val != 0 && (val < 0.1 || val > hi || math.IsNaN(val)) {
 			v.addf(field+"."+leaf, "%v is out of range 0.1..%v seconds", val, hi)
@@ -358,15 +378,10 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 	if c.Warmup != nil && (*c.Warmup < 0 || *c.Warmup > 86400 || math.IsNaN(*c.Warmup)) {
 		v.addf(field+".warmup", "%v is out of range 0..86400 seconds", *c.Warmup)
 	}
-	only := func(leaf string, set bool, types ...string) {
-		if set && typ != "" && !slices.Contains(types, typ) {
-			v.addf(field+"."+leaf, "only for %s checks, not %s", strings.Join(types, " and "), typ)
-		}
-	}
-	only("connect_checks", c.ConnectChecks != 0, ConnectCheckTypes()...)
-	if c.ConnectChecks != 0 {
-		v.rangeCheck(field+".connect_checks", c.ConnectChecks, 1, maxConnectChecks)
-	}
+}
+
+// httpFields validates the fields of an http or https check.
+func (v *validator) httpFields(field string, c *Check, only func(string, bool, ...string)) {
 	only("method", c.Method != "", "http", "https")
 	if c.Method != "" && !isHTTPMethod(c.Method) {
 		v.addf(field+".method", "%q is not an HTTP method", c.Method)
@@ -394,6 +409,10 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 	if strings.ContainsAny(c.SNI, " \t\r\n/") {
 		v.addf(field+".sni", "%q is not a server name", c.SNI)
 	}
+}
+
+// sendExpectFields validates what a send_expect (or exec) check sends and expects, and its protocol.
+func (v *validator) sendExpectFields(field string, c *Check, only func(string, bool, ...string)) {
 	only("send", c.Send != "", "send_expect")
 	only("expect", c.Expect != "", "send_expect", "exec")
 	only("use_regex", c.UseRegex != nil, "send_expect", "exec")
@@ -406,6 +425,10 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 	if c.Protocol != "" && c.Protocol != "tcp" && c.Protocol != "udp" {
 		v.addf(field+".protocol", "%q is not a check protocol (want tcp or udp)", c.Protocol)
 	}
+}
+
+// nameFields validates a dns check's name, query type and response code, or an smtp check's HELO name.
+func (v *validator) nameFields(field string, c *Check, typ string, only func(string, bool, ...string)) {
 	only("name", c.Name != "", "dns", "smtp")
 	switch {
 	case c.Name == "":
@@ -422,6 +445,10 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 	if c.RCode != "" && !slices.Contains(rcodes, c.RCode) {
 		v.addf(field+".rcode", "%q is not a response code (want one of %s)", c.RCode, strings.Join(rcodes, " "))
 	}
+}
+
+// execFields validates an exec check's command.
+func (v *validator) execFields(field string, c *Check, only func(string, bool, ...string)) {
 	only("command", c.Command != nil, "exec")
 	if c.Command != nil && (len(c.Command) == 0 || c.Command[0] == "") {
 		v.addf(field+".command", "empty: want a program and its arguments")
@@ -434,6 +461,10 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 		}
 	}
 	only("dynamic_weight", c.DynamicWeight != nil, "exec")
+}
+
+// fileFields validates a file check's fields.
+func (v *validator) fileFields(field string, c *Check, only func(string, bool, ...string)) {
 	only("file", c.File != "", "file")
 	if c.File != "" && (!strings.HasPrefix(c.File, "/") || strings.IndexByte(c.File, 0) >= 0) {
 		v.addf(field+".file", "%q is not an absolute path", c.File)
@@ -443,7 +474,6 @@ func (v *validator) checkFields(field string, c *Check, typ string) {
 		v.rangeCheck(field+".file_weight", *c.FileWeight, -65535, 65535)
 	}
 	only("file_reverse", c.FileReverse != nil, "file")
-	v.negotiateFields(field, c, only)
 }
 
 // maxConnectChecks bounds connect_checks (ldirectord's "never again" is
@@ -524,43 +554,10 @@ func validDNSName(s string) bool {
 // false when something it needs is missing (reported).
 func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *ServerCheck) bool {
 	where := field + ".check"
-	ok := true
 	spec := &sc.Spec
 	spec.Type = c.Type
-	spec.Interval = seconds(c.Interval, DefaultCheckInterval)
-	spec.FastInterval = seconds(c.FastInterval, 0)
-	spec.DownInterval = seconds(c.DownInterval, 0)
-	spec.Timeout = seconds(c.Timeout, DefaultCheckTimeout)
-	spec.Rise, spec.Fall = cmp.Or(c.Rise, DefaultCheckRise), cmp.Or(c.Fall, DefaultCheckFall)
-	spec.ConnectChecks = c.ConnectChecks
-	if c.Warmup != nil {
-		w := time.Duration(math.Round(*c.Warmup * float64(time.Second)))
-		spec.Warmup = &w
-	}
-	addr := key.Addr
-	if c.Address != "" {
-		if a, err := parseAddr(c.Address); err == nil {
-			addr = a
-		}
-	}
-	port := uint16(key.Port)
-	if c.Port > 0 && c.Port <= 65535 {
-		port = uint16(c.Port)
-	}
-	spec.Target = netip.AddrPortFrom(addr, port)
-	switch c.Type {
-	case "agent":
-		if c.Port == 0 {
-			v.addf(where+".port", "missing: an agent check needs the agent's port")
-			ok = false
-		}
-	case "exec", "ping", "file":
-	default:
-		if port == 0 {
-			v.addf(where+".port", "missing: a fwmark service's real servers have no port to check; set one")
-			ok = false
-		}
-	}
+	compileTiming(c, spec)
+	addr, ok := v.compileTarget(where, c, key, spec)
 	switch c.Type {
 	case "http", "https":
 		spec.TLS = c.Type == "https"
@@ -572,21 +569,7 @@ func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *Server
 		spec.TLSVerify = c.TLSVerify != nil && *c.TLSVerify
 		spec.SNI = c.SNI
 	case "send_expect":
-		spec.UseRegex = c.UseRegex != nil && *c.UseRegex
-		spec.Send = DecodeEscapes(c.Send)
-		spec.Expect = c.Expect
-		if !spec.UseRegex {
-			spec.Expect = DecodeEscapes(c.Expect)
-		}
-		spec.Protocol = cmp.Or(c.Protocol, "tcp")
-		if spec.Protocol == "udp" && c.ConnectChecks != 0 {
-			v.addf(where+".connect_checks", "%d: a udp send_expect check has no connection to make between its runs", c.ConnectChecks)
-			ok = false
-		}
-		if spec.Protocol == "udp" && spec.Send == "" {
-			v.addf(where+".send", "missing: a udp send_expect check must send something to get a reply")
-			ok = false
-		}
+		ok = v.compileSendExpect(where, c, spec) && ok
 	case "dns":
 		spec.Protocol = cmp.Or(c.Protocol, "udp")
 		spec.Name = c.Name
@@ -612,25 +595,100 @@ func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *Server
 			spec.FileWeight = *c.FileWeight
 		}
 		spec.FileReverse = c.FileReverse != nil && *c.FileReverse
-		spec.Target = netip.AddrPortFrom(addr, port)
 	case "exec":
-		if len(c.Command) == 0 {
-			v.addf(where+".command", "missing: an exec check needs a command")
-			ok = false
-		}
-		spec.Command = substituteArgs(c.Command, spec.Target)
-		spec.DynamicWeight = c.DynamicWeight != nil && *c.DynamicWeight
-		spec.UseRegex = c.UseRegex != nil && *c.UseRegex
-		spec.Expect = c.Expect
-		if !spec.UseRegex {
-			spec.Expect = DecodeEscapes(c.Expect)
-		}
+		ok = v.compileExec(where, c, spec) && ok
 	}
 	sc.OnFailure = cmp.Or(c.OnFailure, DefaultOnFailure)
 	if c.SlowStart != nil {
 		sc.SlowStart = seconds(*c.SlowStart, 0)
 	}
 	sc.StartHealthy = c.StartHealthy != nil && *c.StartHealthy
+	return ok
+}
+
+// compileTiming fills the spec's intervals, timeout, counts and warmup,
+// with the defaults for what the check does not set.
+func compileTiming(c *Check, spec *CheckSpec) {
+	spec.Interval = seconds(c.Interval, DefaultCheckInterval)
+	spec.FastInterval = seconds(c.FastInterval, 0)
+	spec.DownInterval = seconds(c.DownInterval, 0)
+	spec.Timeout = seconds(c.Timeout, DefaultCheckTimeout)
+	spec.Rise, spec.Fall = cmp.Or(c.Rise, DefaultCheckRise), cmp.Or(c.Fall, DefaultCheckFall)
+	spec.ConnectChecks = c.ConnectChecks
+	if c.Warmup != nil {
+		w := time.Duration(math.Round(*c.Warmup * float64(time.Second)))
+		spec.Warmup = &w
+	}
+}
+
+// compileTarget sets the spec's target, the real server's address and port
+// unless the check names its own, and returns its address; false when the
+// check needs a port and has none (reported).
+func (v *validator) compileTarget(where string, c *Check, key DestKey, spec *CheckSpec) (netip.Addr, bool) {
+	addr := key.Addr
+	if c.Address != "" {
+		if a, err := parseAddr(c.Address); err == nil {
+			addr = a
+		}
+	}
+	port := uint16(key.Port)
+	if c.Port > 0 && c.Port <= 65535 {
+		port = uint16(c.Port)
+	}
+	spec.Target = netip.AddrPortFrom(addr, port)
+	switch c.Type {
+	case "agent":
+		if c.Port == 0 {
+			v.addf(where+".port", "missing: an agent check needs the agent's port")
+			return addr, false
+		}
+	case "exec", "ping", "file":
+	default:
+		if port == 0 {
+			v.addf(where+".port", "missing: a fwmark service's real servers have no port to check; set one")
+			return addr, false
+		}
+	}
+	return addr, true
+}
+
+// compileSendExpect fills a send_expect check's spec; false when a udp one
+// has connect_checks or nothing to send (reported).
+func (v *validator) compileSendExpect(where string, c *Check, spec *CheckSpec) bool {
+	ok := true
+	spec.UseRegex = c.UseRegex != nil && *c.UseRegex
+	spec.Send = DecodeEscapes(c.Send)
+	spec.Expect = c.Expect
+	if !spec.UseRegex {
+		spec.Expect = DecodeEscapes(c.Expect)
+	}
+	spec.Protocol = cmp.Or(c.Protocol, "tcp")
+	if spec.Protocol == "udp" && c.ConnectChecks != 0 {
+		v.addf(where+".connect_checks", "%d: a udp send_expect check has no connection to make between its runs", c.ConnectChecks)
+		ok = false
+	}
+	if spec.Protocol == "udp" && spec.Send == "" {
+		v.addf(where+".send", "missing: a udp send_expect check must send something to get a reply")
+		ok = false
+	}
+	return ok
+}
+
+// compileExec fills an exec check's spec, its command's %h and %p the
+// target's; false without a command (reported).
+func (v *validator) compileExec(where string, c *Check, spec *CheckSpec) bool {
+	ok := true
+	if len(c.Command) == 0 {
+		v.addf(where+".command", "missing: an exec check needs a command")
+		ok = false
+	}
+	spec.Command = substituteArgs(c.Command, spec.Target)
+	spec.DynamicWeight = c.DynamicWeight != nil && *c.DynamicWeight
+	spec.UseRegex = c.UseRegex != nil && *c.UseRegex
+	spec.Expect = c.Expect
+	if !spec.UseRegex {
+		spec.Expect = DecodeEscapes(c.Expect)
+	}
 	return ok
 }
 

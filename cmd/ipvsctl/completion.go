@@ -148,42 +148,9 @@ func completeWords(words []string, getenv func(string) string) (string, []string
 	}
 	cur, done := words[len(words)-1], words[:len(words)-1]
 	cmds := commands()
-	db := getenv("IPVSCTL_DB")
-	if db == "" {
-		db = defaultDB
-	}
-	// The global flags and the verb.
-	i := 0
-	for ; i < len(done) && strings.HasPrefix(done[i], "-"); i++ {
-		if name, val, ok := strings.Cut(strings.TrimLeft(done[i], "-"), "="); isGlobalFlag(name) {
-			if !ok && i+1 < len(done) {
-				i++
-				val = done[i]
-			}
-			if name == "db" {
-				db = val
-			}
-		}
-	}
-	// With a server the names are a remote daemon's: the local database is not read.
-	if getenv("IPVSCTL_SERVER") != "" || slices.ContainsFunc(done, func(w string) bool {
-		name, _, _ := strings.Cut(strings.TrimLeft(w, "-"), "=")
-		return strings.HasPrefix(w, "-") && name == "server"
-	}) {
-		db = ""
-	}
-	globals := []string{"--db", "--server", "--token", "--ca-cert", "--help"}
+	i, db := completionGlobals(done, getenv)
 	if i == len(done) {
-		if i > 0 && (done[i-1] == "--db" || done[i-1] == "-db") {
-			return "files", nil
-		}
-		if i > 0 && isGlobalFlag(strings.TrimLeft(done[i-1], "-")) {
-			return "words", nil
-		}
-		if strings.HasPrefix(cur, "-") {
-			return "words", matching(globals, cur)
-		}
-		return "words", matching(visibleVerbs(cmds), cur)
+		return completeVerb(cmds, done, cur)
 	}
 	cmd, ok := cmds[done[i]]
 	if !ok || cmd.hidden {
@@ -205,7 +172,58 @@ func completeWords(words []string, getenv func(string) string) (string, []string
 	if d == nil {
 		return "words", nil
 	}
-	// The value of a flag, or the flags, or a positional argument.
+	return completeArgs(done[i], d, rest, cur, db)
+}
+
+// completionGlobals reads the global flags at the start of done: it
+// returns the index of the verb and the database whose names complete
+// ("" with a server: the names are a remote daemon's, the local database
+// is not read).
+func completionGlobals(done []string, getenv func(string) string) (int, string) {
+	db := getenv("IPVSCTL_DB")
+	if db == "" {
+		db = defaultDB
+	}
+	i := 0
+	for ; i < len(done) && strings.HasPrefix(done[i], "-"); i++ {
+		if name, val, ok := strings.Cut(strings.TrimLeft(done[i], "-"), "="); isGlobalFlag(name) {
+			if !ok && i+1 < len(done) {
+				i++
+				val = done[i]
+			}
+			if name == "db" {
+				db = val
+			}
+		}
+	}
+	if getenv("IPVSCTL_SERVER") != "" || slices.ContainsFunc(done, func(w string) bool {
+		name, _, _ := strings.Cut(strings.TrimLeft(w, "-"), "=")
+		return strings.HasPrefix(w, "-") && name == "server"
+	}) {
+		db = ""
+	}
+	return i, db
+}
+
+// completeVerb completes where the verb goes: a global flag's value, a
+// global flag, or the verb.
+func completeVerb(cmds map[string]command, done []string, cur string) (string, []string) {
+	globals := []string{"--db", "--server", "--token", "--ca-cert", "--help"}
+	if n := len(done); n > 0 && (done[n-1] == "--db" || done[n-1] == "-db") {
+		return "files", nil
+	}
+	if n := len(done); n > 0 && isGlobalFlag(strings.TrimLeft(done[n-1], "-")) {
+		return "words", nil
+	}
+	if strings.HasPrefix(cur, "-") {
+		return "words", matching(globals, cur)
+	}
+	return "words", matching(visibleVerbs(cmds), cur)
+}
+
+// completeArgs completes after the verb: the value of a flag, or the
+// flags, or a positional argument.
+func completeArgs(verb string, d *verbDoc, rest []string, cur, db string) (string, []string) {
 	var pos []string
 	for j := 0; j < len(rest); j++ {
 		w := rest[j]
@@ -232,7 +250,7 @@ func completeWords(words []string, getenv func(string) string) (string, []string
 	case "SERVICE":
 		return "words", matching(storedNames(db, ""), cur)
 	case "NAME":
-		if done[i] == "vs" {
+		if verb == "vs" {
 			return "words", matching(storedNames(db, ""), cur)
 		}
 	case "SERVER":

@@ -175,6 +175,12 @@ func (r *kaChecker) statement(ch *kaNode) error {
 	if r.s.setting(ch) {
 		return nil
 	}
+	return r.checkKeyword(ch)
+}
+
+// checkKeyword maps a keyword of the check's own, or keeps it.
+func (r *kaChecker) checkKeyword(ch *kaNode) error {
+	k, kw := r.k, ch.word(0)
 	c, lines := r.c, r.lines
 	arg := func(set func(string) error, leaf string) error {
 		v, err := k.arg(ch)
@@ -206,17 +212,7 @@ func (r *kaChecker) statement(ch *kaNode) error {
 	case kw == "url":
 		return r.url(ch)
 	case kw == "misc_path" && r.typ == "exec":
-		// keepalived runs the first word, split again ("/bin/x %h" is
-		// the quoted command line); the words after it are ignored.
-		words, ignored, err := r.k.script(ch)
-		if err != nil {
-			return k.errf(ch.line, "misc_path %s: want a program and its arguments: %v", ch.rest(), err)
-		}
-		if len(ignored) > 0 {
-			r.k.warnf(ch.line, "misc_path: %q after the command ignored, as keepalived ignores it (quote the whole command line)", strings.Join(ignored, " "))
-		}
-		c.Command = words
-		lines["command"] = ch.line
+		return r.miscPath(ch)
 	case kw == "misc_timeout" && r.typ == "exec":
 		r.miscTimeout = ch
 	case kw == "misc_dynamic" && r.typ == "exec":
@@ -246,6 +242,22 @@ func (r *kaChecker) statement(ch *kaNode) error {
 		// bindto, bind_port, warmup, user, enable_sni...
 		k.keep(r.scope, ch)
 	}
+	return nil
+}
+
+// miscPath is an exec check's command. keepalived runs the first word,
+// split again ("/bin/x %h" is the quoted command line); the words after it
+// are ignored.
+func (r *kaChecker) miscPath(ch *kaNode) error {
+	words, ignored, err := r.k.script(ch)
+	if err != nil {
+		return r.k.errf(ch.line, "misc_path %s: want a program and its arguments: %v", ch.rest(), err)
+	}
+	if len(ignored) > 0 {
+		r.k.warnf(ch.line, "misc_path: %q after the command ignored, as keepalived ignores it (quote the whole command line)", strings.Join(ignored, " "))
+	}
+	r.c.Command = words
+	r.lines["command"] = ch.line
 	return nil
 }
 

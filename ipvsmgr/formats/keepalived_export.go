@@ -682,6 +682,17 @@ func (x *kaExporter) checker(c *ipvsmgr.Check, field, rsScope string) {
 	}
 	fmt.Fprintf(w, "        %s {\n", name)
 	in := "            "
+	x.checkerTiming(c, in)
+	x.checkerKeywords(c, name, rsScope, in)
+	for _, k := range x.kept.take(rsScope + " " + name) {
+		x.keptKey(in, k)
+	}
+	fmt.Fprintf(w, "        }\n")
+}
+
+// checkerTiming writes where the checker connects and its timing.
+func (x *kaExporter) checkerTiming(c *ipvsmgr.Check, in string) {
+	w := x.w
 	if c.Address != "" {
 		fmt.Fprintf(w, "%sconnect_ip %s\n", in, c.Address)
 	}
@@ -705,6 +716,11 @@ func (x *kaExporter) checker(c *ipvsmgr.Check, field, rsScope string) {
 	if c.StartHealthy == nil || !*c.StartHealthy {
 		fmt.Fprintf(w, "%salpha\n", in)
 	}
+}
+
+// checkerKeywords writes the keywords of the checker's type.
+func (x *kaExporter) checkerKeywords(c *ipvsmgr.Check, name, rsScope, in string) {
+	w := x.w
 	switch c.Type {
 	case "http", "https":
 		if c.Host != "" {
@@ -740,10 +756,6 @@ func (x *kaExporter) checker(c *ipvsmgr.Check, field, rsScope string) {
 	case "smtp":
 		fmt.Fprintf(w, "%shelo_name %s\n", in, kaWord(cmp.Or(c.Name, "localhost")))
 	}
-	for _, k := range x.kept.take(rsScope + " " + name) {
-		x.keptKey(in, k)
-	}
-	fmt.Fprintf(w, "        }\n")
 }
 
 // checkerProblems names what a check says that keepalived's checkers

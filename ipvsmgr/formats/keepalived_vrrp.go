@@ -52,31 +52,7 @@ func kaTrue(c *kaNode) (bool, bool) {
 
 // vrrpInstance maps the first usable vrrp_instance of top.
 func (k *kaImporter) vrrpInstance(top []*kaNode) error {
-	var vi *kaNode
-	var others []*kaNode // the first block of each other name
-	seen := map[string]bool{}
-	for _, n := range top {
-		if !n.block || n.word(0) != "vrrp_instance" {
-			continue
-		}
-		if seen[n.word(1)] {
-			// Only the first block of a name may be the one run: the
-			// export rewrites the first it kept under that name.
-			k.warnf(n.line, "vrrp_instance %s: a second block of that name: kept as written, not run", n.word(1))
-			continue
-		}
-		seen[n.word(1)] = true
-		if vi != nil {
-			others = append(others, n)
-			continue
-		}
-		if !slices.ContainsFunc(n.children, func(c *kaNode) bool { return c.word(0) == "interface" }) ||
-			!slices.ContainsFunc(n.children, func(c *kaNode) bool { return c.word(0) == "virtual_router_id" }) {
-			k.warnf(n.line, "vrrp_instance %s: no interface or virtual_router_id: kept as written, not run", n.word(1))
-			continue
-		}
-		vi = n
-	}
+	vi, others := k.firstInstance(top)
 	if vi == nil {
 		k.syncGroups(top, nil, nil, nil)
 		return nil
@@ -88,96 +64,7 @@ func (k *kaImporter) vrrpInstance(top []*kaNode) error {
 	var src string
 	node := &NodeHint{Priority: 100, Role: "auto", Line: vi.line}
 	for _, c := range vi.children {
-		kw := c.word(0)
-		bad := func(format string, args ...any) {
-			k.warnf(c.line, "vrrp_instance %s: %s %s: %s - kept, not mapped", vi.word(1), kw, c.rest(), fmt.Sprintf(format, args...))
-		}
-		num := func(lo, hi float64) (float64, bool) {
-			f, err := strconv.ParseFloat(c.word(1), 64)
-			if err != nil || f < lo || f > hi {
-				bad("want a number %v..%v", lo, hi)
-				return 0, false
-			}
-			return f, true
-		}
-		switch kw {
-		case "interface":
-			r.Interface = c.word(1)
-		case "virtual_router_id":
-			if f, ok := num(1, 255); ok {
-				r.VRID = int(f)
-			}
-		case "advert_int":
-			if f, ok := num(0.01, 40.95); ok && f != 1 {
-				r.AdvertInterval = f
-			}
-		case "nopreempt":
-			r.Preempt = boolPtr(false)
-		case "preempt":
-			r.Preempt = nil
-		case "preempt_delay":
-			if f, ok := num(0, 1000); ok {
-				r.PreemptDelay = f
-			}
-		case "priority":
-			if f, ok := num(1, 255); ok {
-				node.Priority = int(f)
-			}
-		case "state":
-			if s := strings.ToUpper(c.word(1)); s == "MASTER" {
-				k.warnf(c.line, "vrrp_instance %s: state MASTER: ipvsctl elects by priority from the start (keepalived's initial state has no equivalent)", vi.word(1))
-			}
-		case "version":
-			if c.word(1) != "3" {
-				k.warnf(c.line, "vrrp_instance %s: version %s: ipvsctl speaks VRRPv3; give a keepalived peer vrrp_version 3 (the export says version 3)", vi.word(1), c.word(1))
-			}
-		case "unicast_src_ip":
-			src = c.word(1)
-		case "unicast_peer":
-			for _, p := range c.children {
-				if a, err := netip.ParseAddr(p.word(0)); err == nil {
-					r.UnicastPeers = append(r.UnicastPeers, a.Unmap().String())
-				} else {
-					k.warnf(p.line, "vrrp_instance %s: unicast_peer %s: not an address - not mapped", vi.word(1), p.word(0))
-				}
-			}
-		case "track_interface":
-			for _, t := range c.children {
-				if len(t.words) > 1 {
-					k.warnf(t.line, "vrrp_instance %s: track_interface %s %s: ipvsctl's tracked interfaces put the director in fault, with no weight - tracked without it",
-						vi.word(1), t.word(0), strings.Join(kaWords(t)[1:], " "))
-				}
-				r.TrackInterfaces = append(r.TrackInterfaces, t.word(0))
-			}
-		case "garp_master_delay":
-			if f, ok := num(0, 3600); ok {
-				f = math.Trunc(f) // keepalived reads whole seconds
-				r.GARPRepeatDelay = &f
-			}
-		case "garp_master_repeat":
-			if f, ok := num(0, 1000); ok {
-				n := int(f)
-				r.GARPCount = &n
-			}
-		case "notify_master", "notify_backup", "notify_fault", "notify_stop", "notify":
-			if !k.notifyProgram(c, &r.VRRPNotify) {
-				bad("a user to run it as, or no program: not run as root by mistake")
-			}
-		case "smtp_alert":
-			if b, ok := kaTrue(c); ok {
-				r.SMTPAlert = &b
-			} else {
-				bad("want yes or no")
-			}
-		case "virtual_ipaddress", "virtual_ipaddress_excluded":
-			for _, v := range c.children {
-				k.vip(vi, v, r)
-			}
-		case "authentication":
-			k.warnf(c.line, "vrrp_instance %s: authentication: VRRPv3 has none (keepalived's PASS and AH are VRRPv2's); settings.redundancy.auth signs the adverts as keepalived 2.4's auth_hmac - kept, not mapped", vi.word(1))
-		default:
-			k.warnf(c.line, "vrrp_instance %s: %s has no equivalent in ipvsctl - kept as written, not acted on", vi.word(1), kw)
-		}
+		k.vrrpKeyword(vi, c, r, node, &src)
 	}
 	if !r.PreemptOn() && r.PreemptDelay != 0 {
 		k.warnf(vi.line, "(%s) preempt_delay is incompatible with nopreempt mode - resetting", vi.word(1))
@@ -206,6 +93,129 @@ func (k *kaImporter) vrrpInstance(top []*kaNode) error {
 		}
 	}
 	return nil
+}
+
+// firstInstance is the first vrrp_instance of top with an interface and a
+// virtual_router_id (nil if none), and the first block of each other name.
+func (k *kaImporter) firstInstance(top []*kaNode) (vi *kaNode, others []*kaNode) {
+	seen := map[string]bool{}
+	for _, n := range top {
+		if !n.block || n.word(0) != "vrrp_instance" {
+			continue
+		}
+		if seen[n.word(1)] {
+			// Only the first block of a name may be the one run: the
+			// export rewrites the first it kept under that name.
+			k.warnf(n.line, "vrrp_instance %s: a second block of that name: kept as written, not run", n.word(1))
+			continue
+		}
+		seen[n.word(1)] = true
+		if vi != nil {
+			others = append(others, n)
+			continue
+		}
+		if !slices.ContainsFunc(n.children, func(c *kaNode) bool { return c.word(0) == "interface" }) ||
+			!slices.ContainsFunc(n.children, func(c *kaNode) bool { return c.word(0) == "virtual_router_id" }) {
+			k.warnf(n.line, "vrrp_instance %s: no interface or virtual_router_id: kept as written, not run", n.word(1))
+			continue
+		}
+		vi = n
+	}
+	return vi, others
+}
+
+// kaVRRPNumbers are the vrrp_instance keywords that take a number: its
+// range and what it sets.
+var kaVRRPNumbers = map[string]struct {
+	lo, hi float64
+	set    func(r *ipvsmgr.Redundancy, node *NodeHint, f float64)
+}{
+	"virtual_router_id": {1, 255, func(r *ipvsmgr.Redundancy, _ *NodeHint, f float64) { r.VRID = int(f) }},
+	"advert_int": {0.01, 40.95, func(r *ipvsmgr.Redundancy, _ *NodeHint, f float64) {
+		if f != 1 {
+			r.AdvertInterval = f
+		}
+	}},
+	"preempt_delay": {0, 1000, func(r *ipvsmgr.Redundancy, _ *NodeHint, f float64) { r.PreemptDelay = f }},
+	"priority":      {1, 255, func(_ *ipvsmgr.Redundancy, node *NodeHint, f float64) { node.Priority = int(f) }},
+	"garp_master_delay": {0, 3600, func(r *ipvsmgr.Redundancy, _ *NodeHint, f float64) {
+		f = math.Trunc(f) // keepalived reads whole seconds
+		r.GARPRepeatDelay = &f
+	}},
+	"garp_master_repeat": {0, 1000, func(r *ipvsmgr.Redundancy, _ *NodeHint, f float64) {
+		n := int(f)
+		r.GARPCount = &n
+	}},
+}
+
+// vrrpKeyword maps the keyword c of vrrp_instance vi into r, the node or
+// src (unicast_src_ip), or warns of what it cannot.
+func (k *kaImporter) vrrpKeyword(vi, c *kaNode, r *ipvsmgr.Redundancy, node *NodeHint, src *string) {
+	kw := c.word(0)
+	bad := func(format string, args ...any) {
+		k.warnf(c.line, "vrrp_instance %s: %s %s: %s - kept, not mapped", vi.word(1), kw, c.rest(), fmt.Sprintf(format, args...))
+	}
+	if n, ok := kaVRRPNumbers[kw]; ok {
+		f, err := strconv.ParseFloat(c.word(1), 64)
+		if err != nil || f < n.lo || f > n.hi {
+			bad("want a number %v..%v", n.lo, n.hi)
+			return
+		}
+		n.set(r, node, f)
+		return
+	}
+	switch kw {
+	case "interface":
+		r.Interface = c.word(1)
+	case "nopreempt":
+		r.Preempt = boolPtr(false)
+	case "preempt":
+		r.Preempt = nil
+	case "state":
+		if s := strings.ToUpper(c.word(1)); s == "MASTER" {
+			k.warnf(c.line, "vrrp_instance %s: state MASTER: ipvsctl elects by priority from the start (keepalived's initial state has no equivalent)", vi.word(1))
+		}
+	case "version":
+		if c.word(1) != "3" {
+			k.warnf(c.line, "vrrp_instance %s: version %s: ipvsctl speaks VRRPv3; give a keepalived peer vrrp_version 3 (the export says version 3)", vi.word(1), c.word(1))
+		}
+	case "unicast_src_ip":
+		*src = c.word(1)
+	case "unicast_peer":
+		for _, p := range c.children {
+			if a, err := netip.ParseAddr(p.word(0)); err == nil {
+				r.UnicastPeers = append(r.UnicastPeers, a.Unmap().String())
+			} else {
+				k.warnf(p.line, "vrrp_instance %s: unicast_peer %s: not an address - not mapped", vi.word(1), p.word(0))
+			}
+		}
+	case "track_interface":
+		for _, t := range c.children {
+			if len(t.words) > 1 {
+				k.warnf(t.line, "vrrp_instance %s: track_interface %s %s: ipvsctl's tracked interfaces put the director in fault, with no weight - tracked without it",
+					vi.word(1), t.word(0), strings.Join(kaWords(t)[1:], " "))
+			}
+			r.TrackInterfaces = append(r.TrackInterfaces, t.word(0))
+		}
+	case "notify_master", "notify_backup", "notify_fault", "notify_stop", "notify":
+		if !k.notifyProgram(c, &r.VRRPNotify) {
+			bad("a user to run it as, or no program: not run as root by mistake")
+		}
+	case "smtp_alert":
+		if b, ok := kaTrue(c); ok {
+			r.SMTPAlert = &b
+		} else {
+			bad("want yes or no")
+		}
+	case "virtual_ipaddress", "virtual_ipaddress_excluded":
+		for _, v := range c.children {
+			k.vip(vi, v, r)
+		}
+	case "authentication":
+		k.warnf(c.line, "vrrp_instance %s: authentication: VRRPv3 has none (keepalived's PASS and AH are VRRPv2's); settings.redundancy.auth signs the adverts as keepalived 2.4's auth_hmac - kept, not mapped", vi.word(1))
+	default:
+		k.warnf(c.line, "vrrp_instance %s: %s has no equivalent in ipvsctl - kept as written, not acted on", vi.word(1), kw)
+	}
 }
 
 // notifyProgram sets the one of the five programs the notify line c

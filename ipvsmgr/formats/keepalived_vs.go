@@ -223,15 +223,7 @@ func (k *kaImporter) vsStatement(v *kaVS, c *kaNode) error {
 		v.svc.Forwarding, v.tunnel = fwd, tun
 		set("forwarding")
 	case "persistence_timeout":
-		v.svc.Persistence = defaultPersistence
-		if len(c.words) > 1 {
-			p, err := strconv.Atoi(c.word(1))
-			if err != nil || p < 0 {
-				return k.errf(c.line, "persistence_timeout %q: want a number of seconds", c.word(1))
-			}
-			v.svc.Persistence = p
-		}
-		set("persistence")
+		return k.vsPersistence(v, c)
 	case "persistence_granularity":
 		val, err := k.arg(c)
 		if err != nil {
@@ -250,13 +242,7 @@ func (k *kaImporter) vsStatement(v *kaVS, c *kaNode) error {
 		}
 		set("scheduler_flags")
 	case "weight":
-		w, err := k.arg(c)
-		if err != nil {
-			return err
-		}
-		if v.weight, err = strconv.Atoi(w); err != nil || v.weight < 0 {
-			return k.errf(c.line, "weight %q: want a number", w)
-		}
+		return k.vsWeight(v, c)
 	case "sorry_server":
 		v.sorry = c
 	case "quorum":
@@ -264,19 +250,7 @@ func (k *kaImporter) vsStatement(v *kaVS, c *kaNode) error {
 	case "hysteresis":
 		v.hyst = c // mapped with the quorum (keepalived_fix.go), else kept
 	case "quorum_up", "quorum_down":
-		cmd, user, err := k.script(c)
-		if err != nil || len(user) > 0 {
-			// A user to run it as (`"prog args" user`), or no program:
-			// kept, not run as root by mistake.
-			k.keep(v.scope, c)
-			return nil
-		}
-		if kw == "quorum_up" {
-			v.svc.QuorumUp = cmd
-		} else {
-			v.svc.QuorumDown = cmd
-		}
-		set(kw)
+		k.vsQuorumProgram(v, c)
 	case "alpha":
 		v.checks.alpha = true
 	case "smtp_alert":
@@ -294,6 +268,50 @@ func (k *kaImporter) vsStatement(v *kaVS, c *kaNode) error {
 		}
 	}
 	return nil
+}
+
+// vsPersistence is persistence_timeout: keepalived's default without a
+// number of seconds.
+func (k *kaImporter) vsPersistence(v *kaVS, c *kaNode) error {
+	v.svc.Persistence = defaultPersistence
+	if len(c.words) > 1 {
+		p, err := strconv.Atoi(c.word(1))
+		if err != nil || p < 0 {
+			return k.errf(c.line, "persistence_timeout %q: want a number of seconds", c.word(1))
+		}
+		v.svc.Persistence = p
+	}
+	v.fields["persistence"] = c.line
+	return nil
+}
+
+// vsWeight is the weight the virtual server's real servers inherit.
+func (k *kaImporter) vsWeight(v *kaVS, c *kaNode) error {
+	w, err := k.arg(c)
+	if err != nil {
+		return err
+	}
+	if v.weight, err = strconv.Atoi(w); err != nil || v.weight < 0 {
+		return k.errf(c.line, "weight %q: want a number", w)
+	}
+	return nil
+}
+
+// vsQuorumProgram is quorum_up or quorum_down; one with a user to run it
+// as (`"prog args" user`), or no program, is kept, not run as root by
+// mistake.
+func (k *kaImporter) vsQuorumProgram(v *kaVS, c *kaNode) {
+	cmd, user, err := k.script(c)
+	if err != nil || len(user) > 0 {
+		k.keep(v.scope, c)
+		return
+	}
+	if c.word(0) == "quorum_up" {
+		v.svc.QuorumUp = cmd
+	} else {
+		v.svc.QuorumDown = cmd
+	}
+	v.fields[c.word(0)] = c.line
 }
 
 // kaTunnel is what `lvs_method TUN type ...` says.

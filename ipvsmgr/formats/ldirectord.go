@@ -229,227 +229,437 @@ func (p *ldParser) virtualKey(v *ldVirtual, line int, rcmd string) error {
 	if kv == nil {
 		return p.im.unknown(line, "unknown key %q in %s", rcmd, v.scope)
 	}
-	key, val := kv[1], kv[2]
-	quoted := func(what string) (string, error) {
-		q := ldQuoted().FindStringSubmatch(val)
-		if q == nil {
-			return "", p.im.unknown(line, "%s=%s in %s: ldirectord reads %s only in double quotes", key, val, v.scope, key)
-		}
-		if q[1] == "" {
-			return "", p.errf(line, "%s=%s: no %s", key, val, what)
-		}
-		return q[1], nil
+	k := ldKey{p: p, v: v, svc: svc, scope: v.scope, line: line, key: kv[1], val: kv[2]}
+	set, ok := ldVirtualKeys[k.key]
+	if !ok {
+		return p.im.unknown(line, "unknown key %s=%s in %s", k.key, k.val, v.scope)
 	}
-	positive := func(what string) (int, error) {
-		d := ldDigits().FindString(val)
-		n, _ := strconv.Atoi(d)
-		if n <= 0 {
-			return 0, p.errf(line, "%s=%s: invalid %s", key, val, what)
-		}
-		return n, nil
+	return set(k)
+}
+
+// ldKey is one key=value line, of the top level (v and svc nil, scope "")
+// or of a virtual, read into the virtual or its service.
+type ldKey struct {
+	p        *ldParser
+	v        *ldVirtual
+	svc      *ipvsmgr.Service
+	scope    string
+	line     int
+	key, val string
+}
+
+// ldVirtualKeys are the keys of a virtual, each with what reads it.
+var ldVirtualKeys = map[string]func(ldKey) error{
+	"real":             ldKey.real,
+	"real6":            ldKey.real,
+	"request":          ldKey.request,
+	"receive":          ldKey.receive,
+	"checktype":        ldKey.checktype,
+	"checkcommand":     ldKey.checkcommand,
+	"checktimeout":     ldKey.checkTimeout,
+	"negotiatetimeout": ldKey.negotiateTimeout,
+	"connecttimeout":   ldKey.connectTimeout,
+	"failurecount":     ldKey.failureCount,
+	"checkinterval":    ldKey.checkInterval,
+	"checkport":        ldKey.checkport,
+	"login":            ldKey.credential,
+	"database":         ldKey.credential,
+	"passwd":           ldKey.secret,
+	"secret":           ldKey.secret,
+	"load":             ldKey.load,
+	"checkcount":       ldKey.checkcount,
+	"scheduler":        ldKey.scheduler,
+	"persistent":       ldKey.persistent,
+	"schedflags":       ldKey.schedflags,
+	"netmask":          ldKey.netmask,
+	"protocol":         ldKey.protocol,
+	"ops":              ldKey.ops,
+	"service":          ldKey.service,
+	"httpmethod":       ldKey.httpmethod,
+	"virtualhost":      ldKey.virtualhost,
+	"fallback":         ldKey.fallback,
+	"fallback6":        ldKey.fallback,
+	"quiescent":        ldKey.quiescent,
+	"cleanstop":        ldKey.keptYesNo,
+	"emailalertfreq":   ldKey.emailalertfreq,
+	"emailalertstatus": ldKey.emailalertstatus,
+	"fallbackcommand":  ldKey.fallbackcommand,
+	"emailalert":       ldKey.kept,
+	"monitorfile":      ldKey.kept,
+	"smtp":             ldKey.kept,
+	"servicename":      ldKey.kept,
+	"comment":          ldKey.kept,
+}
+
+// errf is a parse error on the key's line.
+func (k ldKey) errf(format string, args ...any) error {
+	return k.p.errf(k.line, format, args...)
+}
+
+// keep records the key as imported, not used.
+func (k ldKey) keep() {
+	k.p.keep(k.line, k.scope, k.key, k.val)
+}
+
+// quoted is the value in double quotes, which must not be empty.
+func (k ldKey) quoted(what string) (string, error) {
+	q := ldQuoted().FindStringSubmatch(k.val)
+	if q == nil {
+		return "", k.p.im.unknown(k.line, "%s=%s in %s: ldirectord reads %s only in double quotes", k.key, k.val, k.scope, k.key)
 	}
-	yesNo := func() error {
-		if val != "yes" && val != "no" {
-			return p.errf(line, "%s=%q: must be yes or no", key, val)
+	if q[1] == "" {
+		return "", k.errf("%s=%s: no %s", k.key, k.val, what)
+	}
+	return q[1], nil
+}
+
+// positive is the number the value starts with, which must be over 0.
+func (k ldKey) positive(what string) (int, error) {
+	d := ldDigits().FindString(k.val)
+	n, _ := strconv.Atoi(d)
+	if n <= 0 {
+		return 0, k.errf("%s=%s: invalid %s", k.key, k.val, what)
+	}
+	return n, nil
+}
+
+// yesNo refuses a value other than yes or no.
+func (k ldKey) yesNo() error {
+	if k.val != "yes" && k.val != "no" {
+		return k.errf("%s=%q: must be yes or no", k.key, k.val)
+	}
+	return nil
+}
+
+// sameFamily refuses a real6 or fallback6 in a virtual, or the other way round.
+func (k ldKey) sameFamily(six bool, takes string) error {
+	if six != (k.v.family == "6") {
+		suffix := map[string]string{"4": "", "6": "6"}[k.v.family]
+		return k.errf("%s=%s: a virtual%s takes %s%s", k.key, k.val, suffix, takes, suffix)
+	}
+	return nil
+}
+
+// command is a command given in double quotes or as it is.
+func (k ldKey) command() string {
+	if q := ldQuoted().FindStringSubmatch(k.val); q != nil {
+		return q[1]
+	}
+	return k.val
+}
+
+// real is a real server line, read when the virtual ends (real6 in a virtual6).
+func (k ldKey) real() error {
+	if err := k.sameFamily(k.key == "real6", "real"); err != nil {
+		return err
+	}
+	k.v.reals = append(k.v.reals, [2]any{k.val, k.line})
+	return nil
+}
+
+// request is the check's request, a path that starts with /.
+func (k ldKey) request() error {
+	var err error
+	if k.v.request, err = k.quoted("request string"); err == nil && !strings.HasPrefix(k.v.request, "/") {
+		k.v.request = "/" + k.v.request
+	}
+	return err
+}
+
+// receive is what the check expects back.
+func (k ldKey) receive() (err error) {
+	k.v.receive, err = k.quoted("receive string")
+	return err
+}
+
+// checktype is the kind of check, or a number: its connects between full checks.
+func (k ldKey) checktype() error {
+	if d := ldDigits().FindString(k.val); d != "" {
+		k.v.connects, _ = strconv.Atoi(d)
+		k.v.checktype = "combined"
+		k.v.checktypeLine = k.line
+		return nil
+	}
+	w := regexp.MustCompile(`[\w-]+`).FindString(k.val)
+	switch w {
+	case "connect", "negotiate", "ping", "off", "on", "external", "external-perl":
+		k.v.checktype = w
+		if w == "external-perl" {
+			k.keep()
 		}
 		return nil
 	}
-	var err error
-	switch key {
-	case "real", "real6":
-		if (key == "real6") != (v.family == "6") {
-			return p.errf(line, "%s=%s: a virtual%s takes real%s", key, val, map[string]string{"4": "", "6": "6"}[v.family], map[string]string{"4": "", "6": "6"}[v.family])
-		}
-		v.reals = append(v.reals, [2]any{val, line})
-	case "request":
-		if v.request, err = quoted("request string"); err == nil && !strings.HasPrefix(v.request, "/") {
-			v.request = "/" + v.request
-		}
-	case "receive":
-		v.receive, err = quoted("receive string")
-	case "checktype":
-		if d := ldDigits().FindString(val); d != "" {
-			v.connects, _ = strconv.Atoi(d)
-			v.checktype = "combined"
-			v.checktypeLine = line
-			break
-		}
-		w := regexp.MustCompile(`[\w-]+`).FindString(val)
-		switch w {
-		case "connect", "negotiate", "ping", "off", "on", "external", "external-perl":
-			v.checktype = w
-			if w == "external-perl" {
-				p.keep(line, v.scope, key, val)
-			}
-		default:
-			return p.errf(line, "checktype=%s: must be connect, negotiate, on, off, ping, external, external-perl or a number", val)
-		}
-	case "checkcommand":
-		c := val
-		if q := ldQuoted().FindStringSubmatch(val); q != nil {
-			c = q[1]
-		}
-		if c == "" {
-			return p.errf(line, "checkcommand=%s: invalid check command", val)
-		}
-		v.checkcommand = c
-	case "checktimeout":
-		v.checkTimeout, err = positive("check timeout")
-	case "negotiatetimeout":
-		v.negotiateTimeout, err = positive("negotiate timeout")
-	case "connecttimeout":
-		return p.errf(line, "connecttimeout=%s: deprecated in favour of negotiatetimeout (ldirectord refuses it)", val)
-	case "failurecount":
-		v.failureCount, err = positive("failure count")
-	case "checkinterval":
-		v.checkInterval, err = positive("check interval")
-	case "checkport":
-		d := ldDigits().FindString(val)
-		if d == "" {
-			return p.errf(line, "checkport=%s: invalid port", val)
-		}
-		n, _ := strconv.Atoi(d)
-		if n <= 0 || n >= 65536 {
-			return p.errf(line, "checkport=%s: must be in range 1..65535", val)
-		}
-		v.checkport = n
-	case "login", "database":
-		var q string
-		if q, err = quoted(key); err == nil && key == "login" {
-			v.login, v.loginLine = q, line
-		} else if err == nil {
-			v.database, v.databaseLine = q, line
-		}
-	case "passwd", "secret":
-		if _, err = quoted(key); err == nil && key == "passwd" {
-			v.passwdLine = line
-		} else if err == nil {
-			v.secretLine = line
-		}
-	case "load":
-		if _, err = quoted(key); err == nil {
-			p.keep(line, v.scope, key, val)
-		}
-	case "checkcount":
-		if _, err = positive("check count"); err == nil {
-			p.im.warnf(line, "checkcount is deprecated in ldirectord (see failurecount); kept, not used")
-			p.keep(line, v.scope, key, val)
-		}
-	case "scheduler":
-		s := regexp.MustCompile(`[a-z]+`).FindString(val)
-		if s == "" {
-			return p.errf(line, "scheduler=%s: invalid scheduler, should be only lowercase letters (a-z)", val)
-		}
-		svc.Scheduler = s
-	case "persistent":
-		d := ldDigits().FindString(val)
-		if d == "" {
-			return p.errf(line, "persistent=%s: invalid persistent timeout", val)
-		}
-		svc.Persistence, _ = strconv.Atoi(d)
-		if svc.Persistence == 0 {
-			// ipvsadm -p 0 is its default timeout, 300 s.
-			svc.Persistence = 300
-			p.im.warnf(line, "persistent=0 is ipvsadm's default persistence, 300 s")
-		}
-	case "schedflags":
-		f := strings.Fields(val)
-		if len(f) == 0 {
-			return p.errf(line, "schedflags=%s: invalid sched-flags", val)
-		}
-		for _, x := range strings.Split(f[0], ",") {
-			svc.SchedulerFlags = append(svc.SchedulerFlags, strings.TrimPrefix(x, "sh-"))
-		}
-	case "netmask":
-		if v.family == "6" {
-			n, err := strconv.Atoi(val)
-			if err != nil || n < 1 || n > 128 {
-				return p.errf(line, "netmask=%s: a prefix length between 1 and 128 is required", val)
-			}
-		} else if !regexp.MustCompile(`^\d+\.\d+\.\d+\.\d+$`).MatchString(val) {
-			return p.errf(line, "netmask=%s: dotted quad notation is required", val)
-		}
-		v.netmask, v.netmaskLine = val, line
-	case "protocol":
-		w := regexp.MustCompile(`\w+`).FindString(val)
-		switch {
-		case w == "":
-			return p.errf(line, "protocol=%s: invalid protocol", val)
-		case v.fwmark && w != "fwm":
-			return p.errf(line, "protocol=%s: must be fwm if the virtual service is a fwmark (a number)", val)
-		case !v.fwmark && w != "tcp" && w != "udp":
-			return p.errf(line, "protocol=%s: must be tcp or udp if the virtual service is an address and port", val)
-		case !v.fwmark:
-			svc.Protocol = w
-		}
-	case "ops":
-		if err = yesNo(); err == nil {
-			svc.OnePacket = val == "yes"
-		}
-	case "service":
-		w := regexp.MustCompile(`\w+`).FindString(val)
-		ok := false
-		for _, s := range ldServices {
-			ok = ok || s == w
-		}
-		if !ok {
-			return p.errf(line, "service=%s: must be one of %s", val, strings.Join(ldServices, ", "))
-		}
-		v.service, v.serviceLine = w, line
-	case "httpmethod":
-		w := strings.ToUpper(regexp.MustCompile(`\w+`).FindString(val))
-		if w != "GET" && w != "HEAD" {
-			return p.errf(line, "httpmethod=%s: must be GET or HEAD", val)
-		}
-		v.httpmethod = w
-	case "virtualhost":
-		h := regexp.MustCompile(`"?([^"]*)"?`).FindStringSubmatch(val)[1]
-		v.virtualhost = &h
-	case "fallback", "fallback6":
-		if (key == "fallback6") != (v.family == "6") {
-			return p.errf(line, "%s=%s: a virtual%s takes fallback%s", key, val, map[string]string{"4": "", "6": "6"}[v.family], map[string]string{"4": "", "6": "6"}[v.family])
-		}
-		fb, err := p.parseFallback(line, val, v.port)
-		if err != nil {
-			return err
-		}
-		v.fallback, v.fallbackLine = fb, line
-	case "quiescent":
-		if err = yesNo(); err == nil {
-			v.quiescent = val
-		}
-	case "cleanstop":
-		if err = yesNo(); err == nil {
-			p.keep(line, v.scope, key, val)
-		}
-	case "emailalertfreq":
-		if ldDigits().FindString(val) == "" {
-			return p.errf(line, "emailalertfreq=%s: invalid email alert frequency", val)
-		}
-		p.keep(line, v.scope, key, val)
-	case "emailalertstatus":
-		if err = p.alertStatus(line, val); err == nil {
-			p.keep(line, v.scope, key, val)
-		}
-	case "fallbackcommand":
-		// ldirectord takes the value in double quotes, or as it is.
-		c := val
-		if q := ldQuoted().FindStringSubmatch(val); q != nil {
-			c = q[1]
-		}
-		if c == "" {
-			return p.errf(line, "%s=%s: invalid fallback command", key, val)
-		}
-		v.fallbackCommand = ldValue{c, line}
-	case "emailalert", "monitorfile", "smtp", "servicename", "comment":
-		if strings.Trim(val, `"`) == "" && key != "servicename" && key != "comment" {
-			return p.errf(line, "%s=%s: no value", key, val)
-		}
-		p.keep(line, v.scope, key, val)
-	default:
-		return p.im.unknown(line, "unknown key %s=%s in %s", key, val, v.scope)
+	return k.errf("checktype=%s: must be connect, negotiate, on, off, ping, external, external-perl or a number", k.val)
+}
+
+// checkcommand is an external check's program.
+func (k ldKey) checkcommand() error {
+	c := k.command()
+	if c == "" {
+		return k.errf("checkcommand=%s: invalid check command", k.val)
 	}
+	k.v.checkcommand = c
+	return nil
+}
+
+// checkTimeout is the virtual's connect timeout.
+func (k ldKey) checkTimeout() (err error) {
+	k.v.checkTimeout, err = k.positive("check timeout")
 	return err
+}
+
+// negotiateTimeout is the virtual's negotiate timeout.
+func (k ldKey) negotiateTimeout() (err error) {
+	k.v.negotiateTimeout, err = k.positive("negotiate timeout")
+	return err
+}
+
+// connectTimeout is refused, as ldirectord refuses it.
+func (k ldKey) connectTimeout() error {
+	return k.errf("connecttimeout=%s: deprecated in favour of negotiatetimeout (ldirectord refuses it)", k.val)
+}
+
+// failureCount is the failed checks that take a real server out.
+func (k ldKey) failureCount() (err error) {
+	k.v.failureCount, err = k.positive("failure count")
+	return err
+}
+
+// checkInterval is the seconds between checks (used with fork=yes).
+func (k ldKey) checkInterval() (err error) {
+	k.v.checkInterval, err = k.positive("check interval")
+	return err
+}
+
+// checkport is the port the check connects to.
+func (k ldKey) checkport() error {
+	d := ldDigits().FindString(k.val)
+	if d == "" {
+		return k.errf("checkport=%s: invalid port", k.val)
+	}
+	n, _ := strconv.Atoi(d)
+	if n <= 0 || n >= 65536 {
+		return k.errf("checkport=%s: must be in range 1..65535", k.val)
+	}
+	k.v.checkport = n
+	return nil
+}
+
+// credential is login or database, kept with its line.
+func (k ldKey) credential() error {
+	q, err := k.quoted(k.key)
+	if err != nil {
+		return err
+	}
+	if k.key == "login" {
+		k.v.login, k.v.loginLine = q, k.line
+	} else {
+		k.v.database, k.v.databaseLine = q, k.line
+	}
+	return nil
+}
+
+// secret is passwd or secret, of which only the line is kept.
+func (k ldKey) secret() error {
+	if _, err := k.quoted(k.key); err != nil {
+		return err
+	}
+	if k.key == "passwd" {
+		k.v.passwdLine = k.line
+	} else {
+		k.v.secretLine = k.line
+	}
+	return nil
+}
+
+// load is a load check ipvsctl does not run, kept.
+func (k ldKey) load() error {
+	if _, err := k.quoted(k.key); err != nil {
+		return err
+	}
+	k.keep()
+	return nil
+}
+
+// checkcount is deprecated in ldirectord, kept with a warning.
+func (k ldKey) checkcount() error {
+	if _, err := k.positive("check count"); err != nil {
+		return err
+	}
+	k.p.im.warnf(k.line, "checkcount is deprecated in ldirectord (see failurecount); kept, not used")
+	k.keep()
+	return nil
+}
+
+// scheduler is the service's scheduler.
+func (k ldKey) scheduler() error {
+	s := regexp.MustCompile(`[a-z]+`).FindString(k.val)
+	if s == "" {
+		return k.errf("scheduler=%s: invalid scheduler, should be only lowercase letters (a-z)", k.val)
+	}
+	k.svc.Scheduler = s
+	return nil
+}
+
+// persistent is the service's persistence; 0 is ipvsadm's default.
+func (k ldKey) persistent() error {
+	d := ldDigits().FindString(k.val)
+	if d == "" {
+		return k.errf("persistent=%s: invalid persistent timeout", k.val)
+	}
+	k.svc.Persistence, _ = strconv.Atoi(d)
+	if k.svc.Persistence == 0 {
+		// ipvsadm -p 0 is its default timeout, 300 s.
+		k.svc.Persistence = 300
+		k.p.im.warnf(k.line, "persistent=0 is ipvsadm's default persistence, 300 s")
+	}
+	return nil
+}
+
+// schedflags is the scheduler's flags, without their sh- prefix.
+func (k ldKey) schedflags() error {
+	f := strings.Fields(k.val)
+	if len(f) == 0 {
+		return k.errf("schedflags=%s: invalid sched-flags", k.val)
+	}
+	for _, x := range strings.Split(f[0], ",") {
+		k.svc.SchedulerFlags = append(k.svc.SchedulerFlags, strings.TrimPrefix(x, "sh-"))
+	}
+	return nil
+}
+
+// netmask is the persistence netmask: a dotted quad, or a prefix length in a virtual6.
+func (k ldKey) netmask() error {
+	if k.v.family == "6" {
+		n, err := strconv.Atoi(k.val)
+		if err != nil || n < 1 || n > 128 {
+			return k.errf("netmask=%s: a prefix length between 1 and 128 is required", k.val)
+		}
+	} else if !regexp.MustCompile(`^\d+\.\d+\.\d+\.\d+$`).MatchString(k.val) {
+		return k.errf("netmask=%s: dotted quad notation is required", k.val)
+	}
+	k.v.netmask, k.v.netmaskLine = k.val, k.line
+	return nil
+}
+
+// protocol is the service's protocol; fwm for a fwmark virtual.
+func (k ldKey) protocol() error {
+	w := regexp.MustCompile(`\w+`).FindString(k.val)
+	switch {
+	case w == "":
+		return k.errf("protocol=%s: invalid protocol", k.val)
+	case k.v.fwmark && w != "fwm":
+		return k.errf("protocol=%s: must be fwm if the virtual service is a fwmark (a number)", k.val)
+	case !k.v.fwmark && w != "tcp" && w != "udp":
+		return k.errf("protocol=%s: must be tcp or udp if the virtual service is an address and port", k.val)
+	case !k.v.fwmark:
+		k.svc.Protocol = w
+	}
+	return nil
+}
+
+// ops is one-packet scheduling.
+func (k ldKey) ops() error {
+	if err := k.yesNo(); err != nil {
+		return err
+	}
+	k.svc.OnePacket = k.val == "yes"
+	return nil
+}
+
+// service is the protocol a negotiate check speaks.
+func (k ldKey) service() error {
+	w := regexp.MustCompile(`\w+`).FindString(k.val)
+	if !slices.Contains(ldServices, w) {
+		return k.errf("service=%s: must be one of %s", k.val, strings.Join(ldServices, ", "))
+	}
+	k.v.service, k.v.serviceLine = w, k.line
+	return nil
+}
+
+// httpmethod is an http check's method, GET or HEAD.
+func (k ldKey) httpmethod() error {
+	w := strings.ToUpper(regexp.MustCompile(`\w+`).FindString(k.val))
+	if w != "GET" && w != "HEAD" {
+		return k.errf("httpmethod=%s: must be GET or HEAD", k.val)
+	}
+	k.v.httpmethod = w
+	return nil
+}
+
+// virtualhost is an http check's Host, quotes taken off.
+func (k ldKey) virtualhost() error {
+	h := regexp.MustCompile(`"?([^"]*)"?`).FindStringSubmatch(k.val)[1]
+	k.v.virtualhost = &h
+	return nil
+}
+
+// fallback is the virtual's sorry server (fallback6 in a virtual6).
+func (k ldKey) fallback() error {
+	if err := k.sameFamily(k.key == "fallback6", "fallback"); err != nil {
+		return err
+	}
+	fb, err := k.p.parseFallback(k.line, k.val, k.v.port)
+	if err != nil {
+		return err
+	}
+	k.v.fallback, k.v.fallbackLine = fb, k.line
+	return nil
+}
+
+// quiescent is whether a failed real server is quiesced rather than removed.
+func (k ldKey) quiescent() error {
+	if err := k.yesNo(); err != nil {
+		return err
+	}
+	k.v.quiescent = k.val
+	return nil
+}
+
+// keptYesNo is a yes or no ipvsctl does not use, kept.
+func (k ldKey) keptYesNo() error {
+	if err := k.yesNo(); err != nil {
+		return err
+	}
+	k.keep()
+	return nil
+}
+
+// emailalertfreq is a number ipvsctl does not use, kept.
+func (k ldKey) emailalertfreq() error {
+	if ldDigits().FindString(k.val) == "" {
+		return k.errf("emailalertfreq=%s: invalid email alert frequency", k.val)
+	}
+	k.keep()
+	return nil
+}
+
+// emailalertstatus is the states mailed about, kept.
+func (k ldKey) emailalertstatus() error {
+	if err := k.p.alertStatus(k.line, k.val); err != nil {
+		return err
+	}
+	k.keep()
+	return nil
+}
+
+// fallbackcommand takes the value in double quotes, or as it is, as ldirectord does.
+func (k ldKey) fallbackcommand() error {
+	c := k.command()
+	if c == "" {
+		return k.errf("%s=%s: invalid fallback command", k.key, k.val)
+	}
+	k.v.fallbackCommand = ldValue{c, k.line}
+	return nil
+}
+
+// kept is a key ipvsctl does not use, kept; only servicename and comment may be empty.
+func (k ldKey) kept() error {
+	if strings.Trim(k.val, `"`) == "" && k.key != "servicename" && k.key != "comment" {
+		return k.errf("%s=%s: no value", k.key, k.val)
+	}
+	k.keep()
+	return nil
 }
 
 func (p *ldParser) alertStatus(line int, val string) error {
@@ -509,103 +719,147 @@ func (p *ldParser) global(line int, text string) error {
 		}
 		return p.im.unknown(line, "unknown command %q", text)
 	}
-	key, val := kv[1], kv[2]
-	positive := func(what string) (int, error) {
-		n, _ := strconv.Atoi(ldDigits().FindString(val))
-		if n <= 0 {
-			return 0, p.errf(line, "%s=%s: invalid %s value", key, val, what)
-		}
-		return n, nil
+	k := ldKey{p: p, line: line, key: kv[1], val: kv[2]}
+	set, ok := ldGlobalKeys[k.key]
+	if !ok {
+		return p.im.unknown(line, "unknown command %s=%s", k.key, k.val)
 	}
-	yesNo := func() error {
-		if val != "yes" && val != "no" {
-			return p.errf(line, "%s=%q: must be yes or no", key, val)
-		}
+	return set(k)
+}
+
+// ldGlobalKeys are the keys of the top level, each with what reads it.
+var ldGlobalKeys = map[string]func(ldKey) error{
+	"checktimeout":     ldKey.globalCheckTimeout,
+	"negotiatetimeout": ldKey.globalNegotiateTimeout,
+	"checkinterval":    ldKey.globalCheckInterval,
+	"failurecount":     ldKey.globalFailureCount,
+	"connecttimeout":   ldKey.connectTimeout,
+	"timeout":          ldKey.globalTimeout,
+	"checkcount":       ldKey.globalCheckcount,
+	"fallback":         ldKey.globalFallback,
+	"fallback6":        ldKey.globalFallback,
+	"quiescent":        ldKey.globalQuiescent,
+	"fork":             ldKey.globalFork,
+	"autoreload":       ldKey.keptYesNo,
+	"readdquiescent":   ldKey.keptYesNo,
+	"cleanstop":        ldKey.keptYesNo,
+	"supervised":       ldKey.keptYesNo,
+	"callback":         ldKey.keptQuoted,
+	"logfile":          ldKey.keptQuoted,
+	"emailalertfreq":   ldKey.emailalertfreq,
+	"emailalertstatus": ldKey.emailalertstatus,
+	"fallbackcommand":  ldKey.globalFallbackcommand,
+	"maintenancedir":   ldKey.maintenancedir,
+	"execute":          ldKey.kept,
+	"emailalert":       ldKey.kept,
+	"emailalertfrom":   ldKey.kept,
+	"smtp":             ldKey.kept,
+}
+
+// globalCheckTimeout is the virtuals' default connect timeout.
+func (k ldKey) globalCheckTimeout() (err error) {
+	k.p.g.checkTimeout, err = k.positive("check timeout value")
+	return err
+}
+
+// globalNegotiateTimeout is the virtuals' default negotiate timeout.
+func (k ldKey) globalNegotiateTimeout() (err error) {
+	k.p.g.negotiateTimeout, err = k.positive("negotiate timeout value")
+	return err
+}
+
+// globalCheckInterval is the seconds between checks.
+func (k ldKey) globalCheckInterval() (err error) {
+	k.p.g.checkInterval, err = k.positive("check interval value")
+	return err
+}
+
+// globalFailureCount is the virtuals' default failure count.
+func (k ldKey) globalFailureCount() (err error) {
+	k.p.g.failureCount, err = k.positive("failure count value")
+	return err
+}
+
+// globalTimeout is refused, as ldirectord refuses it.
+func (k ldKey) globalTimeout() error {
+	return k.errf("timeout=%s: deprecated in favour of checktimeout and negotiatetimeout (ldirectord refuses it)", k.val)
+}
+
+// globalCheckcount is deprecated in ldirectord, kept with a warning.
+func (k ldKey) globalCheckcount() error {
+	if _, err := k.positive("check count value"); err != nil {
+		return err
+	}
+	k.p.im.warnf(k.line, "checkcount is deprecated in ldirectord (see failurecount); kept, not used")
+	k.keep()
+	return nil
+}
+
+// globalFallback is the virtuals' fallback; a virtual6's default is kept.
+func (k ldKey) globalFallback() error {
+	fb, err := k.p.parseFallback(k.line, k.val, "")
+	if err != nil {
+		return err
+	}
+	if k.key == "fallback6" {
+		k.keep()
 		return nil
 	}
-	var err error
-	switch key {
-	case "checktimeout":
-		p.g.checkTimeout, err = positive("check timeout")
-	case "negotiatetimeout":
-		p.g.negotiateTimeout, err = positive("negotiate timeout")
-	case "checkinterval":
-		p.g.checkInterval, err = positive("check interval")
-	case "failurecount":
-		p.g.failureCount, err = positive("failure count")
-	case "connecttimeout":
-		return p.errf(line, "connecttimeout=%s: deprecated in favour of negotiatetimeout (ldirectord refuses it)", val)
-	case "timeout":
-		return p.errf(line, "timeout=%s: deprecated in favour of checktimeout and negotiatetimeout (ldirectord refuses it)", val)
-	case "checkcount":
-		if _, err = positive("check count"); err == nil {
-			p.im.warnf(line, "checkcount is deprecated in ldirectord (see failurecount); kept, not used")
-			p.keep(line, "", key, val)
-		}
-	case "fallback", "fallback6":
-		fb, err := p.parseFallback(line, val, "")
-		if err != nil {
-			return err
-		}
-		if key == "fallback6" {
-			p.keep(line, "", key, val) // a virtual6's default: kept
-			return nil
-		}
-		p.g.fallback, p.g.fallbackLine = fb, line
-	case "quiescent":
-		if err = yesNo(); err == nil {
-			p.g.quiescent = val
-		}
-	case "fork":
-		if err = yesNo(); err == nil {
-			p.g.fork = val
-			p.keep(line, "", key, val)
-		}
-	case "autoreload", "readdquiescent", "cleanstop", "supervised":
-		if err = yesNo(); err == nil {
-			p.keep(line, "", key, val)
-		}
-	case "callback", "logfile":
-		if ldQuoted().FindStringSubmatch(val) == nil {
-			return p.im.unknown(line, "%s=%s: ldirectord reads %s only in double quotes", key, val, key)
-		}
-		p.keep(line, "", key, val)
-	case "emailalertfreq":
-		if ldDigits().FindString(val) == "" {
-			return p.errf(line, "emailalertfreq=%s: invalid email alert frequency", val)
-		}
-		p.keep(line, "", key, val)
-	case "emailalertstatus":
-		if err = p.alertStatus(line, val); err == nil {
-			p.keep(line, "", key, val)
-		}
-	case "fallbackcommand":
-		if val == "" {
-			return p.errf(line, "%s=%s: invalid fallback command", key, val)
-		}
-		// Read as it is (quotes and all): ldirectord's shell takes them off.
-		p.g.fallbackCommand = ldValue{val, line}
-	case "maintenancedir":
-		if val == "" {
-			return p.errf(line, "%s=%s: maintenance directory not specified", key, val)
-		}
-		if !strings.HasPrefix(val, "/") || filepath.Clean(val) != val {
-			// ldirectord takes it as it is, quotes included, relative to where it runs.
-			p.im.warnf(line, "maintenancedir=%s: not a clean absolute path; kept, not used", val)
-			p.keep(line, "", key, val)
-			break
-		}
-		p.st.Settings.MaintenanceDir = val
-		p.lines["settings.maintenance_dir"] = line
-	case "execute", "emailalert", "emailalertfrom", "smtp":
-		if strings.Trim(val, `"`) == "" {
-			return p.errf(line, "%s=%s: no value", key, val)
-		}
-		p.keep(line, "", key, val)
-	default:
-		return p.im.unknown(line, "unknown command %s=%s", key, val)
+	k.p.g.fallback, k.p.g.fallbackLine = fb, k.line
+	return nil
+}
+
+// globalQuiescent is the virtuals' default quiescent.
+func (k ldKey) globalQuiescent() error {
+	if err := k.yesNo(); err != nil {
+		return err
 	}
-	return err
+	k.p.g.quiescent = k.val
+	return nil
+}
+
+// globalFork is whether each virtual is checked in a process of its own, kept; a virtual's checkinterval needs it.
+func (k ldKey) globalFork() error {
+	if err := k.yesNo(); err != nil {
+		return err
+	}
+	k.p.g.fork = k.val
+	k.keep()
+	return nil
+}
+
+// keptQuoted is a value in double quotes ipvsctl does not use, kept.
+func (k ldKey) keptQuoted() error {
+	if ldQuoted().FindStringSubmatch(k.val) == nil {
+		return k.p.im.unknown(k.line, "%s=%s: ldirectord reads %s only in double quotes", k.key, k.val, k.key)
+	}
+	k.keep()
+	return nil
+}
+
+// globalFallbackcommand is read as it is (quotes and all): ldirectord's shell takes them off.
+func (k ldKey) globalFallbackcommand() error {
+	if k.val == "" {
+		return k.errf("%s=%s: invalid fallback command", k.key, k.val)
+	}
+	k.p.g.fallbackCommand = ldValue{k.val, k.line}
+	return nil
+}
+
+// maintenancedir is used when a clean absolute path, else kept.
+func (k ldKey) maintenancedir() error {
+	if k.val == "" {
+		return k.errf("%s=%s: maintenance directory not specified", k.key, k.val)
+	}
+	if !strings.HasPrefix(k.val, "/") || filepath.Clean(k.val) != k.val {
+		// ldirectord takes it as it is, quotes included, relative to where it runs.
+		k.p.im.warnf(k.line, "maintenancedir=%s: not a clean absolute path; kept, not used", k.val)
+		k.keep()
+		return nil
+	}
+	k.p.st.Settings.MaintenanceDir = k.val
+	k.p.lines["settings.maintenance_dir"] = k.line
+	return nil
 }
 
 // resolveHost is ld_gethostbyname: an address as it is, a name through
@@ -749,58 +1003,17 @@ func (p *ldParser) real(v *ldVirtual, text string, line int) error {
 	}
 	addrs := []string{first}
 	if m[3] != "" {
-		last, ok := p.resolveHost(line, m[3], v.family)
-		if !ok {
-			return p.errf(line, "real=%s: invalid address (%s) for real server (could not resolve end host)", text, m[3])
-		}
-		if v.family == "6" {
-			return p.errf(line, "real=%s: address range for IPv6 is not supported (by ldirectord)", text)
-		}
-		a, b := netip.MustParseAddr(first), netip.MustParseAddr(last)
-		if b.Less(a) {
-			return p.errf(line, "real=%s: invalid range %s-%s: the first must not be above the last", text, first, last)
-		}
-		if n := ipv4Int(b) - ipv4Int(a); n >= 65536 {
-			return p.errf(line, "real=%s: a range of %d real servers", text, n+1)
-		}
-		addrs = addrs[:0]
-		for x := a; ; x = x.Next() {
-			addrs = append(addrs, x.String())
-			if x == b {
-				break
-			}
+		var err error
+		if addrs, err = p.realRange(line, text, first, m[3], v.family); err != nil {
+			return err
 		}
 	}
-	flags := ldRealFlags().FindStringSubmatch(m[6])
-	if flags == nil || ldForwarding[flags[1]] == "" {
-		return p.errf(line, "real=%s: forward method must be gate, masq or ipip", text)
+	rs, check, err := p.realOptions(line, text, m[6])
+	if err != nil {
+		return err
 	}
-	rs := ipvsmgr.Server{Forwarding: ldForwarding[flags[1]], Weight: intPtr(1)}
 	if port != 0 {
 		rs.Port = port
-	}
-	rest := flags[2]
-	if w := ldRealWeight().FindStringSubmatch(rest); w != nil {
-		n, err := strconv.Atoi(w[1])
-		if err != nil {
-			return p.errf(line, "real=%s: invalid weight %s", text, w[1])
-		}
-		rs.Weight, rest = intPtr(n), w[2]
-	}
-	var check *[2]string
-	if c := ldRealCheck().FindStringSubmatch(rest); c != nil {
-		check, rest = &[2]string{c[1], c[2]}, c[3]
-	}
-	if l := ldRealLower().FindStringSubmatch(rest); l != nil {
-		rs.LowerThreshold, _ = strconv.Atoi(l[1])
-		rest = l[2]
-	}
-	if u := ldRealUpper().FindStringSubmatch(rest); u != nil {
-		rs.UpperThreshold, _ = strconv.Atoi(u[1])
-		rest = u[2]
-	}
-	if strings.TrimSpace(rest) != "" {
-		return p.errf(line, "real=%s: invalid real server line, around %q", text, rest)
 	}
 	svc := &p.st.Services[v.svc]
 	p.im.declare(0, len(addrs))
@@ -818,6 +1031,65 @@ func (p *ldParser) real(v *ldVirtual, text string, line int) error {
 		svc.Servers = append(svc.Servers, r)
 	}
 	return nil
+}
+
+// realRange is the addresses of a real's HOST->HOST, first to last (IPv4 only).
+func (p *ldParser) realRange(line int, text, first, lastHost, family string) ([]string, error) {
+	last, ok := p.resolveHost(line, lastHost, family)
+	if !ok {
+		return nil, p.errf(line, "real=%s: invalid address (%s) for real server (could not resolve end host)", text, lastHost)
+	}
+	if family == "6" {
+		return nil, p.errf(line, "real=%s: address range for IPv6 is not supported (by ldirectord)", text)
+	}
+	a, b := netip.MustParseAddr(first), netip.MustParseAddr(last)
+	if b.Less(a) {
+		return nil, p.errf(line, "real=%s: invalid range %s-%s: the first must not be above the last", text, first, last)
+	}
+	if n := ipv4Int(b) - ipv4Int(a); n >= 65536 {
+		return nil, p.errf(line, "real=%s: a range of %d real servers", text, n+1)
+	}
+	var addrs []string
+	for x := a; ; x = x.Next() {
+		addrs = append(addrs, x.String())
+		if x == b {
+			return addrs, nil
+		}
+	}
+}
+
+// realOptions reads what follows a real's address: the forwarding method,
+// the weight, the request and receive of its check, the thresholds.
+func (p *ldParser) realOptions(line int, text, opts string) (ipvsmgr.Server, *[2]string, error) {
+	flags := ldRealFlags().FindStringSubmatch(opts)
+	if flags == nil || ldForwarding[flags[1]] == "" {
+		return ipvsmgr.Server{}, nil, p.errf(line, "real=%s: forward method must be gate, masq or ipip", text)
+	}
+	rs := ipvsmgr.Server{Forwarding: ldForwarding[flags[1]], Weight: intPtr(1)}
+	rest := flags[2]
+	if w := ldRealWeight().FindStringSubmatch(rest); w != nil {
+		n, err := strconv.Atoi(w[1])
+		if err != nil {
+			return ipvsmgr.Server{}, nil, p.errf(line, "real=%s: invalid weight %s", text, w[1])
+		}
+		rs.Weight, rest = intPtr(n), w[2]
+	}
+	var check *[2]string
+	if c := ldRealCheck().FindStringSubmatch(rest); c != nil {
+		check, rest = &[2]string{c[1], c[2]}, c[3]
+	}
+	if l := ldRealLower().FindStringSubmatch(rest); l != nil {
+		rs.LowerThreshold, _ = strconv.Atoi(l[1])
+		rest = l[2]
+	}
+	if u := ldRealUpper().FindStringSubmatch(rest); u != nil {
+		rs.UpperThreshold, _ = strconv.Atoi(u[1])
+		rest = u[2]
+	}
+	if strings.TrimSpace(rest) != "" {
+		return ipvsmgr.Server{}, nil, p.errf(line, "real=%s: invalid real server line, around %q", text, rest)
+	}
+	return rs, check, nil
 }
 
 func ipv4Int(a netip.Addr) int {
@@ -949,26 +1221,7 @@ func (p *ldParser) connectChecks(v *ldVirtual, c *ipvsmgr.Check) {
 // check makes the service's check from the virtual's checktype and service.
 func (p *ldParser) check(v *ldVirtual, svc *ipvsmgr.Service) {
 	connect, negotiate := p.timeouts(v)
-	interval := p.g.checkInterval
-	if v.checkInterval > 0 {
-		if p.g.fork == "yes" {
-			interval = v.checkInterval
-		} else {
-			p.im.warnf(v.line, "checkinterval in %s is ignored when fork=no (ldirectord ignores it)", v.scope)
-		}
-	}
-	fall := p.g.failureCount
-	if v.failureCount > 0 {
-		fall = v.failureCount
-	}
-	quiescent := p.g.quiescent
-	if v.quiescent != "" {
-		quiescent = v.quiescent
-	}
-	c := &ipvsmgr.Check{Interval: float64(interval), Rise: 1, Fall: fall, Port: v.checkport, OnFailure: "remove"}
-	if quiescent == "yes" {
-		c.OnFailure = "quiesce"
-	}
+	c := p.checkSchedule(v)
 	kind := v.checktype
 	if kind == "combined" {
 		kind = "negotiate" // the full check; its connects in between are kept with checktype
@@ -999,61 +1252,106 @@ func (p *ldParser) check(v *ldVirtual, svc *ipvsmgr.Service) {
 		c.Command = ipvsmgr.Argv{v.checkcommand, vip, vport, "%h", "%p"}
 	case "negotiate":
 		c.Timeout = float64(negotiate)
-		switch v.service {
-		case "http", "https":
-			c.Type, c.Method, c.Path, c.ExpectBody = v.service, v.httpmethod, v.request, v.receive
-			if v.virtualhost != nil {
-				c.Host = *v.virtualhost
-			}
-			if v.service == "https" {
-				c.TLSVerify = boolPtr(false)
-			}
-		case "dns":
-			c.Type, c.Name = "dns", strings.TrimPrefix(v.request, "/")
-			p.keepCheck(v, "receive", v.receive)
-		case "smtp":
-			c.Type = "smtp"
-		case "mysql", "pgsql", "ldap", "ldaps", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip":
-			p.negotiate(v, svc, c)
-		case "nntp":
-			// check_nntp reads the greeting; it sends no request and reads no receive.
-			c.Type = "nntp"
-			p.keepCheck(v, "request", v.request)
-			p.keepCheck(v, "receive", v.receive)
-		case "none":
-			c = nil
-		default:
-			// A negotiate check ipvsctl does not speak yet: a connect
-			// check in its place, the service kept.
-			c.Type = "tcp"
-			p.keep(v.line, v.scope, "service", v.service)
-			p.im.warnf(v.line, "service=%s in %s: no %s check in ipvsctl; checked by a connect (tcp), the service kept", v.service, v.scope, v.service)
-			p.keepCheck(v, "request", v.request)
-			p.keepCheck(v, "receive", v.receive)
-		}
+		c = p.negotiateCheck(v, svc, c)
 	}
 	if c != nil && (kind == "negotiate" && v.service != "http" && v.service != "https") {
 		if v.virtualhost != nil {
 			p.keepCheck(v, "virtualhost", *v.virtualhost)
 		}
 	}
-	if c != nil && v.fwmark && c.Port == 0 && c.Type != "ping" && c.Type != "exec" {
-		if n, ok := ldServiceToPort(v.service); ok {
-			c.Port = n
-		} else {
-			// ldirectord's ld_checkport has no port either: its check cannot pass.
-			p.im.warnf(v.line, "%s: checktype=%s with no checkport and no port to check: no check here, checktype kept", v.scope, v.checktype)
-			if v.checktype != "combined" && v.checktype != "external-perl" {
-				p.keep(v.line, v.scope, "checktype", v.checktype)
-			}
-			c = nil
-		}
-	}
+	c = p.fwmarkCheckPort(v, c)
 	if c == nil || !slices.Contains(ipvsmgr.NegotiateTypes(), c.Type) {
 		p.keepCredentials(v) // only a negotiate check logs in
 	}
 	p.connectChecks(v, c)
 	svc.Check = c
+	p.keepServerChecks(v, svc, c)
+}
+
+// checkSchedule is the check's interval, fall and failure action, from the
+// virtual or the globals; its type is set by the checktype.
+func (p *ldParser) checkSchedule(v *ldVirtual) *ipvsmgr.Check {
+	interval := p.g.checkInterval
+	if v.checkInterval > 0 {
+		if p.g.fork == "yes" {
+			interval = v.checkInterval
+		} else {
+			p.im.warnf(v.line, "checkinterval in %s is ignored when fork=no (ldirectord ignores it)", v.scope)
+		}
+	}
+	fall := p.g.failureCount
+	if v.failureCount > 0 {
+		fall = v.failureCount
+	}
+	quiescent := p.g.quiescent
+	if v.quiescent != "" {
+		quiescent = v.quiescent
+	}
+	c := &ipvsmgr.Check{Interval: float64(interval), Rise: 1, Fall: fall, Port: v.checkport, OnFailure: "remove"}
+	if quiescent == "yes" {
+		c.OnFailure = "quiesce"
+	}
+	return c
+}
+
+// negotiateCheck gives c the virtual's service; nil for service=none.
+func (p *ldParser) negotiateCheck(v *ldVirtual, svc *ipvsmgr.Service, c *ipvsmgr.Check) *ipvsmgr.Check {
+	switch v.service {
+	case "http", "https":
+		c.Type, c.Method, c.Path, c.ExpectBody = v.service, v.httpmethod, v.request, v.receive
+		if v.virtualhost != nil {
+			c.Host = *v.virtualhost
+		}
+		if v.service == "https" {
+			c.TLSVerify = boolPtr(false)
+		}
+	case "dns":
+		c.Type, c.Name = "dns", strings.TrimPrefix(v.request, "/")
+		p.keepCheck(v, "receive", v.receive)
+	case "smtp":
+		c.Type = "smtp"
+	case "mysql", "pgsql", "ldap", "ldaps", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip":
+		p.negotiate(v, svc, c)
+	case "nntp":
+		// check_nntp reads the greeting; it sends no request and reads no receive.
+		c.Type = "nntp"
+		p.keepCheck(v, "request", v.request)
+		p.keepCheck(v, "receive", v.receive)
+	case "none":
+		return nil
+	default:
+		// A negotiate check ipvsctl does not speak yet: a connect
+		// check in its place, the service kept.
+		c.Type = "tcp"
+		p.keep(v.line, v.scope, "service", v.service)
+		p.im.warnf(v.line, "service=%s in %s: no %s check in ipvsctl; checked by a connect (tcp), the service kept", v.service, v.scope, v.service)
+		p.keepCheck(v, "request", v.request)
+		p.keepCheck(v, "receive", v.receive)
+	}
+	return c
+}
+
+// fwmarkCheckPort gives a fwmark virtual's check the service's port when
+// no checkport names one; with neither there is no check (nil).
+func (p *ldParser) fwmarkCheckPort(v *ldVirtual, c *ipvsmgr.Check) *ipvsmgr.Check {
+	if c == nil || !v.fwmark || c.Port != 0 || c.Type == "ping" || c.Type == "exec" {
+		return c
+	}
+	if n, ok := ldServiceToPort(v.service); ok {
+		c.Port = n
+		return c
+	}
+	// ldirectord's ld_checkport has no port either: its check cannot pass.
+	p.im.warnf(v.line, "%s: checktype=%s with no checkport and no port to check: no check here, checktype kept", v.scope, v.checktype)
+	if v.checktype != "combined" && v.checktype != "external-perl" {
+		p.keep(v.line, v.scope, "checktype", v.checktype)
+	}
+	return nil
+}
+
+// keepServerChecks keeps the real servers' request and receive, and takes
+// their checks away, unless the service's check is http or https.
+func (p *ldParser) keepServerChecks(v *ldVirtual, svc *ipvsmgr.Service, c *ipvsmgr.Check) {
 	for i := range svc.Servers {
 		rc := svc.Servers[i].Check
 		if rc == nil {

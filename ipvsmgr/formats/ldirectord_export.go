@@ -2,6 +2,7 @@ package formats
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -80,19 +81,8 @@ func ldHostPort(addr string, port int) string {
 
 func ldExportService(bw *bufio.Writer, svc *ipvsmgr.Service, kept map[string][]ipvsmgr.ImportedKey, perVirtual bool) error {
 	six := strings.Contains(svc.Address, ":")
-	var head, scope string
-	switch {
-	case svc.FWMark > 0:
-		head = "virtual=" + strconv.FormatUint(uint64(svc.FWMark), 10)
-		if ldKept(kept["virtual "+strconv.FormatUint(uint64(svc.FWMark), 10)], "virtual6") {
-			head = "virtual6=" + strconv.FormatUint(uint64(svc.FWMark), 10)
-		}
-	case six:
-		head = "virtual6=" + ldHostPort(svc.Address, svc.Port)
-	default:
-		head = "virtual=" + ldHostPort(svc.Address, svc.Port)
-	}
-	scope = "virtual " + strings.TrimPrefix(strings.TrimPrefix(head, "virtual6="), "virtual=")
+	head := ldVirtualHead(svc, kept, six)
+	scope := "virtual " + strings.TrimPrefix(strings.TrimPrefix(head, "virtual6="), "virtual=")
 	mine := map[string]string{}
 	for _, k := range kept[scope] {
 		mine[k.Key] = k.Value
@@ -104,19 +94,56 @@ func ldExportService(bw *bufio.Writer, svc *ipvsmgr.Service, kept map[string][]i
 		return fmt.Errorf("service %s: ldirectord's fwmark virtual has no address (%s)", scope, svc.Address)
 	}
 	fmt.Fprintf(bw, "\n%s\n", head)
+	if err := ldExportReals(bw, svc, kept, scope, six); err != nil {
+		return err
+	}
+	ldExportScheduling(bw, svc)
+	if svc.SorryServer != nil {
+		ldExportFallback(bw, svc, mine, six)
+	}
+	ldExportCheck(bw, svc, mine, perVirtual)
+	if err := ldExportFallbackCommand(bw, svc, scope); err != nil {
+		return err
+	}
+	for _, k := range kept[scope] {
+		if k.Key == "fallback-forward" || k.Key == "virtual6" || strings.HasPrefix(k.Key, "request-receive") {
+			continue
+		}
+		v := k.Value
+		if ldSecretKeys[k.Key] {
+			v = `"` + v + `"`
+		}
+		fmt.Fprintf(bw, "    %s=%s\n", k.Key, v)
+	}
+	return nil
+}
+
+// ldVirtualHead is the service's virtual= or virtual6= line; a fwmark's is
+// virtual6 when it was read so.
+func ldVirtualHead(svc *ipvsmgr.Service, kept map[string][]ipvsmgr.ImportedKey, six bool) string {
+	switch {
+	case svc.FWMark > 0:
+		mark := strconv.FormatUint(uint64(svc.FWMark), 10)
+		if ldKept(kept["virtual "+mark], "virtual6") {
+			return "virtual6=" + mark
+		}
+		return "virtual=" + mark
+	case six:
+		return "virtual6=" + ldHostPort(svc.Address, svc.Port)
+	default:
+		return "virtual=" + ldHostPort(svc.Address, svc.Port)
+	}
+}
+
+// ldExportReals writes a real= (or real6=) line for each real server, with
+// its request and receive, kept or its own, and its thresholds.
+func ldExportReals(bw *bufio.Writer, svc *ipvsmgr.Service, kept map[string][]ipvsmgr.ImportedKey, scope string, six bool) error {
 	real := "real"
 	if six {
 		real = "real6"
 	}
-	fwd := svc.Forwarding
 	for _, rs := range svc.Servers {
-		f := rs.Forwarding
-		if f == "" {
-			f = fwd
-		}
-		if f == "" {
-			f = "dr"
-		}
+		f := cmp.Or(rs.Forwarding, svc.Forwarding, "dr")
 		if rs.Tunnel != "" && rs.Tunnel != "ipip" {
 			return fmt.Errorf("service %s: real server %s: ldirectord has no %s tunnel", scope, rs.Address, rs.Tunnel)
 		}
@@ -140,6 +167,12 @@ func ldExportService(bw *bufio.Writer, svc *ipvsmgr.Service, kept map[string][]i
 		}
 		fmt.Fprintln(bw, line)
 	}
+	return nil
+}
+
+// ldExportScheduling writes the protocol, the scheduler and its flags, and
+// the persistence.
+func ldExportScheduling(bw *bufio.Writer, svc *ipvsmgr.Service) {
 	if svc.FWMark == 0 {
 		fmt.Fprintf(bw, "    protocol=%s\n", svc.Protocol)
 	}
@@ -162,40 +195,28 @@ func ldExportService(bw *bufio.Writer, svc *ipvsmgr.Service, kept map[string][]i
 	if svc.PersistenceNetmask != "" {
 		fmt.Fprintf(bw, "    netmask=%s\n", svc.PersistenceNetmask)
 	}
-	if svc.SorryServer != nil {
-		port := svc.SorryServer.Port
-		if port == 0 {
-			port = svc.Port
-		}
-		fb := ldHostPort(svc.SorryServer.Address, port)
-		if port == 0 {
-			fb = bracket(svc.SorryServer.Address)
-		}
-		f := "gate"
-		if v, ok := mine["fallback-forward"]; ok {
-			f = v
-		}
-		name := "fallback"
-		if six {
-			name = "fallback6"
-		}
-		fmt.Fprintf(bw, "    %s=%s %s\n", name, fb, f)
+}
+
+// ldExportFallback writes the sorry server as fallback= (or fallback6=),
+// with the forwarding method it was read with (gate if none).
+func ldExportFallback(bw *bufio.Writer, svc *ipvsmgr.Service, mine map[string]string, six bool) {
+	port := svc.SorryServer.Port
+	if port == 0 {
+		port = svc.Port
 	}
-	ldExportCheck(bw, svc, mine, perVirtual)
-	if err := ldExportFallbackCommand(bw, svc, scope); err != nil {
-		return err
+	fb := ldHostPort(svc.SorryServer.Address, port)
+	if port == 0 {
+		fb = bracket(svc.SorryServer.Address)
 	}
-	for _, k := range kept[scope] {
-		if k.Key == "fallback-forward" || k.Key == "virtual6" || strings.HasPrefix(k.Key, "request-receive") {
-			continue
-		}
-		v := k.Value
-		if ldSecretKeys[k.Key] {
-			v = `"` + v + `"`
-		}
-		fmt.Fprintf(bw, "    %s=%s\n", k.Key, v)
+	f := "gate"
+	if v, ok := mine["fallback-forward"]; ok {
+		f = v
 	}
-	return nil
+	name := "fallback"
+	if six {
+		name = "fallback6"
+	}
+	fmt.Fprintf(bw, "    %s=%s %s\n", name, fb, f)
 }
 
 func bracket(a string) string {
@@ -209,10 +230,6 @@ func bracket(a string) string {
 // external-perl) goes out with the kept keys instead.
 func ldExportCheck(bw *bufio.Writer, svc *ipvsmgr.Service, mine map[string]string, perVirtual bool) {
 	c := svc.Check
-	down := len(svc.Servers) > 0
-	for _, rs := range svc.Servers {
-		down = down && rs.Health == "down"
-	}
 	_, keptType := mine["checktype"]
 	_, keptService := mine["service"]
 	ct := func(t string) {
@@ -224,6 +241,10 @@ func ldExportCheck(bw *bufio.Writer, svc *ipvsmgr.Service, mine map[string]strin
 		}
 	}
 	if c == nil {
+		down := len(svc.Servers) > 0
+		for _, rs := range svc.Servers {
+			down = down && rs.Health == "down"
+		}
 		if down {
 			ct("off")
 		} else {
@@ -231,53 +252,9 @@ func ldExportCheck(bw *bufio.Writer, svc *ipvsmgr.Service, mine map[string]strin
 		}
 		return
 	}
-	timeout := "checktimeout"
-	switch c.Type {
-	case "tcp":
-		if keptService {
-			ct("negotiate")
-			timeout = "negotiatetimeout"
-		} else {
-			ct("connect")
-		}
-	case "ping":
-		ct("ping")
-	case "exec":
-		ct("external")
-		if len(c.Command) > 0 {
-			fmt.Fprintf(bw, "    checkcommand=\"%s\"\n", c.Command[0])
-		}
-	case "http", "https", "dns", "smtp":
-		ct("negotiate")
-		timeout = "negotiatetimeout"
-		fmt.Fprintf(bw, "    service=%s\n", c.Type)
-		switch c.Type {
-		case "http", "https":
-			if c.Path != "" && c.Path != "/" {
-				fmt.Fprintf(bw, "    request=\"%s\"\n", strings.TrimPrefix(c.Path, "/"))
-			}
-			if c.ExpectBody != "" {
-				fmt.Fprintf(bw, "    receive=\"%s\"\n", c.ExpectBody)
-			}
-			if c.Method != "" {
-				fmt.Fprintf(bw, "    httpmethod=%s\n", c.Method)
-			}
-			if c.Host != "" {
-				fmt.Fprintf(bw, "    virtualhost=%s\n", c.Host)
-			}
-		case "dns":
-			if c.Name != "" {
-				fmt.Fprintf(bw, "    request=\"%s\"\n", c.Name)
-			}
-		}
-	case "mysql", "pgsql", "ldap", "ldaps", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip", "nntp":
-		ct("negotiate")
-		timeout = "negotiatetimeout"
-		fmt.Fprintf(bw, "    service=%s\n", c.Type)
-		ldExportNegotiate(bw, c)
-	default:
-		ct("connect")
-	}
+	checktype, timeout := ldCheckType(c, keptService)
+	ct(checktype)
+	ldExportCheckService(bw, c)
 	if keptType {
 		timeout = "negotiatetimeout"
 	}
@@ -298,6 +275,62 @@ func ldExportCheck(bw *bufio.Writer, svc *ipvsmgr.Service, mine map[string]strin
 		q = "yes"
 	}
 	fmt.Fprintf(bw, "    quiescent=%s\n", q)
+}
+
+// ldCheckType is the checktype a check goes out as, and the key of its
+// timeout; a tcp check read from a service ipvsctl does not speak goes
+// back as negotiate.
+func ldCheckType(c *ipvsmgr.Check, keptService bool) (checktype, timeout string) {
+	switch c.Type {
+	case "tcp":
+		if keptService {
+			return "negotiate", "negotiatetimeout"
+		}
+		return "connect", "checktimeout"
+	case "ping":
+		return "ping", "checktimeout"
+	case "exec":
+		return "external", "checktimeout"
+	case "http", "https", "dns", "smtp",
+		"mysql", "pgsql", "ldap", "ldaps", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip", "nntp":
+		return "negotiate", "negotiatetimeout"
+	}
+	return "connect", "checktimeout"
+}
+
+// ldExportCheckService writes what the check's type adds to its checktype:
+// an external check's command, a negotiate check's service and its keys.
+func ldExportCheckService(bw *bufio.Writer, c *ipvsmgr.Check) {
+	switch c.Type {
+	case "exec":
+		if len(c.Command) > 0 {
+			fmt.Fprintf(bw, "    checkcommand=\"%s\"\n", c.Command[0])
+		}
+	case "http", "https":
+		fmt.Fprintf(bw, "    service=%s\n", c.Type)
+		if c.Path != "" && c.Path != "/" {
+			fmt.Fprintf(bw, "    request=\"%s\"\n", strings.TrimPrefix(c.Path, "/"))
+		}
+		if c.ExpectBody != "" {
+			fmt.Fprintf(bw, "    receive=\"%s\"\n", c.ExpectBody)
+		}
+		if c.Method != "" {
+			fmt.Fprintf(bw, "    httpmethod=%s\n", c.Method)
+		}
+		if c.Host != "" {
+			fmt.Fprintf(bw, "    virtualhost=%s\n", c.Host)
+		}
+	case "dns":
+		fmt.Fprintf(bw, "    service=%s\n", c.Type)
+		if c.Name != "" {
+			fmt.Fprintf(bw, "    request=\"%s\"\n", c.Name)
+		}
+	case "smtp":
+		fmt.Fprintf(bw, "    service=%s\n", c.Type)
+	case "mysql", "pgsql", "ldap", "ldaps", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip", "nntp":
+		fmt.Fprintf(bw, "    service=%s\n", c.Type)
+		ldExportNegotiate(bw, c)
+	}
 }
 
 // ldExportNegotiate writes a negotiate check's keys. The password and the
