@@ -54,6 +54,17 @@ func (n *notifySocket) next() string {
 	return string(buf[:k])
 }
 
+// within is the next datagram if one comes within d, else "".
+func (n *notifySocket) within(d time.Duration) string {
+	buf := make([]byte, 4096)
+	n.conn.SetReadDeadline(time.Now().Add(d))
+	k, err := n.conn.Read(buf)
+	if err != nil {
+		return ""
+	}
+	return string(buf[:k])
+}
+
 // until reads datagrams until one has want (at most 50).
 func (n *notifySocket) until(want string) string {
 	n.t.Helper()
@@ -98,9 +109,11 @@ func TestWatchdogLateRoundReadinessAndSdNotify(t *testing.T) {
 		servers = append(servers, fmt.Sprintf(`{"name":"r%d","address":%q,"port":%s}`, i+1, host, port))
 	}
 	// timeout 30 s: the held check is never cut while the test runs; warmup
-	// 0: both start at the first step.
+	// 0.2 s: both start after the slack (50 ms: never at the runner's first
+	// look) and by 200 ms, which the first step passes; r1's later rounds
+	// are then never more than 0.25 s behind, never late.
 	doc := fmt.Sprintf(`{"services": [{"name": "web", "address": "198.18.0.100", "port": 80, "forwarding": "nat",
-  "check": {"type": "http", "path": "/", "interval": 1, "timeout": 30, "warmup": 0, "rise": 1, "fall": 1},
+  "check": {"type": "http", "path": "/", "interval": 1, "timeout": 30, "warmup": 0.2, "rise": 1, "fall": 1},
   "servers": [%s]}]}`, strings.Join(servers, ","))
 	state, err := ipvsmgr.DecodeState(strings.NewReader(doc))
 	if err != nil {
@@ -162,21 +175,30 @@ func TestWatchdogLateRoundReadinessAndSdNotify(t *testing.T) {
 			time.Sleep(2 * time.Millisecond)
 		}
 		if ctx.Err() != nil {
-			t.Fatal("r1's check did not give a result")
+			t.Fatalf("r1's check did not give a result: now %v, r1 %+v", clk.Now(), *status("r1"))
 		}
 	}
-	step(100 * time.Millisecond) // both start; r2's request is held
-	clk.Advance(100 * time.Millisecond)
-	if m := sock.until("STATUS="); m != "STATUS=waiting for 1 of 2 checks to run once" {
-		t.Errorf("with r1 checked systemd is told %q", m)
+	step(200 * time.Millisecond) // both start; r2's request is held
+	// The watchdog looks every 100 ms of the fake clock, re-arming its timer
+	// after each look: the clock moves on until it has looked since r1's
+	// result (at most 5 times: r1's rounds stay within a second of due).
+	told := ""
+	for range 5 {
+		clk.Advance(100 * time.Millisecond)
+		if told = sock.within(time.Second); told != "" {
+			break
+		}
+	}
+	if told != "STATUS=waiting for 1 of 2 checks to run once" {
+		t.Errorf("with r1 checked systemd is told %q", told)
 	}
 	code, body := get(t, web.URL+"/readyz")
 	if code != http.StatusServiceUnavailable || body.Ready || body.NotRun != 1 || body.Checks != 2 || !strings.Contains(body.Waiting, "1 of 2 checks") {
 		t.Errorf("/readyz with r2 held: %d %+v", code, body)
 	}
 
-	// r2 began at 100 ms; its round is due at its timeout (30 s after), and
-	// late once more than its interval (1 s) past that.
+	// r2 began by 200 ms; its round is due at its timeout (30 s
+	// after), and late once more than its interval (1 s) past that.
 	for range 32 {
 		step(time.Second)
 	}
@@ -233,9 +255,10 @@ func TestWatchdogLateRoundReadinessAndSdNotify(t *testing.T) {
 	for ctx.Err() == nil && core.CheckerStatus().NotRun != 0 {
 		time.Sleep(2 * time.Millisecond)
 	}
-	for ctx.Err() == nil && !core.CheckerStatus().Ready {
-		clk.Advance(100 * time.Millisecond)
-		time.Sleep(5 * time.Millisecond)
+	// Each step is a round of r1 (on time) and at least one look of the
+	// watchdog: a look after r2's result tells caught_up and readiness.
+	for i := 0; i < 5 && !(core.CheckerStatus().Ready && hasEvent(t, ctx, core, events.CheckerCaughtUp)); i++ {
+		step(time.Second)
 	}
 	caught := waitEvent(t, ctx, core, events.CheckerCaughtUp)
 	if caught.Fields["late_rounds"] != "1" {
@@ -313,6 +336,16 @@ func scrape(t *testing.T, m *metrics.Metrics) string {
 }
 
 // waitEvent is the first event of type typ the core's log has (within ctx).
+// hasEvent says whether the core's log has an event of type typ.
+func hasEvent(t *testing.T, ctx context.Context, core *server.Core, typ string) bool {
+	t.Helper()
+	evs, err := core.Events().Since(ctx, 0, events.Filter{Types: []string{typ}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(evs) > 0
+}
+
 func waitEvent(t *testing.T, ctx context.Context, core *server.Core, typ string) events.Event {
 	t.Helper()
 	for ctx.Err() == nil {
