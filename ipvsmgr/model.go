@@ -139,11 +139,19 @@ type SyncGroup struct {
 // with four arguments added: INSTANCE or GROUP, the name, the state
 // (MASTER, BACKUP, FAULT, STOP) and the priority (0 for a group).
 type VRRPNotify struct {
+	// NotifyMaster (keepalived's notify_master) runs, as root, as the
+	// state MASTER is taken.
 	NotifyMaster Argv `json:"notify_master,omitempty"`
+	// NotifyBackup (notify_backup) runs as the state BACKUP is taken.
 	NotifyBackup Argv `json:"notify_backup,omitempty"`
-	NotifyFault  Argv `json:"notify_fault,omitempty"`
-	NotifyStop   Argv `json:"notify_stop,omitempty"`
-	Notify       Argv `json:"notify,omitempty"`
+	// NotifyFault (notify_fault) runs as the state FAULT is taken.
+	NotifyFault Argv `json:"notify_fault,omitempty"`
+	// NotifyStop (notify_stop) runs as VRRP stops (STOP).
+	NotifyStop Argv `json:"notify_stop,omitempty"`
+	// Notify runs after them on every change, with keepalived's four
+	// arguments added: INSTANCE or GROUP, the name, the state (MASTER,
+	// BACKUP, FAULT, STOP) and the priority (0 for a group).
+	Notify Argv `json:"notify,omitempty"`
 }
 
 // NotifyProgram is one of VRRPNotify's programs with its keepalived keyword.

@@ -184,11 +184,21 @@ func (g *generator) define(t reflect.Type) {
 	if d := g.docs[t.Name()]; d != "" {
 		def["description"] = d
 	}
+	g.fields(t, props)
+}
+
+// fields adds t's fields to props, an embedded struct's (VRRPNotify) as
+// t's own, as encoding/json writes them.
+func (g *generator) fields(t reflect.Type, props map[string]any) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
 		name, opts, _ := strings.Cut(tag, ",")
 		if !f.IsExported() || name == "-" {
+			continue
+		}
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			g.fields(f.Type, props)
 			continue
 		}
 		if name == "" {
