@@ -141,6 +141,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer tick.Stop()
 	var lastTry, lastRun time.Time
 	lastRev := int64(-1)
+	left := false // the last reconcile left its revision to a write
 	watch := d.store.Watch()
 	defer watch.Close()
 	for {
@@ -157,13 +158,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 		if changed {
 			d.noticeResults(ctx)
 		}
-		if changed || opened || lastRev < 0 || time.Since(lastRun) >= interval {
+		if changed || opened || left || lastRev < 0 || time.Since(lastRun) >= interval {
 			rev, err := d.store.CurrentRevision(ctx)
 			switch {
 			case err != nil && ctx.Err() == nil:
 				d.Log.Error("read desired state revision", "err", err)
 			case err == nil && (rev != lastRev || opened || time.Since(lastRun) >= interval):
-				if d.reconcile(ctx, rev, rev != lastRev, opened) {
+				// A revision left to a write under way is asked for again at
+				// each tick until taken: the database will not move again to
+				// say so if the write ends without offering it.
+				left = !d.reconcile(ctx, rev, rev != lastRev, opened)
+				if !left {
 					lastRev, lastRun = rev, time.Now()
 				}
 				d.checkQuorum(ctx)
