@@ -288,7 +288,10 @@ func (x *kaExporter) globals() error {
 	}
 	for _, k := range x.kept.top {
 		switch {
-		case k.Key == "global_defs":
+		case !haveDefs && (k.Key == "global_defs" || strings.HasPrefix(k.Key, "global_defs ")):
+			// The first block of the keyword, with whatever words follow
+			// it (keepalived reads "global_defs * {" as global_defs): the
+			// one the import mapped.
 			haveDefs = true
 			k.Value = kaSetTimeouts(k.Value, s)
 			if len(defs) > 0 {

@@ -22,9 +22,10 @@ const (
 // include reads the files an include line names (buf, after the
 // preprocessor), in place, through p; path is the file that holds it.
 func (k *kaImporter) include(p *kaPre, buf string, ref int, path string, depth int) error {
-	kw, pattern := buf[:8], buf[9:]
-	if isBlankByte(buf[7]) {
-		kw, pattern = buf[:7], buf[8:]
+	// "include" and a blank, or "includer" (...) and a blank (isIncludeLine).
+	kw, pattern := buf[:7], buf[8:]
+	if !isBlankByte(buf[7]) {
+		kw, pattern = buf[:8], buf[9:]
 	}
 	pattern = strings.TrimLeft(pattern, " \t")
 	if pattern == "" {

@@ -103,6 +103,12 @@ func (k *kaImporter) firstInstance(top []*kaNode) (vi *kaNode, others []*kaNode)
 		if !n.block || n.word(0) != "vrrp_instance" {
 			continue
 		}
+		if n.word(1) == "" {
+			// keepalived names every instance; run nameless, it would be
+			// exported as VI_1, over a kept block of that name.
+			k.warnf(n.line, "vrrp_instance: no name: kept as written, not run")
+			continue
+		}
 		if seen[n.word(1)] {
 			// Only the first block of a name may be the one run: the
 			// export rewrites the first it kept under that name.
