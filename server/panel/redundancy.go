@@ -57,9 +57,9 @@ func redundancyCardOf(cfg *ipvsmgr.Redundancy, node *server.NodeView) *redundanc
 	}
 	add("Virtual router", "VRID %d on %s, an advert every %g s; %s", cfg.VRID, cfg.Interface, advert, preempt)
 	if len(cfg.UnicastPeers) > 0 {
-		add("Peers", "%s (unicast adverts)", strings.Join(cfg.UnicastPeers, ", "))
+		add("Unicast peers", "%s", strings.Join(cfg.UnicastPeers, ", "))
 	} else {
-		add("Peers", "any, by multicast")
+		add("Adverts", "by multicast (no unicast peers)")
 	}
 	if st == nil {
 		return c
