@@ -586,10 +586,12 @@ func (x *kaExporter) rsHeader(vsHeader string, svc *ipvsmgr.Service, rs *ipvsmgr
 	}); len(same) == 1 {
 		return same[0]
 	}
-	// By address alone only where the address is rs's alone in svc: a
-	// line read for another server at it is not rs's.
+	// By address alone only for a port the importer reset (to 0), and only
+	// where the address is rs's alone in svc: a line read for another
+	// server at it (another block of the same virtual_server line, say) is
+	// not rs's.
 	shared := slices.ContainsFunc(svc.Servers, func(o ipvsmgr.Server) bool { return o.Address == rs.Address && o.Port != rs.Port })
-	if !shared && (len(match) == 1 || len(match) > 1 && !slices.Contains(match, canonical)) {
+	if rs.Port == 0 && !shared && (len(match) == 1 || len(match) > 1 && !slices.Contains(match, canonical)) {
 		return match[0]
 	}
 	return canonical
