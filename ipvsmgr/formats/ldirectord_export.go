@@ -93,6 +93,9 @@ func ldExportService(bw *bufio.Writer, svc *ipvsmgr.Service, kept map[string][]i
 	if svc.FWMark > 0 && svc.Address != "" {
 		return fmt.Errorf("service %s: ldirectord's fwmark virtual has no address (%s)", scope, svc.Address)
 	}
+	if err := ldVerifies(svc, scope); err != nil {
+		return err
+	}
 	fmt.Fprintf(bw, "\n%s\n", head)
 	if err := ldExportReals(bw, svc, kept, scope, six); err != nil {
 		return err
@@ -114,6 +117,22 @@ func ldExportService(bw *bufio.Writer, svc *ipvsmgr.Service, kept map[string][]i
 			v = `"` + v + `"`
 		}
 		fmt.Fprintf(bw, "    %s=%s\n", k.Key, v)
+	}
+	return nil
+}
+
+// ldVerifies refuses a check that verifies its server's certificate:
+// ldirectord's https, ldaps, imaps and pops checks take any (Net::LDAP's
+// verify => 'none', LWP without verification), so an export would check
+// less than the document asks, silently.
+func ldVerifies(svc *ipvsmgr.Service, scope string) error {
+	if c := svc.Check; c != nil && c.TLSVerify != nil && *c.TLSVerify {
+		return fmt.Errorf("service %s: check.tls_verify: ldirectord checks no certificate (its %s check takes any); set tls_verify false to export", scope, c.Type)
+	}
+	for j, rs := range svc.Servers {
+		if c := rs.Check; c != nil && c.TLSVerify != nil && *c.TLSVerify {
+			return fmt.Errorf("service %s: servers[%d].check.tls_verify: ldirectord checks no certificate; set tls_verify false to export", scope, j)
+		}
 	}
 	return nil
 }

@@ -262,4 +262,21 @@ func TestLdirectordExportRefusesWhatItCannotSay(t *testing.T) {
 	if err := Export(FormatLdirectord, st, &out); err == nil || !strings.Contains(err.Error(), "sctp") {
 		t.Errorf("export of an sctp service: %v", err)
 	}
+	// A check that verifies the certificate: ldirectord's take any.
+	yes := true
+	for _, svc := range []ipvsmgr.Service{
+		{Protocol: "tcp", Address: "198.18.0.1", Port: 443, Check: &ipvsmgr.Check{Type: "https", TLSVerify: &yes}, Servers: []ipvsmgr.Server{{Address: "198.18.0.2", Port: 443}}},
+		{Protocol: "tcp", Address: "198.18.0.1", Port: 636, Servers: []ipvsmgr.Server{{Address: "198.18.0.2", Port: 636, Check: &ipvsmgr.Check{Type: "ldaps", TLSVerify: &yes}}}},
+	} {
+		out.Reset()
+		err := Export(FormatLdirectord, &ipvsmgr.State{Services: []ipvsmgr.Service{svc}}, &out)
+		if err == nil || !strings.Contains(err.Error(), "tls_verify") || out.Len() > 0 && strings.Contains(out.String(), "virtual=") {
+			t.Errorf("export of a check with tls_verify: %v\n%s", err, out.String())
+		}
+	}
+	no := false
+	svc := ipvsmgr.Service{Protocol: "tcp", Address: "198.18.0.1", Port: 443, Check: &ipvsmgr.Check{Type: "https", TLSVerify: &no}, Servers: []ipvsmgr.Server{{Address: "198.18.0.2", Port: 443}}}
+	if err := Export(FormatLdirectord, &ipvsmgr.State{Services: []ipvsmgr.Service{svc}}, &out); err != nil {
+		t.Errorf("export with tls_verify false: %v", err)
+	}
 }
