@@ -159,6 +159,20 @@ func (p *kaParser) unread(t kaToken) { p.peeked = append(p.peeked, t) }
 
 // parseKeepalivedTree reads the preprocessed text into its top-level nodes;
 // lines maps its lines to theirs (nil: numbered from 1).
+// movedToLineStart is whether n, a statement that does not start its line,
+// would be read otherwise once written at a line's start, where alone
+// keepalived's preprocessor looks: a conditional (@id, @^id), a definition
+// ($NAME=...), a line repetition (~SEQ, ~LST) or an include. Where it
+// stands, keepalived takes its first word for an unknown keyword.
+func (n *kaNode) movedToLineStart() bool {
+	if n.start == lineStart(n.src, n.start) || len(n.words) == 0 {
+		return false
+	}
+	text := string(n.src[n.start:n.end])
+	return strings.HasPrefix(text, "@") || (*kaPre)(nil).isDefinition(text) ||
+		strings.HasPrefix(text, "~SEQ") || strings.HasPrefix(text, "~LST") || isIncludeLine(text)
+}
+
 func parseKeepalivedTree(data []byte, lines []int) ([]*kaNode, error) {
 	p := &kaParser{lx: &kaLexer{data: data, line: 1, lines: lines}}
 	return p.block(nil, 0)

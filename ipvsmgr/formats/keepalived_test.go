@@ -418,3 +418,30 @@ func TestKeepalivedTunnelTypes(t *testing.T) {
 		{"DR with words", "virtual_server 198.18.0.1 443 {\n  lvs_method DR type gue\n  real_server 198.18.1.1 443 {\n  }\n}\n", 2, "takes one value"},
 	})
 }
+
+// A word that would be read otherwise at a line's start (a conditional, a
+// definition), after another statement of a mapped block's line: keepalived
+// takes it for an unknown keyword; the import warns and does not keep it, so
+// that the export does not write it on a line of its own.
+func TestKeepalivedLineStartWordsAfterAStatement(t *testing.T) {
+	in := "global_defs {\n notification_email { ops@example.test } @x\n smtp_server 198.18.0.9\n other { } $A=1\n}\n"
+	st, rep, err := ImportWith(FormatKeepalived, strings.NewReader(in), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	for _, w := range rep.Warnings {
+		if strings.Contains(w.Msg, "after another on its line") {
+			warned = append(warned, w.String())
+		}
+	}
+	if len(warned) != 2 || !strings.HasPrefix(warned[0], "line 2: global_defs: unknown keyword \"@x\"") || !strings.HasPrefix(warned[1], "line 4: global_defs: unknown keyword \"$A=1\"") {
+		t.Errorf("warnings: %q", warned)
+	}
+	for _, k := range st.Imported {
+		if strings.Contains(k.Value, "@x") || strings.Contains(k.Value, "$A") {
+			t.Errorf("kept %q", k.Value)
+		}
+	}
+	roundTrip(t, FormatKeepalived, st)
+}

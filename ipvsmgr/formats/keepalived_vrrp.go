@@ -242,6 +242,11 @@ func (k *kaImporter) notifyProgram(c *kaNode, n *ipvsmgr.VRRPNotify) bool {
 // unkeep takes the keywords in mapped out of the kept text of block n:
 // the settings say them now, and the export writes them from there.
 func (k *kaImporter) unkeep(n *kaNode, mapped map[string]bool, other func(block string, v *kaNode) bool) {
+	for _, c := range n.children {
+		if !mapped[c.word(0)] && c.movedToLineStart() {
+			k.warnf(c.line, "%s: unknown keyword %q after another on its line - ignored, as keepalived ignores it (not kept: on a line of its own it would be read otherwise)", n.header(), c.word(0))
+		}
+	}
 	for i := range k.st.Imported {
 		if key := &k.st.Imported[i]; key.Line == n.line && key.Scope == "" && key.Key == n.header() {
 			key.Value = kaRewrite(key.Value, mapped, nil, other)
@@ -380,6 +385,9 @@ func kaRewrite(text string, mapped map[string]bool, lines []string, other func(b
 				vips.WriteString("    " + kw + " {\n" + strings.Join(left, "") + "    }\n")
 			}
 		case mapped[kw]:
+		case c.movedToLineStart():
+			// Not kept: on a line of its own it would be read otherwise
+			// (the import warns).
 		default:
 			for l := range strings.SplitSeq(c.text(), "\n") {
 				rest.WriteString("    " + l + "\n")
