@@ -5,6 +5,7 @@ package health
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"net/netip"
@@ -172,33 +173,41 @@ func TestTCPConnectorMixed(t *testing.T) {
 	}
 }
 
-// A passed check resets its connection: neither side keeps a TIME_WAIT.
+// A passed check resets its connection: neither side keeps a TIME_WAIT. The
+// listener has a loopback address of its own, and only sockets with that
+// address and port at one end count: another test's connection that took the
+// same port number as its ephemeral port (and left a TIME_WAIT) is not ours.
 func TestTCPConnectorLeavesNoTimeWait(t *testing.T) {
 	tcp := connector(t)
-	ln := listen(t, "tcp", "127.0.0.1")
+	const host = "127.41.0.1"
+	ln := listen(t, "tcp", host)
 	ipvsmgrtest.AcceptAndClose(ln)
+	end := netip.MustParseAddrPort(ln.Addr().String())
+	before := timeWaits(t, end)
 	for i := 0; i < 20; i++ {
-		expect(t, "listening", connectOnce(t, tcp, specFor("tcp", ln.Addr().String())), Pass, "connected")
+		expect(t, "listening", connectOnce(t, tcp, specFor("tcp", end.String())), Pass, "connected")
 	}
-	port := netip.MustParseAddrPort(ln.Addr().String()).Port()
-	if n := timeWaits(t, port); n > 0 {
-		t.Errorf("%d sockets of port %d in TIME_WAIT after 20 checks", n, port)
+	if n := timeWaits(t, end); n > before {
+		t.Errorf("%d sockets with the end %s in TIME_WAIT after 20 checks (%d before)", n, end, before)
 	}
 }
 
-// timeWaits counts the IPv4 TCP sockets in TIME_WAIT to or from port.
-func timeWaits(t *testing.T, port uint16) int {
+// timeWaits counts the IPv4 TCP sockets in TIME_WAIT with end as their local
+// or their remote address.
+func timeWaits(t *testing.T, end netip.AddrPort) int {
 	f, err := os.Open("/proc/net/tcp")
 	if err != nil {
 		testenv.Need(t, err.Error())
 	}
 	defer f.Close()
+	a := end.Addr().As4()
+	// /proc/net/tcp writes the address as the host-order word of its network bytes.
+	want := fmt.Sprintf("%08X:%04X", binary.LittleEndian.Uint32(a[:]), end.Port())
 	n := 0
 	sc := bufio.NewScanner(f)
-	hex := fmt.Sprintf(":%04X", port)
 	for sc.Scan() {
 		fs := strings.Fields(sc.Text())
-		if len(fs) > 3 && fs[3] == "06" && (strings.HasSuffix(fs[1], hex) || strings.HasSuffix(fs[2], hex)) {
+		if len(fs) > 3 && fs[3] == "06" && (fs[1] == want || fs[2] == want) {
 			n++
 		}
 	}
