@@ -65,32 +65,60 @@ var checkTypeLabels = map[string]string{
 // and quorum), or a real server's overrides of inherit, its service's type.
 // current is the form's type, for the option of a typeless service check.
 func checkRows(serverForm bool, inherit, current string) []checkRow {
-	def := func(service, server string) string {
-		if serverForm {
-			return server
-		}
-		return service
-	}
-	types := []option{{"", def("no health check", "the service's ("+orNone(inherit)+")")}}
+	o := rowOptions{serverForm}
+	types := []option{{"", o.def("no health check", "the service's ("+orNone(inherit)+")")}}
 	if current == typeless && !serverForm {
 		types = append(types, option{typeless, "not set here (each real server sets its own)"})
 	}
 	for _, t := range ipvsmgr.CheckTypes() {
 		types = append(types, option{t, checkTypeLabels[t]})
 	}
-	tri := func(service string) []option {
-		return []option{{"", def(service, "the service's")}, {"yes", "yes"}, {"no", "no"}}
-	}
-	choice := func(service string, values ...string) []option {
-		out := []option{{"", def(service, "the service's")}}
-		for _, v := range values {
-			out = append(out, option{v, v})
-		}
-		return out
-	}
 	rows := []checkRow{
 		{Name: "check_type", Label: "Check type", Options: types,
-			Hint: def("what says a real server is up; its servers inherit the check", "empty: the service's type; other fields override the service's one by one")},
+			Hint: o.def("what says a real server is up; its servers inherit the check", "empty: the service's type; other fields override the service's one by one")},
+	}
+	for _, group := range [][]checkRow{o.timingRows(), o.httpRows(), o.sendExpectRows(), o.dnsRows(), o.programRows(), credentialRows()} {
+		rows = append(rows, group...)
+	}
+	if serverForm {
+		for i := range rows {
+			if rows[i].field != nil && rows[i].Options == nil { // a select has its "the service's"
+				rows[i].Hint = "empty: the service's; " + rows[i].Hint
+			}
+		}
+		return rows
+	}
+	return append(rows, sorryRows()...)
+}
+
+// rowOptions words a row's default for the form it is in: a service's
+// default, or "the service's" on a real server's form.
+type rowOptions struct{ serverForm bool }
+
+func (o rowOptions) def(service, server string) string {
+	if o.serverForm {
+		return server
+	}
+	return service
+}
+
+// tri is a yes/no select whose empty choice is service (the default).
+func (o rowOptions) tri(service string) []option {
+	return []option{{"", o.def(service, "the service's")}, {"yes", "yes"}, {"no", "no"}}
+}
+
+// choice is a select of values whose empty choice is service.
+func (o rowOptions) choice(service string, values ...string) []option {
+	out := []option{{"", o.def(service, "the service's")}}
+	for _, v := range values {
+		out = append(out, option{v, v})
+	}
+	return out
+}
+
+// timingRows say when and how often a check runs, and what a failure does.
+func (o rowOptions) timingRows() []checkRow {
+	return []checkRow{
 		{Name: "check_interval", Label: "Interval (s)", For: probing, Hint: "default 2; 0.1 at least",
 			field: func(h *health) any { return &h.Check.Interval }},
 		{Name: "check_timeout", Label: "Timeout (s)", For: probing, Hint: "default 1; 0.1 at least",
@@ -107,19 +135,24 @@ func checkRows(serverForm bool, inherit, current string) []checkRow {
 			field: func(h *health) any { return &h.Check.Address }},
 		{Name: "check_port", Label: "Check port", For: probing, Hint: "default: the real server's; an agent check's agent port",
 			field: func(h *health) any { return &h.Check.Port }},
-		{Name: "check_on_failure", Label: "On failure", For: probing + " none", Options: choice("remove (default)", "remove", "quiesce"),
+		{Name: "check_on_failure", Label: "On failure", For: probing + " none", Options: o.choice("remove (default)", "remove", "quiesce"),
 			Hint:  "remove takes it out of the kernel; quiesce keeps it at weight 0 (established connections go on)",
 			field: func(h *health) any { return &h.Check.OnFailure }},
 		{Name: "check_slow_start", Label: "Slow start (s)", For: probing, Hint: "a server coming back ramps up to its weight over this",
 			field: func(h *health) any { return &h.Check.SlowStart }},
-		{Name: "check_start_healthy", Label: "Start healthy", For: probing, Options: tri("no (default)"),
+		{Name: "check_start_healthy", Label: "Start healthy", For: probing, Options: o.tri("no (default)"),
 			Hint: "yes: a new server is in before its first pass", field: func(h *health) any { return &h.Check.StartHealthy }},
 		{Name: "check_connect_checks", Label: "Connects between", For: "http https send_expect smtp mysql pgsql ldap ldaps imap imaps pop pops ftp nntp",
 			Hint:  "ldirectord's checktype = N: N tcp connects after each full check that passes; default 0 (every run is the full check)",
 			field: func(h *health) any { return &h.Check.ConnectChecks }},
 		{Name: "check_warmup", Label: "Warmup (s)", For: probing, Hint: "a new server's first check comes at a random time within this; default: the interval; 0: at once",
 			field: func(h *health) any { return &h.Check.Warmup }},
+	}
+}
 
+// httpRows are the http and https checks' request and TLS.
+func (o rowOptions) httpRows() []checkRow {
+	return []checkRow{
 		{Name: "check_method", Label: "HTTP method", For: "http https", Hint: "default GET",
 			field: func(h *health) any { return &h.Check.Method }},
 		{Name: "check_path", Label: "Path", For: "http https", Hint: "default /",
@@ -130,41 +163,60 @@ func checkRows(serverForm bool, inherit, current string) []checkRow {
 			field: func(h *health) any { return &h.Check.ExpectStatus }},
 		{Name: "check_expect_body", Label: "Body matches", For: "http https", Raw: true, Hint: "a regular expression",
 			field: func(h *health) any { return &h.Check.ExpectBody }},
-		{Name: "check_tls_verify", Label: "Verify the certificate", For: "https ldaps imaps pops", Options: tri("no (default)"),
+		{Name: "check_tls_verify", Label: "Verify the certificate", For: "https ldaps imaps pops", Options: o.tri("no (default)"),
 			field: func(h *health) any { return &h.Check.TLSVerify }},
 		{Name: "check_sni", Label: "TLS server name", For: "https", Hint: "SNI; default: none",
 			field: func(h *health) any { return &h.Check.SNI }},
+	}
+}
 
+// sendExpectRows are what send_expect and exec checks send and expect.
+func (o rowOptions) sendExpectRows() []checkRow {
+	return []checkRow{
 		{Name: "check_send", Label: "Send", For: "send_expect", Raw: true, Hint: `\r \n \t escapes; default: send nothing`,
 			field: func(h *health) any { return &h.Check.Send }},
 		{Name: "check_expect", Label: "Expect", For: "send_expect exec", Raw: true, Hint: "a prefix of the reply (exec: the whole output less its newline), * for any, or a regular expression",
 			field: func(h *health) any { return &h.Check.Expect }},
-		{Name: "check_use_regex", Label: "Expect is a regular expression", For: "send_expect exec", Options: tri("no (default)"),
+		{Name: "check_use_regex", Label: "Expect is a regular expression", For: "send_expect exec", Options: o.tri("no (default)"),
 			field: func(h *health) any { return &h.Check.UseRegex }},
-		{Name: "check_protocol", Label: "Check protocol", For: "send_expect dns sip", Options: choice("default (send_expect tcp, dns and sip udp)", "tcp", "udp"),
+		{Name: "check_protocol", Label: "Check protocol", For: "send_expect dns sip", Options: o.choice("default (send_expect tcp, dns and sip udp)", "tcp", "udp"),
 			field: func(h *health) any { return &h.Check.Protocol }},
+	}
+}
 
+// dnsRows are the dns check's query (and the smtp check's HELO name).
+func (o rowOptions) dnsRows() []checkRow {
+	return []checkRow{
 		{Name: "check_name", Label: "Query name", For: "dns smtp", Hint: "the name a dns check asks for; smtp: the HELO name (default localhost)",
 			field: func(h *health) any { return &h.Check.Name }},
-		{Name: "check_qtype", Label: "Query type", For: "dns", Options: choice("A (default)", ipvsmgr.DNSQueryTypes()...),
+		{Name: "check_qtype", Label: "Query type", For: "dns", Options: o.choice("A (default)", ipvsmgr.DNSQueryTypes()...),
 			field: func(h *health) any { return &h.Check.QType }},
-		{Name: "check_rcode", Label: "Response code", For: "dns", Options: choice("none: pass on an answer", ipvsmgr.DNSResponseCodes()...),
+		{Name: "check_rcode", Label: "Response code", For: "dns", Options: o.choice("none: pass on an answer", ipvsmgr.DNSResponseCodes()...),
 			Hint: "pass on this response code instead (e.g. NXDOMAIN)", field: func(h *health) any { return &h.Check.RCode }},
+	}
+}
 
+// programRows are the exec and file checks'.
+func (o rowOptions) programRows() []checkRow {
+	return []checkRow{
 		{Name: "check_command", Label: "Command", For: "exec", Raw: true,
 			Hint:  "a program and its arguments, never run by a shell; %h %p the address and port; exit 0 passes",
 			field: func(h *health) any { return &h.Check.Command }},
-		{Name: "check_dynamic_weight", Label: "Dynamic weight", For: "exec", Options: tri("no (default)"),
+		{Name: "check_dynamic_weight", Label: "Dynamic weight", For: "exec", Options: o.tri("no (default)"),
 			Hint: "yes: exit 2..255 passes with weight exit-2", field: func(h *health) any { return &h.Check.DynamicWeight }},
-
 		{Name: "check_file", Label: "File", For: "file", Hint: "an absolute path; the number in it is read every interval (missing or empty: 0)",
 			field: func(h *health) any { return &h.Check.File }},
 		{Name: "check_file_weight", Label: "File weight", For: "file",
 			Hint:  "multiplies the number (default 1, -65535..65535): the product is added to the weight, -65535 or less is down; 0: any number but 0 is down",
 			field: func(h *health) any { return &h.Check.FileWeight }},
-		{Name: "check_file_reverse", Label: "Reverse", For: "file", Options: tri("no (default)"),
+		{Name: "check_file_reverse", Label: "Reverse", For: "file", Options: o.tri("no (default)"),
 			Hint: "yes: the product is negated (with file weight 0: 0 is down)", field: func(h *health) any { return &h.Check.FileReverse }},
+	}
+}
 
+// credentialRows are the application checks' requests, logins and secrets.
+func credentialRows() []checkRow {
+	return []checkRow{
 		{Name: "check_request", Label: "Request", For: "mysql pgsql ldap ldaps ftp", Raw: true,
 			Hint:  "mysql, pgsql: the query, which must return a row; ldap: the DN of the entry to read; ftp: the file to fetch (none: log in only)",
 			field: func(h *health) any { return &h.Check.Request }},
@@ -183,30 +235,26 @@ func checkRows(serverForm bool, inherit, current string) []checkRow {
 			Hint:  "the RADIUS shared secret's file on each director (under /etc/ipvsctl/secrets/ or /var/lib/ipvsctl/secrets/, mode 0600)",
 			field: func(h *health) any { return &h.Check.SecretFile }},
 	}
-	if serverForm {
-		for i := range rows {
-			if rows[i].field != nil && rows[i].Options == nil { // a select has its "the service's"
-				rows[i].Hint = "empty: the service's; " + rows[i].Hint
-			}
-		}
-		return rows
-	}
-	rows = append(rows,
-		checkRow{Name: "sorry_server_address", Label: "Sorry server", Hint: "answers while fewer than the quorum of real servers are up; empty: none",
+}
+
+// sorryRows are a service's sorry server, quorum and quorum programs.
+func sorryRows() []checkRow {
+	return []checkRow{
+		{Name: "sorry_server_address", Label: "Sorry server", Hint: "answers while fewer than the quorum of real servers are up; empty: none",
 			field: func(h *health) any { return &h.Sorry.Address }},
-		checkRow{Name: "sorry_server_port", Label: "Sorry server port", Hint: "default: the service's port",
+		{Name: "sorry_server_port", Label: "Sorry server port", Hint: "default: the service's port",
 			field: func(h *health) any { return &h.Sorry.Port }},
-		checkRow{Name: "quorum", Label: "Quorum", Hint: "real servers up below which the sorry server comes in (default 1)",
+		{Name: "quorum", Label: "Quorum", Hint: "real servers up below which the sorry server comes in (default 1)",
 			field: func(h *health) any { return &h.Quorum }},
-		checkRow{Name: "hysteresis", Label: "Hysteresis", Hint: "servers: the sorry server comes in below quorum-hysteresis and leaves at quorum+hysteresis (below the quorum)",
+		{Name: "hysteresis", Label: "Hysteresis", Hint: "servers: the sorry server comes in below quorum-hysteresis and leaves at quorum+hysteresis (below the quorum)",
 			field: func(h *health) any { return &h.Hysteresis }},
-		checkRow{Name: "quorum_up", Label: "Quorum up program", Raw: true,
+		{Name: "quorum_up", Label: "Quorum up program", Raw: true,
 			Hint:  "run as root when the service regains its quorum: an absolute path and its arguments, never run by a shell; empty: none",
 			field: func(h *health) any { return &h.QuorumUp }},
-		checkRow{Name: "quorum_down", Label: "Quorum down program", Raw: true,
+		{Name: "quorum_down", Label: "Quorum down program", Raw: true,
 			Hint:  "run as root when the service loses its quorum (below quorum-hysteresis); empty: none",
-			field: func(h *health) any { return &h.QuorumDown }})
-	return rows
+			field: func(h *health) any { return &h.QuorumDown }},
+	}
 }
 
 // Only names the check types a type-specific row is for ("" for the rest).
