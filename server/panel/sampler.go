@@ -95,6 +95,27 @@ func (s *sampler) sample(ctx context.Context) error {
 	}
 	s.lastAt = snap.At
 	s.mu.Unlock()
+	pts := snapshotPoints(snap)
+	now := snap.At.Unix()
+	coarse, coarseAt, needIDs := s.record(now, pts)
+	if needIDs {
+		if err := s.refreshIDs(ctx, pts, now); err != nil {
+			return err
+		}
+	}
+	forget := now - int64(forgetSeries/time.Second)
+	if err := s.p.storage.SaveChartPoints(ctx, resFine, now, s.chunks(pts), now-int64(keepFine/time.Second), forget); err != nil {
+		return err
+	}
+	if coarse != nil {
+		return s.p.storage.SaveChartPoints(ctx, resCoarse, coarseAt, s.chunks(coarse), now-int64(keepCoarse/time.Second), forget)
+	}
+	return nil
+}
+
+// snapshotPoints is a snapshot's point per real server and per service (its
+// active connections the sum of its servers').
+func snapshotPoints(snap *server.Snapshot) map[string]point {
 	pts := map[string]point{}
 	for _, vs := range snap.Table.Services {
 		var sp point
@@ -106,8 +127,16 @@ func (s *sampler) sample(ctx context.Context) error {
 		sp.cps, sp.pps, sp.bps = float32(vs.Stats.CPS), float32(vs.Stats.InPPS+vs.Stats.OutPPS), float32(vs.Stats.InBPS+vs.Stats.OutBPS)
 		pts[seriesKeySvc(vs.Key)] = sp
 	}
-	now := snap.At.Unix()
+	return pts
+}
+
+// record puts the points at now in the sparkline rings (forgetting the
+// series gone) and in the minute's sums. When now begins a new minute it
+// returns the last minute's means and that minute's time; needIDs says a
+// series has no store id yet, or the ids are over a minute old.
+func (s *sampler) record(now int64, pts map[string]point) (coarse map[string]point, coarseAt int64, needIDs bool) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for k, pt := range pts {
 		r := s.rings[k]
 		if r == nil {
@@ -125,8 +154,7 @@ func (s *sampler) sample(ctx context.Context) error {
 	}
 	s.gen++
 	// Minute points: the mean of the 10 s points of that minute.
-	var coarse map[string]point
-	coarseAt := s.minute * resCoarse
+	coarseAt = s.minute * resCoarse
 	if m := now / resCoarse; m != s.minute {
 		if s.minute != 0 && len(s.acc) > 0 {
 			coarse = make(map[string]point, len(s.acc))
@@ -149,34 +177,28 @@ func (s *sampler) sample(ctx context.Context) error {
 		a.sum.bps += pt.bps
 		a.n++
 	}
-	needIDs := time.Since(s.idsAt) > time.Minute
+	needIDs = time.Since(s.idsAt) > time.Minute
 	for k := range pts {
 		if _, ok := s.ids[k]; !ok {
-			needIDs = true
-			break
+			return coarse, coarseAt, true
 		}
 	}
-	s.mu.Unlock()
-	if needIDs {
-		keys := make([]string, 0, len(pts))
-		for k := range pts {
-			keys = append(keys, k)
-		}
-		ids, err := s.p.storage.ChartSeries(ctx, keys, now)
-		if err != nil {
-			return err
-		}
-		s.mu.Lock()
-		s.ids, s.idsAt = ids, time.Now()
-		s.mu.Unlock()
+	return coarse, coarseAt, needIDs
+}
+
+// refreshIDs reads (and makes) the store's ids of the series of pts.
+func (s *sampler) refreshIDs(ctx context.Context, pts map[string]point, now int64) error {
+	keys := make([]string, 0, len(pts))
+	for k := range pts {
+		keys = append(keys, k)
 	}
-	forget := now - int64(forgetSeries/time.Second)
-	if err := s.p.storage.SaveChartPoints(ctx, resFine, now, s.chunks(pts), now-int64(keepFine/time.Second), forget); err != nil {
+	ids, err := s.p.storage.ChartSeries(ctx, keys, now)
+	if err != nil {
 		return err
 	}
-	if coarse != nil {
-		return s.p.storage.SaveChartPoints(ctx, resCoarse, coarseAt, s.chunks(coarse), now-int64(keepCoarse/time.Second), forget)
-	}
+	s.mu.Lock()
+	s.ids, s.idsAt = ids, time.Now()
+	s.mu.Unlock()
 	return nil
 }
 
