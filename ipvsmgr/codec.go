@@ -377,97 +377,118 @@ func (d *fastDecoder) strings() []string {
 	return out
 }
 
+// service reads a virtual service: its kernel fields and servers, then its
+// health (two switches, each a screen).
 func (d *fastDecoder) service(s *Service) {
 	d.object(func(key []byte, seen *uint32) {
-		switch string(key) {
-		case "name":
-			d.once(seen, 0)
-			s.Name = d.str()
-		case "protocol":
-			d.once(seen, 1)
-			s.Protocol = d.str()
-		case "address":
-			d.once(seen, 2)
-			s.Address = d.str()
-		case "port":
-			d.once(seen, 3)
-			s.Port = d.int()
-		case "fwmark":
-			d.once(seen, 4)
-			s.FWMark = uint32(d.integer(0, 1<<32-1))
-		case "match":
-			d.once(seen, 5)
-			if d.null() {
-				return
-			}
-			s.Match = []Match{}
-			d.array(func() {
-				s.Match = append(s.Match, Match{})
-				d.match(&s.Match[len(s.Match)-1])
-			})
-		case "interface":
-			d.once(seen, 6)
-			s.Interface = d.str()
-		case "scheduler":
-			d.once(seen, 7)
-			s.Scheduler = d.str()
-		case "scheduler_flags":
-			d.once(seen, 8)
-			s.SchedulerFlags = d.strings()
-		case "one_packet":
-			d.once(seen, 9)
-			s.OnePacket = d.bool()
-		case "persistence":
-			d.once(seen, 10)
-			s.Persistence = d.int()
-		case "persistence_netmask":
-			d.once(seen, 11)
-			s.PersistenceNetmask = d.str()
-		case "forwarding":
-			d.once(seen, 12)
-			s.Forwarding = d.str()
-		case "enabled":
-			d.once(seen, 13)
-			s.Enabled = d.optBool()
-		case "check":
-			d.once(seen, 15)
-			d.strict(&s.Check)
-		case "sorry_server":
-			d.once(seen, 16)
-			d.strict(&s.SorryServer)
-		case "quorum":
-			d.once(seen, 17)
-			s.Quorum = d.int()
-		case "group":
-			d.once(seen, 18)
-			s.Group = d.str()
-		case "hysteresis":
-			d.once(seen, 19)
-			s.Hysteresis = d.int()
-		case "quorum_up":
-			d.once(seen, 20)
-			d.strict(&s.QuorumUp)
-		case "quorum_down":
-			d.once(seen, 21)
-			d.strict(&s.QuorumDown)
-		case "smtp_alert":
-			d.once(seen, 22)
-			s.SMTPAlert = d.optBool()
-		case "servers":
-			d.once(seen, 14)
-			if d.null() {
-				return
-			}
-			d.scratch = d.scratch[:0]
-			d.array(func() {
-				d.scratch = append(d.scratch, Server{})
-				d.server(&d.scratch[len(d.scratch)-1])
-			})
-			s.Servers = append(make([]Server, 0, len(d.scratch)), d.scratch...)
-		default:
+		if !d.serviceKernel(key, seen, s) && !d.serviceHealth(key, seen, s) {
 			d.fail()
 		}
 	})
+}
+
+// serviceKernel reads the key if it is one of what the kernel is told of a
+// service, or its servers.
+func (d *fastDecoder) serviceKernel(key []byte, seen *uint32, s *Service) bool {
+	switch string(key) {
+	case "name":
+		d.once(seen, 0)
+		s.Name = d.str()
+	case "protocol":
+		d.once(seen, 1)
+		s.Protocol = d.str()
+	case "address":
+		d.once(seen, 2)
+		s.Address = d.str()
+	case "port":
+		d.once(seen, 3)
+		s.Port = d.int()
+	case "fwmark":
+		d.once(seen, 4)
+		s.FWMark = uint32(d.integer(0, 1<<32-1))
+	case "match":
+		d.once(seen, 5)
+		if d.null() {
+			return true
+		}
+		s.Match = []Match{}
+		d.array(func() {
+			s.Match = append(s.Match, Match{})
+			d.match(&s.Match[len(s.Match)-1])
+		})
+	case "interface":
+		d.once(seen, 6)
+		s.Interface = d.str()
+	case "scheduler":
+		d.once(seen, 7)
+		s.Scheduler = d.str()
+	case "scheduler_flags":
+		d.once(seen, 8)
+		s.SchedulerFlags = d.strings()
+	case "one_packet":
+		d.once(seen, 9)
+		s.OnePacket = d.bool()
+	case "persistence":
+		d.once(seen, 10)
+		s.Persistence = d.int()
+	case "persistence_netmask":
+		d.once(seen, 11)
+		s.PersistenceNetmask = d.str()
+	case "forwarding":
+		d.once(seen, 12)
+		s.Forwarding = d.str()
+	case "enabled":
+		d.once(seen, 13)
+		s.Enabled = d.optBool()
+	case "servers":
+		d.once(seen, 14)
+		if d.null() {
+			return true
+		}
+		d.scratch = d.scratch[:0]
+		d.array(func() {
+			d.scratch = append(d.scratch, Server{})
+			d.server(&d.scratch[len(d.scratch)-1])
+		})
+		s.Servers = append(make([]Server, 0, len(d.scratch)), d.scratch...)
+	default:
+		return false
+	}
+	return true
+}
+
+// serviceHealth reads the key if it is one of a service's check, sorry
+// server, quorum and alert fields.
+func (d *fastDecoder) serviceHealth(key []byte, seen *uint32, s *Service) bool {
+	switch string(key) {
+	case "check":
+		d.once(seen, 15)
+		d.strict(&s.Check)
+	case "sorry_server":
+		d.once(seen, 16)
+		d.strict(&s.SorryServer)
+	case "quorum":
+		d.once(seen, 17)
+		s.Quorum = d.int()
+	case "group":
+		d.once(seen, 18)
+		s.Group = d.str()
+	case "hysteresis":
+		d.once(seen, 19)
+		s.Hysteresis = d.int()
+	case "quorum_up":
+		d.once(seen, 20)
+		d.strict(&s.QuorumUp)
+	case "quorum_down":
+		d.once(seen, 21)
+		d.strict(&s.QuorumDown)
+	case "smtp_alert":
+		d.once(seen, 22)
+		s.SMTPAlert = d.optBool()
+	default:
+		return false
+	}
+	return true
 }
 
 func (d *fastDecoder) match(m *Match) {
