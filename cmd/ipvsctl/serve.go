@@ -203,13 +203,7 @@ func newServeParts(ctx context.Context, cfg server.Config, st *store.Store, f *s
 	p.daemon.Directors = func(d server.PeerDial) (daemon.DirectorPeer, error) { return dial(d) }
 	context.AfterFunc(ctx, p.core.EndLongPolls) // a peer's long poll must not hold up the shutdown
 	p.metrics = metrics.New(p.core)
-	p.daemon.OnReconcile(p.metrics.Reconciled)
-	p.daemon.OnRepair(p.metrics.Repaired)
-	p.daemon.OnHealthEvent(p.metrics.HealthEvent)
-	p.daemon.OnCheck(p.metrics.Checked)
-	p.daemon.OnQuorumRun(func(r daemon.QuorumRun) { p.metrics.QuorumRun(r.Service, r.Up, r.Err != "") })
-	p.daemon.OnProgramRun(p.metrics.ProgramRan)
-	p.daemon.OnAlert(p.metrics.Alert)
+	p.daemon.Observe(p.metrics)
 	p.opts = httpd.Options{Core: p.core, Auth: p.auth, Log: log, TrustedOrigins: splitList(f.trustedOrigs), Instrument: p.metrics.Instrument}
 	if f.metricsListen == "" {
 		p.opts.Metrics = p.metrics.Handler()

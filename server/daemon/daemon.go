@@ -309,6 +309,29 @@ func (d *Daemon) OnRepair(f func(changes int)) { d.onRepair = f }
 // OnReconcile calls f after every reconcile of the daemon's (metrics).
 func (d *Daemon) OnReconcile(f func(server.ReconcileReport)) { d.sk.onReconcile = f }
 
+// Observer counts the daemon's work: server/metrics.Metrics.
+type Observer interface {
+	Reconciled(server.ReconcileReport)
+	Repaired(changes int)
+	HealthEvent(health.Event)
+	Checked(spec *ipvsmgr.CheckSpec, r health.Result)
+	QuorumRun(svc ipvsmgr.ServiceKey, up, failed bool)
+	ProgramRan(name, result string)
+	Alert(kind, outcome string)
+}
+
+// Observe has o count every reconcile and repair, check and health event,
+// quorum and program run, and alert. Call it before Run.
+func (d *Daemon) Observe(o Observer) {
+	d.OnReconcile(o.Reconciled)
+	d.OnRepair(o.Repaired)
+	d.OnHealthEvent(o.HealthEvent)
+	d.OnCheck(o.Checked)
+	d.OnQuorumRun(func(r QuorumRun) { o.QuorumRun(r.Service, r.Up, r.Err != "") })
+	d.OnProgramRun(o.ProgramRan)
+	d.OnAlert(o.Alert)
+}
+
 // AddRunner has run run beside the daemon's loop from the start of Run
 // until its ctx ends; Run waits for it before it closes the kernel (the
 // redundancy runner: a master resigns, then its VIPs go). Call it before Run.

@@ -101,25 +101,9 @@ func Start(t testing.TB, with ...Option) *Rig {
 	redundancy.Attach(d, redundancy.Hooks{})
 	d.Interval, d.Poll, d.Snapshot = time.Hour, 20*time.Millisecond, 50*time.Millisecond
 	d.Directors = func(dl server.PeerDial) (daemon.DirectorPeer, error) { return client.NewPeer(dl, nil) } // loopback http: no certificate
-	root := &auth.Principal{User: "root", Role: auth.Admin, Via: "cli"}
-	for _, role := range []auth.Role{auth.Admin, auth.Operator, auth.Viewer} {
-		if err := g.Auth.AddUser(ctx, root, role.String(), role, g.Password); err != nil {
-			t.Fatal(err)
-		}
-		tok, _, err := g.Auth.CreateToken(ctx, root, role.String(), "", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.Tokens[role] = tok
-	}
+	g.addUsers(t, ctx)
 	m := metrics.New(g.Core)
-	d.OnReconcile(m.Reconciled)
-	d.OnRepair(m.Repaired)
-	d.OnHealthEvent(m.HealthEvent)
-	d.OnCheck(m.Checked)
-	d.OnQuorumRun(func(r daemon.QuorumRun) { m.QuorumRun(r.Service, r.Up, r.Err != "") })
-	d.OnProgramRun(m.ProgramRan)
-	d.OnAlert(m.Alert)
+	d.Observe(m)
 	opts := httpd.Options{Core: g.Core, Auth: g.Auth, Log: log, Metrics: m.Handler(), Instrument: m.Instrument}
 	pnl, err := httpd.NewPanel(g.Core, g.Auth, time.Now(), opts)
 	if err != nil {
@@ -158,6 +142,22 @@ func Start(t testing.TB, with ...Option) *Rig {
 		st.Close()
 	})
 	return g
+}
+
+// addUsers adds the users admin, operator and viewer, each with the rig's
+// password and a token of its role.
+func (g *Rig) addUsers(t testing.TB, ctx context.Context) {
+	root := &auth.Principal{User: "root", Role: auth.Admin, Via: "cli"}
+	for _, role := range []auth.Role{auth.Admin, auth.Operator, auth.Viewer} {
+		if err := g.Auth.AddUser(ctx, root, role.String(), role, g.Password); err != nil {
+			t.Fatal(err)
+		}
+		tok, _, err := g.Auth.CreateToken(ctx, root, role.String(), "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Tokens[role] = tok
+	}
 }
 
 // PanelLogin logs user in through the panel's login form and returns its
