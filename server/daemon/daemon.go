@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
@@ -23,12 +24,15 @@ import (
 // applied at once and kept in the store. Where the kernel has no IPVS it
 // keeps serving the desired state and retries in the background.
 type Daemon struct {
-	Core     *server.Core
-	Log      *slog.Logger
-	Interval time.Duration // full reconcile period; 0 means 10 s
-	Poll     time.Duration // how often to look for a revision stored elsewhere; 0 means 1 s
-	Snapshot time.Duration // kernel table poll; 0 means PollInterval
-	Retry    time.Duration // how often to retry opening the kernel; 0 means 5 s
+	Core *server.Core
+	Log  *slog.Logger
+	// eventsAfter is the last event published before New: the notify
+	// programs and the alerts take every one after it.
+	eventsAfter int64
+	Interval    time.Duration // full reconcile period; 0 means 10 s
+	Poll        time.Duration // how often to look for a revision stored elsewhere; 0 means 1 s
+	Snapshot    time.Duration // kernel table poll; 0 means PollInterval
+	Retry       time.Duration // how often to retry opening the kernel; 0 means 5 s
 	// OnKernel, if set, is called once the kernel is open (before the first reconcile).
 	OnKernel func(*server.KernelConn)
 	// Check, if set, runs each health check instead of the real checkers (tests).
@@ -88,6 +92,9 @@ func New(c *server.Core, st *store.Store, log *slog.Logger) *Daemon {
 	sk := &sharedKernel{open: c.OpenKernel, store: st, log: c.Log(), ready: make(chan struct{}), check: d.runCheck, overlay: c.RoleOverlay}
 	sk.health = health.NewRunner(health.Config{OnCheck: d.checked, Notify: d.notify, Log: log})
 	d.sk = sk
+	// The notify programs and the alerts follow every event from here: the
+	// core's writes reach the daemon from AttachRuntime on, before Run runs.
+	d.eventsAfter = c.Events().Last()
 	c.AttachRuntime(sk)
 	c.SetChecker(d.checkerStatus)
 	return d
@@ -103,25 +110,11 @@ func orDuration(d, def time.Duration) time.Duration {
 // Run reconciles and runs the health checks until ctx is cancelled, then
 // closes the kernel.
 func (d *Daemon) Run(ctx context.Context) error {
-	sk := d.sk
-	defer sk.close()
-	// The events are written until the very end (deferred first, it runs
-	// last): what the stop tells of, VRRP resigning, is kept too.
-	evCtx, evStop := context.WithCancel(context.WithoutCancel(ctx))
-	evDone := make(chan struct{})
-	go func() { defer close(evDone); d.Core.Events().Run(evCtx) }()
-	defer func() { evStop(); <-evDone }()
-	// The notify programs and the alerts follow the events to the end too:
-	// a VRRP stop at shutdown runs notify_stop, and is mailed.
-	if d.Core.Events() != nil {
-		after := d.Core.Events().Last() // from the start: none published once Run runs is missed
-		notifyDone := make(chan struct{})
-		go func() { defer close(notifyDone); d.runNotify(evCtx, after) }()
-		defer func() { evStop(); <-notifyDone }()
-		alertsDone := make(chan struct{})
-		go func() { defer close(alertsDone); d.runAlerts(evCtx, after) }()
-		defer func() { evStop(); <-alertsDone }()
-	}
+	defer d.sk.close()
+	// The events, the notify programs and the alerts follow to the very end
+	// (deferred first, they stop last): what the stop tells of, VRRP
+	// resigning, is kept, runs notify_stop and is mailed.
+	defer d.startEventFollowers(ctx)()
 	// The runners (VRRP) stop before the kernel closes: a master resigns,
 	// then its VIPs go.
 	for _, run := range d.runners {
@@ -135,6 +128,30 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// BGP withdraws its routes first when ctx ends (LIFO defers).
 	bgpDone := d.startBGP(ctx)
 	defer func() { <-bgpDone }()
+	go d.pollKernel(ctx, orDuration(d.Snapshot, server.PollInterval))
+	d.loop(ctx)
+	return nil
+}
+
+// startEventFollowers runs the event log's writer, the notify programs and
+// the alerts, past ctx's end, until the function it returns is called; that
+// function waits for them.
+func (d *Daemon) startEventFollowers(ctx context.Context) (stop func()) {
+	evCtx, evStop := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { d.Core.Events().Run(evCtx) })
+	if d.Core.Events() != nil {
+		wg.Go(func() { d.runNotify(evCtx, d.eventsAfter) })
+		wg.Go(func() { d.runAlerts(evCtx, d.eventsAfter) })
+	}
+	return func() { evStop(); wg.Wait() }
+}
+
+// loop opens the kernel (again, after a failure), reconciles when the
+// desired state moves or the periodic reconcile is due, and follows the
+// checks, the quorums and the maintenance files, until ctx ends.
+func (d *Daemon) loop(ctx context.Context) {
+	sk := d.sk
 	interval, poll := orDuration(d.Interval, 10*time.Second), orDuration(d.Poll, time.Second)
 	go d.pollKernel(ctx, orDuration(d.Snapshot, server.PollInterval))
 	tick := time.NewTicker(poll)
@@ -176,7 +193,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-tick.C:
 			d.checkMaintenance(ctx)
 		case <-d.health.wake:

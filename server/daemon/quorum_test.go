@@ -145,6 +145,7 @@ func TestDaemonRunsQuorumProgramsOnTheChange(t *testing.T) {
 		}
 		return n
 	}
+	var lines func() string
 	waitFor := func(what string, f func() bool) {
 		t.Helper()
 		for ctx.Err() == nil {
@@ -153,13 +154,24 @@ func TestDaemonRunsQuorumProgramsOnTheChange(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		t.Fatalf("timed out waiting for %s", what)
+		t.Fatalf("timed out waiting for %s (the programs wrote %q; %d in the kernel)", what, lines(), inKernel())
 	}
-	lines := func() string {
+	lines = func() string {
 		b, _ := os.ReadFile(out)
 		return string(b)
 	}
 	waitFor("the three servers in after their first pass", func() bool { return inKernel() == 3 })
+	// The daemon decides a service's side once all its servers have a
+	// health, in its loop: had two gone before that, it would start below
+	// its quorum (no program: no sorry server) and the third's loss be no change.
+	waitFor("the quorum decided, held", func() bool {
+		d.quorum.mu.Lock()
+		defer d.quorum.mu.Unlock()
+		for _, held := range d.quorum.held {
+			return held
+		}
+		return false
+	})
 	// Two go: 1 up is still quorum-hysteresis; nothing runs.
 	bs[0].close()
 	bs[1].close()
