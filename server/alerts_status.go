@@ -25,12 +25,6 @@ func (d AlertDelivery) Failing() bool {
 	return d.LastErrorAt != nil && (d.LastOK == nil || d.LastErrorAt.After(*d.LastOK))
 }
 
-// SetAlertSource is how the daemon's alert sender tells the core where
-// to read its deliveries (nil: none is running).
-func (c *Core) SetAlertSource(f func() []AlertDelivery) {
-	c.alerts.Store(&f)
-}
-
 // AlertDeliveries are the alert sender's destinations as it last saw them,
 // every configured one listed (nil without a daemon that sends alerts).
 func (c *Core) AlertDeliveries() []AlertDelivery {

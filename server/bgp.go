@@ -85,12 +85,6 @@ func setNodeBGP(n *store.Node, p NodePatch, detail *[]string) error {
 	return nil
 }
 
-// BGPWake is poked when the node settings of the BGP speaker change.
-func (c *Core) BGPWake() <-chan struct{} { return c.bgp.wakeC() }
-
-// SetBGPStatus is the BGP runner's latest status (nil outside BGP mode).
-func (c *Core) SetBGPStatus(st *BGPStatus) { c.bgp.status.Store(st) }
-
 func poke(c chan struct{}) {
 	select {
 	case c <- struct{}{}:

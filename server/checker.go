@@ -37,9 +37,6 @@ type checkerState struct {
 	f atomic.Pointer[func() *CheckerStatus]
 }
 
-// SetChecker makes f the source of CheckerStatus (the daemon's watchdog).
-func (c *Core) SetChecker(f func() *CheckerStatus) { c.checker.f.Store(&f) }
-
 // CheckerStatus is the health checker's own health; nil where no daemon
 // runs the checks.
 func (c *Core) CheckerStatus() *CheckerStatus {

@@ -98,8 +98,10 @@ type Core struct {
 	now      func() time.Time
 
 	// rt is the kernel session: the daemon's once one attaches
-	// (AttachRuntime), else the local one (runtime.go).
-	rt  Runtime
+	// (DaemonSide.Attach), else the local one (runtime.go); live is the
+	// daemon's, nil without one.
+	rt   Runtime
+	live LiveRuntime
 	w   stateWriter // how the current state is read and written (current.go)
 	red *redState   // the director's VRRP role (redundancy.go)
 	bgp bgpState    // the BGP runner's status (bgp.go)

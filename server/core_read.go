@@ -25,8 +25,10 @@ func (c *Core) Diff(ctx context.Context, doc io.Reader) (*DiffResult, error) {
 	if doc == nil {
 		// The daemon's newest desired state, against its snapshot: no read
 		// of the store or the kernel, whatever the number of viewers.
-		if p, ok, err := c.rt.PlanKnown(ctx); ok || err != nil {
-			return diffResult(p), err
+		if c.live != nil {
+			if p, ok, err := c.live.PlanKnown(ctx); ok || err != nil {
+				return diffResult(p), err
+			}
 		}
 	}
 	var st *ipvsmgr.State
@@ -43,7 +45,7 @@ func (c *Core) Diff(ctx context.Context, doc io.Reader) (*DiffResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := c.rt.Plan(ctx, c.RoleOverlay(desired))
+	p, err := c.rt.Plan(ctx, c.roleOverlay(desired))
 	if err != nil {
 		return nil, err
 	}

@@ -45,7 +45,7 @@ const noDaemon = "no daemon: checks run in ipvsctl serve"
 
 // desiredFor is revision rev's compiled state: the daemon's when it has it.
 func (c *Core) desiredFor(rev int64, st *ipvsmgr.State) (*ipvsmgr.Desired, error) {
-	if r, d := c.rt.Known(); r == rev && d != nil {
+	if r, d := c.known(); r == rev && d != nil {
 		return d, nil
 	}
 	return ipvsmgr.Compile(st)
@@ -55,7 +55,7 @@ func (c *Core) desiredFor(rev int64, st *ipvsmgr.State) (*ipvsmgr.Desired, error
 // forced health, and of the sorry servers, by server.
 func (c *Core) healthStatuses(desired *ipvsmgr.Desired) map[ipvsmgr.ServerRef]*HealthStatus {
 	var running map[ipvsmgr.ServerRef]*health.Status
-	list, checking := c.rt.Checks()
+	list, checking := c.checks()
 	if checking {
 		running = make(map[ipvsmgr.ServerRef]*health.Status, len(list))
 		for i := range list {
@@ -273,7 +273,7 @@ func (c *Core) Health(ctx context.Context, q HealthQuery) ([]HealthReport, error
 	}
 	hs := c.healthStatuses(desired)
 	inKernel := c.kernelRefs()
-	_, checking := c.rt.Checks()
+	_, checking := c.checks()
 	out := []HealthReport{}
 	for i := range checks {
 		sc := &checks[i]
@@ -307,7 +307,7 @@ func (c *Core) Health(ctx context.Context, q HealthQuery) ([]HealthReport, error
 // kernelRefs is every real server of the daemon's kernel snapshot (nil
 // without a daemon).
 func (c *Core) kernelRefs() map[ipvsmgr.ServerRef]bool {
-	snap := c.rt.Snapshot()
+	snap := c.Snapshot()
 	if snap == nil || snap.Table == nil {
 		return nil
 	}

@@ -15,13 +15,19 @@ import (
 // Snapshot returns the daemon's last kernel snapshot; nil without a daemon
 // or before its first poll.
 func (c *Core) Snapshot() *Snapshot {
-	return c.rt.Snapshot()
+	if c.live == nil {
+		return nil
+	}
+	return c.live.Snapshot()
 }
 
 // LastReconcile returns the daemon's last reconcile; ok is false without a
 // daemon or before its first reconcile.
 func (c *Core) LastReconcile() (rep ReconcileReport, ok bool) {
-	return c.rt.LastReconcile()
+	if c.live == nil {
+		return ReconcileReport{}, false
+	}
+	return c.live.LastReconcile()
 }
 
 // CurrentRevision is the number of the stored desired state's revision.

@@ -174,12 +174,12 @@ func (r *redState) backup() (bool, string, string) {
 	return any, r.master, r.peer
 }
 
-// RoleOverlay is the desired state as this director's role allows: with
+// roleOverlay is the desired state as this director's role allows: with
 // settings.redundancy, only the families it is master of keep their VIPs
 // (a backup, a director in fault, and a CLI or boot restore without the
 // daemon's VRRP carry none, so the reconciler removes what it added); the
 // others stand by, for the ledger's intent.
-func (c *Core) RoleOverlay(d *ipvsmgr.Desired) *ipvsmgr.Desired {
+func (c *Core) roleOverlay(d *ipvsmgr.Desired) *ipvsmgr.Desired {
 	if d == nil || d.Settings.Redundancy == nil || len(d.VIPs) == 0 {
 		return d
 	}

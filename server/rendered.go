@@ -43,7 +43,7 @@ type RenderKey struct {
 func (c *Core) KeyNow() RenderKey {
 	s := c.Snapshot()
 	k := RenderKey{Snap: s, Stale: s == nil || time.Since(s.At) > 2*PollInterval, Results: c.resultsGen.Load()}
-	n := c.rt.Counters()
+	n := c.counters()
 	k.Rev, k.Reconciles, k.Health = n.Rev, n.Reconciles, n.Health
 	k.Events = c.events.Last()
 	return k

@@ -21,30 +21,36 @@ type Runtime interface {
 	// so that the read overlaps with decoding and storing). apply finishes
 	// it once the revision is stored; release is called in any case.
 	BeginWrite(ctx context.Context, o WriteOptions) (apply ApplyFunc, release func(), err error)
-	// Known is the newest desired state the runtime holds, with the
-	// checks' view over it, and its revision; d is nil when it holds none.
-	Known() (rev int64, d *ipvsmgr.Desired)
 	// Table is the kernel's table: the snapshot (read now if there is none
 	// yet), or one read of the kernel.
 	Table(ctx context.Context) (*Snapshot, error)
-	// Snapshot is the last table read; nil without a daemon or before its
-	// first poll.
-	Snapshot() *Snapshot
-	// LastReconcile is the daemon's last reconcile; ok is false without
-	// one.
-	LastReconcile() (rep ReconcileReport, ok bool)
 	// Plan is what a reconcile of desired (the role laid over it) would
-	// change. PlanKnown is Plan for Known's state; ok is false when there
-	// is none.
+	// change.
 	Plan(ctx context.Context, desired *ipvsmgr.Desired) (*ipvsmgr.Planned, error)
-	PlanKnown(ctx context.Context) (p *ipvsmgr.Planned, ok bool, err error)
 	// Host is the host half for a read (the VIPs on their interfaces);
 	// done is called after it.
 	Host() (h ipvsmgr.Host, done func(), err error)
-	// Checks is what the running checks say; running is false where none
-	// run. Check runs one check now.
-	Checks() (st []health.Status, running bool)
+	// Check runs one check now.
 	Check(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result
+}
+
+// LiveRuntime is the daemon's Runtime, which lives on between calls: it
+// holds the desired state, the kernel's snapshot, its last reconcile and
+// the running checks. Without one (the CLI) the core reads the store and
+// the kernel for each call.
+type LiveRuntime interface {
+	Runtime
+	// Known is the newest desired state the runtime holds, with the
+	// checks' view over it, and its revision; d is nil when it holds none.
+	Known() (rev int64, d *ipvsmgr.Desired)
+	// Snapshot is the last table read; nil before the first poll.
+	Snapshot() *Snapshot
+	// LastReconcile is the last reconcile; ok is false before the first.
+	LastReconcile() (rep ReconcileReport, ok bool)
+	// PlanKnown is Plan for Known's state; ok is false when there is none.
+	PlanKnown(ctx context.Context) (p *ipvsmgr.Planned, ok bool, err error)
+	// Checks is what the running checks say.
+	Checks() []health.Status
 	// Counters are what views are keyed on (RenderKey), and the reads of
 	// the kernel's whole table.
 	Counters() RuntimeCounters
@@ -67,20 +73,6 @@ type RuntimeCounters struct {
 func (r *WriteResult) Reconciled(got *ipvsmgr.Result) {
 	r.Result, r.Applied, r.Counts = *got, true, changeCounts(got.Applied)
 }
-
-// AttachRuntime makes rt the core's runtime (a daemon attaching): the core
-// then also keeps its copy of the current state, which a write starts from
-// instead of decoding the whole document (a process that lives long enough
-// for it to pay). Call it before the core serves anything.
-func (c *Core) AttachRuntime(rt Runtime) {
-	c.rt = rt
-	c.w = &cachedWriter{c: c}
-}
-
-// OpenKernel opens the kernel as the core was configured to: for the
-// daemon's session, which attaches as the runtime. A handler never opens
-// the kernel (STYLE's wall): it calls the core's verbs and reads.
-func (c *Core) OpenKernel() (*KernelConn, error) { return c.open() }
 
 // Log is the core's logger.
 func (c *Core) Log() *slog.Logger { return c.log }
@@ -118,7 +110,7 @@ func (l localRuntime) BeginWrite(ctx context.Context, o WriteOptions) (ApplyFunc
 			return &kernelOpenError{err}
 		}
 		defer kc.Close()
-		desired = withoutDaemon(c.RoleOverlay(desired)) // without the daemon: no VRRP (no VIPs on a redundant director), no checks
+		desired = withoutDaemon(c.roleOverlay(desired)) // without the daemon: no VRRP (no VIPs on a redundant director), no checks
 		got, err := reconcileWaiting(ctx, kc.reconciler(c.store, c.log), desired, o)
 		if err != nil {
 			return err
@@ -128,8 +120,6 @@ func (l localRuntime) BeginWrite(ctx context.Context, o WriteOptions) (ApplyFunc
 	}
 	return apply, lock.unlock, nil
 }
-
-func (localRuntime) Known() (int64, *ipvsmgr.Desired) { return 0, nil }
 
 func (l localRuntime) Table(ctx context.Context) (*Snapshot, error) {
 	kc, err := l.c.open()
@@ -144,10 +134,6 @@ func (l localRuntime) Table(ctx context.Context) (*Snapshot, error) {
 	return &Snapshot{Table: t, At: l.c.now()}, nil
 }
 
-func (localRuntime) Snapshot() *Snapshot { return nil }
-
-func (localRuntime) LastReconcile() (ReconcileReport, bool) { return ReconcileReport{}, false }
-
 func (l localRuntime) Plan(ctx context.Context, desired *ipvsmgr.Desired) (*ipvsmgr.Planned, error) {
 	kc, err := l.c.open()
 	if err != nil {
@@ -155,10 +141,6 @@ func (l localRuntime) Plan(ctx context.Context, desired *ipvsmgr.Desired) (*ipvs
 	}
 	defer kc.Close()
 	return kc.reconciler(l.c.store, l.c.log).Plan(ctx, withoutDaemon(desired))
-}
-
-func (localRuntime) PlanKnown(context.Context) (*ipvsmgr.Planned, bool, error) {
-	return nil, false, nil
 }
 
 func (l localRuntime) Host() (ipvsmgr.Host, func(), error) {
@@ -169,13 +151,9 @@ func (l localRuntime) Host() (ipvsmgr.Host, func(), error) {
 	return kc.Host, kc.Close, nil
 }
 
-func (localRuntime) Checks() ([]health.Status, bool) { return nil, false }
-
 func (localRuntime) Check(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result {
 	return (&health.Checker{}).Run(ctx, spec)
 }
-
-func (localRuntime) Counters() RuntimeCounters { return RuntimeCounters{} }
 
 // isOpenError says err is the kernel failing to open for a write.
 func isOpenError(err error) bool {
@@ -204,11 +182,31 @@ type ReconcileReport struct {
 
 // KernelReads is how many times the daemon has read the kernel's whole
 // table (0 without a daemon).
-func (c *Core) KernelReads() int64 { return c.rt.Counters().KernelReads }
-
-// ResultsChanged tells the core that another process stored real-server
-// results (the daemon noticed): views keyed on them are made again.
-func (c *Core) ResultsChanged() { c.resultsGen.Add(1) }
+func (c *Core) KernelReads() int64 { return c.counters().KernelReads }
 
 // Errorf is an error with a code, for the rooms beside the core.
 func Errorf(code Code, format string, args ...any) error { return errorf(code, format, args...) }
+
+// The live runtime's reads, as a core without one answers them: no state
+// held, no snapshot, no reconcile, no checks.
+
+func (c *Core) known() (int64, *ipvsmgr.Desired) {
+	if c.live == nil {
+		return 0, nil
+	}
+	return c.live.Known()
+}
+
+func (c *Core) checks() (st []health.Status, running bool) {
+	if c.live == nil {
+		return nil, false
+	}
+	return c.live.Checks(), true
+}
+
+func (c *Core) counters() RuntimeCounters {
+	if c.live == nil {
+		return RuntimeCounters{}
+	}
+	return c.live.Counters()
+}

@@ -132,7 +132,7 @@ func (c *Core) Status(ctx context.Context) (*StatusView, error) {
 // currentDesired is the current revision compiled: the daemon's, which it
 // holds already, or (without a daemon) the store's.
 func (c *Core) currentDesired(ctx context.Context) (int64, *ipvsmgr.Desired, error) {
-	if rev, d := c.rt.Known(); d != nil {
+	if rev, d := c.known(); d != nil {
 		return rev, d, nil
 	}
 	st, rev, err := c.store.Current(ctx)

@@ -230,7 +230,7 @@ func (c *Core) whyVIP(ctx context.Context, d *ipvsmgr.Desired, f *whyFacts) {
 	if f.vip == nil {
 		return
 	}
-	over := c.RoleOverlay(d)
+	over := c.roleOverlay(d)
 	for _, v := range over.Standby {
 		if v == *f.vip {
 			f.standby = true

@@ -97,7 +97,7 @@ func (d *Daemon) runAlerts(ctx context.Context, after int64) {
 		a.count(j, AlertDropped, nil)
 	})
 	defer a.q.wait()
-	d.Core.SetAlertSource(a.deliveries)
+	d.side.SetAlertSource(a.deliveries)
 	err = d.Core.WatchEvents(ctx, server.Actor{}, after, server.EventFilter{}, func(e server.Event) error {
 		a.take(e)
 		return nil

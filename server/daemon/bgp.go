@@ -54,7 +54,6 @@ type bgpRunner struct {
 }
 
 func (r *bgpRunner) run(ctx context.Context) {
-	c := r.d.Core
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	defer r.stop(BGPWithdrawWait)
@@ -71,7 +70,7 @@ func (r *bgpRunner) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-		case <-c.BGPWake():
+		case <-r.d.side.BGPWake():
 		}
 	}
 }
@@ -90,18 +89,18 @@ func (r *bgpRunner) stop(wait time.Duration) {
 // step brings the BGP speaker to the desired state and this director's
 // node settings, and publishes what it announces.
 func (r *bgpRunner) step(ctx context.Context) {
-	c, sk := r.d.Core, r.d.sk
+	sk := r.d.sk
 	rev, desired := sk.current()
 	if desired == nil || desired.Settings.BGP == nil {
 		r.stop(BGPWithdrawWait)
-		c.SetBGPStatus(nil)
+		r.d.side.SetBGPStatus(nil)
 		return
 	}
 	st := &server.BGPStatus{At: time.Now()}
 	snap := sk.snap.Load()
 	defer func() {
 		r.fingerprints(desired, snap, st) // the kernel's, whatever the sessions do
-		c.SetBGPStatus(st)
+		r.d.side.SetBGPStatus(st)
 	}()
 	node, err := r.d.store.Node(ctx)
 	if err != nil {

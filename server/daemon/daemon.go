@@ -25,6 +25,8 @@ import (
 // keeps serving the desired state and retries in the background.
 type Daemon struct {
 	Core *server.Core
+	// side is the core's side for the daemon: its hooks (server.DaemonSide).
+	side *server.DaemonSide
 	Log  *slog.Logger
 	// eventsAfter is the last event published before New: the notify
 	// programs and the alerts take every one after it.
@@ -88,15 +90,16 @@ func New(c *server.Core, st *store.Store, log *slog.Logger) *Daemon {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := &Daemon{Core: c, Log: log, store: st, health: newDaemonHealth(), maint: maintenanceWatch{lookup: lookupHost}}
-	sk := &sharedKernel{open: c.OpenKernel, store: st, log: c.Log(), ready: make(chan struct{}), check: d.runCheck, overlay: c.RoleOverlay}
+	side := server.DaemonSideOf(c)
+	d := &Daemon{Core: c, side: side, Log: log, store: st, health: newDaemonHealth(), maint: maintenanceWatch{lookup: lookupHost}}
+	sk := &sharedKernel{open: side.OpenKernel, store: st, log: c.Log(), ready: make(chan struct{}), check: d.runCheck, overlay: side.RoleOverlay}
 	sk.health = health.NewRunner(health.Config{OnCheck: d.checked, Notify: d.notify, Log: log})
 	d.sk = sk
 	// The notify programs and the alerts follow every event from here: the
 	// core's writes reach the daemon from AttachRuntime on, before Run runs.
 	d.eventsAfter = c.Events().Last()
-	c.AttachRuntime(sk)
-	c.SetChecker(d.checkerStatus)
+	side.Attach(sk)
+	side.SetChecker(d.checkerStatus)
 	return d
 }
 
@@ -301,7 +304,7 @@ func (d *Daemon) noticeResults(ctx context.Context) {
 		return
 	}
 	if !d.results.seen || h != d.results.digest {
-		d.Core.ResultsChanged()
+		d.side.ResultsChanged()
 	}
 	d.results.digest, d.results.seen = h, true
 }

@@ -438,11 +438,11 @@ func (sk *sharedKernel) Host() (ipvsmgr.Host, func(), error) {
 	return conn.Host, func() {}, nil
 }
 
-func (sk *sharedKernel) Checks() ([]health.Status, bool) {
+func (sk *sharedKernel) Checks() []health.Status {
 	if sk.health == nil {
-		return nil, true
+		return nil
 	}
-	return sk.health.Status(), true
+	return sk.health.Status()
 }
 
 func (sk *sharedKernel) Check(ctx context.Context, spec *ipvsmgr.CheckSpec) health.Result {

@@ -205,32 +205,14 @@ func (r *redRunner) run(ctx context.Context) {
 // step looks at the desired state, the node settings and the director's
 // health, and makes VRRP, the sync daemon and replication follow them.
 func (r *redRunner) step(ctx context.Context) {
-	if !r.nodeRead {
-		n, err := r.store.Node(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				r.log.Error("read node settings", "err", err)
-			}
-			return
-		}
-		r.mu.Lock()
-		r.node, r.nodeRead = n, true
-		r.mu.Unlock()
+	if !r.readNode(ctx) {
+		return
 	}
 	r.followPeer(ctx)
 	sk := r.sk
 	desired, kc, openErr, last := sk.View()
 	if desired == nil || desired.Settings.Redundancy == nil {
-		if len(r.insts) > 0 || r.key != "" {
-			r.log.Info("settings.redundancy removed: VRRP stops")
-			r.stopInstances()
-			r.stopSyncDaemons(ctx)
-			r.key = ""
-		}
-		r.c.Role().SetActive(false, "", "")
-		r.mu.Lock()
-		r.red, r.vips = nil, nil
-		r.mu.Unlock()
+		r.stopAll(ctx)
 		return
 	}
 	red := *desired.Settings.Redundancy
@@ -247,22 +229,8 @@ func (r *redRunner) step(ctx context.Context) {
 		fault = authFault
 	}
 	r.setFault(fault)
-	if !r.cleaned {
-		if kc == nil {
-			return
-		}
-		// Before VRRP speaks: the VIPs the ledger says this director added
-		// go (after a crash too), so that it never holds one beside the
-		// master, and so do those of its intent that are up (a takeover's
-		// whose record the crash stopped). No family is master yet, so the
-		// reconcile removes them.
-		if _, err := sk.Reconcile(ctx); err != nil {
-			if ctx.Err() == nil {
-				r.log.Error("remove VIPs before VRRP starts", "err", err)
-			}
-			return
-		}
-		r.cleaned = true
+	if !r.cleaned && !r.clean(ctx, kc) {
+		return
 	}
 	if r.restart.Swap(false) {
 		r.key = ""
@@ -284,6 +252,59 @@ func (r *redRunner) step(ctx context.Context) {
 	if kc != nil && !r.announcing() {
 		r.switchSyncDaemon(ctx, kc, &red)
 	}
+}
+
+// readNode reads the node settings once (again after they change); false:
+// they could not be read.
+func (r *redRunner) readNode(ctx context.Context) bool {
+	if r.nodeRead {
+		return true
+	}
+	n, err := r.store.Node(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Error("read node settings", "err", err)
+		}
+		return false
+	}
+	r.mu.Lock()
+	r.node, r.nodeRead = n, true
+	r.mu.Unlock()
+	return true
+}
+
+// stopAll stops VRRP and the sync daemons: the desired state has no
+// settings.redundancy (any more).
+func (r *redRunner) stopAll(ctx context.Context) {
+	if len(r.insts) > 0 || r.key != "" {
+		r.log.Info("settings.redundancy removed: VRRP stops")
+		r.stopInstances()
+		r.stopSyncDaemons(ctx)
+		r.key = ""
+	}
+	r.c.Role().SetActive(false, "", "")
+	r.mu.Lock()
+	r.red, r.vips = nil, nil
+	r.mu.Unlock()
+}
+
+// clean removes, before VRRP speaks, the VIPs the ledger says this director
+// added (after a crash too), so that it never holds one beside the master,
+// and those of its intent that are up (a takeover's whose record the crash
+// stopped). No family is master yet, so the reconcile removes them. False:
+// not yet (no kernel, or the reconcile failed).
+func (r *redRunner) clean(ctx context.Context, kc *server.KernelConn) bool {
+	if kc == nil {
+		return false
+	}
+	if _, err := r.sk.Reconcile(ctx); err != nil {
+		if ctx.Err() == nil {
+			r.log.Error("remove VIPs before VRRP starts", "err", err)
+		}
+		return false
+	}
+	r.cleaned = true
+	return true
 }
 
 // announcing says whether a family's takeover has its first advert and
@@ -743,6 +764,27 @@ func (r *redRunner) status() *server.RedundancyStatus {
 	if node.Role == "master" {
 		s.Priority = vrrp.OwnerPriority
 	}
+	s.Role = r.families(s, roles).String()
+	s.Auth = "none"
+	if red.Auth != nil {
+		s.Auth = "hmac-sha256 (no instance running)"
+	}
+	for _, f := range s.Families {
+		if f.Auth != "" {
+			s.Auth = f.Auth
+			break
+		}
+	}
+	if len(roles) == 0 && fault != "" {
+		s.Role, s.Fault = "fault", fault
+	}
+	return s
+}
+
+// families adds each running family's status to s (s's master, its
+// priority and the last advert's age are the first family's with a master)
+// and returns the highest of their roles.
+func (r *redRunner) families(s *server.RedundancyStatus, roles map[bool]vrrp.State) vrrp.State {
 	now := time.Now()
 	best := vrrp.Initialize
 	for _, v4 := range []bool{true, false} {
@@ -774,21 +816,7 @@ func (r *redRunner) status() *server.RedundancyStatus {
 		}
 		s.Families = append(s.Families, fs)
 	}
-	s.Role = best.String()
-	s.Auth = "none"
-	if red.Auth != nil {
-		s.Auth = "hmac-sha256 (no instance running)"
-	}
-	for _, f := range s.Families {
-		if f.Auth != "" {
-			s.Auth = f.Auth
-			break
-		}
-	}
-	if len(roles) == 0 && fault != "" {
-		s.Role, s.Fault = "fault", fault
-	}
-	return s
+	return best
 }
 
 func (r *redRunner) instFor(v4 bool) *runningInst {
