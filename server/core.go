@@ -102,15 +102,15 @@ type Core struct {
 	// daemon's, nil without one.
 	rt   Runtime
 	live LiveRuntime
-	w   stateWriter // how the current state is read and written (current.go)
-	red *redState   // the director's VRRP role (redundancy.go)
-	bgp bgpState    // the BGP runner's status (bgp.go)
+	w    stateWriter // how the current state is read and written (current.go)
+	red  *redState   // the director's VRRP role (role.go)
+	bgp  bgpState    // the BGP runner's status (bgp.go)
 	// alerts reads the daemon's alert deliveries (alerts_status.go).
 	alerts atomic.Pointer[func() []AlertDelivery]
 	// checker is the health checker's own health (checker.go).
 	checker checkerState
 
-	rsSSH    RealServerSSH // how real servers are reached (realserver.go)
+	rsSSH    RealServerSSH // how real servers are reached (realserver_prep.go)
 	identity string        // this director's certificate file (node.go)
 	// resultsGen counts the changes of the stored real-server results: this
 	// core's saves, and in the daemon another process's (noticeResults).

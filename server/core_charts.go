@@ -172,3 +172,23 @@ func KernelKeys(st *ipvsmgr.State) ([]ipvsmgr.ServiceKey, [][]ipvsmgr.DestKey) {
 	}
 	return sk, dk
 }
+
+// ChartSeries gives each key its series id, making the missing ones.
+func (c *Core) ChartSeries(ctx context.Context, keys []string, seen int64) (map[string]int64, error) {
+	return c.store.ChartSeries(ctx, keys, seen)
+}
+
+// ChartSeriesID is key's series id.
+func (c *Core) ChartSeriesID(ctx context.Context, key string) (int64, error) {
+	return c.store.ChartSeriesID(ctx, key)
+}
+
+// SaveChartPoints stores one sample of every series and forgets old ones.
+func (c *Core) SaveChartPoints(ctx context.Context, res int, t int64, chunks map[int64][]byte, keepFrom, forgetBefore int64) error {
+	return c.store.SaveChartPoints(ctx, res, t, chunks, keepFrom, forgetBefore)
+}
+
+// ChartPoints reads one chunk's points since a time.
+func (c *Core) ChartPoints(ctx context.Context, res int, chunk, since int64) ([]store.ChartRow, error) {
+	return c.store.ChartPoints(ctx, res, chunk, since)
+}

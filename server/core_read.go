@@ -187,3 +187,8 @@ func (c *Core) Audit(ctx context.Context, f store.AuditFilter) ([]store.AuditEnt
 	}
 	return entries, err
 }
+
+// CurrentRevision is the number of the stored desired state's revision.
+func (c *Core) CurrentRevision(ctx context.Context) (int64, error) {
+	return c.store.CurrentRevision(ctx)
+}

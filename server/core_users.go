@@ -175,3 +175,8 @@ func accountError(err error) error {
 	}
 	return err
 }
+
+// LastLogin is when user last logged in after since (zero: never).
+func (c *Core) LastLogin(ctx context.Context, user string, since time.Time) (time.Time, error) {
+	return c.store.LastLogin(ctx, user, since)
+}

@@ -166,3 +166,6 @@ func codeStatus() []CodeStatus {
 		{CodeInternal, http.StatusInternalServerError, true},
 	}
 }
+
+// Errorf is an error with a code, for the rooms beside the core.
+func Errorf(code Code, format string, args ...any) error { return errorf(code, format, args...) }

@@ -184,9 +184,6 @@ type ReconcileReport struct {
 // table (0 without a daemon).
 func (c *Core) KernelReads() int64 { return c.counters().KernelReads }
 
-// Errorf is an error with a code, for the rooms beside the core.
-func Errorf(code Code, format string, args ...any) error { return errorf(code, format, args...) }
-
 // The live runtime's reads, as a core without one answers them: no state
 // held, no snapshot, no reconcile, no checks.
 
@@ -209,4 +206,22 @@ func (c *Core) counters() RuntimeCounters {
 		return RuntimeCounters{}
 	}
 	return c.live.Counters()
+}
+
+// Snapshot returns the daemon's last kernel snapshot; nil without a daemon
+// or before its first poll.
+func (c *Core) Snapshot() *Snapshot {
+	if c.live == nil {
+		return nil
+	}
+	return c.live.Snapshot()
+}
+
+// LastReconcile returns the daemon's last reconcile; ok is false without a
+// daemon or before its first reconcile.
+func (c *Core) LastReconcile() (rep ReconcileReport, ok bool) {
+	if c.live == nil {
+		return ReconcileReport{}, false
+	}
+	return c.live.LastReconcile()
 }

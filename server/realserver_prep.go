@@ -264,3 +264,8 @@ func badInput(err error) error {
 	}
 	return &Error{Code: CodeBadInput, Msg: err.Error()}
 }
+
+// RealServerResults is the last preparation result (push, verify, undo) per real server.
+func (c *Core) RealServerResults(ctx context.Context) ([]arpguard.Result, error) {
+	return c.store.Results(ctx)
+}
