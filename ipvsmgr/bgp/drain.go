@@ -48,7 +48,7 @@ type DrainWatch struct {
 	timeout time.Duration
 	last    uint64    // the counter at the last reading
 	lastAt  time.Time // when it was read
-	lastNew time.Time // the reading at which it last grew (or the start)
+	lastNew time.Time // the reading at which it last grew (or the start, or a first reading after it)
 	read    bool
 }
 
@@ -68,6 +68,11 @@ func NewDrainWatch(start time.Time, mode string, prepend int, quiet, timeout tim
 func (w *DrainWatch) Observe(at time.Time, conns uint64) {
 	if w.read && !at.After(w.lastAt) {
 		return
+	}
+	if !w.read && at.After(w.lastNew) {
+		// The first reading after the drain began says nothing of the time
+		// before it: the quiet window counts from it, never from the start.
+		w.lastNew = at
 	}
 	if w.read {
 		grew := conns - w.last

@@ -42,6 +42,27 @@ func TestDrainWatchWaitsForAQuietWindow(t *testing.T) {
 	}
 }
 
+// A first reading long after the start (a slow step) is no quiet window:
+// nothing was seen of the connections before it.
+func TestDrainWatchCountsQuietFromTheFirstReading(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	w := NewDrainWatch(t0, "prepend", 3, 1500*time.Millisecond, 60*time.Second)
+	w.Observe(at(2), 1000)
+	if st := w.Status(at(2)); st.Phase != DrainDraining || st.Quiet != 0 {
+		t.Fatalf("a first reading 2 s in, past the 1.5 s window: %+v", st)
+	}
+	w.Observe(at(3), 1010)
+	w.Observe(at(4), 1010)
+	if st := w.Status(at(4)); st.Phase != DrainDraining || st.NewConns != 10 || st.Quiet != 1 {
+		t.Fatalf("1 s quiet after connections: %+v", st)
+	}
+	w.Observe(at(4.5), 1010)
+	if st := w.Status(at(4.5)); st.Phase != DrainDrained {
+		t.Fatalf("1.5 s quiet: %+v", st)
+	}
+}
+
 func TestDrainWatchTimesOutWhileFlowsKeepComing(t *testing.T) {
 	t0 := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
 	w := NewDrainWatch(t0, "prepend", 3, 6*time.Second, 20*time.Second)
