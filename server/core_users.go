@@ -19,8 +19,8 @@ const CodeLastAdmin Code = "last_admin"
 
 // Accounts is the users and API tokens: the Core's over its store, or a
 // daemon's over HTTP (package client), with the same rules, results and
-// errors. Each write is audited as its Actor; the caller has checked that
-// the Actor is an admin (the API's route table, the local CLI's owner).
+// errors. Each write is audited as its Actor, and refused below its role
+// in Policy (the API's and the panel's routes check that role first).
 type Accounts interface {
 	Users(ctx context.Context) ([]store.User, error)
 	AddUser(ctx context.Context, a Actor, u NewUser) error
@@ -83,6 +83,9 @@ func (c *Core) Users(ctx context.Context) ([]store.User, error) {
 
 // AddUser adds a user who may log in to the panel and hold tokens.
 func (c *Core) AddUser(ctx context.Context, a Actor, u NewUser) error {
+	if err := allow(a, "user add", RoleFor("user add")); err != nil {
+		return err
+	}
 	role, err := auth.ParseRole(u.Role)
 	if err != nil {
 		// Refused before a hash is made, and audited as the CLI always did.
@@ -94,6 +97,9 @@ func (c *Core) AddUser(ctx context.Context, a Actor, u NewUser) error {
 
 // SetUserRole changes a user's role; the last admin stays admin.
 func (c *Core) SetUserRole(ctx context.Context, a Actor, name, role string) error {
+	if err := allow(a, "user set", RoleFor("user set")); err != nil {
+		return err
+	}
 	r, err := auth.ParseRole(role)
 	if err != nil {
 		_ = c.accounts.Audit(ctx, a.principal(), "user set", name, nil, err, "")
@@ -104,11 +110,17 @@ func (c *Core) SetUserRole(ctx context.Context, a Actor, name, role string) erro
 
 // SetUserPassword gives a user a new password; the user's sessions end.
 func (c *Core) SetUserPassword(ctx context.Context, a Actor, name, password string) error {
+	if err := allow(a, "user passwd", RoleFor("user passwd")); err != nil {
+		return err
+	}
 	return accountError(c.accounts.SetPassword(ctx, a.principal(), name, password))
 }
 
 // RemoveUser removes a user with its sessions and tokens; the last admin stays.
 func (c *Core) RemoveUser(ctx context.Context, a Actor, name string) error {
+	if err := allow(a, "user rm", RoleFor("user rm")); err != nil {
+		return err
+	}
 	return accountError(c.accounts.RemoveUser(ctx, a.principal(), name))
 }
 
@@ -120,6 +132,9 @@ func (c *Core) Tokens(ctx context.Context) ([]store.Token, error) {
 
 // CreateToken makes an API token; its secret is in the answer and nowhere else.
 func (c *Core) CreateToken(ctx context.Context, a Actor, req TokenRequest) (*CreatedToken, error) {
+	if err := allow(a, "token create", RoleFor("token create")); err != nil {
+		return nil, err
+	}
 	ttl, err := ParseExpiry(req.Expires)
 	if err != nil {
 		return nil, accountError(err)
@@ -137,6 +152,9 @@ func (c *Core) CreateToken(ctx context.Context, a Actor, req TokenRequest) (*Cre
 
 // RevokeToken revokes the active token whose id, prefix or name is ref.
 func (c *Core) RevokeToken(ctx context.Context, a Actor, ref string) (*store.Token, error) {
+	if err := allow(a, "token revoke", RoleFor("token revoke")); err != nil {
+		return nil, err
+	}
 	t, err := c.accounts.RevokeToken(ctx, a.principal(), ref)
 	return t, accountError(err)
 }

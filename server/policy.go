@@ -28,6 +28,8 @@ func Policy() []Rule {
 		{"draft stage", a}, {"draft apply", a}, {"draft discard", a}, {"draft show", v},
 		{"why", v}, {"events", v}, {"node set", a}, {"realserver", a}, {"realserver tune", a},
 		{"loadtest start", a}, {"loadtest end", a},
+		{"users", a}, {"user add", a}, {"user set", a}, {"user passwd", a}, {"user rm", a},
+		{"token create", a}, {"token revoke", a}, {"audit", a},
 	}
 }
 

@@ -78,7 +78,7 @@ func (a *api) routes() []auth.Route {
 		{Method: "POST", Pattern: p + "/rollback/{rev}", Role: server.RoleFor("rollback"), Handler: h(a.rollback)},
 		{Method: "GET", Pattern: p + "/export", Role: auth.Viewer, Handler: h(a.export)},
 		{Method: "POST", Pattern: p + "/import", Role: server.RoleFor("import"), Handler: h(a.importState)},
-		{Method: "GET", Pattern: p + "/audit", Role: auth.Admin, Handler: h(a.audit)},
+		{Method: "GET", Pattern: p + "/audit", Role: server.RoleFor("audit"), Handler: h(a.audit)},
 		{Method: "GET", Pattern: p + "/node", Role: auth.Viewer, Handler: h(a.getNode)},
 		{Method: "PATCH", Pattern: p + "/node", Role: server.RoleFor("node set"), Handler: h(a.patchNode)},
 		{Method: "GET", Pattern: p + "/bgp", Role: auth.Viewer, Handler: h(a.getBGP)},

@@ -20,14 +20,14 @@ func (a *api) remoteRoutes() []auth.Route {
 	}
 	const p = "/api/v1"
 	return []auth.Route{
-		{Method: "GET", Pattern: p + "/users", Role: auth.Admin, Handler: h(a.listUsers)},
-		{Method: "POST", Pattern: p + "/users", Role: auth.Admin, Handler: h(a.addUser)},
-		{Method: "PATCH", Pattern: p + "/users/{name}", Role: auth.Admin, Handler: h(a.setUserRole)},
-		{Method: "PUT", Pattern: p + "/users/{name}/password", Role: auth.Admin, Handler: h(a.setUserPassword)},
-		{Method: "DELETE", Pattern: p + "/users/{name}", Role: auth.Admin, Handler: h(a.removeUser)},
-		{Method: "GET", Pattern: p + "/tokens", Role: auth.Admin, Handler: h(a.listTokens)},
-		{Method: "POST", Pattern: p + "/tokens", Role: auth.Admin, Handler: h(a.createToken)},
-		{Method: "POST", Pattern: p + "/tokens/{ref}/revoke", Role: auth.Admin, Handler: h(a.revokeToken)},
+		{Method: "GET", Pattern: p + "/users", Role: server.RoleFor("users"), Handler: h(a.listUsers)},
+		{Method: "POST", Pattern: p + "/users", Role: server.RoleFor("user add"), Handler: h(a.addUser)},
+		{Method: "PATCH", Pattern: p + "/users/{name}", Role: server.RoleFor("user set"), Handler: h(a.setUserRole)},
+		{Method: "PUT", Pattern: p + "/users/{name}/password", Role: server.RoleFor("user passwd"), Handler: h(a.setUserPassword)},
+		{Method: "DELETE", Pattern: p + "/users/{name}", Role: server.RoleFor("user rm"), Handler: h(a.removeUser)},
+		{Method: "GET", Pattern: p + "/tokens", Role: server.RoleFor("users"), Handler: h(a.listTokens)},
+		{Method: "POST", Pattern: p + "/tokens", Role: server.RoleFor("token create"), Handler: h(a.createToken)},
+		{Method: "POST", Pattern: p + "/tokens/{ref}/revoke", Role: server.RoleFor("token revoke"), Handler: h(a.revokeToken)},
 		{Method: "GET", Pattern: p + "/charts", Role: auth.Viewer, Handler: h(a.charts)},
 	}
 }

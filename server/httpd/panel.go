@@ -3,9 +3,7 @@ package httpd
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/server"
@@ -38,7 +36,6 @@ func NewPanel(core *server.Core, a *auth.Auth, started time.Time, o Options) (*p
 			}
 			return loginError(a.ChangePassword(ctx, by, old, new))
 		},
-		Accounts:   &accounts{a: a, core: core},
 		ClientAddr: a.ClientAddr,
 		Started:    started,
 		Log:        o.Log,
@@ -62,103 +59,4 @@ func loginError(err error) error {
 		return &panel.LoginError{Msg: inv.Error()}
 	}
 	return err
-}
-
-// accounts is the panel's users, tokens and audit screens over auth and the core.
-type accounts struct {
-	a    *auth.Auth
-	core *server.Core
-}
-
-func admin(ctx context.Context) *auth.Principal {
-	if p, ok := auth.FromContext(ctx); ok {
-		return p
-	}
-	return &auth.Principal{User: "panel", Role: auth.Admin, Via: "panel"}
-}
-
-func (x *accounts) ListUsers(ctx context.Context) ([]panel.User, error) {
-	us, err := x.a.Users(ctx)
-	out := make([]panel.User, 0, len(us))
-	for _, u := range us {
-		last, lerr := x.core.LastLogin(ctx, u.Name, u.CreatedAt)
-		if lerr != nil && err == nil {
-			err = lerr
-		}
-		out = append(out, panel.User{Name: u.Name, Role: u.Role, Created: u.CreatedAt, LastLogin: last})
-	}
-	return out, err
-}
-
-func (x *accounts) AddUser(ctx context.Context, name, role, password string) error {
-	r, err := auth.ParseRole(role)
-	if err != nil {
-		return err
-	}
-	return x.a.AddUser(ctx, admin(ctx), name, r, password)
-}
-
-func (x *accounts) RemoveUser(ctx context.Context, name string) error {
-	return x.a.RemoveUser(ctx, admin(ctx), name)
-}
-
-func (x *accounts) SetRole(ctx context.Context, name, role string) error {
-	r, err := auth.ParseRole(role)
-	if err != nil {
-		return err
-	}
-	return x.a.SetRole(ctx, admin(ctx), name, r)
-}
-
-func (x *accounts) ResetPassword(ctx context.Context, name, password string) error {
-	return x.a.SetPassword(ctx, admin(ctx), name, password)
-}
-
-func (x *accounts) ListTokens(ctx context.Context) ([]panel.Token, error) {
-	ts, err := x.a.Tokens(ctx)
-	out := make([]panel.Token, 0, len(ts))
-	for _, t := range ts {
-		if t.RevokedAt != nil {
-			continue
-		}
-		pt := panel.Token{ID: t.Prefix, Name: t.Name, User: t.UserName, Created: t.CreatedAt, Director: t.DirectorAt != nil}
-		if t.ExpiresAt != nil {
-			pt.Expires = *t.ExpiresAt
-		}
-		if t.LastUsedAt != nil {
-			pt.LastUsed = *t.LastUsedAt
-		}
-		out = append(out, pt)
-	}
-	return out, err
-}
-
-func (x *accounts) CreateToken(ctx context.Context, user, name string, expires time.Duration) (string, string, error) {
-	secret, t, err := x.a.CreateToken(ctx, admin(ctx), user, name, expires)
-	if err != nil {
-		return "", "", err
-	}
-	return t.Prefix, secret, nil
-}
-
-func (x *accounts) RevokeToken(ctx context.Context, id string) error {
-	_, err := x.a.RevokeToken(ctx, admin(ctx), id)
-	return err
-}
-
-func (x *accounts) Audit(ctx context.Context, f panel.AuditFilter) ([]panel.AuditEntry, error) {
-	es, err := x.core.Audit(ctx, server.AuditFilter{Actor: f.User, Contains: f.Action, Since: f.Since, Limit: f.Limit})
-	out := make([]panel.AuditEntry, 0, len(es))
-	for _, e := range es {
-		pe := panel.AuditEntry{At: e.At, User: e.Actor, Addr: e.ClientAddr, Via: e.Via, Action: e.Action,
-			Detail: strings.TrimSpace(e.Target + " " + e.Detail), OK: e.Outcome == server.OutcomeSuccess}
-		if e.Repeats > 1 && e.LastAt != nil {
-			pe.Detail += fmt.Sprintf(" (x%d, the last at %s)", e.Repeats, e.LastAt.Local().Format(time.DateTime))
-		}
-		if e.Revision != nil {
-			pe.Revision = *e.Revision
-		}
-		out = append(out, pe)
-	}
-	return out, err
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/auth"
 )
 
@@ -109,12 +110,13 @@ func (p *Panel) accountPassword(w http.ResponseWriter, r *http.Request, u who) {
 }
 
 type usersData struct {
-	Users   []User
-	Tokens  []Token
-	Form    *form
-	Secret  string
-	Roles   []string
-	Missing bool
+	Users []server.User
+	// LastLogins is each user's last login since it was made (missing: never).
+	LastLogins map[string]time.Time
+	Tokens     []server.Token // the active ones
+	Form       *form
+	Secret     string
+	Roles      []string
 }
 
 func (p *Panel) usersShow(w http.ResponseWriter, r *http.Request, u who) {
@@ -125,16 +127,29 @@ func (p *Panel) showUsers(w http.ResponseWriter, r *http.Request, u who, status 
 	ctx := r.Context()
 	pg := p.newPage(ctx, r, u, "Users and tokens", "users")
 	pg.Flash = takeFlash(w, r)
-	d := &usersData{Form: f, Secret: secret, Roles: []string{auth.Viewer.String(), auth.Operator.String(), auth.Admin.String()}}
-	if p.d.Accounts == nil {
-		d.Missing = true
-	} else {
-		var err error
-		if d.Users, err = p.d.Accounts.ListUsers(ctx); err != nil {
+	d := &usersData{Form: f, Secret: secret, Roles: []string{auth.Viewer.String(), auth.Operator.String(), auth.Admin.String()},
+		LastLogins: map[string]time.Time{}}
+	var err error
+	if d.Users, err = p.core.Users(ctx); err != nil {
+		f.Top = append(f.Top, err.Error())
+	}
+	for _, us := range d.Users {
+		last, err := p.core.LastLogin(ctx, us.Name, us.CreatedAt)
+		if err != nil {
 			f.Top = append(f.Top, err.Error())
+			break
 		}
-		if d.Tokens, err = p.d.Accounts.ListTokens(ctx); err != nil {
-			f.Top = append(f.Top, err.Error())
+		if !last.IsZero() {
+			d.LastLogins[us.Name] = last
+		}
+	}
+	tokens, err := p.core.Tokens(ctx)
+	if err != nil {
+		f.Top = append(f.Top, err.Error())
+	}
+	for _, t := range tokens {
+		if t.RevokedAt == nil {
+			d.Tokens = append(d.Tokens, t)
 		}
 	}
 	pg.Errors = f.Top
@@ -142,18 +157,7 @@ func (p *Panel) showUsers(w http.ResponseWriter, r *http.Request, u who, status 
 	p.render(w, r, status, "users", pg)
 }
 
-func (p *Panel) noAccounts(w http.ResponseWriter, r *http.Request, u who) bool {
-	if p.d.Accounts == nil {
-		p.renderError(w, r, u, http.StatusNotImplemented, "User management is not connected in this build.")
-		return true
-	}
-	return false
-}
-
 func (p *Panel) userCreate(w http.ResponseWriter, r *http.Request, u who) {
-	if p.noAccounts(w, r, u) {
-		return
-	}
 	f := newForm()
 	name, role, pass := strings.TrimSpace(r.PostFormValue("name")), r.PostFormValue("role"), r.PostFormValue("password")
 	f.Values["name"], f.Values["role"] = name, role
@@ -170,7 +174,7 @@ func (p *Panel) userCreate(w http.ResponseWriter, r *http.Request, u who) {
 		p.showUsers(w, r, u, http.StatusUnprocessableEntity, f, "")
 		return
 	}
-	if err := p.d.Accounts.AddUser(r.Context(), name, role, pass); err != nil {
+	if err := p.core.AddUser(r.Context(), p.actor(r, u), server.NewUser{Name: name, Role: role, Password: pass}); err != nil {
 		f.Top = append(f.Top, err.Error())
 		p.showUsers(w, r, u, http.StatusUnprocessableEntity, f, "")
 		return
@@ -179,10 +183,7 @@ func (p *Panel) userCreate(w http.ResponseWriter, r *http.Request, u who) {
 }
 
 func (p *Panel) userAction(w http.ResponseWriter, r *http.Request, u who) {
-	if p.noAccounts(w, r, u) {
-		return
-	}
-	ctx := r.Context()
+	ctx, a := r.Context(), p.actor(r, u)
 	name := r.PathValue("name")
 	var err error
 	var msg string
@@ -192,21 +193,21 @@ func (p *Panel) userAction(w http.ResponseWriter, r *http.Request, u who) {
 			p.renderError(w, r, u, http.StatusUnprocessableEntity, "You cannot remove yourself.")
 			return
 		}
-		err, msg = p.d.Accounts.RemoveUser(ctx, name), "User "+name+" removed."
+		err, msg = p.core.RemoveUser(ctx, a, name), "User "+name+" removed."
 	case "role":
 		role := r.PostFormValue("role")
 		if _, err := auth.ParseRole(role); err != nil {
 			p.renderError(w, r, u, http.StatusUnprocessableEntity, "Choose viewer, operator or admin.")
 			return
 		}
-		err, msg = p.d.Accounts.SetRole(ctx, name, role), "User "+name+" is now "+role+"."
+		err, msg = p.core.SetUserRole(ctx, a, name, role), "User "+name+" is now "+role+"."
 	case "password":
 		pass := r.PostFormValue("password")
 		if pass == "" {
 			p.renderError(w, r, u, http.StatusUnprocessableEntity, "Give the new password.")
 			return
 		}
-		err, msg = p.d.Accounts.ResetPassword(ctx, name, pass), "Password of "+name+" reset."
+		err, msg = p.core.SetUserPassword(ctx, a, name, pass), "Password of "+name+" reset."
 	default:
 		p.renderError(w, r, u, http.StatusNotFound, "No such action.")
 		return
@@ -221,37 +222,35 @@ func (p *Panel) userAction(w http.ResponseWriter, r *http.Request, u who) {
 }
 
 func (p *Panel) tokenCreate(w http.ResponseWriter, r *http.Request, u who) {
-	if p.noAccounts(w, r, u) {
-		return
-	}
 	user, name := strings.TrimSpace(r.PostFormValue("user")), strings.TrimSpace(r.PostFormValue("name"))
 	f := newForm()
 	// Empty or 0 is a token until revoked; anything else not a whole
 	// number of days is refused, never taken as "never expires".
-	days, err := 0, error(nil)
+	req := server.TokenRequest{User: user, Name: name}
 	if v := strings.TrimSpace(r.PostFormValue("days")); v != "" {
-		if days, err = strconv.Atoi(v); err != nil || days < 0 || days >= 100000 {
+		days, err := strconv.Atoi(v)
+		if err != nil || days < 0 || days >= 100000 {
 			f.Top = append(f.Top, fmt.Sprintf("Expires after (days): %q is not a whole number of days from 0 (never) to 99999; no token was made.", v))
 			p.showUsers(w, r, u, http.StatusUnprocessableEntity, f, "")
 			return
 		}
+		if days > 0 {
+			req.Expires = strconv.Itoa(days) + "d"
+		}
 	}
-	id, secret, err := p.d.Accounts.CreateToken(r.Context(), user, name, time.Duration(days)*24*time.Hour)
+	made, err := p.core.CreateToken(r.Context(), p.actor(r, u), req)
 	if err != nil {
 		f.Top = append(f.Top, err.Error())
 		p.showUsers(w, r, u, http.StatusUnprocessableEntity, f, "")
 		return
 	}
 	// The secret is shown once, in this answer, and never again.
-	p.showUsers(w, r, u, http.StatusOK, f, "Token "+id+" for "+user+": "+secret)
+	p.showUsers(w, r, u, http.StatusOK, f, "Token "+made.Info.Prefix+" for "+user+": "+made.Token)
 }
 
 func (p *Panel) tokenRevoke(w http.ResponseWriter, r *http.Request, u who) {
-	if p.noAccounts(w, r, u) {
-		return
-	}
 	id := r.PathValue("id")
-	if err := p.d.Accounts.RevokeToken(r.Context(), id); err != nil {
+	if _, err := p.core.RevokeToken(r.Context(), p.actor(r, u), id); err != nil {
 		p.fail(w, r, u, err)
 		return
 	}
@@ -259,15 +258,14 @@ func (p *Panel) tokenRevoke(w http.ResponseWriter, r *http.Request, u who) {
 }
 
 type auditData struct {
-	Entries []AuditEntry
-	Filter  AuditFilter
+	Entries []server.AuditEntry
+	Filter  server.AuditFilter
 	Since   string
-	Missing bool
 }
 
 func (p *Panel) auditShow(w http.ResponseWriter, r *http.Request, u who) {
 	q := r.URL.Query()
-	d := &auditData{Filter: AuditFilter{User: q.Get("user"), Action: q.Get("action"), Limit: 200}, Since: q.Get("since")}
+	d := &auditData{Filter: server.AuditFilter{Actor: q.Get("user"), Contains: q.Get("action"), Limit: 200}, Since: q.Get("since")}
 	pg := p.newPage(r.Context(), r, u, "Audit log", "audit")
 	if d.Since != "" {
 		if t, err := time.ParseInLocation("2006-01-02", d.Since, time.Local); err == nil {
@@ -276,9 +274,7 @@ func (p *Panel) auditShow(w http.ResponseWriter, r *http.Request, u who) {
 			pg.Errors = append(pg.Errors, "since: want a date like 2026-01-31")
 		}
 	}
-	if p.d.Accounts == nil {
-		d.Missing = true
-	} else if es, err := p.d.Accounts.Audit(r.Context(), d.Filter); err != nil {
+	if es, err := p.core.Audit(r.Context(), d.Filter); err != nil {
 		pg.Errors = append(pg.Errors, err.Error())
 	} else {
 		d.Entries = es

@@ -1,7 +1,8 @@
 // Package panel is ipvsctl's HTML admin panel: server-rendered pages over the
 // core (server.Core), with the templates and assets of package web. It does
-// no authentication itself: who is logged in, logging in and out, and the
-// user, token and audit stores are given to it (Deps).
+// no authentication itself: who is logged in, logging in and out and changing
+// one's own password are given to it (Deps); the users, tokens and audit it
+// shows and edits are the core's.
 package panel
 
 import (
@@ -34,8 +35,6 @@ type Deps struct {
 	NoUsers func(ctx context.Context) bool
 	// ChangePassword changes a user's own password after checking the old one.
 	ChangePassword func(ctx context.Context, user, old, new string) error
-	// Accounts backs the users, tokens and audit screens; nil hides them.
-	Accounts Accounts
 	// ClientAddr is a request's client address for the audit; nil means the
 	// connection's (r.RemoteAddr's host).
 	ClientAddr func(r *http.Request) string
@@ -54,60 +53,3 @@ type LoginError struct {
 }
 
 func (e *LoginError) Error() string { return e.Msg }
-
-// User is one account as the users screen lists it.
-type User struct {
-	Name      string
-	Role      string
-	Created   time.Time
-	LastLogin time.Time // zero: never
-}
-
-// Token is one API token (never its secret).
-type Token struct {
-	ID       string
-	Name     string // what it is for
-	User     string
-	Created  time.Time
-	Expires  time.Time // zero: never
-	LastUsed time.Time // zero: never
-	// Director: a peer director's token (taken over TLS only with its certificate).
-	Director bool
-}
-
-// AuditEntry is one audited action.
-type AuditEntry struct {
-	At       time.Time
-	User     string
-	Addr     string
-	Via      string
-	Action   string // e.g. login, login-failed, vs set, rollback
-	Detail   string
-	Revision int64 // 0: none
-	OK       bool
-}
-
-// AuditFilter selects audit entries; zero fields match everything.
-type AuditFilter struct {
-	User   string
-	Action string // a substring of the action, what it was on or its detail, in any case
-	Since  time.Time
-	Limit  int
-}
-
-// Accounts is the auth store as the admin screens need it; the daemon
-// adapts its user, token and audit stores to it. Errors are shown to the
-// admin as they are: their messages must be fit for that.
-type Accounts interface {
-	ListUsers(ctx context.Context) ([]User, error)
-	AddUser(ctx context.Context, name, role, password string) error
-	RemoveUser(ctx context.Context, name string) error
-	SetRole(ctx context.Context, name, role string) error
-	ResetPassword(ctx context.Context, name, password string) error
-	ListTokens(ctx context.Context) ([]Token, error)
-	// CreateToken makes a token for user, shown once (secret); an empty
-	// name is made from the user's.
-	CreateToken(ctx context.Context, user, name string, expires time.Duration) (id, secret string, err error)
-	RevokeToken(ctx context.Context, id string) error
-	Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
-}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/auth"
 )
 
 func TestDraftStageDiffApplyAndStaleRefusal(t *testing.T) {
@@ -164,9 +165,18 @@ func TestXSSPayloadsEscaped(t *testing.T) {
 			Servers: []ipvsmgr.Server{{Name: p + "rs", Address: "198.18.0." + itoa(11+i), Weight: &one}}})
 	}
 	e.seed(t, st)
-	e.acct.audit = append(e.acct.audit, AuditEntry{At: time.Now(), User: payloads[0], Addr: payloads[1], Via: "panel", Action: payloads[3], Detail: payloads[2]})
-	e.acct.users[payloads[0]] = User{Name: payloads[0], Role: "viewer"}
-	e.acct.tokens = append(e.acct.tokens, Token{ID: payloads[1], Name: names[0], User: payloads[0]})
+	// A user, a token and audit entries with the payloads, in the store.
+	root := server.Actor{Name: "root", Via: "test"}
+	if err := e.core.AddUser(t.Context(), root, server.NewUser{Name: names[0], Role: "viewer", Password: testPassword}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.core.CreateToken(t.Context(), root, server.TokenRequest{User: names[0], Name: names[1]}); err != nil {
+		t.Fatal(err)
+	}
+	by := &auth.Principal{User: names[2], Role: auth.Viewer, Via: "panel", ClientAddr: payloads[1]}
+	if err := auth.New(e.st, auth.Config{}).Audit(t.Context(), by, payloads[3], payloads[0], nil, errString(payloads[1]), payloads[2]); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "kernel", func() bool { m, _ := e.panel.model(t.Context()); return m != nil && m.Rows[0].InKernel })
 	e.post(t, "oscar", "/services/"+url.PathEscape(names[0])+"/servers/"+url.PathEscape(names[0]+"rs")+"/drain", nil)
 	pages := []string{"/", "/live", "/live/rows", "/live?q=" + url.QueryEscape(payloads[0]), "/services", "/history", "/history/1", "/history/2",
@@ -376,51 +386,94 @@ func TestChartsSampledAndStored(t *testing.T) {
 
 func TestAccountsScreens(t *testing.T) {
 	e := newEnv(t)
-	r := e.post(t, "alice", "/users", url.Values{"name": {"carol"}, "role": {"operator"}, "password": {"s3cret"}})
-	if r.Code != http.StatusSeeOther || e.acct.users["carol"].Role != "operator" {
-		t.Fatalf("add user: %d", r.Code)
+	ctx := t.Context()
+	role := func(name string) string {
+		us, err := e.core.Users(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range us {
+			if u.Name == name {
+				return u.Role
+			}
+		}
+		return ""
+	}
+	activeTokens := func() (out []server.Token) {
+		ts, err := e.core.Tokens(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tk := range ts {
+			if tk.RevokedAt == nil {
+				out = append(out, tk)
+			}
+		}
+		return out
+	}
+	r := e.post(t, "alice", "/users", url.Values{"name": {"carol"}, "role": {"operator"}, "password": {"a long s3cret pass"}})
+	if r.Code != http.StatusSeeOther || role("carol") != "operator" {
+		t.Fatalf("add user: %d %s", r.Code, excerpt(r.Body))
 	}
 	r = e.post(t, "alice", "/users", url.Values{"name": {""}, "role": {"god"}})
 	if errBeside(r.Body, "name") == "" || errBeside(r.Body, "role") == "" || errBeside(r.Body, "password") == "" {
 		t.Fatalf("user form errors: %s", excerpt(r.Body))
 	}
+	// The core's refusal (its password rule) is shown, and nothing made.
+	r = e.post(t, "alice", "/users", url.Values{"name": {"dave"}, "role": {"viewer"}, "password": {"short"}})
+	if r.Code != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "at least 12 characters") || role("dave") != "" {
+		t.Fatalf("short password: %d %s", r.Code, excerpt(r.Body))
+	}
 	e.post(t, "alice", "/users/carol/role", url.Values{"role": {"admin"}})
-	if e.acct.users["carol"].Role != "admin" {
+	if role("carol") != "admin" {
 		t.Fatal("set role")
 	}
-	e.post(t, "alice", "/users/carol/password", url.Values{"password": {"new"}})
-	if e.acct.pw["carol"] != "new" {
-		t.Fatal("reset password")
+	e.post(t, "alice", "/users/carol/password", url.Values{"password": {"another long password"}})
+	if _, err := auth.New(e.st, auth.Config{}).Login(ctx, "carol", "another long password", "127.0.0.1"); err != nil {
+		t.Fatalf("reset password: the new one does not log in: %v", err)
 	}
 	e.post(t, "alice", "/users/carol/delete", nil)
-	if _, ok := e.acct.users["carol"]; ok {
+	if role("carol") != "" {
 		t.Fatal("remove user")
 	}
 	// A lifetime that is not a whole number of days is refused by name and
 	// value, never taken as "until revoked".
 	for _, bad := range []string{"thirty", "-1", "1.5", "100000"} {
 		r = e.post(t, "alice", "/tokens", url.Values{"user": {"alice"}, "name": {"deploy"}, "days": {bad}})
-		if r.Code != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "Expires after (days): &#34;"+bad+"&#34; is not a whole number") || len(e.acct.tokens) != 0 {
-			t.Fatalf("days %q: %d, %d tokens, %s", bad, r.Code, len(e.acct.tokens), excerpt(r.Body))
+		if r.Code != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "Expires after (days): &#34;"+bad+"&#34; is not a whole number") || len(activeTokens()) != 0 {
+			t.Fatalf("days %q: %d, %d tokens, %s", bad, r.Code, len(activeTokens()), excerpt(r.Body))
 		}
 	}
 	r = e.post(t, "alice", "/tokens", url.Values{"user": {"alice"}, "name": {"deploy"}, "days": {"30"}})
-	if !strings.Contains(r.Body, "secret-t1") {
-		t.Fatal("token secret not shown once")
+	tokens := activeTokens()
+	if len(tokens) != 1 || tokens[0].ExpiresAt == nil || tokens[0].ExpiresAt.Sub(tokens[0].CreatedAt) != 30*24*time.Hour {
+		t.Fatalf("token made: %+v, want one expiring after 30 days", tokens)
 	}
-	if page := e.get(t, "alice", "/users").Body; strings.Contains(page, "secret-t1") || !strings.Contains(page, "<td>t1</td><td>deploy</td><td>alice</td>") {
+	prefix := tokens[0].Prefix
+	secret := regexp.MustCompile(`Token ` + regexp.QuoteMeta(prefix) + ` for alice: (\S+)</pre>`).FindStringSubmatch(r.Body)
+	if secret == nil {
+		t.Fatalf("token secret not shown once: %s", excerpt(r.Body))
+	}
+	row := regexp.MustCompile(`<td>` + regexp.QuoteMeta(prefix) + `</td>\s*<td>deploy</td>\s*<td>alice</td>`)
+	if page := e.get(t, "alice", "/users").Body; strings.Contains(page, secret[1]) || !row.MatchString(page) {
 		t.Fatalf("token secret shown again, or the token not listed with its name: %s", excerpt(page))
 	}
-	e.post(t, "alice", "/tokens/t1/revoke", nil)
-	if len(e.acct.tokens) != 0 {
+	e.post(t, "alice", "/tokens/"+prefix+"/revoke", nil)
+	if len(activeTokens()) != 0 {
 		t.Fatal("revoke")
 	}
-	e.acct.audit = []AuditEntry{{At: time.Now(), User: "alice", Action: "login", OK: true}, {At: time.Now(), User: "mallory", Action: "login", OK: false}}
+	// The audit is the core's: the panel's own edits above are in it, as alice's.
+	r = e.get(t, "alice", "/audit?action=carol")
+	if !strings.Contains(r.Body, "user add") || !strings.Contains(r.Body, "<td>alice</td>") || !strings.Contains(r.Body, "user rm") {
+		t.Fatalf("the panel's user edits not audited as alice: %s", excerpt(r.Body))
+	}
+	a := auth.New(e.st, auth.Config{})
+	a.Audit(ctx, &auth.Principal{User: "mallory", Via: "panel"}, "login", "", nil, auth.ErrBadCredentials, "")
 	r = e.get(t, "alice", "/audit?user=mallory")
 	if !strings.Contains(r.Body, "mallory") || strings.Contains(r.Body, "<td>alice</td>") || !strings.Contains(r.Body, "refused") {
 		t.Fatalf("audit filter: %s", excerpt(r.Body))
 	}
-	e.acct.audit = append(e.acct.audit, AuditEntry{At: time.Now(), User: "alice", Action: "apply", Detail: "rs drain web r1", OK: true})
+	a.Audit(ctx, &auth.Principal{User: "alice", Via: "cli"}, "apply", "", nil, nil, "rs drain web r1")
 	r = e.get(t, "alice", "/audit?action=Drain")
 	if !strings.Contains(r.Body, "rs drain web r1") || strings.Contains(r.Body, "mallory") {
 		t.Fatalf("audit filter on the detail: %s", excerpt(r.Body))
@@ -434,7 +487,7 @@ func TestAccountsScreens(t *testing.T) {
 	if !strings.Contains(r.Body, "current password is wrong") {
 		t.Fatalf("wrong old: %s", excerpt(r.Body))
 	}
-	if r = e.post(t, "alice", "/account/password", url.Values{"old": {"pw-alice"}, "new": {"x1"}, "again": {"x1"}}); r.Code != http.StatusSeeOther || e.acct.pw["alice"] != "x1" {
+	if r = e.post(t, "alice", "/account/password", url.Values{"old": {"pw-alice"}, "new": {"x1"}, "again": {"x1"}}); r.Code != http.StatusSeeOther || e.auth.pw["alice"] != "x1" {
 		t.Fatalf("change: %d", r.Code)
 	}
 }

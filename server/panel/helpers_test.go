@@ -19,6 +19,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/tune"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/vrrp"
 	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/auth"
 	"github.com/ipvsctl/ipvsctl/server/daemon"
 	"github.com/ipvsctl/ipvsctl/server/redundancy"
 	"github.com/ipvsctl/ipvsctl/server/store"
@@ -120,10 +121,16 @@ func (k *trafficKernel) Table(ctx context.Context) (*ipvsmgr.Table, error) {
 	return t, nil
 }
 
-// fakeAuth is what the auth package will be: a cookie naming user and role.
+// testPassword is the stored users' password (the fake sessions check their own).
+const testPassword = "correct horse battery"
+
+// fakeAuth is the sessions the panel is given (Deps.Who, Login, Logout,
+// ChangePassword): a cookie naming user and role. The users, tokens and
+// audit the screens show are the core's, in the real store.
 type fakeAuth struct {
 	mu     sync.Mutex
 	users  map[string]string // name -> role
+	pw     map[string]string // own passwords (ChangePassword)
 	logins []string
 	fails  int
 }
@@ -170,7 +177,6 @@ type env struct {
 	auth   *fakeAuth
 	panel  *Panel
 	h      http.Handler
-	acct   *fakeAccounts
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -207,7 +213,8 @@ func newEnvOf(t testing.TB, o envOptions) *env {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg := server.Config{Store: st, Log: log, OpenKernel: func() (*server.KernelConn, error) {
 		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
-	}, TuneHost: tune.DirHost{Root: t.TempDir()}} // no setting to read: no tuning badge unless a test gives a host
+	}, TuneHost: tune.DirHost{Root: t.TempDir()}, // no setting to read: no tuning badge unless a test gives a host
+		Auth: auth.New(st, auth.Config{Params: auth.CheapParams(), Log: log})}
 	for _, f := range with {
 		f(&cfg)
 	}
@@ -222,11 +229,15 @@ func newEnvOf(t testing.TB, o envOptions) *env {
 	if o.daemon != nil {
 		o.daemon(d)
 	}
-	auth := &fakeAuth{users: map[string]string{"alice": "admin", "oscar": "operator", "vic": "viewer"}}
-	acct := newFakeAccounts()
-	p, err := New(Deps{Core: core, Who: auth.who, Login: auth.login, Logout: auth.logout, Log: log, Accounts: acct,
+	fa := &fakeAuth{users: map[string]string{"alice": "admin", "oscar": "operator", "vic": "viewer"}, pw: map[string]string{"alice": "pw-alice"}}
+	for _, name := range []string{"alice", "vic"} { // the users screen's, in the store
+		if err := core.AddUser(ctx, server.Actor{Name: "root", Via: "test"}, server.NewUser{Name: name, Role: fa.users[name], Password: testPassword}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := New(Deps{Core: core, Who: fa.who, Login: fa.login, Logout: fa.logout, Log: log,
 		NoUsers:        func(context.Context) bool { return false },
-		ChangePassword: acct.changePassword,
+		ChangePassword: fa.changePassword,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -237,7 +248,7 @@ func newEnvOf(t testing.TB, o envOptions) *env {
 	if o.panel != nil {
 		o.panel(p)
 	}
-	e := &env{core: core, st: st, path: path, kernel: k, auth: auth, panel: p, h: p.Routes(), acct: acct, cancel: cancel, done: make(chan struct{})}
+	e := &env{core: core, st: st, path: path, kernel: k, auth: fa, panel: p, h: p.Routes(), cancel: cancel, done: make(chan struct{})}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); d.Run(ctx) }()
@@ -326,100 +337,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Fatalf("timed out waiting for %s", what)
 }
 
-// fakeAccounts is the auth store as the admin screens see it.
-type fakeAccounts struct {
-	mu     sync.Mutex
-	users  map[string]User
-	pw     map[string]string
-	tokens []Token
-	audit  []AuditEntry
-}
-
-func newFakeAccounts() *fakeAccounts {
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	return &fakeAccounts{
-		users: map[string]User{"alice": {Name: "alice", Role: "admin", Created: now}, "vic": {Name: "vic", Role: "viewer", Created: now}},
-		pw:    map[string]string{"alice": "pw-alice"},
-	}
-}
-
-func (a *fakeAccounts) ListUsers(context.Context) ([]User, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var out []User
-	for _, u := range a.users {
-		out = append(out, u)
-	}
-	return out, nil
-}
-func (a *fakeAccounts) AddUser(_ context.Context, name, role, pw string) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if _, ok := a.users[name]; ok {
-		return &server.Error{Code: server.CodeExists, Msg: "user " + name + " exists"}
-	}
-	a.users[name] = User{Name: name, Role: role, Created: time.Now()}
-	a.pw[name] = pw
-	return nil
-}
-func (a *fakeAccounts) RemoveUser(_ context.Context, name string) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	delete(a.users, name)
-	return nil
-}
-func (a *fakeAccounts) SetRole(_ context.Context, name, role string) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	u := a.users[name]
-	u.Role = role
-	a.users[name] = u
-	return nil
-}
-func (a *fakeAccounts) ResetPassword(_ context.Context, name, pw string) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.pw[name] = pw
-	return nil
-}
-func (a *fakeAccounts) ListTokens(context.Context) ([]Token, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]Token(nil), a.tokens...), nil
-}
-func (a *fakeAccounts) CreateToken(_ context.Context, user, name string, _ time.Duration) (string, string, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	id := "t" + itoa(len(a.tokens)+1)
-	if name == "" {
-		name = user + "-" + id
-	}
-	a.tokens = append(a.tokens, Token{ID: id, Name: name, User: user, Created: time.Now()})
-	return id, "secret-" + id, nil
-}
-func (a *fakeAccounts) RevokeToken(_ context.Context, id string) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for i, t := range a.tokens {
-		if t.ID == id {
-			a.tokens = append(a.tokens[:i], a.tokens[i+1:]...)
-			return nil
-		}
-	}
-	return &server.Error{Code: server.CodeNotFound, Msg: "no token " + id}
-}
-func (a *fakeAccounts) Audit(_ context.Context, f AuditFilter) ([]AuditEntry, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var out []AuditEntry
-	for _, e := range a.audit {
-		if (f.User == "" || e.User == f.User) && (f.Action == "" || strings.Contains(strings.ToLower(e.Action+" "+e.Detail), strings.ToLower(f.Action))) {
-			out = append(out, e)
-		}
-	}
-	return out, nil
-}
-func (a *fakeAccounts) changePassword(_ context.Context, user, old, nw string) error {
+func (a *fakeAuth) changePassword(_ context.Context, user, old, nw string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.pw[user] != old {

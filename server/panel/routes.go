@@ -95,12 +95,12 @@ func (p *Panel) routes(handle func(pattern string, h http.HandlerFunc)) {
 
 	mux.HandleFunc("GET /account", p.need(V, p.accountShow))
 	mux.HandleFunc("POST /account/password", p.need(V, p.accountPassword))
-	mux.HandleFunc("GET /users", p.need(A, p.usersShow))
-	mux.HandleFunc("POST /users", p.need(A, p.userCreate))
-	mux.HandleFunc("POST /users/{name}/{action}", p.need(A, p.userAction))
-	mux.HandleFunc("POST /tokens", p.need(A, p.tokenCreate))
-	mux.HandleFunc("POST /tokens/{id}/revoke", p.need(A, p.tokenRevoke))
-	mux.HandleFunc("GET /audit", p.need(A, p.auditShow))
+	mux.HandleFunc("GET /users", p.needTo("users", p.usersShow))
+	mux.HandleFunc("POST /users", p.needTo("user add", p.userCreate))
+	mux.HandleFunc("POST /users/{name}/{action}", p.needTo("user set", p.userAction)) // role, passwd, rm: each an admin's
+	mux.HandleFunc("POST /tokens", p.needTo("token create", p.tokenCreate))
+	mux.HandleFunc("POST /tokens/{id}/revoke", p.needTo("token revoke", p.tokenRevoke))
+	mux.HandleFunc("GET /audit", p.needTo("audit", p.auditShow))
 }
 
 // muxFunc gives the route list its HandleFunc.
