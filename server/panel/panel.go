@@ -137,6 +137,11 @@ func (p *Panel) need(min auth.Role, h func(http.ResponseWriter, *http.Request, w
 	}
 }
 
+// loggedIn wraps a page that every logged-in user may see (a viewer's).
+func (p *Panel) loggedIn(h func(http.ResponseWriter, *http.Request, who)) http.HandlerFunc {
+	return p.need(auth.Viewer, h)
+}
+
 // needTo wraps a handler that makes action: its least role is the core's
 // (server.Policy), the one the API's route and the core's own check use.
 func (p *Panel) needTo(action string, h func(http.ResponseWriter, *http.Request, who)) http.HandlerFunc {
