@@ -74,7 +74,7 @@ func (p *Panel) addressShow(w http.ResponseWriter, r *http.Request, u who) {
 		return
 	}
 	addr := r.PathValue("addr")
-	d := &addressData{Addr: addr, CanOp: u.CanOperate()}
+	d := &addressData{Addr: addr, CanOp: u.Can("rs drain")}
 	for _, row := range m.Rows {
 		for _, sr := range row.Servers {
 			if sr.Server != nil && sr.Server.Address == addr {

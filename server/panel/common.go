@@ -54,7 +54,7 @@ func (p *Panel) newPage(ctx context.Context, r *http.Request, u who, title, nav 
 // draftBanner is the banner about u's draft (nil: none, or not an admin),
 // the core's summary: counted once per draft and revision.
 func (p *Panel) draftBanner(ctx context.Context, u who, key server.RenderKey) *server.DraftSummary {
-	if !u.CanAdmin() {
+	if !u.Can("draft stage") {
 		return nil
 	}
 	rev, err := p.revOf(ctx, key)

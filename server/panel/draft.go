@@ -26,7 +26,7 @@ func (p *Panel) draftShow(w http.ResponseWriter, r *http.Request, u who) {
 	ctx := r.Context()
 	pg := p.newPage(ctx, r, u, "Draft", "")
 	pg.Flash = takeFlash(w, r)
-	d := &draftData{CanEdit: u.CanAdmin()}
+	d := &draftData{CanEdit: u.Can("draft apply")}
 	pg.Data = d
 	if _, err := p.core.Draft(ctx, u.User); errors.Is(err, server.ErrNotFound) {
 		p.render(w, r, http.StatusOK, "draft", pg)

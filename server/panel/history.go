@@ -35,7 +35,7 @@ func (p *Panel) historyList(w http.ResponseWriter, r *http.Request, u who) {
 		p.fail(w, r, u, err)
 		return
 	}
-	d := &historyData{Limit: limit, CanRoll: u.CanAdmin()}
+	d := &historyData{Limit: limit, CanRoll: u.Can("rollback")}
 	if len(revs) > limit {
 		revs, d.More = revs[:limit], true
 	}
@@ -71,7 +71,7 @@ func (p *Panel) historyShow(w http.ResponseWriter, r *http.Request, u who) {
 	}
 	cur, _ := p.core.CurrentRevision(ctx)
 	pg := p.newPage(ctx, r, u, "Revision "+strconv.FormatInt(n, 10), "history")
-	pg.Data = &revisionData{Rev: rd, CanRoll: u.CanAdmin(), Current: cur}
+	pg.Data = &revisionData{Rev: rd, CanRoll: u.Can("rollback"), Current: cur}
 	p.render(w, r, http.StatusOK, "revision", pg)
 }
 

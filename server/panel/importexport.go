@@ -45,7 +45,7 @@ func (p *Panel) importShow(w http.ResponseWriter, r *http.Request, u who) {
 func (p *Panel) showImport(w http.ResponseWriter, r *http.Request, u who, status int, d *importData, errs []string) {
 	ctx := r.Context()
 	d.Formats, d.Exports = formats.Formats()
-	d.CanImport = u.CanAdmin()
+	d.CanImport = u.Can("import")
 	if _, err := p.core.Draft(ctx, u.User); err == nil {
 		d.HasDraft = true
 	}

@@ -46,7 +46,7 @@ func (p *Panel) liveData(r *http.Request, u who) (*liveData, error) {
 func (p *Panel) liveDataOf(r *http.Request, u who, m *model, kb *kernelBanner) *liveData {
 	q := r.URL.Query()
 	d := &liveData{Q: strings.TrimSpace(q.Get("q")), Problems: q.Get("problems") != "", Sort: liveSorts[q.Get("sort")], Rev: m.Rev,
-		Total: len(m.Rows), CanOp: u.CanOperate()}
+		Total: len(m.Rows), CanOp: u.Can("rs drain")}
 	if d.Sort == "" {
 		d.Sort = "name"
 	}
@@ -158,7 +158,7 @@ func (p *Panel) liveRows(w http.ResponseWriter, r *http.Request, u who) {
 		return
 	}
 	lv := p.liveView(m)
-	frag, err := lv.fragment(liveFragKey{query: r.URL.RawQuery, canOp: u.CanOperate(), stale: kb.Bad}, func() (*holed, error) {
+	frag, err := lv.fragment(liveFragKey{query: r.URL.RawQuery, canOp: u.Can("rs drain"), stale: kb.Bad}, func() (*holed, error) {
 		d := p.liveDataOf(r, u, m, kb)
 		d.Age = p.holes.mark(0)
 		b, err := p.renderBytes(r, "live_rows", "live_rows", d)

@@ -112,8 +112,15 @@ func whoOf(user, role string) who {
 	return who{User: user, Role: role, role: r}
 }
 
-func (w who) CanOperate() bool { return auth.Allows(w.role, auth.Operator) }
-func (w who) CanAdmin() bool   { return auth.Allows(w.role, auth.Admin) }
+// Can says whether the user may do action (server.Policy's role for it).
+func (w who) Can(action string) bool { return w.allows(server.RoleFor(action)) }
+
+func (w who) allows(r auth.Role) bool { return auth.Allows(w.role, r) }
+
+// CanOperate and CanAdmin are the templates' words for what an operator
+// (draining a server) and an admin (applying a state) may do: Policy's.
+func (w who) CanOperate() bool { return w.Can("rs drain") }
+func (w who) CanAdmin() bool   { return w.Can("apply") }
 
 // need wraps a handler: nobody logged in goes to the login page, a role
 // below min gets 403.

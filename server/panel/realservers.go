@@ -47,7 +47,7 @@ func (p *Panel) realserversShow(w http.ResponseWriter, r *http.Request, u who) {
 	}
 	rows := prepRows(preps)
 	q := r.URL.Query()
-	d := &prepData{Iface: q.Get("interface"), Gateway: q.Get("gateway"), CanVerify: u.CanAdmin(), Back: r.URL.RequestURI()}
+	d := &prepData{Iface: q.Get("interface"), Gateway: q.Get("gateway"), CanVerify: u.Can("realserver"), Back: r.URL.RequestURI()}
 	if d.CanVerify {
 		d.VerifyOff = p.core.RealServerSSHUnavailable()
 	}

@@ -19,7 +19,7 @@ import (
 // staging reports whether the user's edits go to a draft (what a form says
 // of itself): they have one, or the form asked to start one.
 func (p *Panel) staging(ctx context.Context, r *http.Request, u who) bool {
-	if !u.CanAdmin() {
+	if !u.Can("draft stage") {
 		return false
 	}
 	if r.FormValue("stage") == "1" {
@@ -31,7 +31,7 @@ func (p *Panel) staging(ctx context.Context, r *http.Request, u who) bool {
 
 // commit makes e, staged or direct; msg says what happened (label first).
 func (p *Panel) commit(ctx context.Context, r *http.Request, u who, label string, e server.Edit, base int64) (msg string, err error) {
-	o := server.WriteOptions{Base: base, NoWait: true, IntoOpenDraft: u.CanAdmin(), Draft: u.CanAdmin() && r.FormValue("stage") == "1"}
+	o := server.WriteOptions{Base: base, NoWait: true, IntoOpenDraft: u.Can("draft stage"), Draft: u.Can("draft stage") && r.FormValue("stage") == "1"}
 	res, err := p.core.Write(ctx, p.actor(r, u), o, e)
 	if err != nil {
 		return "", err
@@ -45,7 +45,7 @@ func (p *Panel) commit(ctx context.Context, r *http.Request, u who, label string
 // desired is the state the configuration screens show the user: their
 // draft's when they have one, else the stored one.
 func (p *Panel) desired(ctx context.Context, u who) (st *ipvsmgr.State, rev int64, drafted bool, err error) {
-	if u.CanAdmin() {
+	if u.Can("draft stage") {
 		if d, err := p.core.Draft(ctx, u.User); err == nil {
 			st, err := ipvsmgr.DecodeState(bytes.NewReader(d.Doc))
 			if err != nil {
