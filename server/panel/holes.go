@@ -13,6 +13,13 @@ import (
 // values between them, escaped as html/template escapes text. A marker is
 // letters, digits and dashes, which no context escapes, with a random part
 // no stored data can guess.
+//
+// What holes buy (TestHolesRatio, holes_bench_test.go; 1,000 virtual
+// services x 10 real servers, the same prepared data rendered both ways, on
+// a shared 2-core machine): the overview (3.3 kB) 0.5 µs and 3 allocations
+// a request against 65 µs and 410 through html/template, 128x; the live
+// table's polled fragment (198 kB) 3.8 µs and 0 allocations against 154 µs
+// and 287, 41x. Kept: far over the 1.5x that would be worth its code.
 type holes struct{ prefix string }
 
 func newHoles() holes {
