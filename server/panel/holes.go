@@ -13,6 +13,15 @@ import (
 // values between them, escaped as html/template escapes text. A marker is
 // letters, digits and dashes, which no context escapes, with a random part
 // no stored data can guess.
+//
+// What holes buy (TestHolesRatio, holes_bench_test.go; 1,000 virtual
+// services x 10 real servers, the same prepared data rendered both ways;
+// four runs on a shared 2-core machine, so the spread is wide): the
+// overview (3.8 kB) takes 0.5-1.2 µs and 3 allocations a request through
+// its holes against 63-121 µs and about 415 allocations through
+// html/template, 67-229x; the live table's polled fragment (211 kB)
+// 3.8-4.7 µs and none against 154-327 µs and 274, 41-70x. Kept: far over
+// the 1.5x that would be worth this file.
 type holes struct{ prefix string }
 
 func newHoles() holes {

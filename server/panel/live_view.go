@@ -25,9 +25,12 @@ type liveView struct {
 	pages  map[livePageKey]livePage // a page of the table as shown, by what asked for it
 	frags  map[liveFragKey]*holed   // the fragment the page polls, by what asked for it
 	// Per variant (0: viewer, 1: operator, who gets checkboxes and buttons),
-	// per row: the service's row up to its last cell, and each real server's row.
-	svc [2][]string
-	srv [2][][]string
+	// per row: each real server's row, and the service's whole tbody (its
+	// row and all its servers'); hidden: service rows that say a filter hid
+	// some of its servers.
+	srv    [2][][]string
+	grp    [2][]string
+	hidden map[hiddenKey]string
 }
 
 // liveView returns the shared view of m, a new one when m or the sparklines moved.
@@ -39,9 +42,9 @@ func (p *Panel) liveView(m *model) *liveView {
 		return lv
 	}
 	lv := &liveView{m: m, spark: gen, t: p.views.t["live_row"], s: p.sampler, orders: map[string][]*svcRow{},
-		pages: map[livePageKey]livePage{}, frags: map[liveFragKey]*holed{}}
-	for v := range lv.svc {
-		lv.svc[v] = make([]string, len(m.Rows))
+		pages: map[livePageKey]livePage{}, frags: map[liveFragKey]*holed{}, hidden: map[hiddenKey]string{}}
+	for v := range lv.grp {
+		lv.grp[v] = make([]string, len(m.Rows))
 		lv.srv[v] = make([][]string, len(m.Rows))
 	}
 	p.live = lv
@@ -146,7 +149,10 @@ func (lv *liveView) order(by string) []*svcRow {
 }
 
 // body joins the rows of hits, rendering those not rendered yet. It returns
-// the HTML and the number of real-server rows in it.
+// the HTML and the number of real-server rows in it. Every piece is a
+// template's (partials/live_row.html): a service's whole tbody when no
+// filter hid any of its real servers, else one made of its rows the filter
+// kept.
 func (lv *liveView) body(hits []liveHit, canOp bool) (template.HTML, int) {
 	v := 0
 	if canOp {
@@ -159,51 +165,73 @@ func (lv *liveView) body(hits []liveHit, canOp bool) (template.HTML, int) {
 	var buf bytes.Buffer
 	for _, h := range hits {
 		row := h.row
-		if lv.svc[v][row.Index] == "" {
+		if lv.grp[v][row.Index] == "" {
 			lv.render(&buf, row, v)
 		}
 		servers := lv.srv[v][row.Index]
-		b.WriteString(lv.svc[v][row.Index])
-		hidden := 0
-		if h.servers != nil {
-			hidden = len(servers) - len(h.servers)
-		}
-		if hidden > 0 {
-			b.WriteString(`<td><span class="muted small">` + itoa(hidden) + ` hidden</span></td></tr>`)
-		} else {
-			b.WriteString("<td></td></tr>")
-		}
-		if h.servers == nil {
-			for _, s := range servers {
-				b.WriteString(s)
-			}
+		if h.servers == nil || len(h.servers) == len(servers) {
+			b.WriteString(lv.grp[v][row.Index])
 			shown += len(servers)
-		} else {
-			for _, j := range h.servers {
-				b.WriteString(servers[j])
-			}
-			shown += len(h.servers)
+			continue
 		}
-		b.WriteString("</tbody>\n")
+		kept := make([]template.HTML, len(h.servers))
+		for k, j := range h.servers {
+			kept[k] = template.HTML(servers[j])
+		}
+		svc := lv.hiddenRow(&buf, row, v, len(servers)-len(h.servers))
+		b.WriteString(lv.exec(&buf, "live_group", liveGroup{Svc: template.HTML(svc), Servers: kept}))
+		shown += len(h.servers)
 	}
 	return template.HTML(b.String()), shown
 }
 
-// render fills in row's HTML for variant v (lv.mu held).
-func (lv *liveView) render(buf *bytes.Buffer, row *svcRow, v int) {
-	exec := func(name string, data any) string {
-		buf.Reset()
-		if err := lv.t.ExecuteTemplate(buf, name, data); err != nil {
-			return `<tr><td colspan="14" class="why">cannot render this row: ` + template.HTMLEscapeString(err.Error()) + "</td></tr>"
-		}
-		return buf.String()
+// liveGroup is a service's tbody: its row and its real servers' rows.
+type liveGroup struct {
+	Svc     template.HTML
+	Servers []template.HTML
+}
+
+// hiddenKey is a service row that says n of its real servers are hidden.
+type hiddenKey struct{ v, row, n int }
+
+// hiddenRow is row's service row for variant v saying n real servers are
+// hidden, rendered once per view (lv.mu held).
+func (lv *liveView) hiddenRow(buf *bytes.Buffer, row *svcRow, v, n int) string {
+	k := hiddenKey{v, row.Index, n}
+	if s, ok := lv.hidden[k]; ok {
+		return s
 	}
-	lv.svc[v][row.Index] = exec("live_svc", svcCellsOf(row, lv.s.spark(row.SeriesKey)))
+	c := svcCellsOf(row, lv.s.spark(row.SeriesKey))
+	c.Hidden = n
+	s := lv.exec(buf, "live_svc", c)
+	lv.hidden[k] = s
+	return s
+}
+
+// exec renders template name with data, or the row that says it cannot.
+func (lv *liveView) exec(buf *bytes.Buffer, name string, data any) string {
+	buf.Reset()
+	if err := lv.t.ExecuteTemplate(buf, name, data); err != nil {
+		buf.Reset()
+		if err2 := lv.t.ExecuteTemplate(buf, "live_error", err.Error()); err2 != nil {
+			return template.HTMLEscapeString(err.Error())
+		}
+	}
+	return buf.String()
+}
+
+// render fills in row's HTML for variant v (lv.mu held): its service row,
+// its real servers' rows, and the whole tbody of them.
+func (lv *liveView) render(buf *bytes.Buffer, row *svcRow, v int) {
+	svc := lv.exec(buf, "live_svc", svcCellsOf(row, lv.s.spark(row.SeriesKey)))
 	out := make([]string, len(row.Servers))
+	all := make([]template.HTML, len(row.Servers))
 	for j, sr := range row.Servers {
-		out[j] = exec("live_srv", srvCellsOf(sr, lv.s.spark(sr.SeriesKey), v == 1))
+		out[j] = lv.exec(buf, "live_srv", srvCellsOf(sr, lv.s.spark(sr.SeriesKey), v == 1))
+		all[j] = template.HTML(out[j])
 	}
 	lv.srv[v][row.Index] = out
+	lv.grp[v][row.Index] = lv.exec(buf, "live_group", liveGroup{Svc: template.HTML(svc), Servers: all})
 }
 
 // svcCells is a service's row with every cell already formatted.
@@ -213,6 +241,7 @@ type svcCells struct {
 	State, StateClass          string
 	Active, Inactive, CPS, PPS string
 	BPS, Spark                 string
+	Hidden                     int // real servers a filter hides
 }
 
 func svcCellsOf(row *svcRow, spark string) svcCells {
