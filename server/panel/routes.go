@@ -3,7 +3,6 @@ package panel
 import (
 	"net/http"
 	"strings"
-
 )
 
 // Route is one panel page or action: its method, its path pattern (chi's,
