@@ -124,7 +124,7 @@ func (k *kaImporter) syncGroup(g *kaNode, members []string, vi *kaNode, r *ipvsm
 	}
 	var lines []string
 	if len(left) > 0 {
-		lines = append(append([]string{"group {"}, kaIndent(left)...), "}")
+		lines = append(append([]string{"group {"}, kaMemberLines(left)...), "}")
 	}
 	for i := range k.st.Imported {
 		if key := &k.st.Imported[i]; key.Line == g.line && key.Scope == "" && key.Key == g.header() {
@@ -198,10 +198,12 @@ func kaAddOnce(list []string, s string) []string {
 	return append(list, s)
 }
 
-func kaIndent(lines []string) []string {
-	out := make([]string, len(lines))
-	for i, l := range lines {
-		out[i] = "    " + l
+// kaMemberLines are a group block's members, one per line, each one word
+// (a member read from a quoted word keeps its quotes).
+func kaMemberLines(members []string) []string {
+	out := make([]string, len(members))
+	for i, m := range members {
+		out[i] = "    " + kaWord(m)
 	}
 	return out
 }
@@ -244,7 +246,7 @@ func (x *kaExporter) syncGroupLines(r *ipvsmgr.Redundancy, kept string) []string
 			members = kaAddOnce(members, m)
 		}
 	}
-	out := append(append([]string{"group {"}, kaIndent(members)...), "}")
+	out := append(append([]string{"group {"}, kaMemberLines(members)...), "}")
 	out = append(out, x.notifyLines("settings.redundancy.sync_group", g.VRRPNotify)...)
 	if g.SMTPAlert != nil {
 		out = append(out, "smtp_alert "+kaBoolWord(*g.SMTPAlert))
