@@ -88,9 +88,14 @@ type Redundancy struct {
 	// SyncDaemon runs the kernel's connection sync daemon (master on the
 	// master, backup on the backup) on SyncInterface (default Interface)
 	// with SyncID (default 0), so that connections survive a failover.
-	SyncDaemon    bool   `json:"sync_daemon,omitempty"`
-	SyncInterface string `json:"sync_interface,omitempty"`
-	SyncID        int    `json:"sync_id,omitempty"`
+	SyncDaemon bool `json:"sync_daemon,omitempty"`
+	// PreemptSyncWait: with the sync daemon, a director that would preempt
+	// its master waits first (after PreemptDelay) until its sync daemon has
+	// the master's active connections, for at most this many seconds
+	// (default 30; 0: no wait).
+	PreemptSyncWait *float64 `json:"preempt_sync_wait,omitempty"`
+	SyncInterface   string   `json:"sync_interface,omitempty"`
+	SyncID          int      `json:"sync_id,omitempty"`
 	// TrackInterfaces put the director in fault while one is down.
 	TrackInterfaces []string `json:"track_interfaces,omitempty"`
 	// GARPCount gratuitous ARPs / unsolicited NAs per VIP on becoming master
@@ -211,6 +216,7 @@ const (
 	DefaultAdvertInterval  = time.Second
 	DefaultGARPCount       = 5
 	DefaultGARPRepeatDelay = 5 * time.Second
+	DefaultPreemptSyncWait = 30 * time.Second
 )
 
 // centiseconds is s seconds in VRRP's unit, the centisecond.
@@ -231,6 +237,19 @@ func (r *Redundancy) PreemptOn() bool { return r.Preempt == nil || *r.Preempt }
 
 // Delay is the preempt delay.
 func (r *Redundancy) Delay() time.Duration { return centiseconds(r.PreemptDelay) }
+
+// SyncWait is how long a due preemption may wait for the sync daemon to
+// catch up with the master's connections: 0 without the sync daemon or
+// preemption, the default when unset.
+func (r *Redundancy) SyncWait() time.Duration {
+	switch {
+	case !r.SyncDaemon || !r.PreemptOn():
+		return 0
+	case r.PreemptSyncWait == nil:
+		return DefaultPreemptSyncWait
+	}
+	return centiseconds(*r.PreemptSyncWait)
+}
 
 // GARPs is how many announcements per VIP in a burst, and the delay of the
 // repeat (0: none).

@@ -115,6 +115,7 @@ const (
 	maxPreemptDelay = 1000 // seconds, as keepalived
 	maxGARPCount    = 1000
 	maxGARPDelay    = 3600
+	maxSyncWait     = 3600
 )
 
 // centiseconds checks a time in seconds that VRRP carries in centiseconds.
@@ -179,6 +180,9 @@ func (v *validator) redundancy(field string, r *Redundancy) {
 		}
 	}
 	v.centiseconds(field+".preempt_delay", r.PreemptDelay, 0, maxPreemptDelay)
+	if r.PreemptSyncWait != nil {
+		v.centiseconds(field+".preempt_sync_wait", *r.PreemptSyncWait, 0, maxSyncWait)
+	}
 	if r.SyncInterface != "" && !validInterfaceName(r.SyncInterface) {
 		v.addf(field+".sync_interface", "%q is not an interface name", r.SyncInterface)
 	}

@@ -21,6 +21,9 @@ type Peer interface {
 	// than after, or after about 25 s anyway; me is what this director has
 	// (the source shows it in its status).
 	WaitState(ctx context.Context, after int64, me FollowerReport) (*PeerState, error)
+	// NodeSettings is the peer's node view: a returning director asks it
+	// for the master's count of connections (preempt_sync_wait).
+	NodeSettings(ctx context.Context) (*NodeView, error)
 }
 
 // LongPollWait is how long GET /api/v1/state?after=N waits for a newer revision.

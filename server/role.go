@@ -61,6 +61,10 @@ type FamilyStatus struct {
 	// auth_unknown_key, auth_malformed, auth_stale, auth_replay).
 	Auth    string            `json:"auth,omitempty"`
 	Dropped map[string]uint64 `json:"dropped_adverts,omitempty"`
+	// PreemptWait is what this backup's due preemption of a master of
+	// lower priority waits for (the sync daemon catching up; absent when
+	// none waits).
+	PreemptWait string `json:"preempt_wait,omitempty"`
 }
 
 // RedundancyTransition is one change of role with its reason.
@@ -79,6 +83,11 @@ type SyncDaemonStatus struct {
 	Want    string   `json:"want,omitempty"` // master or backup
 	Running []string `json:"running"`
 	Error   string   `json:"error,omitempty"`
+	// ActiveConnections are the active connections in this director's
+	// table (summed over its real servers, as the last poll read them):
+	// what a returning director's sync daemon must have before it preempts
+	// this one (preempt_sync_wait). Absent before the first poll.
+	ActiveConnections *int64 `json:"active_connections,omitempty"`
 }
 
 // ReplicationStatus is how this director follows its peer's desired state.

@@ -281,6 +281,11 @@ func redundancyLine(r *server.RedundancyStatus) string {
 	case len(r.SyncDaemon.Running) > 0:
 		fmt.Fprintf(&b, "; %s", strings.Join(r.SyncDaemon.Running, ", "))
 	}
+	for _, f := range r.Families {
+		if f.PreemptWait != "" {
+			fmt.Fprintf(&b, "; %s preemption waits for %s", f.Family, f.PreemptWait)
+		}
+	}
 	return b.String()
 }
 

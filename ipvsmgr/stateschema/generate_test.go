@@ -62,6 +62,7 @@ var constraints = map[string]map[string]any{
 	"Redundancy.interface":         ifaceName,
 	"Redundancy.advert_interval":   any0(0.01, 40.95),
 	"Redundancy.preempt_delay":     rng(0, 1000),
+	"Redundancy.preempt_sync_wait": rng(0, 3600),
 	"Redundancy.sync_interface":    ifaceName,
 	"Redundancy.sync_id":           rng(0, 255),
 	"Redundancy.track_interfaces":  items(ifaceName),

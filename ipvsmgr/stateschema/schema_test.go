@@ -200,6 +200,7 @@ var brokenDocs = []broken{
 	{"Redundancy.interface", settings(`"redundancy":{"vrid":1,"interface":".."}`), "settings.redundancy.interface", "not an interface name"},
 	{"Redundancy.advert_interval", vrrp(`,"advert_interval":41`), "settings.redundancy.advert_interval", "out of range"},
 	{"Redundancy.preempt_delay", vrrp(`,"preempt_delay":1001`), "settings.redundancy.preempt_delay", "out of range"},
+	{"Redundancy.preempt_sync_wait", vrrp(`,"preempt_sync_wait":3601`), "settings.redundancy.preempt_sync_wait", "out of range"},
 	{"Redundancy.sync_interface", vrrp(`,"sync_interface":"a b"`), "settings.redundancy.sync_interface", "not an interface name"},
 	{"Redundancy.sync_id", vrrp(`,"sync_id":256`), "settings.redundancy.sync_id", "out of range"},
 	{"Redundancy.track_interfaces", vrrp(`,"track_interfaces":["eth0","a/b"]`), "settings.redundancy.track_interfaces[1]", "not an interface name"},

@@ -104,8 +104,10 @@ type Instance struct {
 	wake chan struct{} // a fault or priority change is pending
 
 	mu       sync.Mutex
-	fault    string // wanted fault, "" for none
-	priority uint8  // wanted priority
+	fault    string        // wanted fault, "" for none
+	priority uint8         // wanted priority
+	hold     string        // wanted preemption hold (Machine.SetPreemptHold)
+	holdMax  time.Duration // and its bound
 	status   InstanceStatus
 	running  bool
 }
@@ -161,6 +163,19 @@ func (i *Instance) SetPriority(p uint8) error {
 	i.mu.Unlock()
 	i.poke()
 	return nil
+}
+
+// SetPreemptHold holds a due preemption back for why, for at most max
+// ("" lets it go: see Machine.SetPreemptHold). It may be called from any
+// goroutine, before or during Run.
+func (i *Instance) SetPreemptHold(max time.Duration, why string) {
+	i.mu.Lock()
+	changed := i.hold != why || i.holdMax != max
+	i.hold, i.holdMax = why, max
+	i.mu.Unlock()
+	if changed {
+		i.poke()
+	}
 }
 
 func (i *Instance) poke() {
@@ -257,8 +272,9 @@ func stopTimer(t Timer) {
 // applyWanted hands the machine the priority and fault asked for since.
 func (i *Instance) applyWanted() {
 	i.mu.Lock()
-	reason, prio := i.fault, i.priority
+	reason, prio, hold, holdMax := i.fault, i.priority, i.hold, i.holdMax
 	i.mu.Unlock()
+	i.m.SetPreemptHold(holdMax, hold)
 	now := i.opt.Clock.Now()
 	if prio != i.m.Status().Priority {
 		i.log.Info("vrrp priority changed", "from", i.m.Status().Priority, "to", prio, "state", i.m.State().String())

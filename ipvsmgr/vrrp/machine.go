@@ -147,6 +147,12 @@ type Machine struct {
 	adver               time.Time // Adver_Timer (Master)
 	garpRepeat          time.Time
 	lowerSince          time.Time // first advert from a lower-priority master (preempt delay)
+	// hold is why the runner holds a preemption back ("": it does not);
+	// holding is what a due preemption waits for now ("": none waits),
+	// waited what one waited for before it went (for its reason); holdMax
+	// bounds the wait.
+	hold, holding, waited string
+	holdMax               time.Duration
 
 	// What was last heard, for status.
 	master         netip.Addr
@@ -157,6 +163,18 @@ type Machine struct {
 // NewMachine returns a machine in Initialize; cfg must be valid.
 func NewMachine(cfg Config) *Machine {
 	return &Machine{cfg: cfg, masterAdverInterval: cfg.AdvertInterval}
+}
+
+// SetPreemptHold holds a preemption back for why ("" lets it go), for at
+// most max after it is due (PreemptDelay past; max 0: no hold). It is the
+// runner's to say, as the preemption is due (Status.PreemptDue), what the
+// preemption waits for (the sync daemon catching up with the master's
+// connections); it takes effect at the master's next advert.
+func (m *Machine) SetPreemptHold(max time.Duration, why string) {
+	m.holdMax, m.hold = max, why
+	if max <= 0 {
+		m.hold = ""
+	}
 }
 
 // State is the current state.
@@ -187,6 +205,7 @@ func (m *Machine) transition(to State, reason string, now time.Time) Action {
 	t := Transition{From: m.state, To: to, Reason: reason, At: now, Priority: m.cfg.Priority}
 	m.state = to
 	m.masterDown, m.adver, m.garpRepeat, m.lowerSince = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	m.holding, m.waited = "", ""
 	return Action{Kind: ActTransition, Transition: t}
 }
 
@@ -318,15 +337,27 @@ func (m *Machine) receiveBackup(a *Advert, now time.Time) {
 		if m.lowerSince.IsZero() {
 			m.lowerSince = now
 		}
-		if now.Sub(m.lowerSince) >= m.cfg.PreemptDelay {
-			// Discarded: the master down timer runs out and this router
-			// takes over.
-			m.downCause = fmt.Sprintf("preempting a master of lower priority %d", a.Priority)
-			m.downReason = m.downCause
-			return
+		if due := now.Sub(m.lowerSince) - m.cfg.PreemptDelay; due >= 0 {
+			if m.hold != "" && due < m.holdMax {
+				// Held: accepted, as within the delay.
+				m.holding = m.hold
+			} else {
+				switch {
+				case m.hold != "":
+					m.waited = fmt.Sprintf(" after waiting %s (preempt_sync_wait) for %s", m.holdMax, m.hold)
+				case m.holding != "":
+					m.waited = fmt.Sprintf(" after waiting %s for %s", due.Round(10*time.Millisecond), m.holding)
+				}
+				// Discarded: the master down timer runs out and this
+				// router takes over.
+				m.holding = ""
+				m.downCause = fmt.Sprintf("preempting a master of lower priority %d%s", a.Priority, m.waited)
+				m.downReason = m.downCause
+				return
+			}
 		}
 	} else {
-		m.lowerSince = time.Time{}
+		m.lowerSince, m.holding, m.waited = time.Time{}, "", ""
 	}
 	m.masterAdverInterval = a.Interval()
 	m.armMasterDown(m.MasterDownInterval(), "no advert from the master for the master down interval", now)
@@ -390,11 +421,18 @@ type Status struct {
 	LastAdvert          time.Time
 	MasterAdverInterval time.Duration
 	MasterDownInterval  time.Duration
+	// PreemptDue: a master of lower priority is heard and this backup
+	// would preempt it (now, or when PreemptDelay has passed): the time to
+	// tell it whether to hold (SetPreemptHold). PreemptWait is what a
+	// preemption that is due waits for ("" when none waits).
+	PreemptDue  bool
+	PreemptWait string
 }
 
 // Status reports the machine's state.
 func (m *Machine) Status() Status {
 	return Status{State: m.state, Priority: m.cfg.Priority, Fault: m.fault, Master: m.master,
 		MasterPriority: m.masterPriority, LastAdvert: m.lastAdvert,
-		MasterAdverInterval: m.masterAdverInterval, MasterDownInterval: m.MasterDownInterval()}
+		MasterAdverInterval: m.masterAdverInterval, MasterDownInterval: m.MasterDownInterval(),
+		PreemptDue: m.state == Backup && !m.lowerSince.IsZero(), PreemptWait: m.holding}
 }

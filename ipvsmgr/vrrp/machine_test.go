@@ -68,7 +68,7 @@ func (s *sim) advanceTo(d time.Duration) {
 // step is one event at a time since t0; the timers due before it run first.
 type step struct {
 	at time.Duration
-	ev string // start, shutdown, fault:REASON, clear, prio:PRIORITY, recv:PRIORITY[@SRC][/INTERVAL_CS][#VRID]
+	ev string // start, shutdown, fault:REASON, clear, prio:PRIORITY, hold:MAX:WHY (hold:MAX: lets go), recv:PRIORITY[@SRC][/INTERVAL_CS][#VRID]
 }
 
 func (s *sim) do(t *testing.T, st step) {
@@ -84,6 +84,13 @@ func (s *sim) do(t *testing.T, st step) {
 		s.record(s.m.SetFault(arg, s.at()))
 	case "clear":
 		s.record(s.m.SetFault("", s.at()))
+	case "hold":
+		max, why, _ := strings.Cut(arg, ":")
+		d, err := time.ParseDuration(max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.m.SetPreemptHold(d, why)
 	case "prio":
 		var p uint8
 		fmt.Sscan(arg, &p)
@@ -267,6 +274,23 @@ func TestMachineTransitions(t *testing.T) {
 			// The advert of 1.5 s armed the timer (3.21875 s at 200); those from 2.5 s are discarded.
 			want:  []string{"0s backup", "4.71875s master", "4.71875s send 200", "4.71875s announce"},
 			state: Master, reason: "preempting a master of lower priority 150"},
+		{name: "backup: a preemption held for the sync daemon waits until the hold lets go",
+			// Due from 0.5 s; adverts accepted to 2.5 s, the one of 3.5 s discarded: down at 2.5 + 3.609375 s.
+			steps: script(step{0, "start"}, step{100 * ms, "hold:30s:12 of 100 connections"}, every(500*ms, time.Second, 3*time.Second, "recv:50"),
+				step{3 * time.Second, "hold:30s:"}, every(3500*ms, time.Second, 20*time.Second, "recv:50")), until: 7 * time.Second,
+			want:  []string{"0s backup", "6.109375s master", "6.109375s send 100", "6.109375s announce"},
+			state: Master, reason: "preempting a master of lower priority 50 after waiting 3s for 12 of 100 connections"},
+		{name: "backup: a held preemption goes when preempt_sync_wait runs out after the preempt delay",
+			cfg: func(c *Config) { c.PreemptDelay = 2 * time.Second },
+			// Due at 2.5 s, held to 7.5 s: the advert of 7.5 s is discarded, down at 6.5 + 3.609375 s.
+			steps: script(step{0, "hold:5s:the sync daemon's connections, not compared yet"}, step{0, "start"}, every(500*ms, time.Second, 20*time.Second, "recv:50")), until: 11 * time.Second,
+			want:  []string{"0s backup", "10.109375s master", "10.109375s send 100", "10.109375s announce"},
+			state: Master, reason: "preempting a master of lower priority 50 after waiting 5s (preempt_sync_wait) for the sync daemon's connections, not compared yet"},
+		{name: "backup: a hold without preempt_sync_wait does nothing",
+			steps: script(step{0, "start"}, step{100 * ms, "hold:0s:12 of 100 connections"}, every(500*ms, time.Second, 20*time.Second, "recv:50")), until: 4 * time.Second,
+			// Discarded from the first advert: the startup's timer runs out.
+			want:  []string{"0s backup", "3.609375s master", "3.609375s send 100", "3.609375s announce"},
+			state: Master, reason: "preempting a master of lower priority 50"},
 		{name: "backup: raised above its master without preemption, it stays backup",
 			cfg: func(c *Config) { c.Preempt = false },
 			steps: script(step{0, "start"}, every(500*ms, time.Second, 2*time.Second, "recv:150"), step{2 * time.Second, "prio:200"},

@@ -470,6 +470,9 @@ func (s *Session) View() (desired *ipvsmgr.Desired, kc *server.KernelConn, openE
 	return sk.desired, sk.conn, sk.openErr, sk.last
 }
 
+// Snapshot is the last table the poll read; nil before the first.
+func (s *Session) Snapshot() *server.Snapshot { return s.sk.Snapshot() }
+
 // Conn is the kernel connection; nil while it is not open.
 func (s *Session) Conn() *server.KernelConn {
 	s.sk.mu.Lock()

@@ -81,7 +81,15 @@ func redundancyCardOf(cfg *ipvsmgr.Redundancy, node *server.NodeView) *redundanc
 		if sd.Error != "" {
 			v += "; " + sd.Error
 		}
+		if sd.ActiveConnections != nil {
+			v += fmt.Sprintf("; %d active connections in this director's table", *sd.ActiveConnections)
+		}
 		add("Connection sync", "%s", v)
+	}
+	for _, f := range st.Families {
+		if f.PreemptWait != "" {
+			add("Preemption waits", "%s (%s, at most %s)", f.PreemptWait, f.Family, cfg.SyncWait())
+		}
 	}
 	if rp := st.Replication; rp != nil {
 		add("Desired state", "%s", replicationFact(rp))

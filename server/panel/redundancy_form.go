@@ -15,7 +15,7 @@ import (
 // document's settings.redundancy names them; "redundancy" is the toggle
 // that adds or removes the block.
 var redundancyFields = []string{"redundancy", "vrid", "interface", "advert_interval", "unicast_peers", "preempt", "preempt_delay",
-	"sync_daemon", "sync_interface", "sync_id", "track_interfaces", "garp_count", "garp_repeat_delay"}
+	"sync_daemon", "sync_interface", "sync_id", "preempt_sync_wait", "track_interfaces", "garp_count", "garp_repeat_delay"}
 
 func secondsText(s float64) string { return strconv.FormatFloat(s, 'f', -1, 64) }
 
@@ -45,6 +45,9 @@ func redundancyForm(r *ipvsmgr.Redundancy) *form {
 	f.Values["sync_interface"] = r.SyncInterface
 	if r.SyncID != 0 {
 		f.Values["sync_id"] = strconv.Itoa(r.SyncID)
+	}
+	if r.PreemptSyncWait != nil {
+		f.Values["preempt_sync_wait"] = secondsText(*r.PreemptSyncWait)
 	}
 	f.Values["track_interfaces"] = strings.Join(r.TrackInterfaces, "\n")
 	if r.GARPCount != nil {
@@ -100,6 +103,10 @@ func parseRedundancyForm(r *http.Request, old *ipvsmgr.Redundancy) (*form, *ipvs
 		red.Preempt = &on
 	case old != nil && old.Preempt != nil:
 		red.Preempt = &on
+	}
+	if f.V("preempt_sync_wait") != "" {
+		s := f.secondsField("preempt_sync_wait", f.V("preempt_sync_wait"))
+		red.PreemptSyncWait = &s
 	}
 	if f.V("garp_count") != "" {
 		n := f.intField("garp_count")

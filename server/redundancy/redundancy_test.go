@@ -547,9 +547,19 @@ func TestSplitBrainConvergesOnTheNewerRevision(t *testing.T) {
 // pairState stored (no replication between them).
 func pairOf(t *testing.T, prioA, prioB int) (a, b *director) {
 	t.Helper()
+	return pairOfDoc(t, pairState, prioA, prioB)
+}
+
+// withSyncWait is pairState with settings.redundancy.preempt_sync_wait.
+func withSyncWait(seconds string) string {
+	return strings.Replace(pairState, `"sync_daemon": true`, `"sync_daemon": true, "preempt_sync_wait": `+seconds, 1)
+}
+
+func pairOfDoc(t *testing.T, doc string, prioA, prioB int) (a, b *director) {
+	t.Helper()
 	a, b = newDirector(t, "198.18.0.2", prioA), newDirector(t, "198.18.0.3", prioB)
 	for _, d := range []*director{a, b} {
-		if _, err := d.core.Apply(context.Background(), admin, strings.NewReader(pairState), "state.json", server.WriteOptions{NoApply: true}); err != nil {
+		if _, err := d.core.Apply(context.Background(), admin, strings.NewReader(doc), "state.json", server.WriteOptions{NoApply: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -563,7 +573,9 @@ func pairOf(t *testing.T, prioA, prioB int) (a, b *director) {
 func TestNodePriorityChangeWithoutRestart(t *testing.T) {
 	ctx := context.Background()
 	h := &hub{}
-	a, b := pairOf(t, 200, 100)
+	// No wait for the sync daemon before a preemption: that has tests of
+	// its own (failback_test.go).
+	a, b := pairOfDoc(t, withSyncWait("0"), 200, 100)
 	a.start(h, nil)
 	b.start(h, nil)
 	eventually(t, 10*time.Second, "a master with the VIP, b backup hearing priority 200", func() bool {

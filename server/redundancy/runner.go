@@ -114,6 +114,7 @@ type redRunner struct {
 	sync        server.SyncDaemonStatus
 	syncStarted map[ipvsmgr.SyncState]ipvsmgr.SyncDaemon
 	rep         *replication.Replicator
+	cu          catchUp // the backup sync daemon catching up (failback.go)
 
 	// The adverts' authentication (redundancy_auth.go): the key files as
 	// last read (the runner's goroutine only), and the configuration the
@@ -252,6 +253,7 @@ func (r *redRunner) step(ctx context.Context) {
 	if kc != nil && !r.announcing() {
 		r.switchSyncDaemon(ctx, kc, &red)
 	}
+	r.followFailback(ctx, &red)
 }
 
 // readNode reads the node settings once (again after they change); false:
@@ -475,6 +477,9 @@ func (r *redRunner) startInstance(ctx context.Context, red *ipvsmgr.Redundancy, 
 		return err
 	}
 	inst.SetFault(r.fault)
+	r.mu.Lock()
+	inst.SetPreemptHold(red.SyncWait(), r.cu.waitFor(time.Now()))
+	r.mu.Unlock()
 	ri.inst = inst
 	ictx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ri.cancel = cancel
@@ -734,6 +739,9 @@ func (r *redRunner) status() *server.RedundancyStatus {
 	red, vips := r.red, slices.Clone(r.vips)
 	s := &server.RedundancyStatus{Transitions: slices.Clone(r.transitions), SyncDaemon: r.sync, VIPs: []string{}, Families: []server.FamilyStatus{}}
 	s.SyncDaemon.Running = slices.Clone(r.sync.Running)
+	if n := activeConns(r.sk.Snapshot()); n >= 0 {
+		s.SyncDaemon.ActiveConnections = &n
+	}
 	s.TransitionCounts = maps.Clone(r.counts)
 	rep, node, fault := r.rep, r.node, r.fault
 	s.AuthError = r.authErr
@@ -801,6 +809,7 @@ func (r *redRunner) families(s *server.RedundancyStatus, roles map[bool]vrrp.Sta
 			fs.SendErrors = is.SendErrors
 			fs.Auth = r.instAuth(v4)
 			fs.Dropped = connStats(ri.conn)
+			fs.PreemptWait = is.PreemptWait
 			if s.Master == "" && fs.Master != "" {
 				s.Master, s.MasterPriority = fs.Master, int(is.MasterPriority)
 				if st != vrrp.Master {

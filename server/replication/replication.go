@@ -97,6 +97,10 @@ func (r *Replicator) Stop() {
 	<-r.p.done
 }
 
+// Peer is the API of the director it follows (the runner asks it, too,
+// for the count a returning director waits for).
+func (r *Replicator) Peer() server.Peer { return r.p.peer }
+
 // Status is what replication is doing.
 func (r *Replicator) Status() *server.ReplicationStatus { return r.p.status() }
 
