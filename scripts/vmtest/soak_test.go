@@ -67,8 +67,10 @@ func revisionsReadable(t *testing.T, l *lab) int {
 // VIP and a stream of new requests, while, in turn until the time is up: an
 // edit on A (rs1's weight, replicated to B), a health flap (rs1's check port
 // refuses for 4 s: quiesced, then back), a failover and back (A's priority
-// to 50, B preempts; back to 200), and a restart of B (SIGTERM, then SIGKILL
-// the next time). At the end: every revision stored on either director is
+// to 50, B preempts; back to 200), a restart of the master's daemon (A's
+// priority to 50, B preempts, B's daemon stopped: A takes over, B restarted:
+// B preempts A once its sync daemon has A's connections; A back to 200),
+// and a restart of B as backup (SIGTERM, then SIGKILL the next time). At the end: every revision stored on either director is
 // readable, each kernel equals its desired state with its overlays (`ipvsctl
 // diff` empty on both), the long-lived connections were never reset (edits
 // are in place, quiesce keeps connections, failovers carry them in the sync
@@ -138,6 +140,17 @@ func TestSoak(t *testing.T) {
 			waitFor(t, "A master again", 60*time.Second, settled(A, B))
 			done["failovers"]++
 		},
+		func() { // the master's daemon restarted: B, made master, stopped and back; it preempts A again once its sync daemon caught up
+			A.cmdOut("node", "set", "--priority", "50")
+			waitFor(t, "B master after A gave way", 60*time.Second, settled(B, A))
+			dB.stop(syscall.SIGTERM)
+			waitFor(t, "A master while B's daemon is down", 60*time.Second, func() bool { return roleOf(A) == "master" && hasVIP(t, A) })
+			dB.start()
+			waitFor(t, "B master again (failback)", 90*time.Second, settled(B, A))
+			A.cmdOut("node", "set", "--priority", "200")
+			waitFor(t, "A master again", 60*time.Second, settled(A, B))
+			done["master restarts"]++
+		},
 		func() { // the backup's daemon restarted
 			sig := syscall.SIGTERM
 			if done["restarts"]%2 == 1 {
@@ -199,8 +212,8 @@ func TestSoak(t *testing.T) {
 	}
 	t.Logf("soak %s: %v; samples of A's daemon %s; %d of %d new requests failed", soaked.Round(time.Second), done,
 		strings.Join(samples, ", "), failed, total)
-	faultRow(t, fmt.Sprintf("soak %s (`scripts/soak.sh`): %d edits, %d health flaps, %d failovers and back, %d restarts of the backup, pair, sync daemon",
-		soaked.Round(time.Second), done["edits"], done["health flaps"], done["failovers"], done["restarts"]),
+	faultRow(t, fmt.Sprintf("soak %s (`scripts/soak.sh`): %d edits, %d health flaps, %d failovers and back, %d restarts of the master and %d of the backup, pair, sync daemon",
+		soaked.Round(time.Second), done["edits"], done["health flaps"], done["failovers"], done["master restarts"], done["restarts"]),
 		fmt.Sprintf("2/2 long-lived (%s); %d/%d new requests; revisions readable (A %d, B %d); both kernels equal their desired state; A's daemon %s to %s",
 			strings.Join(lines, ", "), total-failed, total, revsA, revsB, samples[0], samples[len(samples)-1]),
 		lostOf(failed)+" (in the failovers)", 0)
