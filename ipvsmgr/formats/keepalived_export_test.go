@@ -251,6 +251,10 @@ func TestKeepalivedExportRefusals(t *testing.T) {
 		{func(s *ipvsmgr.State) {
 			s.Settings.Alerts = &ipvsmgr.Alerts{Webhooks: []ipvsmgr.Webhook{{URL: "http://198.18.0.9/"}}}
 		}, "settings.alerts.webhooks"},
+		{func(s *ipvsmgr.State) {
+			wait := 10.0
+			s.Settings.Redundancy = &ipvsmgr.Redundancy{VRID: 5, Interface: "eth0", SyncDaemon: true, PreemptSyncWait: &wait}
+		}, "settings.redundancy.preempt_sync_wait: 10"},
 	} {
 		st := madeState()
 		c.edit(st)

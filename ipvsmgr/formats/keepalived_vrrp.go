@@ -528,6 +528,9 @@ func (x *kaExporter) vrrpLines(r *ipvsmgr.Redundancy, kept string) []string {
 	if r.Auth != nil {
 		x.bad("settings.redundancy.auth: keepalived 2.2 has no auth_hmac (2.4's, not written yet)")
 	}
+	if w := r.PreemptSyncWait; w != nil && *w != 0 {
+		x.bad("settings.redundancy.preempt_sync_wait: %g: keepalived preempts without waiting for its sync daemon", *w)
+	}
 	return out
 }
 
