@@ -79,7 +79,7 @@ func (c *Core) ImportWith(ctx context.Context, a Actor, format, name string, r i
 	if err := formats.CheckReplace(cur, doc, imp.AllowEmpty); err != nil {
 		return nil, &Error{Code: CodeBadInput, Msg: err.Error()}
 	}
-	res, err := c.ApplyState(ctx, a, doc, fmt.Sprintf("import --format %s %s", format, name), o)
+	res, err := c.applyState(ctx, a, "apply", doc, fmt.Sprintf("import --format %s %s", format, name), o)
 	if err != nil {
 		return nil, err
 	}
