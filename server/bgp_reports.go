@@ -126,7 +126,7 @@ func (c *Core) ReportFingerprints(caller ReportCaller, rep FingerprintReport) (*
 	}
 	t.m[key] = d
 	t.mu.Unlock()
-	set := &FingerprintSet{Self: bgp.DirectorFingerprints{Certificate: c.Fingerprint(), ReportedAt: now}}
+	set := &FingerprintSet{Self: bgp.DirectorFingerprints{Certificate: c.fingerprint(), ReportedAt: now}}
 	if st := c.bgpStatus(); st == nil {
 		set.Self.Error = "it runs no BGP speaker (no daemon there, or no settings.bgp)"
 	} else {
@@ -163,9 +163,9 @@ func (c *Core) reportsAt(now time.Time) map[string]bgp.DirectorFingerprints {
 	return out
 }
 
-// FingerprintReports are the reports the directors following this one
+// fingerprintReports are the reports the directors following this one
 // sent, each with its age (stale past bgp.StaleAfter).
-func (c *Core) FingerprintReports() []bgp.DirectorFingerprints {
+func (c *Core) fingerprintReports() []bgp.DirectorFingerprints {
 	var out []bgp.DirectorFingerprints
 	for _, d := range c.reportsAt(c.now()) {
 		out = append(out, d)

@@ -31,7 +31,7 @@ func TestFingerprintReports(t *testing.T) {
 			t.Errorf("%+v: %v, want bad input %q", bad.rep, err, bad.want)
 		}
 	}
-	if got := c.FingerprintReports(); len(got) != 0 {
+	if got := c.fingerprintReports(); len(got) != 0 {
 		t.Fatalf("a refused report was kept: %+v", got)
 	}
 
@@ -64,14 +64,14 @@ func TestFingerprintReports(t *testing.T) {
 	}
 	now = now.Add(bgp.StaleAfter - 2*time.Second) // 198.18.0.2 is 17 s old now
 	var ages []string
-	for _, d := range c.FingerprintReports() {
+	for _, d := range c.fingerprintReports() {
 		ages = append(ages, fmt.Sprintf("%s %.0f %v", d.Director, d.AgeSeconds, d.Stale))
 	}
 	if want := "198.18.0.2 17 true,198.18.0.3 13 false,198.18.0.4 13 false,198.18.0.5 13 false"; strings.Join(ages, ",") != want {
 		t.Errorf("reports = %s, want %s", strings.Join(ages, ","), want)
 	}
 	now = now.Add(time.Hour)
-	if got := c.FingerprintReports(); len(got) != 0 {
+	if got := c.fingerprintReports(); len(got) != 0 {
 		t.Errorf("reports an hour old are kept: %+v", got)
 	}
 	for i := range maxReporters + 10 {
@@ -80,7 +80,7 @@ func TestFingerprintReports(t *testing.T) {
 		}
 		now = now.Add(time.Millisecond)
 	}
-	if got := c.FingerprintReports(); len(got) != maxReporters {
+	if got := c.fingerprintReports(); len(got) != maxReporters {
 		t.Errorf("%d reports kept, want at most %d", len(got), maxReporters)
 	}
 }

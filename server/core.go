@@ -198,11 +198,6 @@ func (c *Core) Apply(ctx context.Context, a Actor, doc io.Reader, label string, 
 	return c.replace(ctx, a, label, st, desired, o, apply, stored)
 }
 
-// ApplyState is Apply for a document already decoded (an import).
-func (c *Core) ApplyState(ctx context.Context, a Actor, st *ipvsmgr.State, label string, o WriteOptions) (res *WriteResult, err error) {
-	return c.applyState(ctx, a, "apply", st, label, o)
-}
-
 // applyState replaces the desired state with st, audited as action.
 func (c *Core) applyState(ctx context.Context, a Actor, action string, st *ipvsmgr.State, label string, o WriteOptions) (res *WriteResult, err error) {
 	defer func() { c.audit(ctx, a, action, label, res, err, "") }()

@@ -132,12 +132,6 @@ func ParseImport(format string, r io.Reader) (*ipvsmgr.State, error) {
 	return doc, err
 }
 
-// Import replaces the desired state with another tool's configuration
-// (ImportWith, an empty one allowed).
-func (c *Core) Import(ctx context.Context, a Actor, format, name string, r io.Reader, o WriteOptions) (*ImportResult, error) {
-	return c.ImportWith(ctx, a, format, name, r, ImportOptions{AllowEmpty: true}, o)
-}
-
 // Restore is the boot-time restore: the modules and sysctls the stored state
 // needs, then its VIPs, fwmark rules and services. What fails is listed and
 // the rest is still done.

@@ -1,11 +1,21 @@
 package server
 
-import "github.com/ipvsctl/ipvsctl/ipvsmgr"
+import (
+	"context"
+	"log/slog"
+	"time"
 
-// DaemonSide is the core as the daemon (server/daemon) holds it: the hooks
-// through which the process that owns the kernel attaches its runtime and
-// tells the core what only it knows (the checker's health, BGP's status, the
-// alerts' deliveries). No entry point needs them, so they are not on *Core.
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/bgp"
+	"github.com/ipvsctl/ipvsctl/server/store"
+)
+
+// DaemonSide is the core as the daemon's process holds it (server/daemon,
+// its rooms server/redundancy, server/replication and server/metrics, and
+// `ipvsctl serve`): the hooks through which the process that owns the kernel
+// attaches its runtime, tells the core what only it knows (the checker's
+// health, BGP's status, the VRRP role, the alerts' deliveries) and reads
+// what only it uses. No entry point needs them, so they are not on *Core.
 type DaemonSide struct{ c *Core }
 
 // DaemonSideOf is c's daemon side.
@@ -45,3 +55,42 @@ func (s *DaemonSide) SetBGPStatus(st *BGPStatus) { s.c.bgp.status.Store(st) }
 // ResultsChanged tells the core that another process stored real-server
 // results (the daemon noticed): views keyed on them are made again.
 func (s *DaemonSide) ResultsChanged() { s.c.resultsGen.Add(1) }
+
+// Log is the core's logger.
+func (s *DaemonSide) Log() *slog.Logger { return s.c.log }
+
+// Role is the core's knowledge of the director's VRRP role, which the
+// daemon's redundancy runner keeps (and replication reads).
+func (s *DaemonSide) Role() *RoleState { return (*RoleState)(s.c.red) }
+
+// RedundancyStatus is what the daemon's VRRP and replication are doing (nil
+// without a daemon, or when neither is configured), for the metrics.
+func (s *DaemonSide) RedundancyStatus() *RedundancyStatus { return s.c.redundancyStatus() }
+
+// KernelReads is how many times the daemon has read the kernel's whole
+// table (0 without a daemon), for the metrics.
+func (s *DaemonSide) KernelReads() int64 { return s.c.counters().KernelReads }
+
+// Fingerprint is the fingerprint of the certificate this process serves
+// (its --tls-cert, else the self-signed one), "" when it cannot be read:
+// what a daemon tells the directors it reports to.
+func (s *DaemonSide) Fingerprint() string { return s.c.fingerprint() }
+
+// FingerprintReports are the reports the directors following this one
+// sent, each with its age (stale past bgp.StaleAfter).
+func (s *DaemonSide) FingerprintReports() []bgp.DirectorFingerprints { return s.c.fingerprintReports() }
+
+// RecordIdentity stores the certificate this daemon serves, so that node
+// show without the daemon prints the fingerprint the peers see.
+func (s *DaemonSide) RecordIdentity(ctx context.Context) error { return s.c.recordIdentity(ctx) }
+
+// RunRetention prunes the records that grow without a change being made
+// (the audit, the health transitions, ended sessions) as r says, at once
+// and then every period, until ctx ends.
+func (s *DaemonSide) RunRetention(ctx context.Context, r store.Retention, every time.Duration) {
+	s.c.runRetention(ctx, r, every)
+}
+
+// EndLongPolls answers every waiting GET /api/v1/state?after=N at once: the
+// daemon is stopping, and its HTTP shutdown waits for requests in flight.
+func (s *DaemonSide) EndLongPolls() { s.c.red.pollsOnce.Do(func() { close(s.c.red.pollsDone) }) }

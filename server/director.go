@@ -17,7 +17,6 @@ type Director interface {
 	Charts(ctx context.Context, q ChartQuery) (*ChartSeries, error)
 	State(ctx context.Context) (*ipvsmgr.State, int64, error)
 	Apply(ctx context.Context, a Actor, doc io.Reader, label string, o WriteOptions) (*WriteResult, error)
-	Import(ctx context.Context, a Actor, format, name string, r io.Reader, o WriteOptions) (*ImportResult, error)
 	AddService(ctx context.Context, a Actor, svc ipvsmgr.Service, o WriteOptions) (*WriteResult, error)
 	PatchService(ctx context.Context, a Actor, id string, p ServicePatch, o WriteOptions) (*WriteResult, error)
 	RemoveService(ctx context.Context, a Actor, id string, o WriteOptions) (*WriteResult, error)

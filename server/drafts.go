@@ -74,8 +74,8 @@ func (c *Core) DraftDocument(ctx context.Context, author string) ([]byte, error)
 	return d.Doc, nil
 }
 
-// DraftState is author's draft decoded.
-func (c *Core) DraftState(ctx context.Context, author string) (*ipvsmgr.State, *store.Draft, error) {
+// draftState is author's draft decoded.
+func (c *Core) draftState(ctx context.Context, author string) (*ipvsmgr.State, *store.Draft, error) {
 	d, err := c.Draft(ctx, author)
 	if err != nil {
 		return nil, nil, err
@@ -254,7 +254,7 @@ func (c *Core) StageState(ctx context.Context, a Actor, st *ipvsmgr.State) (*Dra
 
 // DiffDraft is what applying author's draft would change.
 func (c *Core) DiffDraft(ctx context.Context, author string) (*DraftDiff, error) {
-	st, d, err := c.DraftState(ctx, author)
+	st, d, err := c.draftState(ctx, author)
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +267,7 @@ func (c *Core) DiffDraft(ctx context.Context, author string) (*DraftDiff, error)
 		out.Changes = []string{}
 	}
 	if out.Moved {
-		out.Since, _ = c.RevisionsSince(ctx, d.Base)
+		out.Since, _ = c.revisionsSince(ctx, d.Base)
 	}
 	if out.Kernel, err = c.Diff(ctx, bytes.NewReader(d.Doc)); err != nil {
 		out.KernelErr = err.Error()
@@ -275,8 +275,8 @@ func (c *Core) DiffDraft(ctx context.Context, author string) (*DraftDiff, error)
 	return out, nil
 }
 
-// RevisionsSince lists the revisions after base, oldest first (at most 50).
-func (c *Core) RevisionsSince(ctx context.Context, base int64) ([]store.Revision, error) {
+// revisionsSince lists the revisions after base, oldest first (at most 50).
+func (c *Core) revisionsSince(ctx context.Context, base int64) ([]store.Revision, error) {
 	revs, err := c.store.History(ctx, 50)
 	if err != nil {
 		return nil, err
@@ -298,7 +298,7 @@ func (c *Core) ApplyDraft(ctx context.Context, a Actor, label string, o WriteOpt
 	// Held through the write: an edit staged meanwhile would be lost with
 	// the applied draft.
 	defer c.drafts.lock(a.Name)()
-	st, d, err := c.DraftState(ctx, a.Name)
+	st, d, err := c.draftState(ctx, a.Name)
 	if err != nil {
 		c.audit(ctx, a, "draft apply", label, nil, err, "")
 		return nil, err

@@ -63,10 +63,10 @@ func ParseImportReport(format string, r io.Reader, o ImportOptions) (*ipvsmgr.St
 	return doc, importReportOf(rep), nil
 }
 
-// ImportWith is Import with the import's options, its result carrying the
-// report: the file is read, refused whole if the tool would refuse it or if
-// it would empty a state that has services (unless AllowEmpty), then
-// stored and reconciled.
+// ImportWith replaces the desired state with another tool's configuration
+// (POST /api/v1/import), its result carrying the report: the file is read,
+// refused whole if the tool would refuse it or if it would empty a state
+// that has services (unless AllowEmpty), then stored and reconciled.
 func (c *Core) ImportWith(ctx context.Context, a Actor, format, name string, r io.Reader, imp ImportOptions, o WriteOptions) (*ImportResult, error) {
 	doc, rep, err := ParseImportReport(format, r, imp)
 	if err != nil {
@@ -79,7 +79,7 @@ func (c *Core) ImportWith(ctx context.Context, a Actor, format, name string, r i
 	if err := formats.CheckReplace(cur, doc, imp.AllowEmpty); err != nil {
 		return nil, &Error{Code: CodeBadInput, Msg: err.Error()}
 	}
-	res, err := c.ApplyState(ctx, a, doc, fmt.Sprintf("import --format %s %s", format, name), o)
+	res, err := c.applyState(ctx, a, "apply", doc, fmt.Sprintf("import --format %s %s", format, name), o)
 	if err != nil {
 		return nil, err
 	}

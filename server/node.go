@@ -151,17 +151,15 @@ func (c *Core) identityFingerprint(n store.Node) (fp, path, from, errText string
 	return fp, path, from, ""
 }
 
-// Fingerprint is the fingerprint of the certificate this process serves
-// (its --tls-cert, else the self-signed one), "" when it cannot be read:
-// what a daemon tells the directors it reports to.
-func (c *Core) Fingerprint() string {
+// fingerprint is the fingerprint of the certificate this process serves
+// (its --tls-cert, else the self-signed one), "" when it cannot be read.
+func (c *Core) fingerprint() string {
 	fp, _, _, _ := c.identityFingerprint(store.Node{})
 	return fp
 }
 
-// RecordIdentity stores the certificate this daemon serves, so that node
-// show without the daemon prints the fingerprint the peers see.
-func (c *Core) RecordIdentity(ctx context.Context) error {
+// recordIdentity stores the certificate this process serves.
+func (c *Core) recordIdentity(ctx context.Context) error {
 	if c.identity == "" {
 		return nil
 	}

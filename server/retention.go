@@ -7,10 +7,10 @@ import (
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
-// RunRetention prunes the records that grow without a change being made
+// runRetention prunes the records that grow without a change being made
 // (the audit, the health transitions, ended sessions) as r says, at once
 // and then every period, until ctx ends.
-func (c *Core) RunRetention(ctx context.Context, r store.Retention, every time.Duration) {
+func (c *Core) runRetention(ctx context.Context, r store.Retention, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

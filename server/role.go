@@ -236,10 +236,6 @@ func (c *Core) redundancyStatus() *RedundancyStatus {
 	return f()
 }
 
-// Role is the core's knowledge of the director's VRRP role, which the
-// daemon's redundancy runner keeps.
-func (c *Core) Role() *RoleState { return (*RoleState)(c.red) }
-
 // RoleState is the director's VRRP role as the redundancy runner tells the
 // core of it.
 type RoleState redState
@@ -292,11 +288,3 @@ func (r *RoleState) Roles() (forced string, roles map[bool]vrrp.State) {
 // Backup says whether this director is a backup, and who the master is and
 // the peer's URL.
 func (r *RoleState) Backup() (bool, string, string) { return (*redState)(r).backup() }
-
-// EndLongPolls answers every waiting GET /api/v1/state?after=N at once: the
-// daemon is stopping, and its HTTP shutdown waits for requests in flight.
-func (c *Core) EndLongPolls() { c.red.pollsOnce.Do(func() { close(c.red.pollsDone) }) }
-
-// RedundancyStatus is what the daemon's VRRP and replication are doing (nil
-// without a daemon, or when neither is configured).
-func (c *Core) RedundancyStatus() *RedundancyStatus { return c.redundancyStatus() }

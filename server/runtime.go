@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
@@ -73,9 +72,6 @@ type RuntimeCounters struct {
 func (r *WriteResult) Reconciled(got *ipvsmgr.Result) {
 	r.Result, r.Applied, r.Counts = *got, true, changeCounts(got.Applied)
 }
-
-// Log is the core's logger.
-func (c *Core) Log() *slog.Logger { return c.log }
 
 // localRuntime is the runtime of a process without a daemon.
 type localRuntime struct{ c *Core }
@@ -179,10 +175,6 @@ type ReconcileReport struct {
 	Retiring int
 	Err      string
 }
-
-// KernelReads is how many times the daemon has read the kernel's whole
-// table (0 without a daemon).
-func (c *Core) KernelReads() int64 { return c.counters().KernelReads }
 
 // The live runtime's reads, as a core without one answers them: no state
 // held, no snapshot, no reconcile, no checks.

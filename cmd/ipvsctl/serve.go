@@ -91,7 +91,7 @@ func runServe(env *cliEnv, args []string) int {
 	if err != nil {
 		return env.fail("serve", err, false)
 	}
-	if err := p.core.RecordIdentity(ctx); err != nil {
+	if err := p.side.RecordIdentity(ctx); err != nil {
 		return env.fail("serve", err, false)
 	}
 	srv, tlsOn, usage, err := p.listen(f, g.db, idCert, idKey, log)
@@ -168,6 +168,7 @@ func parseServeFlags(env *cliEnv, args []string) (f *serveFlags, g *globalFlags,
 // side (auth, metrics, the panel, the options of the handlers).
 type serveParts struct {
 	core    *server.Core
+	side    *server.DaemonSide // the core's hooks this process alone uses
 	daemon  *daemon.Daemon
 	auth    *auth.Auth
 	metrics *metrics.Metrics
@@ -184,6 +185,7 @@ func newServeParts(ctx context.Context, cfg server.Config, st *store.Store, f *s
 	p := &serveParts{auth: auth.New(st, auth.Config{TrustedProxies: f.proxies, Log: log, OnLockout: server.LockoutEvent(evs)})}
 	cfg.Auth = p.auth // the API's user and token writes share the logins' hashing limits
 	p.core = server.New(cfg)
+	p.side = server.DaemonSideOf(p.core)
 	p.daemon = daemon.New(p.core, st, log)
 	p.daemon.Interval = f.interval
 	// systemd's socket is the daemon's alone: the programs it runs
@@ -201,7 +203,7 @@ func newServeParts(ctx context.Context, cfg server.Config, st *store.Store, f *s
 	redundancy.Attach(p.daemon, redundancy.Hooks{Peer: func(d server.PeerDial) (server.Peer, error) { return dial(d) },
 		AtStep: killAtStep(f.killAt, log)})
 	p.daemon.Directors = func(d server.PeerDial) (daemon.DirectorPeer, error) { return dial(d) }
-	context.AfterFunc(ctx, p.core.EndLongPolls) // a peer's long poll must not hold up the shutdown
+	context.AfterFunc(ctx, p.side.EndLongPolls) // a peer's long poll must not hold up the shutdown
 	p.metrics = metrics.New(p.core)
 	p.daemon.Observe(p.metrics)
 	p.opts = httpd.Options{Core: p.core, Auth: p.auth, Log: log, TrustedOrigins: splitList(f.trustedOrigs), Instrument: p.metrics.Instrument}
@@ -272,7 +274,7 @@ func (p *serveParts) run(ctx context.Context, srv *httpd.Server, f *serveFlags, 
 	daemonDone := make(chan error, 1)
 	go func() { daemonDone <- p.daemon.Run(daemonCtx) }()
 	go p.panel.RunSampler(daemonCtx)
-	go p.core.RunRetention(daemonCtx, server.Retention{MaxAge: time.Duration(f.retainDays) * 24 * time.Hour,
+	go p.side.RunRetention(daemonCtx, server.Retention{MaxAge: time.Duration(f.retainDays) * 24 * time.Hour,
 		MaxBytes: int64(f.retainMB) << 20}, time.Hour)
 	err := srv.Run(ctx, f.tlsCert, f.tlsKey, tlsOn)
 	stopDaemon()

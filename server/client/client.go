@@ -179,14 +179,6 @@ func (c *Client) Apply(ctx context.Context, _ server.Actor, doc io.Reader, label
 	return c.write(ctx, "PUT", "/api/v1/state", url.Values{"label": {label}}, o, doc)
 }
 
-func (c *Client) Import(ctx context.Context, _ server.Actor, format, name string, r io.Reader, o server.WriteOptions) (*server.ImportResult, error) {
-	var res server.ImportResult
-	if _, err := c.do(ctx, "POST", "/api/v1/import", url.Values{"format": {format}, "name": {name}}, &o, r, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
-}
-
 func (c *Client) AddService(ctx context.Context, _ server.Actor, svc ipvsmgr.Service, o server.WriteOptions) (*server.WriteResult, error) {
 	return c.write(ctx, "POST", "/api/v1/services", nil, o, jsonBody(svc))
 }

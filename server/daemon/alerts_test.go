@@ -84,7 +84,7 @@ func newAlertRig(t *testing.T, ctx context.Context, doc string, setup ...func(*D
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := core.ApplyState(ctx, server.Actor{Name: "t", Via: "test"}, state, "test", server.WriteOptions{NoWait: true}); err != nil {
+	if _, err := applyState(ctx, core, server.Actor{Name: "t", Via: "test"}, state, "test"); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, ctx, "the daemon to know the alerts", func() bool {

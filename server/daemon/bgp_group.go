@@ -26,7 +26,7 @@ func (r *bgpRunner) fingerprints(desired *ipvsmgr.Desired, snap *server.Snapshot
 	r.peersMu.Lock()
 	heard, self := slices.Clone(r.others), bgp.Self{RouterID: st.RouterID, Certificate: r.selfCert}
 	r.peersMu.Unlock()
-	st.Directors = bgp.Group(self, heard, r.d.Core.FingerprintReports())
+	st.Directors = bgp.Group(self, heard, r.d.side.FingerprintReports())
 	bgp.Age(st.Directors, time.Now(), bgp.StaleAfter)
 	st.Mismatches = bgp.Compare(st.Fingerprints, st.Directors)
 	st.Mismatch = len(st.Mismatches) > 0
@@ -159,7 +159,7 @@ func (r *bgpRunner) askOnce(ctx context.Context, clients map[directorRef]Directo
 		all = append(all, h.self)
 		all = append(all, h.others...)
 	}
-	self := r.d.Core.Fingerprint()
+	self := r.d.side.Fingerprint()
 	r.peersMu.Lock()
 	r.others, r.selfCert = all, self
 	r.peersMu.Unlock()

@@ -52,7 +52,7 @@ func TestDaemonReadsTheBGPKeyFromItsFile(t *testing.T) {
 		Services: []ipvsmgr.Service{{Name: "web", Protocol: "tcp", Address: "198.18.0.100", Port: 80, Scheduler: "mh",
 			Servers: []ipvsmgr.Server{{Name: "r1", Address: "198.18.1.11"}}}},
 	}
-	if _, err := core.ApplyState(ctx, a, st, "test", server.WriteOptions{NoWait: true}); err != nil {
+	if _, err := applyState(ctx, core, a, st, "test"); err != nil {
 		t.Fatal(err)
 	}
 	wait := func(what string, cond func() bool) {

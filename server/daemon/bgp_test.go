@@ -44,7 +44,7 @@ func TestDaemonAnnouncesWhatItCanServe(t *testing.T) {
 	}
 	apply := func(st *ipvsmgr.State) {
 		t.Helper()
-		if _, err := core.ApplyState(ctx, a, st, "test", server.WriteOptions{NoWait: true}); err != nil {
+		if _, err := applyState(ctx, core, a, st, "test"); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -92,7 +92,7 @@ func New(c *server.Core, st *store.Store, log *slog.Logger) *Daemon {
 	}
 	side := server.DaemonSideOf(c)
 	d := &Daemon{Core: c, side: side, Log: log, store: st, health: newDaemonHealth(), maint: maintenanceWatch{lookup: lookupHost}}
-	sk := &sharedKernel{open: side.OpenKernel, store: st, log: c.Log(), ready: make(chan struct{}), check: d.runCheck, overlay: side.RoleOverlay}
+	sk := &sharedKernel{open: side.OpenKernel, store: st, log: side.Log(), ready: make(chan struct{}), check: d.runCheck, overlay: side.RoleOverlay}
 	sk.health = health.NewRunner(health.Config{OnCheck: d.checked, Notify: d.notify, Log: log})
 	d.sk = sk
 	// The notify programs and the alerts follow every event from here: the

@@ -133,7 +133,7 @@ func TestDaemonAppliesHealthAtOnceAndKeepsIt(t *testing.T) {
 	}
 	// A write through the core: its own reconcile already uses the health
 	// view, so the servers, not checked yet, are out and the sorry server in.
-	if _, err := r.core.ApplyState(ctx, server.Actor{Name: "t", Via: "test"}, state, "test", server.WriteOptions{NoWait: true}); err != nil {
+	if _, err := applyState(ctx, r.core, server.Actor{Name: "t", Via: "test"}, state, "test"); err != nil {
 		t.Fatal(err)
 	}
 	r.waitWeights("both servers up after their first pass", map[string]uint32{"198.18.0.11": 3, "198.18.0.12": 2})

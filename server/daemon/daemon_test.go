@@ -138,7 +138,7 @@ func TestStatusReadersShareOneKernelRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.sk.poll(ctx)
-	if n := core.KernelReads(); n != 1 {
+	if n := server.DaemonSideOf(core).KernelReads(); n != 1 {
 		t.Fatalf("one poll made %d kernel reads", n)
 	}
 	for range 50 {
@@ -146,7 +146,7 @@ func TestStatusReadersShareOneKernelRead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := core.KernelReads(); n != 1 {
+	if n := server.DaemonSideOf(core).KernelReads(); n != 1 {
 		t.Fatalf("50 status reads after one poll: %d kernel reads, want 1", n)
 	}
 }

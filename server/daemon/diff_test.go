@@ -36,17 +36,17 @@ func TestDiffInTheDaemonReadsTheSnapshot(t *testing.T) {
 	// then a diff answers that it is starting, and its restore reads the
 	// table. Wait until it has and is quiet (its timers are an hour away).
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		before := core.KernelReads()
+		before := server.DaemonSideOf(core).KernelReads()
 		time.Sleep(100 * time.Millisecond)
 		res, err := core.Diff(ctx, nil)
-		if err == nil && len(res.Changes) == 0 && core.KernelReads() == before {
+		if err == nil && len(res.Changes) == 0 && server.DaemonSideOf(core).KernelReads() == before {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the daemon never settled: %v %+v", err, res)
 		}
 	}
-	reads := core.KernelReads()
+	reads := server.DaemonSideOf(core).KernelReads()
 	for range 50 {
 		res, err := core.Diff(ctx, nil)
 		if err != nil || len(res.Changes) != 0 {
@@ -63,7 +63,7 @@ func TestDiffInTheDaemonReadsTheSnapshot(t *testing.T) {
 	if err != nil || strings.Join(res.Changes, ";") != "ip addr add 198.18.0.100 dev eth0" {
 		t.Fatalf("diff with the VIP gone: %v %+v", err, res)
 	}
-	if n := core.KernelReads() - reads; n != 0 {
+	if n := server.DaemonSideOf(core).KernelReads() - reads; n != 0 {
 		t.Errorf("51 diffs read the kernel's table %d times", n)
 	}
 	cancel()

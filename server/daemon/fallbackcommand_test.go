@@ -71,7 +71,7 @@ virtual=198.18.0.100:80
 			t.Error(err)
 		}
 	}()
-	if _, err := core.ApplyState(ctx, server.Actor{Name: "t", Via: "test"}, state, "test", server.WriteOptions{NoWait: true}); err != nil {
+	if _, err := applyState(ctx, core, server.Actor{Name: "t", Via: "test"}, state, "test"); err != nil {
 		t.Fatal(err)
 	}
 	dests := func() string {

@@ -1,10 +1,13 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"testing"
 
+	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/store"
@@ -33,4 +36,14 @@ func openFake(k *fakekernel.Kernel, host *fakekernel.Host) func() (*server.Kerne
 		c := kc
 		return &c, nil
 	}
+}
+
+// applyState applies st through the core's Apply, as the document a user
+// would send, without waiting for the daemon's reconcile.
+func applyState(ctx context.Context, c *server.Core, a server.Actor, st *ipvsmgr.State, label string) (*server.WriteResult, error) {
+	doc, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	return c.Apply(ctx, a, bytes.NewReader(doc), label, server.WriteOptions{NoWait: true})
 }

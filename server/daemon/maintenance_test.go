@@ -66,7 +66,7 @@ func TestDaemonMaintenanceDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := core.ApplyState(ctx, server.Actor{Name: "t", Via: "test"}, state, "test", server.WriteOptions{NoWait: true}); err != nil {
+	if _, err := applyState(ctx, core, server.Actor{Name: "t", Via: "test"}, state, "test"); err != nil {
 		t.Fatal(err)
 	}
 	weights := func() string {

@@ -134,7 +134,7 @@ func TestDaemonRunsQuorumProgramsOnTheChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := core.ApplyState(ctx, server.Actor{Name: "t", Via: "test"}, state, "test", server.WriteOptions{NoWait: true}); err != nil {
+	if _, err := applyState(ctx, core, server.Actor{Name: "t", Via: "test"}, state, "test"); err != nil {
 		t.Fatal(err)
 	}
 	inKernel := func() int {
@@ -246,7 +246,7 @@ func TestQuorumProgramTimeoutDoesNotBlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := core.ApplyState(ctx, server.Actor{Name: "t", Via: "test"}, state, "test", server.WriteOptions{NoWait: true}); err != nil {
+	if _, err := applyState(ctx, core, server.Actor{Name: "t", Via: "test"}, state, "test"); err != nil {
 		t.Fatal(err)
 	}
 	r.waitWeights("r1 in", map[string]uint32{"198.18.0.11": 1})

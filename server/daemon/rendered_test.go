@@ -61,7 +61,7 @@ func TestKeyMovesWithWhatTheDaemonKnows(t *testing.T) {
 	web := &ipvsmgr.State{Services: []ipvsmgr.Service{{Name: "web", Address: "198.18.0.100", Port: 80,
 		Check:   &ipvsmgr.Check{Type: "tcp", Address: "127.0.0.1", Port: port, Interval: 0.1, Timeout: 0.5, Rise: 1, Fall: 1},
 		Servers: []ipvsmgr.Server{{Name: "r1", Address: "198.18.0.11"}}}}}
-	res, err := core.ApplyState(ctx, server.Actor{Name: "t", Via: "test"}, web, "web", server.WriteOptions{NoWait: true})
+	res, err := applyState(ctx, core, server.Actor{Name: "t", Via: "test"}, web, "web")
 	if err != nil {
 		t.Fatal(err)
 	}

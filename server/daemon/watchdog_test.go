@@ -122,7 +122,7 @@ func TestWatchdogLateRoundReadinessAndSdNotify(t *testing.T) {
 	k := fakekernel.New()
 	open := func() (*server.KernelConn, error) { return &server.KernelConn{Kernel: k, Close: func() {}}, nil }
 	// Stored before the daemon starts, as at a boot.
-	if _, err := server.New(server.Config{Store: st, OpenKernel: open}).ApplyState(ctx, server.Actor{Name: "t", Via: "test"}, state, "test", server.WriteOptions{NoWait: true}); err != nil {
+	if _, err := applyState(ctx, server.New(server.Config{Store: st, OpenKernel: open}), server.Actor{Name: "t", Via: "test"}, state, "test"); err != nil {
 		t.Fatal(err)
 	}
 

@@ -37,7 +37,7 @@ func closedPort(t *testing.T) string {
 // so two announcing directors in one test process race.
 func TestDirectorsCompareMaglevFingerprints(t *testing.T) {
 	a, b := servertest.Start(t), servertest.Start(t)
-	t.Cleanup(func() { a.Core.EndLongPolls(); b.Core.EndLongPolls() }) // replication's polls, before the servers close
+	t.Cleanup(func() { server.DaemonSideOf(a.Core).EndLongPolls(); server.DaemonSideOf(b.Core).EndLongPolls() }) // replication's polls, before the servers close
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	doc := `{"settings": {"network": "dr", "bgp": {"asn": 65001, "peers": [{"address": "127.0.0.2", "port": ` + closedPort(t) + `, "asn": 65000}], "drain": {"mode": "withdraw"}}},

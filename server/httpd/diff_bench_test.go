@@ -131,5 +131,5 @@ func BenchmarkPatchBesideDiffViewers(b *testing.B) {
 	b.ReportMetric(float64(v)/float64(a), "ratio")
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "diffs/s")
 	b.Logf("PATCH median alone %v, beside 20 viewers polling /diff %v (ratio %.2fx); %d diffs answered in %v, kernel table reads %d",
-		a, v, float64(v)/float64(a), n, elapsed.Round(time.Millisecond), g.Core.KernelReads())
+		a, v, float64(v)/float64(a), n, elapsed.Round(time.Millisecond), server.DaemonSideOf(g.Core).KernelReads())
 }

@@ -35,13 +35,13 @@ func TestFingerprintReportsAreKeptByTheCallersIdentity(t *testing.T) {
 			t.Fatalf("report %d: %s %s", i, resp.Status, body)
 		}
 	}
-	if reps := g.Core.FingerprintReports(); len(reps) != 1 || reps[0].Name != "198.18.0.29" {
+	if reps := server.DaemonSideOf(g.Core).FingerprintReports(); len(reps) != 1 || reps[0].Name != "198.18.0.29" {
 		t.Fatalf("one token's 20 reports under 20 router IDs are kept as %d: %+v, want its latest only", len(reps), reps)
 	}
 	if resp, body := report(t, g, g.Tokens[auth.Operator], server.FingerprintReport{RouterID: "198.18.0.2", Services: web}); resp.StatusCode != 200 {
 		t.Fatalf("another token's report: %s %s", resp.Status, body)
 	}
-	if n := len(g.Core.FingerprintReports()); n != 2 {
+	if n := len(server.DaemonSideOf(g.Core).FingerprintReports()); n != 2 {
 		t.Errorf("%d reports after a second token's, want 2", n)
 	}
 
@@ -55,7 +55,7 @@ func TestFingerprintReportsAreKeptByTheCallersIdentity(t *testing.T) {
 	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(body, "larger than the limit of 98304 bytes") {
 		t.Fatalf("a report of %d services: %s %.200s, want 413 naming the limit", len(big.Services), resp.Status, body)
 	}
-	if n := len(g.Core.FingerprintReports()); n != 2 {
+	if n := len(server.DaemonSideOf(g.Core).FingerprintReports()); n != 2 {
 		t.Errorf("%d reports after a refused one, want 2", n)
 	}
 	// 1,000 services' fingerprints fit (a director's report of its own).
@@ -81,7 +81,10 @@ func TestDirectorCallsThroughAProxyAreRefused(t *testing.T) {
 	for _, g := range []*servertest.Rig{plain, behind} {
 		setUp(t, g)
 	}
-	t.Cleanup(func() { plain.Core.EndLongPolls(); behind.Core.EndLongPolls() })
+	t.Cleanup(func() {
+		server.DaemonSideOf(plain.Core).EndLongPolls()
+		server.DaemonSideOf(behind.Core).EndLongPolls()
+	})
 	rep := `{"router_id": "198.18.0.2", "services": []}`
 	calls := []struct{ method, path, body string }{{"GET", "/api/v1/state?after=0", ""}, {"POST", "/api/v1/bgp/fingerprints", rep}}
 	for _, c := range calls {

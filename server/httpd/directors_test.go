@@ -224,7 +224,7 @@ func TestDirectorCallsNeedABelievedClientCertificate(t *testing.T) {
 	}
 	// Only the believed directors' fingerprint reports were kept, each by
 	// the certificate it proved.
-	reps := g.Core.FingerprintReports()
+	reps := server.DaemonSideOf(g.Core).FingerprintReports()
 	if len(reps) != 2 || !slices.ContainsFunc(reps, func(d bgp.DirectorFingerprints) bool { return d.Certificate == pinnedFP && d.Name == "198.18.0.2" }) ||
 		slices.ContainsFunc(reps, func(d bgp.DirectorFingerprints) bool { return d.Certificate == unpinnedFP }) {
 		t.Errorf("fingerprint reports kept: %+v", reps)

@@ -1,7 +1,9 @@
 package metrics
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -50,7 +52,11 @@ func TestBGPMetrics(t *testing.T) {
 		Settings: ipvsmgr.Settings{Network: "dr", BGP: &ipvsmgr.BGP{ASN: 65001, Peers: []ipvsmgr.BGPPeer{{Address: "127.0.0.2", Port: r.Port, ASN: 65000}}}},
 		Services: []ipvsmgr.Service{{Name: "web", Protocol: "tcp", Address: "198.18.0.100", Port: 80, Servers: []ipvsmgr.Server{{Address: "198.18.1.11"}}}},
 	}
-	if _, err := core.ApplyState(ctx, a, state, "test", server.WriteOptions{NoWait: true}); err != nil {
+	doc, err := json.Marshal(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := core.Apply(ctx, a, bytes.NewReader(doc), "test", server.WriteOptions{NoWait: true}); err != nil {
 		t.Fatal(err)
 	}
 	// Two followers report their Maglev fingerprints here: one has web's

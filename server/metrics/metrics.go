@@ -98,13 +98,13 @@ func New(core *server.Core) *Metrics {
 	f(m.requests)
 	f(m.requestDur)
 	f(&table{core: core})
-	f(&redundancy{core: core})
+	f(&redundancy{side: server.DaemonSideOf(core)})
 	f(&followers{core: core})
 	f(&bgpCollector{core: core})
 	f(&checker{core: core})
 	f(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ipvsctl_kernel_reads_total",
 		Help: "Reads of the kernel's whole IPVS table (the snapshot poll, reconciles, diffs); never one per request."},
-		func() float64 { return float64(core.KernelReads()) }))
+		func() float64 { return float64(server.DaemonSideOf(core).KernelReads()) }))
 	f(collectors.NewGoCollector())
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

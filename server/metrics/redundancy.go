@@ -12,7 +12,7 @@ import (
 // redundancy reports the director's VRRP role and replication at each
 // scrape, from the daemon's status (nothing without settings.redundancy or
 // a peer).
-type redundancy struct{ core *server.Core }
+type redundancy struct{ side *server.DaemonSide }
 
 var (
 	descVRRPState = prometheus.NewDesc("ipvsctl_vrrp_state",
@@ -45,7 +45,7 @@ func (r *redundancy) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (r *redundancy) Collect(ch chan<- prometheus.Metric) {
-	s := r.core.RedundancyStatus()
+	s := r.side.RedundancyStatus()
 	if s == nil {
 		return
 	}

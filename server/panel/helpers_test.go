@@ -1,7 +1,9 @@
 package panel
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -269,7 +271,11 @@ func newEnvOf(t testing.TB, o envOptions) *env {
 // seed stores a state directly (not through the panel).
 func (e *env) seed(t testing.TB, st *ipvsmgr.State) int64 {
 	t.Helper()
-	res, err := e.core.ApplyState(context.Background(), server.Actor{Name: "seed", Via: "test"}, st, "seed", server.WriteOptions{NoWait: true})
+	doc, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.core.Apply(context.Background(), server.Actor{Name: "seed", Via: "test"}, bytes.NewReader(doc), "seed", server.WriteOptions{NoWait: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func writeKey(t *testing.T, dir, name string, b byte) (string, []byte) {
 
 func transitions(d *director) int {
 	n := 0
-	if r := d.core.RedundancyStatus(); r != nil {
+	if r := d.status(); r != nil {
 		for _, c := range r.TransitionCounts {
 			n += c
 		}
@@ -59,7 +59,7 @@ func transitions(d *director) int {
 
 func dropped(d *director, reason string) uint64 {
 	var n uint64
-	if r := d.core.RedundancyStatus(); r != nil {
+	if r := d.status(); r != nil {
 		for _, f := range r.Families {
 			n += f.Dropped[reason]
 		}
@@ -98,7 +98,7 @@ func TestPairAuthForgeryRotationFailover(t *testing.T) {
 	eventually(t, 10*time.Second, "a master with the VIP and b a backup without it", func() bool {
 		return a.role() == "master" && a.hasVIP() && b.role() == "backup" && !b.hasVIP()
 	})
-	if s := b.core.RedundancyStatus(); !strings.HasPrefix(s.Auth, "hmac-sha256 enforce, key 1 (keys 1)") {
+	if s := b.status(); !strings.HasPrefix(s.Auth, "hmac-sha256 enforce, key 1 (keys 1)") {
 		t.Errorf("b's status says adverts are %q", s.Auth)
 	}
 
@@ -128,11 +128,11 @@ func TestPairAuthForgeryRotationFailover(t *testing.T) {
 	}
 	for _, d := range []*director{a, b} {
 		if dropped(d, "auth_missing") < 20 || dropped(d, "auth_bad_hmac") < 20 {
-			t.Errorf("%s dropped %v", d.addr, d.core.RedundancyStatus().Families)
+			t.Errorf("%s dropped %v", d.addr, d.status().Families)
 		}
 	}
 	if dropped(b, "auth_replay") < 1 {
-		t.Errorf("b counted no replay: %v", b.core.RedundancyStatus().Families)
+		t.Errorf("b counted no replay: %v", b.status().Families)
 	}
 	rec := httptest.NewRecorder()
 	metrics.New(b.core).Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -146,12 +146,12 @@ func TestPairAuthForgeryRotationFailover(t *testing.T) {
 	// Rotation, in three revisions on the master, without a transition.
 	apply(`{"keys": [{"id": 1, "file": "` + k1 + `"}, {"id": 2, "file": "` + k2 + `"}], "active_key": 1}`)
 	eventually(t, 5*time.Second, "both directors accepting keys 1 and 2", func() bool {
-		return strings.Contains(a.core.RedundancyStatus().Auth, "(keys 1 2)") && strings.Contains(b.core.RedundancyStatus().Auth, "(keys 1 2)")
+		return strings.Contains(a.status().Auth, "(keys 1 2)") && strings.Contains(b.status().Auth, "(keys 1 2)")
 	})
 	apply(`{"keys": [{"id": 1, "file": "` + k1 + `"}, {"id": 2, "file": "` + k2 + `"}], "active_key": 2}`)
 	apply(`{"keys": [{"id": 2, "file": "` + k2 + `"}]}`)
 	eventually(t, 5*time.Second, "both directors on key 2 alone", func() bool {
-		return strings.Contains(a.core.RedundancyStatus().Auth, "key 2 (keys 2)") && strings.Contains(b.core.RedundancyStatus().Auth, "key 2 (keys 2)")
+		return strings.Contains(a.status().Auth, "key 2 (keys 2)") && strings.Contains(b.status().Auth, "key 2 (keys 2)")
 	})
 	time.Sleep(quietFor)
 	if a.role() != "master" || b.role() != "backup" || transitions(a)+transitions(b) != before {
@@ -166,7 +166,7 @@ func TestPairAuthForgeryRotationFailover(t *testing.T) {
 	eventually(t, 2*time.Second, "an advert with the dropped key refused", func() bool { return dropped(b, "auth_unknown_key") == 1 })
 
 	// The keys are nowhere in what the API serves or the store keeps.
-	js, _ := json.Marshal(b.core.RedundancyStatus())
+	js, _ := json.Marshal(b.status())
 	var exp bytes.Buffer
 	if err := a.core.Export(ctx, "json", &exp); err != nil {
 		t.Fatal(err)
@@ -201,7 +201,7 @@ func TestAuthKeyFileMissingIsAFault(t *testing.T) {
 	}
 	a.start(&hub{}, quiet())
 	eventually(t, 5*time.Second, "a in fault for its missing key", func() bool {
-		s := a.core.RedundancyStatus()
+		s := a.status()
 		return s != nil && s.Role == "fault" && strings.Contains(s.Fault, path+": no such file") && strings.Contains(s.AuthError, path)
 	})
 	if a.hasVIP() {
@@ -212,14 +212,14 @@ func TestAuthKeyFileMissingIsAFault(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "the open key file refused", func() bool {
-		s := a.core.RedundancyStatus()
+		s := a.status()
 		return s.Role == "fault" && strings.Contains(s.AuthError, "mode 0644")
 	})
 	if err := os.Chmod(path, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "a master once its key is readable", func() bool {
-		s := a.core.RedundancyStatus()
+		s := a.status()
 		return s.Role == "master" && a.hasVIP() && s.AuthError == "" && strings.HasPrefix(s.Auth, "hmac-sha256")
 	})
 }
@@ -250,7 +250,7 @@ func TestPairAuthMigrationWithoutFailover(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, 5*time.Second, "both directors at "+want, func() bool {
-			return strings.HasPrefix(a.core.RedundancyStatus().Auth, want) && strings.HasPrefix(b.core.RedundancyStatus().Auth, want)
+			return strings.HasPrefix(a.status().Auth, want) && strings.HasPrefix(b.status().Auth, want)
 		})
 		time.Sleep(quietFor)
 	}

@@ -42,7 +42,7 @@ func peerProgramGated(t *testing.T, doc, field string) {
 	eventually(t, 5*time.Second, "the program refused in the status", func() bool {
 		return strings.Contains(replicationError(d), field)
 	})
-	r := d.core.RedundancyStatus()
+	r := d.status()
 	if len(r.Replication.Conflicts) != 1 || !strings.Contains(r.Replication.Conflicts[0].Lost, "allow-replicated-exec") {
 		t.Fatalf("conflicts shown: %+v", r.Replication.Conflicts)
 	}

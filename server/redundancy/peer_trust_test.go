@@ -120,7 +120,7 @@ func follow(t *testing.T, d *director, url, fp string) {
 }
 
 func replicationError(d *director) string {
-	if r := d.core.RedundancyStatus(); r != nil && r.Replication != nil {
+	if r := d.status(); r != nil && r.Replication != nil {
 		return r.Replication.Error
 	}
 	return ""
@@ -225,7 +225,7 @@ func TestPinnedPeerExecChecksAndClockSkew(t *testing.T) {
 	eventually(t, 5*time.Second, "the exec check refused in the status", func() bool {
 		return strings.Contains(replicationError(d), "exec check")
 	})
-	r := d.core.RedundancyStatus()
+	r := d.status()
 	if len(r.Replication.Conflicts) != 1 || !strings.Contains(r.Replication.Conflicts[0].Lost, "allow-replicated-exec") {
 		t.Fatalf("conflicts shown: %+v", r.Replication.Conflicts)
 	}
@@ -255,10 +255,10 @@ func TestPinnedPeerExecChecksAndClockSkew(t *testing.T) {
 	follow(t, d, "https://"+future.srv.Listener.Addr().String(), fp)
 	d.start(&hub{}, nil)
 	eventually(t, 5*time.Second, "the conflict shown", func() bool {
-		r := d.core.RedundancyStatus()
+		r := d.status()
 		return r != nil && r.Replication != nil && len(r.Replication.Conflicts) == 1
 	})
-	c := d.core.RedundancyStatus().Replication.Conflicts[0]
+	c := d.status().Replication.Conflicts[0]
 	if c.Winner != "this director" || !strings.Contains(c.Lost, "ahead of this director's clock") {
 		t.Fatalf("conflict %+v", c)
 	}

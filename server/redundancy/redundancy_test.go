@@ -255,7 +255,7 @@ func newDirector(t *testing.T, addr string, priority int) *director {
 		}
 		h.ServeHTTP(w, r)
 	}))
-	t.Cleanup(func() { d.core.EndLongPolls(); d.srv.CloseClientConnections(); d.srv.Close() })
+	t.Cleanup(func() { server.DaemonSideOf(d.core).EndLongPolls(); d.srv.CloseClientConnections(); d.srv.Close() })
 	p := priority
 	if _, err := d.core.SetNode(ctx, server.Actor{Name: "root", Via: "cli"}, server.NodePatch{Priority: &p, Address: &addr}); err != nil {
 		t.Fatal(err)
@@ -314,8 +314,13 @@ func (d *director) hasVIP() bool {
 	return ok
 }
 
+// status is what the director's daemon says of its VRRP and replication.
+func (d *director) status() *server.RedundancyStatus {
+	return server.DaemonSideOf(d.core).RedundancyStatus()
+}
+
 func (d *director) role() string {
-	if r := d.core.RedundancyStatus(); r != nil {
+	if r := d.status(); r != nil {
 		return r.Role
 	}
 	return ""
@@ -399,7 +404,7 @@ func TestPairElectsReplicatesAndFailsOver(t *testing.T) {
 	took := eventually(t, time.Second, "the master's change on the backup", func() bool { return b.head().Hash == a.head().Hash })
 	t.Logf("a change on the master reached the backup in %s", took)
 	eventually(t, 2*time.Second, "the replication lag reported as 0, in sync", func() bool {
-		r := b.core.RedundancyStatus()
+		r := b.status()
 		return r != nil && r.Replication != nil && r.Replication.InSync && r.Replication.LagSeconds == 0 && r.Replication.LastCopy != nil
 	})
 
@@ -449,7 +454,7 @@ func TestPairElectsReplicatesAndFailsOver(t *testing.T) {
 	}
 	eventually(t, 5*time.Second, "b master with the VIP", func() bool { return b.role() == "master" && b.hasVIP() })
 	t.Logf("SIGTERM of the master: the backup had the VIP %s later", time.Since(stopped).Round(time.Millisecond))
-	st := b.core.RedundancyStatus()
+	st := b.status()
 	if len(st.Transitions) < 4 {
 		t.Errorf("b's transitions: %+v", st.Transitions)
 	}
@@ -524,7 +529,7 @@ func TestSplitBrainConvergesOnTheNewerRevision(t *testing.T) {
 	// it saw the peer's diverging revision before the peer took its own).
 	var r *server.RedundancyStatus
 	eventually(t, 5*time.Second, "a reporting the conflict", func() bool {
-		r = a.core.RedundancyStatus()
+		r = a.status()
 		return r != nil && r.Replication != nil && len(r.Replication.Conflicts) == 1
 	})
 	c := r.Replication.Conflicts[0]
@@ -538,7 +543,7 @@ func TestSplitBrainConvergesOnTheNewerRevision(t *testing.T) {
 	if !strings.Contains(a.logs.String(), "replication conflict") {
 		t.Error("a did not log the conflict")
 	}
-	if r := b.core.RedundancyStatus(); len(r.Replication.Conflicts) > 0 && r.Replication.Conflicts[0].Winner != "this director" {
+	if r := b.status(); len(r.Replication.Conflicts) > 0 && r.Replication.Conflicts[0].Winner != "this director" {
 		t.Errorf("b's conflict: %+v", r.Replication.Conflicts[0])
 	}
 }
@@ -579,21 +584,21 @@ func TestNodePriorityChangeWithoutRestart(t *testing.T) {
 	a.start(h, nil)
 	b.start(h, nil)
 	eventually(t, 10*time.Second, "a master with the VIP, b backup hearing priority 200", func() bool {
-		r := b.core.RedundancyStatus()
+		r := b.status()
 		return a.role() == "master" && a.hasVIP() && r != nil && r.Role == "backup" && r.MasterPriority == 200
 	})
 	a.host.Ops()
-	countsA, countsB := a.core.RedundancyStatus().TransitionCounts, b.core.RedundancyStatus().TransitionCounts
+	countsA, countsB := a.status().TransitionCounts, b.status().TransitionCounts
 
 	p := 150
 	if _, err := a.core.SetNode(ctx, admin, server.NodePatch{Priority: &p}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "b hearing a's adverts at priority 150", func() bool {
-		return b.core.RedundancyStatus().MasterPriority == 150
+		return b.status().MasterPriority == 150
 	})
 	time.Sleep(500 * time.Millisecond) // five advert intervals: a restart's resignation and takeover would show
-	ra, rb := a.core.RedundancyStatus(), b.core.RedundancyStatus()
+	ra, rb := a.status(), b.status()
 	if ra.Role != "master" || ra.Priority != 150 || rb.Role != "backup" {
 		t.Fatalf("after the change: a %s at %d, b %s", ra.Role, ra.Priority, rb.Role)
 	}
@@ -615,7 +620,7 @@ func TestNodePriorityChangeWithoutRestart(t *testing.T) {
 	eventually(t, 5*time.Second, "b master with the VIP, a backup without it", func() bool {
 		return b.role() == "master" && b.hasVIP() && a.role() == "backup" && !a.hasVIP()
 	})
-	if last := b.core.RedundancyStatus().Transitions; last[len(last)-1].Reason != "preempting a master of lower priority 150" {
+	if last := b.status().Transitions; last[len(last)-1].Reason != "preempting a master of lower priority 150" {
 		t.Errorf("b's takeover: %+v", last[len(last)-1])
 	}
 }

@@ -164,7 +164,7 @@ func TestReplicationPeerMisbehavesFollowerKeepsLastGood(t *testing.T) {
 		return rec.Body.String()
 	}
 	failures := func() int64 {
-		if r := d.core.RedundancyStatus(); r != nil && r.Replication != nil {
+		if r := d.status(); r != nil && r.Replication != nil {
 			return r.Replication.Failures
 		}
 		return -1

@@ -84,6 +84,7 @@ func linkUp(name string) (bool, error) {
 // switched with the role, and the reconcile told of each change of role.
 type redRunner struct {
 	c     *server.Core
+	role  *server.RoleState // the core's, which this runner keeps
 	store *store.Store
 	sk    *daemon.Session
 	log   *slog.Logger
@@ -153,9 +154,9 @@ type runningInst struct {
 // and the peer (zero: the host's, without replication). Call it before Run.
 func Attach(d *daemon.Daemon, h Hooks) {
 	h.defaults()
-	r := &redRunner{c: d.Core, store: d.Store(), sk: d.Session(), log: d.Log, h: h, wake: make(chan struct{}, 1),
+	r := &redRunner{c: d.Core, role: server.DaemonSideOf(d.Core).Role(), store: d.Store(), sk: d.Session(), log: d.Log, h: h, wake: make(chan struct{}, 1),
 		insts: map[bool]*runningInst{}, counts: map[string]int{}, syncStarted: map[ipvsmgr.SyncState]ipvsmgr.SyncDaemon{}}
-	r.c.Role().SetStatus(r.status)
+	r.role.SetStatus(r.status)
 	r.sk.OnNewDesired(r.poke)
 	d.AddRunner(r.run)
 }
@@ -197,7 +198,7 @@ func (r *redRunner) run(ctx context.Context) {
 			return
 		case <-tick:
 		case <-r.wake:
-		case <-r.c.Role().NodeChanged():
+		case <-r.role.NodeChanged():
 			r.nodeRead = false
 		}
 	}
@@ -220,7 +221,7 @@ func (r *redRunner) step(ctx context.Context) {
 	r.mu.Lock()
 	r.red, r.vips = &red, desired.VIPs
 	r.mu.Unlock()
-	r.c.Role().SetActive(true, map[bool]string{true: r.node.Role}[r.node.Role != "auto"], r.node.PeerURL)
+	r.role.SetActive(true, map[bool]string{true: r.node.Role}[r.node.Role != "auto"], r.node.PeerURL)
 
 	// Keys before the fault: a director whose signing key came back has it
 	// before it takes part again.
@@ -284,7 +285,7 @@ func (r *redRunner) stopAll(ctx context.Context) {
 		r.stopSyncDaemons(ctx)
 		r.key = ""
 	}
-	r.c.Role().SetActive(false, "", "")
+	r.role.SetActive(false, "", "")
 	r.mu.Lock()
 	r.red, r.vips = nil, nil
 	r.mu.Unlock()
@@ -413,7 +414,7 @@ func (r *redRunner) startInstances(ctx context.Context, red *ipvsmgr.Redundancy,
 			continue
 		}
 		if r.node.Role == "backup" {
-			r.c.Role().SetRole(v4, vrrp.Backup, "")
+			r.role.SetRole(v4, vrrp.Backup, "")
 			r.behind.Store(true) // no transition moved the VIPs
 			continue
 		}
@@ -520,7 +521,7 @@ func (r *redRunner) onTransition(ri *runningInst) func(vrrp.Transition) {
 			master = ri.primary.String()
 		}
 		ri.announcing.Store(t.To == vrrp.Master)
-		r.c.Role().SetRole(ri.v4, t.To, master)
+		r.role.SetRole(ri.v4, t.To, master)
 		r.mu.Lock()
 		vips := vipsOf(r.vips, ri.v4)
 		r.counts[t.To.String()]++
@@ -611,7 +612,7 @@ func (r *redRunner) stopInstances() {
 		delete(r.insts, v4)
 		r.mu.Unlock()
 	}
-	r.c.Role().ClearRoles()
+	r.role.ClearRoles()
 }
 
 // switchSyncDaemon runs the master sync daemon on a master and the backup
@@ -688,7 +689,7 @@ func (r *redRunner) setSyncErr(msg string) {
 }
 
 func (r *redRunner) rolesMaster() bool {
-	_, roles := r.c.Role().Roles()
+	_, roles := r.role.Roles()
 	for _, s := range roles {
 		if s == vrrp.Master {
 			return true
@@ -766,7 +767,7 @@ func (r *redRunner) status() *server.RedundancyStatus {
 	for _, v := range vips {
 		s.VIPs = append(s.VIPs, v.Addr.String())
 	}
-	forced, roles := r.c.Role().Roles()
+	forced, roles := r.role.Roles()
 	s.Forced = forced != ""
 	s.Priority = node.Priority
 	if node.Role == "master" {

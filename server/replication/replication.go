@@ -252,7 +252,7 @@ func (p *replicator) consider(ctx context.Context, ps *server.PeerState) error {
 func (p *replicator) decide(mine *store.Head, ps *server.PeerState, synced, peerName string, now time.Time) (adopt bool, conflict *server.Conflict, refusal string) {
 	mineDiverged := mine.Revision > 0 && !replicated(mine.Author) && mine.Hash != synced
 	peerChanged := !replicated(ps.Author) && ps.Hash != synced
-	backup, _, _ := p.c.Role().Backup()
+	backup, _, _ := server.DaemonSideOf(p.c).Role().Backup()
 	if backup {
 		adopt = !mineDiverged || (peerChanged && newer(&ps.Head, mine))
 	} else {
