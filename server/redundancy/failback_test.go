@@ -23,7 +23,7 @@ func (d *director) setActive(n uint32) {
 }
 
 func (d *director) family() server.FamilyStatus {
-	if r := d.core.RedundancyStatus(); r != nil && len(r.Families) > 0 {
+	if r := d.status(); r != nil && len(r.Families) > 0 {
 		return r.Families[0]
 	}
 	return server.FamilyStatus{}
@@ -81,7 +81,7 @@ func TestFailbackWaitsForTheSyncDaemon(t *testing.T) {
 	eventually(t, 5*time.Second, "a master with the VIP, b backup without it", func() bool {
 		return a.role() == "master" && a.hasVIP() && b.role() == "backup" && !b.hasVIP()
 	})
-	tr := a.core.RedundancyStatus().Transitions
+	tr := a.status().Transitions
 	if last := tr[len(tr)-1]; last.To != "master" ||
 		!strings.HasPrefix(last.Reason, "preempting a master of lower priority 100 after waiting ") ||
 		!strings.HasSuffix(last.Reason, "for the sync daemon's connections: 60 of the master's 100 active") {
@@ -105,7 +105,7 @@ func TestFailbackWaitIsBounded(t *testing.T) {
 	})
 	// How long it waited is the machine's to say (timed by its clock from
 	// when the preemption was due), not this test's.
-	tr := a.core.RedundancyStatus().Transitions
+	tr := a.status().Transitions
 	if last := tr[len(tr)-1]; !strings.Contains(last.Reason, "after waiting 1.5s (preempt_sync_wait) for the sync daemon's connections: 0 of the master's 100 active") {
 		t.Errorf("a's takeover: %+v", last)
 	}
@@ -117,7 +117,7 @@ func TestFailbackWithoutWait(t *testing.T) {
 	eventually(t, 10*time.Second, "a master with the VIP, b backup without it", func() bool {
 		return a.role() == "master" && a.hasVIP() && b.role() == "backup" && !b.hasVIP()
 	})
-	tr := a.core.RedundancyStatus().Transitions
+	tr := a.status().Transitions
 	if last := tr[len(tr)-1]; last.Reason != "preempting a master of lower priority 100" {
 		t.Errorf("a's takeover: %+v", last)
 	}
