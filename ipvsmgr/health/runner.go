@@ -221,10 +221,7 @@ func (r *Runner) Update(checks []ipvsmgr.ServerCheck) {
 		m := r.members[c.Ref]
 		if m == nil || m.probe != p {
 			p.joined = true
-			m = &member{probe: p}
-			m.check = c
-			m.up = m.in()
-			m.sent = m.health(now)
+			m = r.join(p, c, m)
 		} else {
 			m.check = c
 		}
@@ -246,6 +243,23 @@ func (r *Runner) Update(checks []ipvsmgr.ServerCheck) {
 	}
 	r.probes, r.members = probes, members
 	r.poke()
+}
+
+// join makes c a member of p; was is c's member of another probe (nil: c
+// is new). What the member was told is what it is told again if it
+// differs at p's next result: a new server that joins a check already up
+// (a service added over real servers other services check) is told
+// unknown->up as its own change, for its history and its notify_up; a
+// server whose edited check is now another service's keeps what it was
+// told, and hears only of a difference; one whose check starts over
+// (p has no result yet) starts unknown.
+func (r *Runner) join(p *probe, c ipvsmgr.ServerCheck, was *member) *member {
+	m := &member{probe: p, check: c}
+	m.up = m.in()
+	if was != nil && p.state != ipvsmgr.HealthUnknown {
+		m.sent, m.sentFlt = was.sent, was.sentFlt
+	}
+	return m
 }
 
 // Restore sets the state servers had before (kept in the store across a
@@ -272,11 +286,19 @@ func (r *Runner) RestoreFrom(prev map[ipvsmgr.ServerRef]Restored) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.clock.Now()
+	// Servers that share a check may have been kept in different states
+	// (their checks were edited together while the daemon was down): the
+	// check takes down, whatever order they come in, until it says.
+	restored := map[*probe]bool{}
 	for ref, rs := range prev {
 		m := r.members[ref]
-		if m == nil || m.probe.state != ipvsmgr.HealthUnknown || rs.State == ipvsmgr.HealthUnknown {
+		if m == nil || rs.State == ipvsmgr.HealthUnknown {
 			continue
 		}
+		if p := m.probe; p.state != ipvsmgr.HealthUnknown && !(restored[p] && p.state != rs.State && rs.State == ipvsmgr.HealthDown) {
+			continue
+		}
+		restored[m.probe] = true
 		m.probe.state = rs.State
 		m.probe.reason = "restored"
 		if rs.Reason != "" {
@@ -622,9 +644,12 @@ func (r *Runner) record(p *probe, res Result, now time.Time) []Event {
 		if h == m.sent && p.fault == m.sentFlt && from == p.state {
 			continue
 		}
+		// From is what this member was told: the probe's state before,
+		// unless the member joined it since.
+		told := m.sent.State
 		m.sent, m.sentFlt = h, p.fault
 		events = append(events, Event{Ref: m.check.Ref, ServiceName: m.check.ServiceName, ServerName: m.check.ServerName,
-			At: now, From: from, To: p.state, Health: h, Reason: res.Reason, Fault: p.fault, Flapping: flapping,
+			At: now, From: told, To: p.state, Health: h, Reason: res.Reason, Fault: p.fault, Flapping: flapping,
 			Ramp: !m.rampFrom.IsZero() && from == p.state, Quiesce: m.check.OnFailure == "quiesce"})
 	}
 	return events
