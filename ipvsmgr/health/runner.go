@@ -142,12 +142,30 @@ type probe struct {
 
 // member is one real server of one service checked by a probe.
 type member struct {
-	check    ipvsmgr.ServerCheck
+	check    memberCheck
 	probe    *probe
 	up       bool      // in (up, or unknown and start_healthy)
 	rampFrom time.Time // slow start began; zero when not ramping
 	sent     ipvsmgr.ServerHealth
 	sentFlt  string
+}
+
+// memberCheck is what a member keeps of its ServerCheck: which server of
+// which service it is and what it does with its probe's results. Not the
+// spec, which is the probe's: the 1,000 services of one probe would hold
+// 1,000 copies of it (most of a member's size).
+type memberCheck struct {
+	Ref                     ipvsmgr.ServerRef
+	ServiceName, ServerName string
+	Weight                  uint32
+	OnFailure               string
+	SlowStart               time.Duration
+	StartHealthy            bool
+}
+
+func memberCheckOf(c *ipvsmgr.ServerCheck) memberCheck {
+	return memberCheck{Ref: c.Ref, ServiceName: c.ServiceName, ServerName: c.ServerName, Weight: c.Weight,
+		OnFailure: c.OnFailure, SlowStart: c.SlowStart, StartHealthy: c.StartHealthy}
 }
 
 // NewRunner returns a runner with no checks; give it some with Update and
@@ -223,7 +241,7 @@ func (r *Runner) Update(checks []ipvsmgr.ServerCheck) {
 			p.joined = true
 			m = r.join(p, c, m)
 		} else {
-			m.check = c
+			m.check = memberCheckOf(&c)
 		}
 		p.members[c.Ref] = m
 		p.slowStart = p.slowStart || c.SlowStart > 0
@@ -254,7 +272,7 @@ func (r *Runner) Update(checks []ipvsmgr.ServerCheck) {
 // told, and hears only of a difference; one whose check starts over
 // (p has no result yet) starts unknown.
 func (r *Runner) join(p *probe, c ipvsmgr.ServerCheck, was *member) *member {
-	m := &member{probe: p, check: c}
+	m := &member{probe: p, check: memberCheckOf(&c)}
 	m.up = m.in()
 	if was != nil && p.state != ipvsmgr.HealthUnknown {
 		m.sent, m.sentFlt = was.sent, was.sentFlt
