@@ -75,6 +75,9 @@ rss() { # PID...: VmRSS in kB
 	echo "$t"
 }
 syns() { ip netns exec tg iptables -w -nvxL INPUT | awk 'NR == 3 { print $1 }'; }
+# window T0: seconds since EPOCHREALTIME T0, the time between two reads of the SYN counter: each read takes a
+# few hundred ms under emulation, so the sleep between them is not the window (the rates came out 3-15% high).
+window() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }'; }
 servers_up() { ip netns exec dir ipvsadm -Ln | grep -c -- '-> 198.19' || true; }
 
 # configs_one N: both contenders' tables for one service of N real servers.
@@ -136,17 +139,17 @@ state_shared() {
 }
 
 # serve STATE: ipvsctl serve in a fresh director namespace over the table STATE describes, for secs seconds;
-# sets scpu swarm ssyn suser srss sup ssink as the contenders' variables above.
+# sets scpu swarm ssyn swin suser srss sup ssink as the contenders' variables above.
 serve() {
 	setup "$targets"
 	rm -f /tmp/bh.db*
 	ip netns exec dir "$bin" --db /tmp/bh.db apply --no-apply -f "$1" >/dev/null
 	ip netns exec dir "${pin[@]}" env "${goenv[@]}" "$bin" --db /tmp/bh.db serve --listen "" >/tmp/bh-serve.log 2>&1 &
-	local pid=$! syn0
+	local pid=$! syn0 t0
 	sleep "$warm"
-	swarm=$(cpu "$pid") syn0=$(syns)
+	swarm=$(cpu "$pid") syn0=$(syns) t0=$EPOCHREALTIME
 	sleep $((secs - warm))
-	scpu=$(cpu "$pid") ssyn=$(($(syns) - syn0)) suser=$(utime "$pid") srss=$(rss "$pid") sup=$(servers_up) ssink=$(cpu "$sinkpid")
+	scpu=$(cpu "$pid") ssyn=$(($(syns) - syn0)) swin=$(window "$t0") suser=$(utime "$pid") srss=$(rss "$pid") sup=$(servers_up) ssink=$(cpu "$sinkpid")
 	if [ "$1" = "$dir/state-$n.json" ]; then
 		grep -c "health changed" /tmp/bh-serve.log >/tmp/bh-transitions || true
 	fi
@@ -179,15 +182,15 @@ for n in "$@"; do
 		kpid=$!
 		sleep "$warm"
 		cpids="$kpid $(cat /run/bh-checkers.pid 2>/dev/null || true)"
-		kwarm=$(cpu $cpids) ksyn0=$(syns)
+		kwarm=$(cpu $cpids) ksyn0=$(syns) kt0=$EPOCHREALTIME
 		sleep $((secs - warm))
-		kcpu=$(cpu $cpids) ksyn=$(($(syns) - ksyn0)) kuser=$(utime $cpids) krss=$(rss $cpids) kup=$(servers_up) ksink=$(cpu "$sinkpid")
+		kcpu=$(cpu $cpids) ksyn=$(($(syns) - ksyn0)) kwin=$(window "$kt0") kuser=$(utime $cpids) krss=$(rss $cpids) kup=$(servers_up) ksink=$(cpu "$sinkpid")
 		kill "$kpid"
 		wait "$kpid" 2>/dev/null || true
 		teardown
 
 		serve "$dir/state-$n.json"
-		icpu=$scpu iwarm=$swarm isyn=$ssyn iuser=$suser irss=$srss iup=$sup isink=$ssink
+		icpu=$scpu iwarm=$swarm isyn=$ssyn iwin=$swin iuser=$suser irss=$srss iup=$sup isink=$ssink
 		bcpu=0 bwarm=0 brss=0 bup=0
 		if [ "$svcs" -gt 1 ]; then
 			# The same table without checks: what the daemon costs besides them (its 2 s read of the kernel's
@@ -199,7 +202,8 @@ for n in "$@"; do
 		awk -v bc="$bcpu" -v bw="$bwarm" -v br="$brss" -v bu="$bup" \
 			 -v label="$label" -v svcs="$svcs" -v pairs="$pairs" -v targets="$targets" -v s="$secs" -v rx="$rx" -v hz="$hz" -v ic="$icpu" -v kc="$kcpu" -v ir="$irss" -v kr="$krss" -v iu="$iup" -v ku="$kup" \
 			-v iusr="$iuser" -v kusr="$kuser" -v is="$isink" -v ks="$ksink" \
-			-v w="$warm" -v iw="$iwarm" -v kw="$kwarm" -v isyn="$isyn" -v ksyn="$ksyn" 'BEGIN {
+			-v w="$warm" -v iw="$iwarm" -v kw="$kwarm" -v isyn="$isyn" -v ksyn="$ksyn" \
+			-v iwin="$iwin" -v kwin="$kwin" 'BEGIN {
 			printf "BENCH-HEALTH %s, tcp check every 1 s, %d s, %s: ipvsctl serve %.2f CPU-s, RSS %.1f MB (%d in the table) | keepalived %.2f CPU-s, RSS %.1f MB (%d in the table) | ratio %.2fx\n",
 				label, s, rx, ic / hz, ir / 1024, iu, kc / hz, kr / 1024, ku, (kc > 0 ? ic / kc : 0)
 			printf "BENCH-HEALTH   user/system CPU-s: ipvsctl %.2f/%.2f, keepalived %.2f/%.2f; the real servers (sink, whose handshake work the checker pays for in part on a veth) %.2f beside ipvsctl, %.2f beside keepalived\n",
@@ -210,17 +214,17 @@ for n in "$@"; do
 			kpk = ksyn > 0 ? (kc - kw) / hz * 1e6 / ksyn : 0
 			if (svcs == 1) {
 				printf "BENCH-HEALTH   in those %d s: checks made (SYNs that reached the real servers) ipvsctl %d a second, keepalived %d; CPU per check ipvsctl %.0f us, keepalived %.0f us | ratio %.2fx\n",
-					s - w, isyn / (s - w), ksyn / (s - w), ipk, kpk, (kpk > 0 ? ipk / kpk : 0)
+					s - w, isyn / iwin, ksyn / kwin, ipk, kpk, (kpk > 0 ? ipk / kpk : 0)
 				exit
 			}
 			# Shared: a probe of ipvsctl answers for every pair of its target (pairs / targets of them), one of
 			# keepalived for its own pair; the pairs answered a second are the work both do for the operator.
-			ipr = isyn / (s - w); kpr = ksyn / (s - w)
+			ipr = isyn / iwin; kpr = ksyn / kwin
 			ians = ipr * pairs / targets; kans = kpr
-			ipa = ians > 0 ? (ic - iw) / hz * 1e6 / (ians * (s - w)) : 0
-			kpa = kans > 0 ? (kc - kw) / hz * 1e6 / (kans * (s - w)) : 0
-			printf "BENCH-HEALTH   in those %d s: probes sent (SYNs that reached the real servers) ipvsctl %.1f a second, keepalived %.1f (%d pairs checked every 1 s: %d probes a second shared, %d each on its own) | ratio %.4fx\n",
-				s - w, ipr, kpr, pairs, targets, pairs, (kpr > 0 ? ipr / kpr : 0)
+			ipa = ians > 0 ? (ic - iw) / hz * 1e6 / (ians * iwin) : 0
+			kpa = kans > 0 ? (kc - kw) / hz * 1e6 / (kans * kwin) : 0
+			printf "BENCH-HEALTH   in those %d s: probes sent (SYNs that reached the real servers) ipvsctl %.1f a second, keepalived %.1f (counted over %.1f s and %.1f s; %d pairs checked every 1 s: %d probes a second shared, %d each on its own) | ratio %.4fx\n",
+				s - w, ipr, kpr, iwin, kwin, pairs, targets, pairs, (kpr > 0 ? ipr / kpr : 0)
 			printf "BENCH-HEALTH   pairs answered a second: ipvsctl %d, keepalived %d (of %d); CPU per pair answered ipvsctl %.2f us, keepalived %.0f us | ratio %.4fx\n",
 				ians, kans, pairs, ipa, kpa, (kpa > 0 ? ipa / kpa : 0)
 			printf "BENCH-HEALTH   ipvsctl serve over the same table without checks: %.2f CPU-s (the last %d s %.2f), RSS %.1f MB (%d in the table); the checks%s own share %.2f CPU-s (the last %d s %.2f) vs keepalived %.2f (%.2f) | ratio %.2fx (%.2fx)\n",
