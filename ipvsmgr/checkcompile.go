@@ -564,7 +564,9 @@ func (v *validator) compileCheck(field string, c *Check, key DestKey, sc *Server
 		spec.Method = cmp.Or(c.Method, "GET")
 		spec.Path = cmp.Or(c.Path, "/")
 		spec.Host = c.Host
-		spec.ExpectStatus = slices.Clone(c.ExpectStatus)
+		if len(c.ExpectStatus) > 0 { // [] is any status, as absent: one key for both (shared probes)
+			spec.ExpectStatus = slices.Clone(c.ExpectStatus)
+		}
 		spec.ExpectBody = c.ExpectBody
 		spec.TLSVerify = c.TLSVerify != nil && *c.TLSVerify
 		spec.SNI = c.SNI

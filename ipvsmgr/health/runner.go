@@ -142,12 +142,30 @@ type probe struct {
 
 // member is one real server of one service checked by a probe.
 type member struct {
-	check    ipvsmgr.ServerCheck
+	check    memberCheck
 	probe    *probe
 	up       bool      // in (up, or unknown and start_healthy)
 	rampFrom time.Time // slow start began; zero when not ramping
 	sent     ipvsmgr.ServerHealth
 	sentFlt  string
+}
+
+// memberCheck is what a member keeps of its ServerCheck: which server of
+// which service it is and what it does with its probe's results. Not the
+// spec, which is the probe's: the 1,000 services of one probe would hold
+// 1,000 copies of it (most of a member's size).
+type memberCheck struct {
+	Ref                     ipvsmgr.ServerRef
+	ServiceName, ServerName string
+	Weight                  uint32
+	OnFailure               string
+	SlowStart               time.Duration
+	StartHealthy            bool
+}
+
+func memberCheckOf(c *ipvsmgr.ServerCheck) memberCheck {
+	return memberCheck{Ref: c.Ref, ServiceName: c.ServiceName, ServerName: c.ServerName, Weight: c.Weight,
+		OnFailure: c.OnFailure, SlowStart: c.SlowStart, StartHealthy: c.StartHealthy}
 }
 
 // NewRunner returns a runner with no checks; give it some with Update and
@@ -221,12 +239,9 @@ func (r *Runner) Update(checks []ipvsmgr.ServerCheck) {
 		m := r.members[c.Ref]
 		if m == nil || m.probe != p {
 			p.joined = true
-			m = &member{probe: p}
-			m.check = c
-			m.up = m.in()
-			m.sent = m.health(now)
+			m = r.join(p, c, m)
 		} else {
-			m.check = c
+			m.check = memberCheckOf(&c)
 		}
 		p.members[c.Ref] = m
 		p.slowStart = p.slowStart || c.SlowStart > 0
@@ -246,6 +261,23 @@ func (r *Runner) Update(checks []ipvsmgr.ServerCheck) {
 	}
 	r.probes, r.members = probes, members
 	r.poke()
+}
+
+// join makes c a member of p; was is c's member of another probe (nil: c
+// is new). What the member was told is what it is told again if it
+// differs at p's next result: a new server that joins a check already up
+// (a service added over real servers other services check) is told
+// unknown->up as its own change, for its history and its notify_up; a
+// server whose edited check is now another service's keeps what it was
+// told, and hears only of a difference; one whose check starts over
+// (p has no result yet) starts unknown.
+func (r *Runner) join(p *probe, c ipvsmgr.ServerCheck, was *member) *member {
+	m := &member{probe: p, check: memberCheckOf(&c)}
+	m.up = m.in()
+	if was != nil && p.state != ipvsmgr.HealthUnknown {
+		m.sent, m.sentFlt = was.sent, was.sentFlt
+	}
+	return m
 }
 
 // Restore sets the state servers had before (kept in the store across a
@@ -272,11 +304,19 @@ func (r *Runner) RestoreFrom(prev map[ipvsmgr.ServerRef]Restored) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.clock.Now()
+	// Servers that share a check may have been kept in different states
+	// (their checks were edited together while the daemon was down): the
+	// check takes down, whatever order they come in, until it says.
+	restored := map[*probe]bool{}
 	for ref, rs := range prev {
 		m := r.members[ref]
-		if m == nil || m.probe.state != ipvsmgr.HealthUnknown || rs.State == ipvsmgr.HealthUnknown {
+		if m == nil || rs.State == ipvsmgr.HealthUnknown {
 			continue
 		}
+		if p := m.probe; p.state != ipvsmgr.HealthUnknown && !(restored[p] && p.state != rs.State && rs.State == ipvsmgr.HealthDown) {
+			continue
+		}
+		restored[m.probe] = true
 		m.probe.state = rs.State
 		m.probe.reason = "restored"
 		if rs.Reason != "" {
@@ -622,9 +662,12 @@ func (r *Runner) record(p *probe, res Result, now time.Time) []Event {
 		if h == m.sent && p.fault == m.sentFlt && from == p.state {
 			continue
 		}
+		// From is what this member was told: the probe's state before,
+		// unless the member joined it since.
+		told := m.sent.State
 		m.sent, m.sentFlt = h, p.fault
 		events = append(events, Event{Ref: m.check.Ref, ServiceName: m.check.ServiceName, ServerName: m.check.ServerName,
-			At: now, From: from, To: p.state, Health: h, Reason: res.Reason, Fault: p.fault, Flapping: flapping,
+			At: now, From: told, To: p.state, Health: h, Reason: res.Reason, Fault: p.fault, Flapping: flapping,
 			Ramp: !m.rampFrom.IsZero() && from == p.state, Quiesce: m.check.OnFailure == "quiesce"})
 	}
 	return events

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Runs inside the VM (scripts/bench-health.sh boots it). Usage: health-guest.sh DIR N...
+# Runs inside the VM (scripts/bench-health.sh boots it). Usage: health-guest.sh DIR SIZE...
+# SIZE is N (one service, N real servers) or SxR (S services, each with the same R real servers and the same
+# check: shared probes).
 set -euo pipefail
 dir=$1
 shift
@@ -73,9 +75,13 @@ rss() { # PID...: VmRSS in kB
 	echo "$t"
 }
 syns() { ip netns exec tg iptables -w -nvxL INPUT | awk 'NR == 3 { print $1 }'; }
+# window T0: seconds since EPOCHREALTIME T0, the time between two reads of the SYN counter: each read takes a
+# few hundred ms under emulation, so the sleep between them is not the window (the rates came out 3-15% high).
+window() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }'; }
 servers_up() { ip netns exec dir ipvsadm -Ln | grep -c -- '-> 198.19' || true; }
 
-for n in "$@"; do
+# configs_one N: both contenders' tables for one service of N real servers.
+configs_one() {
 	# keepalived: one virtual_server with N real servers, each with a TCP_CHECK every second.
 	{
 		echo 'virtual_server 198.18.0.100 80 {'
@@ -83,7 +89,7 @@ for n in "$@"; do
 		echo '  lb_algo wlc'
 		echo '  lb_kind DR'
 		echo '  protocol TCP'
-		for i in $(seq 0 $((n - 1))); do
+		for i in $(seq 0 $(($1 - 1))); do
 			echo "  real_server $(addr "$i") 80 { weight 1
     TCP_CHECK { connect_timeout 1 retry 3 delay_before_retry 1 } }"
 		done
@@ -92,55 +98,138 @@ for n in "$@"; do
 	{
 		printf '{"services":[{"name":"bench","address":"198.18.0.100","port":80,"forwarding":"dr","scheduler":"wlc",'
 		printf '"check":{"type":"tcp","interval":1,"timeout":1,"rise":2,"fall":3},"servers":['
-		for i in $(seq 0 $((n - 1))); do
+		for i in $(seq 0 $(($1 - 1))); do
 			[ "$i" = 0 ] || printf ','
 			printf '{"address":"%s"}' "$(addr "$i")"
 		done
 		printf ']}]}\n'
 	} >"$dir/state-$n.json"
+}
+
+# configs_shared S R: both contenders' tables for S services over the same R real servers (addr 0..R-1), every
+# service the same tcp check, so that ipvsctl runs R probes a round and keepalived S x R. Service j (0-based) is
+# 198.18.(1 + j/250).(j%250 + 1):80, not on the director (IPVS needs no local VIP, and no packet goes to one).
+# One awk each: a shell loop of 10,000 entries forks too often under emulation.
+configs_shared() {
+	awk -v s="$1" -v r="$2" 'BEGIN {
+		for (j = 0; j < s; j++) {
+			printf "virtual_server 198.18.%d.%d 80 {\n  delay_loop 1\n  lb_algo wlc\n  lb_kind DR\n  protocol TCP\n", 1 + int(j / 250), j % 250 + 1
+			for (i = 0; i < r; i++)
+				printf "  real_server 198.19.%d.%d 80 { weight 1\n    TCP_CHECK { connect_timeout 1 retry 3 delay_before_retry 1 } }\n", int(i / 250), i % 250 + 1
+			print "}"
+		} }' >"$dir/ka-$n.conf"
+	state_shared 1 "$1" "$2" >"$dir/state-$n.json"
+	state_shared 0 "$1" "$2" >"$dir/state-$n-bare.json" # the same table without checks
+}
+
+# state_shared CHECK S R: the document of configs_shared, with its tcp check or (CHECK 0) none.
+state_shared() {
+	awk -v check="$1" -v s="$2" -v r="$3" 'BEGIN {
+		printf "{\"services\":["
+		for (j = 0; j < s; j++) {
+			printf "%s{\"name\":\"s%d\",\"address\":\"198.18.%d.%d\",\"port\":80,\"forwarding\":\"dr\",\"scheduler\":\"wlc\",", (j ? "," : ""), j, 1 + int(j / 250), j % 250 + 1
+			if (check)
+				printf "\"check\":{\"type\":\"tcp\",\"interval\":1,\"timeout\":1,\"rise\":2,\"fall\":3},"
+			printf "\"servers\":["
+			for (i = 0; i < r; i++)
+				printf "%s{\"address\":\"198.19.%d.%d\"}", (i ? "," : ""), int(i / 250), i % 250 + 1
+			printf "]}"
+		}
+		print "]}" }'
+}
+
+# serve STATE: ipvsctl serve in a fresh director namespace over the table STATE describes, for secs seconds;
+# sets scpu swarm ssyn swin suser srss sup ssink as the contenders' variables above.
+serve() {
+	setup "$targets"
+	rm -f /tmp/bh.db*
+	ip netns exec dir "$bin" --db /tmp/bh.db apply --no-apply -f "$1" >/dev/null
+	ip netns exec dir "${pin[@]}" env "${goenv[@]}" "$bin" --db /tmp/bh.db serve --listen "" >/tmp/bh-serve.log 2>&1 &
+	local pid=$! syn0 t0
+	sleep "$warm"
+	swarm=$(cpu "$pid") syn0=$(syns) t0=$EPOCHREALTIME
+	sleep $((secs - warm))
+	scpu=$(cpu "$pid") ssyn=$(($(syns) - syn0)) swin=$(window "$t0") suser=$(utime "$pid") srss=$(rss "$pid") sup=$(servers_up) ssink=$(cpu "$sinkpid")
+	if [ "$1" = "$dir/state-$n.json" ]; then
+		grep -c "health changed" /tmp/bh-serve.log >/tmp/bh-transitions || true
+	fi
+	kill "$pid"
+	wait "$pid" 2>/dev/null || true
+	teardown
+}
+
+for n in "$@"; do
+	case $n in
+	*x*)
+		svcs=${n%x*} targets=${n#*x}
+		pairs=$((svcs * targets))
+		label="$svcs services x the same $targets real servers ($pairs pairs, one check)"
+		configs_shared "$svcs" "$targets"
+		;;
+	*)
+		svcs=1 targets=$n pairs=$n
+		label="$n real servers"
+		configs_one "$n"
+		;;
+	esac
 
 	for rx in $modes; do
 		pin=() goenv=()
 		[ "$rx" = remote ] && pin=(taskset -c 0) goenv=(GOMAXPROCS=2)
-		setup "$n"
+		setup "$targets"
 		ip netns exec dir "${pin[@]}" keepalived --dont-fork --check --log-console -f "$dir/ka-$n.conf" \
 			-p /run/bh-keepalived.pid -c /run/bh-checkers.pid >/tmp/bh-keepalived.log 2>&1 &
 		kpid=$!
 		sleep "$warm"
 		cpids="$kpid $(cat /run/bh-checkers.pid 2>/dev/null || true)"
-		kwarm=$(cpu $cpids) ksyn0=$(syns)
+		kwarm=$(cpu $cpids) ksyn0=$(syns) kt0=$EPOCHREALTIME
 		sleep $((secs - warm))
-		kcpu=$(cpu $cpids) ksyn=$(($(syns) - ksyn0)) kuser=$(utime $cpids) krss=$(rss $cpids) kup=$(servers_up) ksink=$(cpu "$sinkpid")
+		kcpu=$(cpu $cpids) ksyn=$(($(syns) - ksyn0)) kwin=$(window "$kt0") kuser=$(utime $cpids) krss=$(rss $cpids) kup=$(servers_up) ksink=$(cpu "$sinkpid")
 		kill "$kpid"
 		wait "$kpid" 2>/dev/null || true
 		teardown
 
-		setup "$n"
-		rm -f /tmp/bh.db*
-		ip netns exec dir "$bin" --db /tmp/bh.db apply --no-apply -f "$dir/state-$n.json" >/dev/null
-		ip netns exec dir "${pin[@]}" env "${goenv[@]}" "$bin" --db /tmp/bh.db serve --listen "" >/tmp/bh-serve.log 2>&1 &
-		ipid=$!
-		sleep "$warm"
-		iwarm=$(cpu "$ipid") isyn0=$(syns)
-		sleep $((secs - warm))
-		icpu=$(cpu "$ipid") isyn=$(($(syns) - isyn0)) iuser=$(utime "$ipid") irss=$(rss "$ipid") iup=$(servers_up) isink=$(cpu "$sinkpid")
-		kill "$ipid"
-		wait "$ipid" 2>/dev/null || true
-		teardown
+		serve "$dir/state-$n.json"
+		icpu=$scpu iwarm=$swarm isyn=$ssyn iwin=$swin iuser=$suser irss=$srss iup=$sup isink=$ssink
+		bcpu=0 bwarm=0 brss=0 bup=0
+		if [ "$svcs" -gt 1 ]; then
+			# The same table without checks: what the daemon costs besides them (its 2 s read of the kernel's
+			# table, the periodic reconcile), which keepalived does not do; the difference is the checks' own.
+			serve "$dir/state-$n-bare.json"
+			bcpu=$scpu bwarm=$swarm brss=$srss bup=$sup
+		fi
 
-		awk -v n="$n" -v s="$secs" -v rx="$rx" -v hz="$hz" -v ic="$icpu" -v kc="$kcpu" -v ir="$irss" -v kr="$krss" -v iu="$iup" -v ku="$kup" \
+		awk -v bc="$bcpu" -v bw="$bwarm" -v br="$brss" -v bu="$bup" \
+			 -v label="$label" -v svcs="$svcs" -v pairs="$pairs" -v targets="$targets" -v s="$secs" -v rx="$rx" -v hz="$hz" -v ic="$icpu" -v kc="$kcpu" -v ir="$irss" -v kr="$krss" -v iu="$iup" -v ku="$kup" \
 			-v iusr="$iuser" -v kusr="$kuser" -v is="$isink" -v ks="$ksink" \
-			-v w="$warm" -v iw="$iwarm" -v kw="$kwarm" -v isyn="$isyn" -v ksyn="$ksyn" 'BEGIN {
-			printf "BENCH-HEALTH %d real servers, tcp check every 1 s, %d s, %s: ipvsctl serve %.2f CPU-s, RSS %.1f MB (%d in the table) | keepalived %.2f CPU-s, RSS %.1f MB (%d in the table) | ratio %.2fx\n",
-				n, s, rx, ic / hz, ir / 1024, iu, kc / hz, kr / 1024, ku, (kc > 0 ? ic / kc : 0)
+			-v w="$warm" -v iw="$iwarm" -v kw="$kwarm" -v isyn="$isyn" -v ksyn="$ksyn" \
+			-v iwin="$iwin" -v kwin="$kwin" 'BEGIN {
+			printf "BENCH-HEALTH %s, tcp check every 1 s, %d s, %s: ipvsctl serve %.2f CPU-s, RSS %.1f MB (%d in the table) | keepalived %.2f CPU-s, RSS %.1f MB (%d in the table) | ratio %.2fx\n",
+				label, s, rx, ic / hz, ir / 1024, iu, kc / hz, kr / 1024, ku, (kc > 0 ? ic / kc : 0)
 			printf "BENCH-HEALTH   user/system CPU-s: ipvsctl %.2f/%.2f, keepalived %.2f/%.2f; the real servers (sink, whose handshake work the checker pays for in part on a veth) %.2f beside ipvsctl, %.2f beside keepalived\n",
 				iusr / hz, (ic - iusr) / hz, kusr / hz, (kc - kusr) / hz, is / hz, ks / hz
 			printf "BENCH-HEALTH   the last %d s alone (started, first results in): ipvsctl %.2f CPU-s, keepalived %.2f | ratio %.2fx\n",
 				s - w, (ic - iw) / hz, (kc - kw) / hz, (kc > kw ? (ic - iw) / (kc - kw) : 0)
 			ipk = isyn > 0 ? (ic - iw) / hz * 1e6 / isyn : 0
 			kpk = ksyn > 0 ? (kc - kw) / hz * 1e6 / ksyn : 0
-			printf "BENCH-HEALTH   in those %d s: checks made (SYNs that reached the real servers) ipvsctl %d a second, keepalived %d; CPU per check ipvsctl %.0f us, keepalived %.0f us | ratio %.2fx\n",
-				s - w, isyn / (s - w), ksyn / (s - w), ipk, kpk, (kpk > 0 ? ipk / kpk : 0) }'
-		grep -c "health changed" /tmp/bh-serve.log | sed 's/^/BENCH-HEALTH   ipvsctl health transitions logged: /'
+			if (svcs == 1) {
+				printf "BENCH-HEALTH   in those %d s: checks made (SYNs that reached the real servers) ipvsctl %d a second, keepalived %d; CPU per check ipvsctl %.0f us, keepalived %.0f us | ratio %.2fx\n",
+					s - w, isyn / iwin, ksyn / kwin, ipk, kpk, (kpk > 0 ? ipk / kpk : 0)
+				exit
+			}
+			# Shared: a probe of ipvsctl answers for every pair of its target (pairs / targets of them), one of
+			# keepalived for its own pair; the pairs answered a second are the work both do for the operator.
+			ipr = isyn / iwin; kpr = ksyn / kwin
+			ians = ipr * pairs / targets; kans = kpr
+			ipa = ians > 0 ? (ic - iw) / hz * 1e6 / (ians * iwin) : 0
+			kpa = kans > 0 ? (kc - kw) / hz * 1e6 / (kans * kwin) : 0
+			printf "BENCH-HEALTH   in those %d s: probes sent (SYNs that reached the real servers) ipvsctl %.1f a second, keepalived %.1f (counted over %.1f s and %.1f s; %d pairs checked every 1 s: %d probes a second shared, %d each on its own) | ratio %.4fx\n",
+				s - w, ipr, kpr, iwin, kwin, pairs, targets, pairs, (kpr > 0 ? ipr / kpr : 0)
+			printf "BENCH-HEALTH   pairs answered a second: ipvsctl %d, keepalived %d (of %d); CPU per pair answered ipvsctl %.2f us, keepalived %.0f us | ratio %.4fx\n",
+				ians, kans, pairs, ipa, kpa, (kpa > 0 ? ipa / kpa : 0)
+			printf "BENCH-HEALTH   ipvsctl serve over the same table without checks: %.2f CPU-s (the last %d s %.2f), RSS %.1f MB (%d in the table); the checks%s own share %.2f CPU-s (the last %d s %.2f) vs keepalived %.2f (%.2f) | ratio %.2fx (%.2fx)\n",
+				bc / hz, s - w, (bc - bw) / hz, br / 1024, bu, "\047", (ic - bc) / hz, s - w, ((ic - iw) - (bc - bw)) / hz, kc / hz, (kc - kw) / hz,
+				(kc > 0 ? (ic - bc) / kc : 0), (kc > kw ? ((ic - iw) - (bc - bw)) / (kc - kw) : 0) }'
+		sed 's/^/BENCH-HEALTH   ipvsctl health transitions logged: /' /tmp/bh-transitions
 	done
 done

@@ -90,12 +90,14 @@ func (r *bgpRunner) stop(wait time.Duration) {
 // node settings, and publishes what it announces.
 func (r *bgpRunner) step(ctx context.Context) {
 	sk := r.d.sk
-	rev, desired := sk.current()
+	// Every 500 ms: the checks' view only where BGP is on.
+	rev, desired := sk.compiled()
 	if desired == nil || desired.Settings.BGP == nil {
 		r.stop(BGPWithdrawWait)
 		r.d.side.SetBGPStatus(nil)
 		return
 	}
+	desired = sk.withHealth(desired)
 	st := &server.BGPStatus{At: time.Now()}
 	snap := sk.snap.Load()
 	defer func() {
