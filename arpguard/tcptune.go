@@ -110,6 +110,7 @@ func RenderTuneCheck() string {
   fi
 done
 `)
+	b.WriteString(renderWebCheck())
 	return b.String()
 }
 
@@ -181,11 +182,17 @@ type TuneReading struct {
 	// ReadOnly are the host settings this namespace sees but may not write.
 	ReadOnly  map[string]bool
 	Listeners []Listener
+	// CPUs online, whether systemd runs there, and the web servers found.
+	CPUs    int
+	Systemd bool
+	Web     []WebServer
 }
 
 // ParseTuneCheck reads the check script's output.
 func ParseTuneCheck(out string) (*TuneReading, error) {
 	r := &TuneReading{Sysctls: map[string]string{}, ReadOnly: map[string]bool{}}
+	web, out := parseWebCheck(out)
+	r.CPUs, r.Systemd, r.Web = web.CPUs, web.Systemd, web.Web
 	nofile := map[int]string{}
 	for line := range strings.Lines(out) {
 		f := strings.Fields(line)
@@ -283,7 +290,7 @@ func TuneFindings(r *TuneReading, ports []int) []tune.Finding {
 			out = append(out, nf)
 		}
 	}
-	return out
+	return append(out, WebFindings(r)...)
 }
 
 // TuneResult is one real server's tune check, push or undo.

@@ -329,3 +329,51 @@ func (b *Bed) ListenRS(t testing.TB, port, backlog int) {
 	}
 	t.Cleanup(func() { syscall.Close(fd) })
 }
+
+// Daemon runs cmd in the real server's namespace, a server that forks into
+// the background and writes its pid to pidFile (nginx, haproxy -D), and
+// stops that process when the test ends.
+func (b *Bed) Daemon(t testing.TB, pidFile, cmd string) {
+	t.Helper()
+	b.InRS(t, cmd)
+	t.Cleanup(func() {
+		raw, err := os.ReadFile(pidFile)
+		if err != nil {
+			t.Errorf("stop %s: %v", cmd, err)
+			return
+		}
+		for _, f := range strings.Fields(string(raw)) {
+			var pid int
+			if _, err := fmt.Sscan(f, &pid); err != nil || pid <= 1 {
+				continue
+			}
+			syscall.Kill(pid, syscall.SIGTERM)
+			// Bounded: until it is gone, or 5 s.
+			for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	})
+}
+
+// Get fetches http://addr/ from the client namespace: the status line's
+// code, or an error.
+func (b *Bed) Get(ctx context.Context, addr string) (int, error) {
+	c, err := b.Dial(ctx, "tcp", addr)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	if d, ok := ctx.Deadline(); ok {
+		c.SetDeadline(d)
+	}
+	if _, err := fmt.Fprintf(c, "GET / HTTP/1.0\r\nHost: rs\r\n\r\n"); err != nil {
+		return 0, err
+	}
+	var proto string
+	var code int
+	if _, err := fmt.Fscan(c, &proto, &code); err != nil {
+		return 0, fmt.Errorf("read the status line: %w", err)
+	}
+	return code, nil
+}

@@ -145,7 +145,10 @@ func HAProxyFindings(secs []Section, main string, h Host) []tune.Finding {
 	switch {
 	case mc == nil:
 		f.Current, f.Status = "unset (derived at start from the open-files limit)", tune.Change
-		f.Why = "unset, it is derived from whatever file limit the service started with, so it changes with the unit's limits: " + f.Why
+		f.Why = "unset, it is derived from whatever file limit the service started with, so it moves with the unit's limits: " + f.Why
+		if h.NoFile > 0 {
+			f.Current = fmt.Sprintf("unset (about %d: derived from the open-files limit %d)", h.NoFile/2, h.NoFile)
+		}
 	case h.NoFile > 0 && h.NoFile < 2*int64(maxconn):
 		f.Current, f.Status = mc.Args[0], tune.Far
 		f.Why = fmt.Sprintf("the process's open-files limit %d is below 2 x maxconn %d: connections fail with EMFILE before maxconn is reached; %s", h.NoFile, maxconn, f.Why)
@@ -154,12 +157,20 @@ func HAProxyFindings(secs []Section, main string, h Host) []tune.Finding {
 	}
 	add(f)
 
+	// HAProxy raises its own limit to what maxconn needs, never lowers an
+	// inherited one: the limit the process runs with is what counts.
 	if ul := findLine(global, "ulimit-n"); ul != nil && len(ul.Args) == 1 {
 		n, _ := strconv.ParseInt(ul.Args[0], 10, 64)
 		f := tune.Finding{Setting: "ulimit-n", Current: ul.Args[0], Source: haproxyDocs + "3.1-ulimit-n", Where: ul.Where(),
-			Recommended: "unset (HAProxy computes it from maxconn)",
-			Why:         "the manual advises against setting it: HAProxy computes the file limit it needs from maxconn"}
-		if maxconn > 0 && n < 2*int64(maxconn) {
+			Recommended: "unset (HAProxy computes it from maxconn)", Status: tune.Change,
+			Why: "the manual advises against setting it: HAProxy computes the file limit it needs from maxconn"}
+		need := 2 * int64(maxconn)
+		if h.NoFile > 0 {
+			f.Why = fmt.Sprintf("the process runs with %d open files; %s", h.NoFile, f.Why)
+			if maxconn > 0 && h.NoFile < need {
+				f.Status = tune.Far
+			}
+		} else if maxconn > 0 && n < need {
 			f.Status = tune.Far
 			f.Why = fmt.Sprintf("ulimit-n %d is below 2 x maxconn %d; %s", n, maxconn, f.Why)
 		}

@@ -204,7 +204,7 @@ func TestHAProxyFindings(t *testing.T) {
 		none []string
 	}{
 		{"debian 12 default", readTestdata(t, "debian12-haproxy.cfg"), Host{CPUs: 2, NoFile: 1024}, map[string]row{
-			"haproxy maxconn":      {tune.Change, cfg + ":1", "unset (derived at start from the open-files limit)", ""},
+			"haproxy maxconn":      {tune.Change, cfg + ":1", "unset (about 512: derived from the open-files limit 1024)", ""},
 			"haproxy nbthread":     {tune.OK, cfg + ":1", "", ""},
 			"haproxy cpu-map":      {tune.Info, cfg + ":1", "unset", ""},
 			"haproxy tune.bufsize": {tune.OK, cfg + ":1", "16384 (default)", ""},
@@ -215,6 +215,9 @@ func TestHAProxyFindings(t *testing.T) {
 		}, nil},
 		{"aidaho12's under a file limit of 1024", readTestdata(t, "aidaho12-haproxy.cfg"), Host{CPUs: 2, NoFile: 1024}, map[string]row{
 			"haproxy maxconn": {tune.Far, cfg + ":6", "4000", ""},
+		}, nil},
+		{"ulimit-n below maxconn's need, the process's limit unknown", "global\n maxconn 4000\n ulimit-n 1024\n", Host{}, map[string]row{
+			"haproxy ulimit-n": {tune.Far, cfg + ":3", "1024", ""},
 		}, nil},
 		{"every rule's problem", `global
     maxconn 50000
@@ -229,7 +232,7 @@ backend app
     server a 198.18.7.2:8080
 `, Host{CPUs: 4, NoFile: 200000}, map[string]row{
 			"haproxy maxconn":                       {tune.OK, cfg + ":2", "50000", ""},
-			"haproxy ulimit-n":                      {tune.Far, cfg + ":3", "4096", ""},
+			"haproxy ulimit-n":                      {tune.Change, cfg + ":3", "4096", ""}, // the process has 200000
 			"haproxy nbthread":                      {tune.Change, cfg + ":4", "1", ""},
 			"haproxy tune.bufsize":                  {tune.Change, cfg + ":5", "8192", ""},
 			"haproxy backend app: option httpclose": {tune.Change, cfg + ":9", "", ""},

@@ -1,0 +1,210 @@
+package arpguard
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/ipvsctl/ipvsctl/arpguard/sshtest"
+	"github.com/ipvsctl/ipvsctl/arpguard/webconf"
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/tune"
+)
+
+// TestParseWebCheck: the web servers' part of a check's answer, whose
+// dumps are fenced so that a configuration line is never read as one of
+// the check's own (a "listen" with four words, a "sysctl"), and a web
+// server whose configuration fails its check is reported as such.
+func TestParseWebCheck(t *testing.T) {
+	answer := debianCheck + `cpus 4
+systemd yes
+web nginx 700 1024 nginx.service /usr/sbin/nginx -c /etc/nginx/nginx.conf
+` + webDumpBegin + `700@@
+nginx: the configuration file /etc/nginx/nginx.conf syntax is ok
+# configuration file /etc/nginx/nginx.conf:
+worker_processes 2;
+events {
+	worker_connections 768;
+}
+http {
+	server {
+		listen 198.18.0.1:80 backlog=1 reuseport;
+		sysctl x;
+	}
+}
+
+` + webDumpEnd + `700@@
+webcheck 700 ok
+web haproxy 800 - - /usr/sbin/haproxy -f /etc/haproxy/haproxy.cfg
+` + webDumpBegin + `800@@
+[ALERT]    (1) : config : parsing [/etc/haproxy/haproxy.cfg:3] : unknown keyword 'maxconnn' in 'global' section
+` + webDumpEnd + `800@@
+webcheck 800 failed
+`
+	r, err := ParseTuneCheck(answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Listeners) != 3 || r.CPUs != 4 || !r.Systemd || len(r.Web) != 2 {
+		t.Fatalf("listeners %+v, cpus %d, systemd %v, web servers %+v", r.Listeners, r.CPUs, r.Systemd, r.Web)
+	}
+	if r.Sysctls["x"] != "" {
+		t.Errorf("a dump's line read as a sysctl: %v", r.Sysctls)
+	}
+	n := r.Web[0]
+	if n.Kind != "nginx" || n.PID != 700 || n.NoFile != "1024" || n.Unit != "nginx.service" || n.Args != "-c /etc/nginx/nginx.conf" || !n.OK {
+		t.Errorf("nginx: %+v", n)
+	}
+	byName := map[string]tune.Finding{}
+	for _, f := range TuneFindings(r, nil) {
+		byName[f.Setting] = f
+	}
+	for name, want := range map[string]struct {
+		status tune.Status
+		where  string
+	}{
+		"nginx worker_processes":               {tune.Change, "/etc/nginx/nginx.conf:1"},
+		"nginx worker_connections":             {tune.Change, "/etc/nginx/nginx.conf:3"},
+		"nginx listen 198.18.0.1:80 backlog":   {tune.Change, "/etc/nginx/nginx.conf:7"},
+		"nginx listen 198.18.0.1:80 reuseport": {tune.OK, "/etc/nginx/nginx.conf:7"},
+	} {
+		if f := byName[name]; f.Status != want.status || f.Where != want.where {
+			t.Errorf("%s: %+v, want %s at %s", name, f, want.status, want.where)
+		}
+	}
+	if f := byName["haproxy (pid 800) configuration"]; f.Status != tune.Far || !strings.Contains(f.Why, "unknown keyword 'maxconnn'") {
+		t.Errorf("haproxy whose configuration fails haproxy -c: %+v", f)
+	}
+}
+
+// TestSSHTuneWebServers (tier 2): real nginx and HAProxy started in the
+// real server's namespace with a configuration that has each rule's
+// problem; the check over SSH finds both by their processes and flags each
+// problem with its file and line.
+func TestSSHTuneWebServers(t *testing.T) {
+	b := sshtest.Start(t)
+	dir, ngx, hap := webBed(t, b)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	p := newTestPusher(t, SSHConfig{Signers: []ssh.Signer{b.Signer}, Dial: b.Dial, Paths: DefaultPaths().UnderRoot(t.TempDir()),
+		KnownHostsFile: b.KnownHosts(t, b.HostKey)})
+	rs := p.TuneCheck(ctx, []Target{{Name: "r1", RIP: netip.MustParseAddr(sshtest.RIP)}}, nil)
+	if len(rs) != 1 || rs[0].State != StateDrift {
+		t.Fatalf("check: %+v", rs)
+	}
+	got := map[string]tune.Finding{}
+	for _, f := range rs[0].Findings {
+		got[f.Setting] = f
+	}
+	multi := runtime.NumCPU() > 1
+	at := func(file string, line int) string { return file + ":" + strconv.Itoa(line) }
+	for name, want := range map[string]struct {
+		status tune.Status
+		where  string
+		kind   string
+	}{
+		"nginx worker_processes":                               {map[bool]tune.Status{true: tune.Change, false: tune.OK}[multi], at(ngx, 1), ""},
+		"nginx worker_rlimit_nofile":                           {tune.Far, at(ngx, 2), ""},
+		"nginx worker_connections":                             {tune.Change, at(ngx, 6), ""},
+		"nginx multi_accept":                                   {tune.Change, at(ngx, 5), ""},
+		"nginx keepalive_requests":                             {tune.Change, at(ngx, 10), ""},
+		"nginx access_log " + filepath.Join(dir, "access.log"): {tune.Change, at(ngx, 9), ""},
+		"nginx open_file_cache":                                {tune.Change, at(ngx, 8), webconf.KindNginxDropIn},
+		"nginx sendfile":                                       {tune.Change, at(ngx, 8), webconf.KindNginxDropIn},
+		"nginx listen " + sshtest.RIP + ":80 backlog":          {tune.Change, at(ngx, 14), ""},
+		"haproxy maxconn":                                      {tune.Change, at(hap, 1), ""},
+		"haproxy nbthread":                                     {map[bool]tune.Status{true: tune.Change, false: tune.OK}[multi], at(hap, 3), ""},
+		"haproxy tune.bufsize":                                 {tune.Change, at(hap, 4), ""},
+		"haproxy backend be: option http-server-close":         {tune.Change, at(hap, 15), ""},
+	} {
+		f, ok := got[name]
+		if !ok || f.Status != want.status || f.Where != want.where || want.kind != "" && f.Kind != want.kind {
+			t.Errorf("%s: %+v (found %v), want %s at %s", name, f, ok, want.status, want.where)
+		}
+	}
+	if f := got["nginx worker_rlimit_nofile"]; f.Current != "512 (worker_rlimit_nofile)" {
+		t.Errorf("nginx's file limit: %+v", f)
+	}
+	if f := got["haproxy maxconn"]; f.Current != "unset (about 1024: derived from the open-files limit 2048)" {
+		t.Errorf("haproxy's worker limit, read from /proc: %+v", f)
+	}
+}
+
+// webBed starts nginx (port 80) and HAProxy (port 8080, in front of it) in
+// the bed's real server namespace, each with a configuration written in a
+// directory of the test that has every rule's problem; it skips without
+// Debian's nginx and haproxy.
+func webBed(t *testing.T, b *sshtest.Bed) (dir, ngxConf, hapConf string) {
+	t.Helper()
+	for _, bin := range []string{"nginx", "haproxy"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			testenv.Needf(t, "needs Debian's %s (apt-get install -y nginx haproxy): %v", bin, err)
+		}
+	}
+	dir = t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "conf.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ngxConf = filepath.Join(dir, "nginx.conf")
+	write := func(path, text string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(ngxConf, strings.NewReplacer("DIR", dir, "RIP", sshtest.RIP).Replace(`worker_processes 1;
+worker_rlimit_nofile 512;
+pid DIR/nginx.pid;
+error_log DIR/error.log;
+events { multi_accept off;
+    worker_connections 1024;
+}
+http {
+    access_log DIR/access.log;
+    keepalive_requests 100;
+    client_body_temp_path DIR/body;
+    include DIR/conf.d/*.conf;
+    server {
+        listen RIP:80 backlog=8192;
+        location / { return 200 "ok\n"; }
+    }
+}
+`))
+	hapConf = filepath.Join(dir, "haproxy.cfg")
+	write(hapConf, strings.NewReplacer("RIP", sshtest.RIP).Replace(`global
+    # maxconn unset: derived from the file limit it starts with
+    nbthread 1
+    tune.bufsize 8192
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+frontend fe
+    bind RIP:8080
+    default_backend be
+backend be
+    # the server side closed after each response
+    option http-server-close
+    server n1 RIP:80
+`))
+	b.Daemon(t, filepath.Join(dir, "nginx.pid"), "nginx -c "+ngxConf)
+	b.Daemon(t, filepath.Join(dir, "haproxy.pid"), "ulimit -n 2048; haproxy -D -f "+hapConf+" -p "+filepath.Join(dir, "haproxy.pid"))
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for _, addr := range []string{sshtest.RIP + ":80", sshtest.RIP + ":8080"} {
+		if code, err := b.Get(ctx, addr); err != nil || code != 200 {
+			t.Fatalf("GET http://%s/: %d %v", addr, code, err)
+		}
+	}
+	return dir, ngxConf, hapConf
+}
