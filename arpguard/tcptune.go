@@ -304,20 +304,30 @@ func (p *Pusher) TuneCheck(ctx context.Context, targets []Target, ports []int) [
 	return p.tuneEach(ctx, "tune check", targets, ports, nil)
 }
 
-// TunePush raises the settings below their floor, then reads them back.
-func (p *Pusher) TunePush(ctx context.Context, targets []Target, ports []int) []TuneResult {
+// TunePush raises the settings below their floor; with web it also writes
+// what may be written safely for the web servers (an nginx drop-in,
+// validated before a reload), then reads everything back.
+func (p *Pusher) TunePush(ctx context.Context, targets []Target, ports []int, web bool) []TuneResult {
 	return p.tuneEach(ctx, "tune push", targets, ports, func(ctx context.Context, c *ssh.Client, r *Result) error {
 		out, err := p.run(ctx, c, RenderTunePush(p.cfg.Paths))
 		r.Changed = prefixedLines(out, "changed: ")
-		return err
+		if err != nil || !web {
+			return err
+		}
+		return p.pushWeb(ctx, c, r)
 	})
 }
 
 // TuneUndo puts back what push replaced.
 func (p *Pusher) TuneUndo(ctx context.Context, targets []Target) []TuneResult {
 	return p.tuneEach(ctx, "tune undo", targets, nil, func(ctx context.Context, c *ssh.Client, r *Result) error {
-		out, err := p.run(ctx, c, RenderTuneUndo(p.cfg.Paths))
+		out, err := p.run(ctx, c, RenderTuneWebUndo(p.cfg.Paths.TuneWebJournal()))
 		r.Changed = prefixedLines(out, "undone: ")
+		if err != nil {
+			return err
+		}
+		out, err = p.run(ctx, c, RenderTuneUndo(p.cfg.Paths))
+		r.Changed = append(r.Changed, prefixedLines(out, "undone: ")...)
 		if err == nil {
 			r.State = StateUndone
 		}

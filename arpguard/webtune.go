@@ -1,9 +1,13 @@
 package arpguard
 
 import (
+	"context"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/ipvsctl/ipvsctl/arpguard/webconf"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/tune"
@@ -179,4 +183,157 @@ func webFindings(w WebServer, h webconf.Host) ([]tune.Finding, error) {
 		return webconf.HAProxyFindings(webconf.ParseHAProxy(files), files[0].Path, h), nil
 	}
 	return nil, fmt.Errorf("%s: not a web server tune reads", w.Kind)
+}
+
+// TuneWebJournal is where push --apply records each web-server file it
+// wrote, with the bytes it replaced (or that there were none).
+func (p Paths) TuneWebJournal() string {
+	return path.Join(path.Dir(p.Journal), "realserver-tune-web.journal")
+}
+
+// nginxDropIn is what push --apply writes for one nginx: the directives of
+// its http block that are unset there and worth setting, in a file of
+// their own under a directory the http block includes.
+type nginxDropIn struct {
+	Server WebServer
+	Path   string
+	Lines  []string // directives, each ending in ';'
+}
+
+// Content is the drop-in file's text.
+func (d nginxDropIn) Content() string {
+	var b strings.Builder
+	b.WriteString("# Written by ipvsctl realserver tune push --apply; ipvsctl realserver tune undo removes it.\n")
+	b.WriteString("# Each directive's rule: nginx.org's manual, the directive's own entry.\n")
+	for _, l := range d.Lines {
+		b.WriteString(l + "\n")
+	}
+	return b.String()
+}
+
+// nginxDropIns are the drop-ins push --apply writes for a reading.
+func nginxDropIns(r *TuneReading) []nginxDropIn {
+	var out []nginxDropIn
+	somax, _ := strconv.Atoi(r.Sysctls["net.core.somaxconn"])
+	for _, w := range r.Web {
+		if w.Kind != "nginx" || !w.OK {
+			continue
+		}
+		files, err := webconf.SplitNginxDump(w.Dump)
+		if err != nil {
+			continue
+		}
+		ds, err := webconf.ParseNginx(files)
+		if err != nil {
+			continue
+		}
+		d := nginxDropIn{Server: w, Path: webconf.NginxDropIn(ds)}
+		for _, f := range webconf.NginxFindings(ds, files[0].Path, webconf.Host{CPUs: r.CPUs, Somaxconn: somax}) {
+			if f.Kind == webconf.KindNginxDropIn && f.Status != tune.OK && f.Value != "" {
+				d.Lines = append(d.Lines, f.Value)
+			}
+		}
+		if d.Path != "" && len(d.Lines) > 0 {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// nginxCmd is the nginx binary with the -p/-c it runs with, quoted.
+func nginxCmd(w WebServer) string {
+	words := []string{shq(w.Exe)}
+	for _, a := range strings.Fields(w.Args) {
+		words = append(words, shq(a))
+	}
+	return strings.Join(words, " ")
+}
+
+// RenderNginxDropInPush writes a drop-in, journals (first time only) the
+// bytes and mode it replaces, and reloads nginx only when nginx -t passes
+// with it; when it does not, the file is put back as it was and nginx
+// keeps running its old configuration (the script fails, saying why).
+func RenderNginxDropInPush(d nginxDropIn, journal string) string {
+	var b strings.Builder
+	// NGINX, journaled, is how undo validates and reloads this nginx.
+	fmt.Fprintf(&b, "#!/bin/sh\n# ipvsctl realserver tune push --apply: nginx drop-in\nset -eu\numask 022\nf=%s\nj=%s\nNGINX=%s\n",
+		shq(d.Path), shq(journal), shq(strings.TrimSpace(d.Server.Exe+" "+d.Server.Args)))
+	b.WriteString(`mkdir -p "$(dirname "$j")"
+touch "$j"
+if ! awk -F '\t' -v f="$f" '$1 == "nginx-dropin" && $2 == f {found=1} END {exit !found}' "$j"; then
+  if [ -e "$f" ]; then
+    b64=$(base64 -w0 < "$f")
+    printf 'nginx-dropin\t%s\tfile\t%s\t%s\t%s\n' "$f" "$(stat -c %a "$f")" "${b64:--}" "$NGINX" >> "$j"
+  else
+    printf 'nginx-dropin\t%s\tabsent\t-\t-\t%s\n' "$f" "$NGINX" >> "$j"
+  fi
+fi
+old=$(mktemp)
+had=0
+if [ -e "$f" ]; then cp -p "$f" "$old"; had=1; fi
+`)
+	fmt.Fprintf(&b, "printf '%%s' %s > \"$f.ipvsctl-new\"\nchmod 644 \"$f.ipvsctl-new\"\nmv \"$f.ipvsctl-new\" \"$f\"\n", shq(d.Content()))
+	fmt.Fprintf(&b, `if out=$(%[1]s -t 2>&1); then
+  %[1]s -s reload
+  rm -f "$old"
+  echo "changed: nginx drop-in $f: "%[2]s
+else
+  if [ $had = 1 ]; then mv "$old" "$f"; else rm -f "$f" "$old"; fi
+  echo "nginx -t refused the drop-in $f, put back as it was; nginx keeps its running configuration: $out" >&2
+  exit 3
+fi
+`, nginxCmd(d.Server), shq(strings.Join(d.Lines, " ")))
+	return b.String()
+}
+
+// RenderTuneWebUndo puts back each file the journal names, byte for byte
+// (or removes it when there was none), then has its nginx validate and
+// reload; the journal goes once every file is back.
+func RenderTuneWebUndo(journal string) string {
+	return fmt.Sprintf(`#!/bin/sh
+# ipvsctl realserver tune undo: web servers
+set -eu
+j=%s
+[ -f "$j" ] || exit 0
+tab=$(printf '\t')
+while IFS="$tab" read -r kind f state mode b64 cmd; do
+  [ "$kind" = nginx-dropin ] || continue
+  if [ "$state" = absent ]; then
+    rm -f "$f"
+  else
+    if [ "$b64" = - ]; then : > "$f.ipvsctl-old"; else printf '%%s' "$b64" | base64 -d > "$f.ipvsctl-old"; fi
+    chmod "$mode" "$f.ipvsctl-old"
+    mv "$f.ipvsctl-old" "$f"
+  fi
+  if out=$($cmd -t 2>&1); then
+    $cmd -s reload
+    echo "undone: nginx drop-in $f"
+  else
+    echo "undone: nginx drop-in $f, but nginx -t fails now, so nginx was not reloaded: $out"
+  fi
+done < "$j"
+rm -f "$j"
+`, shq(journal))
+}
+
+// pushWeb reads the web servers and writes each nginx drop-in there is
+// reason for; a drop-in nginx -t refuses fails the run, the old
+// configuration still running.
+func (p *Pusher) pushWeb(ctx context.Context, c *ssh.Client, r *Result) error {
+	out, err := p.run(ctx, c, RenderTuneCheck())
+	if err != nil {
+		return fmt.Errorf("read the web servers: %w", err)
+	}
+	reading, err := ParseTuneCheck(out)
+	if err != nil {
+		return err
+	}
+	for _, d := range nginxDropIns(reading) {
+		out, err := p.run(ctx, c, RenderNginxDropInPush(d, p.cfg.Paths.TuneWebJournal()))
+		r.Changed = append(r.Changed, prefixedLines(out, "changed: ")...)
+		if err != nil {
+			return fmt.Errorf("nginx (pid %d) drop-in %s: %w", d.Server.PID, d.Path, err)
+		}
+	}
+	return nil
 }

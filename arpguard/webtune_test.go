@@ -2,6 +2,8 @@ package arpguard
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -164,7 +166,7 @@ func webBed(t *testing.T, b *sshtest.Bed) (dir, ngxConf, hapConf string) {
 	write(ngxConf, strings.NewReplacer("DIR", dir, "RIP", sshtest.RIP).Replace(`worker_processes 1;
 worker_rlimit_nofile 512;
 pid DIR/nginx.pid;
-error_log DIR/error.log;
+error_log DIR/error.log notice;
 events { multi_accept off;
     worker_connections 1024;
 }
@@ -207,4 +209,183 @@ backend be
 		}
 	}
 	return dir, ngxConf, hapConf
+}
+
+// TestSSHTuneWebPushUndo (tier 2): push without --apply writes nothing for
+// the web servers; with it, the nginx drop-in goes where the http block
+// includes it, nginx -t passes and nginx reloads while a bounded request
+// loop keeps getting answers; a second push changes nothing; a drop-in
+// nginx -t refuses is put back and the old configuration keeps serving;
+// undo restores the configuration directory byte for byte (a file of the
+// same name that was there before, with its mode, included).
+func TestSSHTuneWebPushUndo(t *testing.T) {
+	b := sshtest.Start(t)
+	dir, _, _ := webBed(t, b)
+	dropIn := filepath.Join(dir, "conf.d", webconf.DropInName)
+	if err := os.WriteFile(dropIn, []byte("# the operator's, before ipvsctl\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := confFiles(t, dir)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	paths := DefaultPaths().UnderRoot(t.TempDir())
+	p := newTestPusher(t, SSHConfig{Signers: []ssh.Signer{b.Signer}, Dial: b.Dial, Paths: paths,
+		KnownHostsFile: b.KnownHosts(t, b.HostKey)})
+	target := []Target{{Name: "r1", RIP: netip.MustParseAddr(sshtest.RIP)}}
+	one := func(rs []TuneResult) TuneResult {
+		t.Helper()
+		if len(rs) != 1 {
+			t.Fatalf("%d results", len(rs))
+		}
+		return rs[0]
+	}
+	finding := func(r TuneResult, name string) tune.Finding {
+		t.Helper()
+		for _, f := range r.Findings {
+			if f.Setting == name {
+				return f
+			}
+		}
+		t.Fatalf("no finding %s", name)
+		return tune.Finding{}
+	}
+
+	// A bounded request loop to nginx through every push and reload.
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	type tally struct {
+		ok, failed int
+		last       error
+	}
+	done := make(chan tally)
+	go func() {
+		var n tally
+		for i := 0; i < 20000 && loopCtx.Err() == nil; i++ {
+			rctx, cancel := context.WithTimeout(loopCtx, 2*time.Second)
+			code, err := b.Get(rctx, sshtest.RIP+":80")
+			cancel()
+			switch {
+			case loopCtx.Err() != nil:
+			case err != nil || code != 200:
+				n.failed++
+				n.last = fmt.Errorf("%d %v", code, err)
+			default:
+				n.ok++
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		done <- n
+	}()
+
+	r := one(p.TunePush(ctx, target, nil, false))
+	if got := confFiles(t, dir); !maps.Equal(got, before) {
+		t.Fatalf("push without --apply changed the web server's files: %v", r.Changed)
+	}
+	r = one(p.TunePush(ctx, target, nil, true))
+	if r.State == StateFailed || !strings.Contains(strings.Join(r.Changed, "\n"), "nginx drop-in "+dropIn) {
+		t.Fatalf("push --apply: %s, changed %v", r.Summary(), r.Changed)
+	}
+	written, _ := os.ReadFile(dropIn)
+	for _, d := range []string{"open_file_cache max=10000 inactive=30s;", "sendfile on;", "tcp_nopush on;"} {
+		if !strings.Contains(string(written), d+"\n") {
+			t.Errorf("the drop-in lacks %q:\n%s", d, written)
+		}
+	}
+	// The read-back is nginx's own dump: the directives are there now, at the drop-in's lines.
+	if f := finding(r, "nginx open_file_cache"); f.Status != tune.OK || !strings.HasPrefix(f.Where, dropIn+":") {
+		t.Errorf("after push, open_file_cache: %+v", f)
+	}
+	// Reloaded: the workers serving now were started after the drop-in.
+	if out := b.InRS(t, "cat "+dir+"/error.log"); !strings.Contains(out, "reconfiguring") {
+		t.Errorf("nginx was not reloaded; its log:\n%s", out)
+	}
+	if r2 := one(p.TunePush(ctx, target, nil, true)); len(r2.Changed) != 0 && strings.Contains(strings.Join(r2.Changed, "\n"), "nginx") {
+		t.Errorf("a second push --apply changed %v", r2.Changed)
+	}
+
+	// A drop-in nginx -t refuses: put back, no reload, still serving.
+	cur, _ := os.ReadFile(dropIn)
+	reading := webReadingOf(t, ctx, p, target)
+	var w WebServer
+	for _, s := range reading.Web {
+		if s.Kind == "nginx" {
+			w = s
+		}
+	}
+	bad := nginxDropIn{Server: w, Path: dropIn, Lines: []string{"open_file_cache bogus;"}}
+	res := p.each(ctx, "bad drop-in", target, func(ctx context.Context, c *ssh.Client, _ Target, _ *Result) error {
+		_, err := p.run(ctx, c, RenderNginxDropInPush(bad, paths.TuneWebJournal()))
+		return err
+	})
+	if res[0].State != StateFailed || !strings.Contains(res[0].Detail, "nginx -t refused") || !strings.Contains(res[0].Detail, "keeps its running configuration") {
+		t.Errorf("an invalid drop-in: %s", res[0].Summary())
+	}
+	if now, _ := os.ReadFile(dropIn); string(now) != string(cur) {
+		t.Errorf("the refused drop-in was left in place:\n%s", now)
+	}
+	if code, err := b.Get(ctx, sshtest.RIP+":80"); err != nil || code != 200 {
+		t.Errorf("nginx after a refused drop-in: %d %v", code, err)
+	}
+
+	r = one(p.TuneUndo(ctx, target))
+	if r.State != StateUndone || !strings.Contains(strings.Join(r.Changed, "\n"), "nginx drop-in "+dropIn) {
+		t.Fatalf("undo: %s, %v", r.Summary(), r.Changed)
+	}
+	if got := confFiles(t, dir); !maps.Equal(got, before) {
+		t.Errorf("undo did not restore the files byte for byte:\n got %v\nwant %v", got, before)
+	}
+	if _, err := os.Stat(paths.TuneWebJournal()); err == nil {
+		t.Error("the web journal is left after undo")
+	}
+	if f := finding(one(p.TuneCheck(ctx, target, nil)), "nginx open_file_cache"); f.Status != tune.Change {
+		t.Errorf("after undo, open_file_cache: %+v", f)
+	}
+	stopLoop()
+	n := <-done
+	if n.failed > 0 || n.ok < 10 {
+		t.Errorf("requests during push, reload and undo: %d answered, %d failed (last: %v)", n.ok, n.failed, n.last)
+	}
+	t.Logf("requests during push, reload and undo: %d answered, %d failed", n.ok, n.failed)
+}
+
+// confFiles is every configuration file under dir (nginx's and HAProxy's,
+// not logs or pid files) with its mode and bytes.
+func confFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !(strings.HasSuffix(p, ".conf") || strings.HasSuffix(p, ".cfg")) {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		out[p] = fmt.Sprintf("%v %q", info.Mode(), b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// webReadingOf runs a check and returns its reading.
+func webReadingOf(t *testing.T, ctx context.Context, p *Pusher, target []Target) *TuneReading {
+	t.Helper()
+	var reading *TuneReading
+	res := p.each(ctx, "read", target, func(ctx context.Context, c *ssh.Client, _ Target, _ *Result) error {
+		out, err := p.run(ctx, c, RenderTuneCheck())
+		if err == nil {
+			reading, err = ParseTuneCheck(out)
+		}
+		return err
+	})
+	if reading == nil {
+		t.Fatalf("check: %s", res[0].Summary())
+	}
+	return reading
 }
