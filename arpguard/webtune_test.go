@@ -6,7 +6,6 @@ import (
 	"maps"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/arpguard/sshtest"
 	"github.com/ipvsctl/ipvsctl/arpguard/webconf"
-	"github.com/ipvsctl/ipvsctl/internal/testenv"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/tune"
 )
 
@@ -141,29 +139,12 @@ func TestSSHTuneWebServers(t *testing.T) {
 	}
 }
 
-// webBed starts nginx (port 80) and HAProxy (port 8080, in front of it) in
-// the bed's real server namespace, each with a configuration written in a
-// directory of the test that has every rule's problem; it skips without
-// Debian's nginx and haproxy.
+// webBed starts nginx (port 80) and HAProxy (port 8080, in front of it,
+// under a file limit of 2048) in the bed's real server namespace, each
+// with a configuration that has every rule's problem.
 func webBed(t *testing.T, b *sshtest.Bed) (dir, ngxConf, hapConf string) {
 	t.Helper()
-	for _, bin := range []string{"nginx", "haproxy"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			testenv.Needf(t, "needs Debian's %s (apt-get install -y nginx haproxy): %v", bin, err)
-		}
-	}
-	dir = t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "conf.d"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ngxConf = filepath.Join(dir, "nginx.conf")
-	write := func(path, text string) {
-		t.Helper()
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(ngxConf, strings.NewReplacer("DIR", dir, "RIP", sshtest.RIP).Replace(`worker_processes 1;
+	dir, ngxConf = b.StartNginx(t, `worker_processes 1;
 worker_rlimit_nofile 512;
 pid DIR/nginx.pid;
 error_log DIR/error.log notice;
@@ -180,9 +161,8 @@ http {
         location / { return 200 "ok\n"; }
     }
 }
-`))
-	hapConf = filepath.Join(dir, "haproxy.cfg")
-	write(hapConf, strings.NewReplacer("RIP", sshtest.RIP).Replace(`global
+`, 80)
+	_, hapConf = b.StartHAProxy(t, `global
     # maxconn unset: derived from the file limit it starts with
     nbthread 1
     tune.bufsize 8192
@@ -198,16 +178,7 @@ backend be
     # the server side closed after each response
     option http-server-close
     server n1 RIP:80
-`))
-	b.Daemon(t, filepath.Join(dir, "nginx.pid"), "nginx -c "+ngxConf)
-	b.Daemon(t, filepath.Join(dir, "haproxy.pid"), "ulimit -n 2048; haproxy -D -f "+hapConf+" -p "+filepath.Join(dir, "haproxy.pid"))
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	for _, addr := range []string{sshtest.RIP + ":80", sshtest.RIP + ":8080"} {
-		if code, err := b.Get(ctx, addr); err != nil || code != 200 {
-			t.Fatalf("GET http://%s/: %d %v", addr, code, err)
-		}
-	}
+`, 8080, 2048)
 	return dir, ngxConf, hapConf
 }
 
