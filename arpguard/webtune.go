@@ -48,7 +48,8 @@ func renderWebCheck() string {
 self=$(readlink /proc/$$/ns/net)
 for d in /proc/[0-9]*; do
   pid=${d#/proc/}
-  comm=$(cat "$d/comm" 2>/dev/null) || continue
+  # read, not cat: no process started for each of the host's processes.
+  read -r comm 2>/dev/null < "$d/comm" || continue
   case "$comm" in nginx|haproxy) ;; *) continue ;; esac
   [ "$(readlink "$d/ns/net" 2>/dev/null)" = "$self" ] || continue
   ppid=$(awk '/^PPid:/ {print $2}' "$d/status" 2>/dev/null)

@@ -3,16 +3,20 @@ package panel
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/ipvsctl/ipvsctl/arpguard"
 	"github.com/ipvsctl/ipvsctl/arpguard/sshtest"
+	"github.com/ipvsctl/ipvsctl/internal/testenv"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/server"
+	"github.com/ipvsctl/ipvsctl/server/panel/browsertest"
 	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
@@ -93,4 +97,45 @@ http {
 			t.Errorf("the check's page lacks %q:\n%s", want, body)
 		}
 	}
+}
+
+// TestBrowserTuningRealServers (tier 2, Chromium): an admin presses the
+// Tuning page's Check and sees the real server's nginx findings with their
+// file and line, the page no wider than the window; its screenshot is
+// tuning-realservers.png.
+func TestBrowserTuningRealServers(t *testing.T) {
+	if testing.Short() {
+		testenv.OptIn(t, "browser test skipped in -short mode")
+	}
+	b := sshtest.Start(t)
+	_, conf := b.StartNginx(t, `pid DIR/nginx.pid;
+error_log DIR/error.log;
+events {
+    worker_connections 768;
+}
+http {
+    access_log off;
+    server {
+        listen RIP:80;
+        location / { return 200 "ok\n"; }
+    }
+}
+`, 80)
+	h := tuningHost(t)
+	e := newEnvTimed(t, false, withSSH(server.RealServerSSH{SSHConfig: arpguard.SSHConfig{User: "root",
+		Signers: []ssh.Signer{b.Signer}, KnownHostsFile: b.KnownHosts(t, b.HostKey), Dial: b.Dial, Timeout: 30 * time.Second,
+		Paths: arpguard.DefaultPaths().UnderRoot(t.TempDir())}}), func(c *server.Config) { c.TuneHost = h })
+	one := 1
+	e.seed(t, &ipvsmgr.State{Services: []ipvsmgr.Service{{Name: "web", Protocol: "tcp", Address: "198.18.7.100", Port: 80, Scheduler: "wrr",
+		Servers: []ipvsmgr.Server{{Name: "r1", Address: sshtest.RIP, Weight: &one}}}}})
+	srv := httptest.NewServer(e.h)
+	t.Cleanup(srv.Close)
+	br := browsertest.Start(t, 60*time.Second)
+	br.Login(srv.URL+"/tuning", "alice", "pw-alice", "#tuning-table")
+	br.Do("check", chromedp.Click(chromedp.CSS(`form[action="/tuning/realservers"] button`)), chromedp.WaitVisible(chromedp.CSS("#rs-tune-summary")))
+	if s := br.Text("#rs-tuning"); !strings.Contains(s, "nginx worker_connections") || !strings.Contains(s, conf+":4") {
+		t.Errorf("the real servers' section: %q", s)
+	}
+	br.FitsWidth("the Tuning page with the real servers' check")
+	br.Shot("tuning-realservers")
 }
