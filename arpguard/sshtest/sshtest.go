@@ -402,8 +402,9 @@ func (b *Bed) StartNginx(t testing.TB, conf string, port int) (dir, path string)
 	return dir, path
 }
 
-// StartHAProxy is StartNginx for Debian's haproxy (daemon mode, its pid
-// file DIR/haproxy.pid), started with an open-files limit of nofile.
+// StartHAProxy is StartNginx for Debian's haproxy, in master-worker mode
+// as Debian's unit runs it (-W; its pid file DIR/haproxy.pid names the
+// master), started with an open-files limit of nofile.
 func (b *Bed) StartHAProxy(t testing.TB, conf string, port, nofile int) (dir, path string) {
 	t.Helper()
 	if _, err := exec.LookPath("haproxy"); err != nil {
@@ -415,7 +416,7 @@ func (b *Bed) StartHAProxy(t testing.TB, conf string, port, nofile int) (dir, pa
 		t.Fatal(err)
 	}
 	pid := filepath.Join(dir, "haproxy.pid")
-	b.Daemon(t, pid, fmt.Sprintf("ulimit -n %d; haproxy -D -f %s -p %s", nofile, path, pid))
+	b.Daemon(t, pid, fmt.Sprintf("ulimit -n %d; haproxy -W -D -f %s -p %s", nofile, path, pid))
 	b.waitHTTP(t, fmt.Sprintf("%s:%d", RIP, port))
 	return dir, path
 }
