@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -359,4 +360,89 @@ func webReadingOf(t *testing.T, ctx context.Context, p *Pusher, target []Target)
 		t.Fatalf("check: %s", res[0].Summary())
 	}
 	return reading
+}
+
+// TestNginxDropInScripts runs push --apply's and undo's scripts here (no
+// root, no SSH) against a stand-in nginx that records how it was called:
+// a new drop-in is validated then reloaded, and undo removes it; a file
+// that was there (empty, mode 0640) comes back byte for byte with its
+// mode; a drop-in nginx -t refuses is put back and nginx is not reloaded.
+func TestNginxDropInScripts(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before *string // the drop-in's content before push (nil: none)
+		refuse bool
+	}{
+		{"new file", nil, false},
+		{"an empty file there before", new(string), false},
+		{"refused by nginx -t", func() *string { s := "# mine\n"; return &s }(), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			calls := filepath.Join(dir, "calls")
+			fake := filepath.Join(dir, "nginx")
+			script := "#!/bin/sh\necho \"$*\" >> " + calls + "\ncase \" $* \" in *\" -t \"*) [ ! -e " + dir + "/refuse ] || { echo 'nginx: [emerg] invalid value' >&2; exit 1; } ;; esac\n"
+			if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if tc.refuse {
+				os.WriteFile(filepath.Join(dir, "refuse"), nil, 0o644)
+			}
+			os.MkdirAll(filepath.Join(dir, "conf.d"), 0o755)
+			d := nginxDropIn{Server: WebServer{Kind: "nginx", Exe: fake, Args: "-c " + dir + "/nginx.conf"},
+				Path: filepath.Join(dir, "conf.d", webconf.DropInName), Lines: []string{"open_file_cache max=10000 inactive=30s;", "sendfile on;"}}
+			if tc.before != nil {
+				if err := os.WriteFile(d.Path, []byte(*tc.before), 0o640); err != nil {
+					t.Fatal(err)
+				}
+				os.Chmod(d.Path, 0o640)
+			}
+			state := func() string {
+				info, err := os.Stat(d.Path)
+				if err != nil {
+					return "absent"
+				}
+				b, _ := os.ReadFile(d.Path)
+				return fmt.Sprintf("%v %q", info.Mode(), b)
+			}
+			was := state()
+			journal := filepath.Join(dir, "lib", "web.journal")
+			sh := func(script string) (string, error) {
+				cmd := exec.Command("sh", "-s")
+				cmd.Stdin = strings.NewReader(script)
+				out, err := cmd.CombinedOutput()
+				return string(out), err
+			}
+			out, err := sh(RenderNginxDropInPush(d, journal))
+			callsOf := func() string { b, _ := os.ReadFile(calls); return string(b) }
+			if tc.refuse {
+				if err == nil || !strings.Contains(out, "nginx -t refused") || !strings.Contains(out, "invalid value") {
+					t.Fatalf("refused push: %v\n%s", err, out)
+				}
+				if state() != was || strings.Contains(callsOf(), "reload") {
+					t.Errorf("after a refused drop-in: %s (was %s); nginx called %q", state(), was, callsOf())
+				}
+			} else {
+				if err != nil || !strings.Contains(out, "changed: nginx drop-in "+d.Path) {
+					t.Fatalf("push: %v\n%s", err, out)
+				}
+				if b, _ := os.ReadFile(d.Path); string(b) != d.Content() {
+					t.Errorf("the drop-in:\n%s", b)
+				}
+				if want := "-c " + dir + "/nginx.conf -t\n-c " + dir + "/nginx.conf -s reload\n"; callsOf() != want {
+					t.Errorf("nginx called %q, want %q", callsOf(), want)
+				}
+			}
+			out, err = sh(RenderTuneWebUndo(journal))
+			if err != nil || !strings.Contains(out, "undone: nginx drop-in "+d.Path) {
+				t.Fatalf("undo: %v\n%s", err, out)
+			}
+			if state() != was {
+				t.Errorf("after undo: %s, want %s", state(), was)
+			}
+			if _, err := os.Stat(journal); err == nil {
+				t.Error("the journal is left after undo")
+			}
+		})
+	}
 }
