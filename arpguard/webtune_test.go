@@ -232,7 +232,7 @@ func TestSSHTuneWebPushUndo(t *testing.T) {
 	go func() {
 		var n tally
 		for i := 0; i < 20000 && loopCtx.Err() == nil; i++ {
-			rctx, cancel := context.WithTimeout(loopCtx, 2*time.Second)
+			rctx, cancel := context.WithTimeout(loopCtx, 5*time.Second)
 			code, err := b.Get(rctx, sshtest.RIP+":80")
 			cancel()
 			switch {
