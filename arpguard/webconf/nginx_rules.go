@@ -65,72 +65,97 @@ func NginxDropIn(ds []*Directive) string {
 // NginxFindings holds nginx's configuration (ParseNginx's directives,
 // from the main file main) against nginx.org's manual.
 func NginxFindings(ds []*Directive, main string, h Host) []tune.Finding {
-	var out []tune.Finding
-	add := func(f tune.Finding) {
-		f.Setting = "nginx " + f.Setting
-		if f.Status == "" {
-			f.Status = tune.OK
-		}
-		if f.Kind == "" {
-			f.Kind = tune.KindManual
-		}
-		out = append(out, f)
+	c := &nginxCheck{ds: ds, main: main, h: h, eventsAt: main, httpAt: main, dropIn: NginxDropIn(ds)}
+	if events := Find(ds, "events"); events != nil {
+		c.eventsBlock, c.eventsAt = events.Block, events.Where()
 	}
-	where := func(d *Directive, fallback string) string {
-		if d != nil {
-			return d.Where()
-		}
-		return fallback
+	if c.http = Find(ds, "http"); c.http != nil {
+		c.httpBlock, c.httpAt = c.http.Block, c.http.Where()
 	}
-	events := Find(ds, "events")
-	http := Find(ds, "http")
-	var eventsBlock, httpBlock []*Directive
-	eventsAt, httpAt := main, main
-	if events != nil {
-		eventsBlock, eventsAt = events.Block, events.Where()
+	workers := c.workers()
+	c.connections(workers)
+	nginxListens(c.httpBlock, workers, h, c.add)
+	c.keepaliveRequests()
+	c.accessLogs()
+	if c.http != nil {
+		c.httpDirectives()
 	}
-	if http != nil {
-		httpBlock, httpAt = http.Block, http.Where()
-	}
-	dropIn := NginxDropIn(ds)
+	return c.out
+}
 
-	// Workers against CPUs.
+// nginxCheck is one configuration being held against the rules: its
+// blocks, where a directive that is unset would go, and the findings.
+type nginxCheck struct {
+	ds                     []*Directive
+	main                   string
+	h                      Host
+	http                   *Directive
+	eventsBlock, httpBlock []*Directive
+	eventsAt, httpAt       string
+	dropIn                 string
+	out                    []tune.Finding
+}
+
+func (c *nginxCheck) add(f tune.Finding) {
+	f.Setting = "nginx " + f.Setting
+	if f.Status == "" {
+		f.Status = tune.OK
+	}
+	if f.Kind == "" {
+		f.Kind = tune.KindManual
+	}
+	c.out = append(c.out, f)
+}
+
+// where is d's file:line, or fallback for a directive that is unset.
+func (c *nginxCheck) where(d *Directive, fallback string) string {
+	if d != nil {
+		return d.Where()
+	}
+	return fallback
+}
+
+// workers: worker_processes against the CPUs; it returns how many run.
+func (c *nginxCheck) workers() int {
 	workers := 1
-	wp := Find(ds, "worker_processes")
-	f := tune.Finding{Setting: "worker_processes", Current: "1 (default)", Source: nginxCore("worker_processes"), Where: where(wp, main),
+	wp := Find(c.ds, "worker_processes")
+	f := tune.Finding{Setting: "worker_processes", Current: "1 (default)", Source: nginxCore("worker_processes"), Where: c.where(wp, c.main),
 		Recommended: "auto (one per CPU)",
 		Why:         "one worker process uses one CPU at a time: the manual's starting point is the number of CPU cores, which auto detects"}
 	if wp != nil && len(wp.Args) == 1 {
 		f.Current = wp.Args[0]
 		if wp.Args[0] == "auto" {
-			workers = max(h.CPUs, 1)
+			workers = max(c.h.CPUs, 1)
 		} else if n, err := strconv.Atoi(wp.Args[0]); err == nil {
 			workers = n
 		}
 	}
-	if f.Current != "auto" && h.CPUs > 0 {
-		f.Recommended = fmt.Sprintf("auto (%d CPUs here)", h.CPUs)
+	if f.Current != "auto" && c.h.CPUs > 0 {
+		f.Recommended = fmt.Sprintf("auto (%d CPUs here)", c.h.CPUs)
 		switch {
-		case workers < h.CPUs:
+		case workers < c.h.CPUs:
 			f.Status = tune.Change
-			f.Why = fmt.Sprintf("%d worker(s) on %d CPUs: the other CPUs take no connections; %s", workers, h.CPUs, f.Why)
-		case workers > h.CPUs:
+			f.Why = fmt.Sprintf("%d worker(s) on %d CPUs: the other CPUs take no connections; %s", workers, c.h.CPUs, f.Why)
+		case workers > c.h.CPUs:
 			f.Status = tune.Change
-			f.Why = fmt.Sprintf("%d workers on %d CPUs contend for them; %s", workers, h.CPUs, f.Why)
+			f.Why = fmt.Sprintf("%d workers on %d CPUs contend for them; %s", workers, c.h.CPUs, f.Why)
 		}
 	}
-	add(f)
+	c.add(f)
+	return workers
+}
 
-	// Connections per worker against the open-files limit.
-	wcD := Find(eventsBlock, "worker_connections")
+// connections: worker_connections, and the open-files limit against it.
+func (c *nginxCheck) connections(workers int) {
+	wcD := Find(c.eventsBlock, "worker_connections")
 	wc := 512
 	if wcD != nil && len(wcD.Args) == 1 {
 		if n, err := strconv.Atoi(wcD.Args[0]); err == nil {
 			wc = n
 		}
 	}
-	f = tune.Finding{Setting: "worker_connections", Current: strconv.Itoa(wc), Source: nginxCore("worker_connections"),
-		Where: where(wcD, eventsAt), Recommended: "4096 or more",
+	f := tune.Finding{Setting: "worker_connections", Current: strconv.Itoa(wc), Source: nginxCore("worker_connections"),
+		Where: c.where(wcD, c.eventsAt), Recommended: "4096 or more",
 		Why: fmt.Sprintf("the most connections a worker holds, clients and upstreams together: %d workers take at most %d at once, the rest wait in the accept queue", workers, workers*wc)}
 	if wcD == nil {
 		f.Current += " (default)"
@@ -138,17 +163,17 @@ func NginxFindings(ds []*Directive, main string, h Host) []tune.Finding {
 	if wc < 4096 {
 		f.Status = tune.Change
 	}
-	add(f)
+	c.add(f)
 
-	rl := Find(ds, "worker_rlimit_nofile")
-	limit, limitFrom := h.NoFile, "the worker's open-files limit (/proc/PID/limits)"
+	rl := Find(c.ds, "worker_rlimit_nofile")
+	limit, limitFrom := c.h.NoFile, "the worker's open-files limit (/proc/PID/limits)"
 	if rl != nil && len(rl.Args) == 1 {
 		if n, err := strconv.ParseInt(rl.Args[0], 10, 64); err == nil {
 			limit, limitFrom = n, "worker_rlimit_nofile"
 		}
 	}
 	f = tune.Finding{Setting: "worker_rlimit_nofile", Source: nginxCore("worker_rlimit_nofile") + " ; " + nginxCore("worker_connections"),
-		Where: where(rl, main), Recommended: fmt.Sprintf("%d or more (2 x worker_connections)", 2*wc),
+		Where: c.where(rl, c.main), Recommended: fmt.Sprintf("%d or more (2 x worker_connections)", 2*wc),
 		Why: "a connection is a file descriptor, and a proxied one two: the manual notes the connections cannot exceed the open-files limit, which worker_rlimit_nofile raises without restarting the service"}
 	switch {
 	case limit == 0:
@@ -164,11 +189,11 @@ func NginxFindings(ds []*Directive, main string, h Host) []tune.Finding {
 			f.Status = tune.Change
 		}
 	}
-	add(f)
+	c.add(f)
 
-	ma := Find(eventsBlock, "multi_accept")
+	ma := Find(c.eventsBlock, "multi_accept")
 	f = tune.Finding{Setting: "multi_accept", Current: "off (default)", Recommended: "on", Source: nginxCore("multi_accept"),
-		Where: where(ma, eventsAt),
+		Where: c.where(ma, c.eventsAt),
 		Why:   "off: a worker accepts one new connection per wake-up; on: all that are waiting, which keeps the accept queue short when the director sends bursts"}
 	if ma != nil && len(ma.Args) == 1 {
 		f.Current = ma.Args[0]
@@ -176,13 +201,13 @@ func NginxFindings(ds []*Directive, main string, h Host) []tune.Finding {
 	if f.Current != "on" {
 		f.Status = tune.Change
 	}
-	add(f)
+	c.add(f)
+}
 
-	nginxListens(httpBlock, workers, h, add)
-
-	// keepalive_requests wherever it is set, or its default.
+// keepaliveRequests wherever it is set, or its default.
+func (c *nginxCheck) keepaliveRequests() {
 	kr := false
-	Walk(httpBlock, func(d *Directive, in []string) {
+	Walk(c.httpBlock, func(d *Directive, in []string) {
 		if d.Name != "keepalive_requests" || len(d.Args) != 1 {
 			return
 		}
@@ -196,16 +221,18 @@ func NginxFindings(ds []*Directive, main string, h Host) []tune.Finding {
 		if n, err := strconv.Atoi(d.Args[0]); err != nil || n < 1000 {
 			f.Status = tune.Change
 		}
-		add(f)
+		c.add(f)
 	})
-	if !kr && http != nil {
-		add(tune.Finding{Setting: "keepalive_requests", Current: "1000 (default)", Recommended: "1000 or more", Source: nginxHTTP("keepalive_requests"),
-			Where: httpAt, Why: "requests served on one client connection before nginx closes it"})
+	if !kr && c.http != nil {
+		c.add(tune.Finding{Setting: "keepalive_requests", Current: "1000 (default)", Recommended: "1000 or more", Source: nginxHTTP("keepalive_requests"),
+			Where: c.httpAt, Why: "requests served on one client connection before nginx closes it"})
 	}
+}
 
-	// Access logs: each written line unbuffered is a write(2) per request.
+// accessLogs: each log written unbuffered is a write(2) per request.
+func (c *nginxCheck) accessLogs() {
 	logs := 0
-	Walk(httpBlock, func(d *Directive, _ []string) {
+	Walk(c.httpBlock, func(d *Directive, _ []string) {
 		if d.Name != "access_log" || len(d.Args) == 0 {
 			return
 		}
@@ -218,60 +245,61 @@ func NginxFindings(ds []*Directive, main string, h Host) []tune.Finding {
 		} else {
 			f.Status = tune.Change
 		}
-		add(f)
+		c.add(f)
 	})
-	if logs == 0 && http != nil {
-		add(tune.Finding{Setting: "access_log", Current: "logs/access.log combined (default)", Source: nginxLog("access_log"), Where: httpAt,
+	if logs == 0 && c.http != nil {
+		c.add(tune.Finding{Setting: "access_log", Current: "logs/access.log combined (default)", Source: nginxLog("access_log"), Where: c.httpAt,
 			Recommended: "buffer=64k flush=1s (or off)", Status: tune.Change,
 			Why: "the default log is written unbuffered: a write(2) per request"})
 	}
+}
 
-	if http != nil {
-		ofc := Find(httpBlock, "open_file_cache")
-		f = tune.Finding{Setting: "open_file_cache", Current: "off (default)", Recommended: "max=10000 inactive=30s", Source: nginxHTTP("open_file_cache"),
-			Where: where(ofc, httpAt),
-			Why:   "keeps open descriptors and sizes of the files served, sparing an open(2) and stat(2) per request for static content"}
-		if ofc != nil {
-			f.Current = strings.Join(ofc.Args, " ")
-		}
-		if f.Current == "off" || ofc == nil {
-			f.Status = tune.Change
-		}
-		if ofc == nil && dropIn != "" {
-			f.Kind, f.Value = KindNginxDropIn, "open_file_cache max=10000 inactive=30s;"
-		}
-		add(f)
-
-		sf := Find(httpBlock, "sendfile")
-		sendfile := sf != nil && len(sf.Args) == 1 && sf.Args[0] == "on"
-		f = tune.Finding{Setting: "sendfile", Current: "off (default)", Recommended: "on", Source: nginxHTTP("sendfile"), Where: where(sf, httpAt),
-			Why: "on: the kernel copies a file to the socket itself (sendfile(2)) instead of read(2) then write(2) through the worker"}
-		if sf != nil {
-			f.Current = strings.Join(sf.Args, " ")
-		}
-		if !sendfile {
-			f.Status = tune.Change
-			if sf == nil && dropIn != "" {
-				f.Kind, f.Value = KindNginxDropIn, "sendfile on;"
-			}
-		}
-		add(f)
-
-		np := Find(httpBlock, "tcp_nopush")
-		f = tune.Finding{Setting: "tcp_nopush", Current: "off (default)", Recommended: "on (with sendfile)", Source: nginxHTTP("tcp_nopush"), Where: where(np, httpAt),
-			Why: "with sendfile, TCP_CORK sends the response header and the start of the file in full packets instead of a short one first"}
-		if np != nil {
-			f.Current = strings.Join(np.Args, " ")
-		}
-		if f.Current != "on" {
-			f.Status = tune.Change
-			if np == nil && dropIn != "" {
-				f.Kind, f.Value = KindNginxDropIn, "tcp_nopush on;"
-			}
-		}
-		add(f)
+// httpDirectives: the http block's own open_file_cache, sendfile and
+// tcp_nopush, which a drop-in may set when they are unset.
+func (c *nginxCheck) httpDirectives() {
+	ofc := Find(c.httpBlock, "open_file_cache")
+	f := tune.Finding{Setting: "open_file_cache", Current: "off (default)", Recommended: "max=10000 inactive=30s", Source: nginxHTTP("open_file_cache"),
+		Where: c.where(ofc, c.httpAt),
+		Why:   "keeps open descriptors and sizes of the files served, sparing an open(2) and stat(2) per request for static content"}
+	if ofc != nil {
+		f.Current = strings.Join(ofc.Args, " ")
 	}
-	return out
+	if f.Current == "off" || ofc == nil {
+		f.Status = tune.Change
+	}
+	if ofc == nil && c.dropIn != "" {
+		f.Kind, f.Value = KindNginxDropIn, "open_file_cache max=10000 inactive=30s;"
+	}
+	c.add(f)
+
+	sf := Find(c.httpBlock, "sendfile")
+	sendfile := sf != nil && len(sf.Args) == 1 && sf.Args[0] == "on"
+	f = tune.Finding{Setting: "sendfile", Current: "off (default)", Recommended: "on", Source: nginxHTTP("sendfile"), Where: c.where(sf, c.httpAt),
+		Why: "on: the kernel copies a file to the socket itself (sendfile(2)) instead of read(2) then write(2) through the worker"}
+	if sf != nil {
+		f.Current = strings.Join(sf.Args, " ")
+	}
+	if !sendfile {
+		f.Status = tune.Change
+		if sf == nil && c.dropIn != "" {
+			f.Kind, f.Value = KindNginxDropIn, "sendfile on;"
+		}
+	}
+	c.add(f)
+
+	np := Find(c.httpBlock, "tcp_nopush")
+	f = tune.Finding{Setting: "tcp_nopush", Current: "off (default)", Recommended: "on (with sendfile)", Source: nginxHTTP("tcp_nopush"), Where: c.where(np, c.httpAt),
+		Why: "with sendfile, TCP_CORK sends the response header and the start of the file in full packets instead of a short one first"}
+	if np != nil {
+		f.Current = strings.Join(np.Args, " ")
+	}
+	if f.Current != "on" {
+		f.Status = tune.Change
+		if np == nil && c.dropIn != "" {
+			f.Kind, f.Value = KindNginxDropIn, "tcp_nopush on;"
+		}
+	}
+	c.add(f)
 }
 
 // nginxListens: each address the http servers listen on, its backlog
