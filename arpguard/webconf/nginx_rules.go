@@ -16,15 +16,10 @@ type Host struct {
 	Somaxconn int   // net.core.somaxconn (0: unknown)
 }
 
-// Where a finding is written by push.
-const (
-	// KindNginxDropIn: a directive of the http block that push writes in a
-	// file of its own under a directory the http block includes.
-	KindNginxDropIn = "nginx-dropin"
-	// KindNoFileOverride: the open-files limit, written as LimitNOFILE= in
-	// a systemd drop-in of the server's unit.
-	KindNoFileOverride = "systemd-limitnofile"
-)
+// KindNginxDropIn is a finding's Kind when push --apply writes it: a
+// directive of the http block, in a file of its own under a directory the
+// http block includes. Every other web-server finding is advice.
+const KindNginxDropIn = "nginx-dropin"
 
 // DropInName is the file push writes in an nginx drop-in directory.
 const DropInName = "ipvsctl-tune.conf"
