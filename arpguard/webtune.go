@@ -157,6 +157,9 @@ func WebFindings(r *TuneReading) []tune.Finding {
 			continue
 		}
 		out = append(out, fs...)
+		if f, ok := noFileFinding(w, r.Systemd); ok {
+			out = append(out, f)
+		}
 	}
 	return out
 }
@@ -298,15 +301,20 @@ j=%s
 [ -f "$j" ] || exit 0
 tab=$(printf '\t')
 while IFS="$tab" read -r kind f state mode b64 cmd; do
-  [ "$kind" = nginx-dropin ] || continue
-  if [ "$state" = absent ]; then
-    rm -f "$f"
-  else
+  case "$kind" in nginx-dropin|systemd-dropin) ;; *) continue ;; esac
+  case "$state" in
+  absent) rm -f "$f" ;;
+  absent-dir) rm -f "$f"; rmdir "$(dirname "$f")" 2>/dev/null || true ;;
+  *)
     if [ "$b64" = - ]; then : > "$f.ipvsctl-old"; else printf '%%s' "$b64" | base64 -d > "$f.ipvsctl-old"; fi
     chmod "$mode" "$f.ipvsctl-old"
     mv "$f.ipvsctl-old" "$f"
-  fi
-  if out=$($cmd -t 2>&1); then
+    ;;
+  esac
+  if [ "$kind" = systemd-dropin ]; then
+    systemctl daemon-reload
+    echo "undone: systemd drop-in $f"
+  elif out=$($cmd -t 2>&1); then
     $cmd -s reload
     echo "undone: nginx drop-in $f"
   else
@@ -334,6 +342,20 @@ func (p *Pusher) pushWeb(ctx context.Context, c *ssh.Client, r *Result) error {
 		r.Changed = append(r.Changed, prefixedLines(out, "changed: ")...)
 		if err != nil {
 			return fmt.Errorf("nginx (pid %d) drop-in %s: %w", d.Server.PID, d.Path, err)
+		}
+	}
+	done := map[string]bool{}
+	for _, w := range reading.Web {
+		f, ok := noFileFinding(w, reading.Systemd)
+		if !ok || f.Kind != KindNoFileOverride || done[w.Unit] {
+			continue
+		}
+		done[w.Unit] = true
+		file := p.cfg.Paths.NoFileOverride(w.Unit)
+		out, err := p.run(ctx, c, RenderNoFileOverridePush(w.Unit, file, p.cfg.Paths.TuneWebJournal()))
+		r.Changed = append(r.Changed, prefixedLines(out, "changed: ")...)
+		if err != nil {
+			return fmt.Errorf("%s's systemd drop-in %s: %w", w.Unit, file, err)
 		}
 	}
 	return nil

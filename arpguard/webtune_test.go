@@ -82,6 +82,9 @@ webcheck 800 failed
 			t.Errorf("%s: %+v, want %s at %s", name, f, want.status, want.where)
 		}
 	}
+	if f := byName["nginx LimitNOFILE of nginx.service"]; f.Status != tune.Change || f.Kind != KindNoFileOverride || f.Current != "1024" {
+		t.Errorf("nginx's file limit, systemd running it: %+v", f)
+	}
 	if f := byName["haproxy (pid 800) configuration"]; f.Status != tune.Far || !strings.Contains(f.Why, "unknown keyword 'maxconnn'") {
 		t.Errorf("haproxy whose configuration fails haproxy -c: %+v", f)
 	}
@@ -444,5 +447,91 @@ func TestNginxDropInScripts(t *testing.T) {
 				t.Error("the journal is left after undo")
 			}
 		})
+	}
+}
+
+// TestNoFileFinding: push --apply may write a web server's file limit only
+// where systemd runs it in a unit of its own.
+func TestNoFileFinding(t *testing.T) {
+	for _, tc := range []struct {
+		w       WebServer
+		systemd bool
+		ok      bool
+		status  tune.Status
+		kind    string
+	}{
+		{WebServer{Kind: "nginx", Unit: "-", NoFile: "1024"}, true, false, "", ""},
+		{WebServer{Kind: "nginx", Unit: "nginx.service", NoFile: "1024"}, true, true, tune.Change, KindNoFileOverride},
+		{WebServer{Kind: "nginx", Unit: "nginx.service", NoFile: "1024"}, false, true, tune.Change, tune.KindManual},
+		{WebServer{Kind: "haproxy", Unit: "ci-runner.service", NoFile: "1024"}, true, true, tune.Change, tune.KindManual},
+		{WebServer{Kind: "haproxy", Unit: "haproxy.service", NoFile: "524288"}, true, true, tune.OK, tune.KindManual},
+		{WebServer{Kind: "nginx", Unit: "nginx.service", NoFile: "unlimited"}, true, true, tune.OK, tune.KindManual},
+	} {
+		f, ok := noFileFinding(tc.w, tc.systemd)
+		if ok != tc.ok || ok && (f.Status != tc.status || f.Kind != tc.kind) {
+			t.Errorf("%+v, systemd %v: %v %+v", tc.w, tc.systemd, ok, f)
+		}
+	}
+}
+
+// TestNoFileOverrideScripts runs push --apply's systemd drop-in and undo
+// here (no root) with a stand-in systemctl: the drop-in (and the unit's .d
+// directory it needed) is written and systemd reloads its units; undo
+// removes both, or puts back byte for byte a drop-in of the same name that
+// was there, and reloads again.
+func TestNoFileOverrideScripts(t *testing.T) {
+	for _, before := range []*string{nil, func() *string { s := "[Service]\nLimitNOFILE=4096\n"; return &s }()} {
+		dir := t.TempDir()
+		calls := filepath.Join(dir, "calls")
+		bin := filepath.Join(dir, "bin")
+		os.MkdirAll(bin, 0o755)
+		if err := os.WriteFile(filepath.Join(bin, "systemctl"), []byte("#!/bin/sh\necho \"$*\" >> "+calls+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		paths := DefaultPaths().UnderRoot(filepath.Join(dir, "root"))
+		file := paths.NoFileOverride("nginx.service")
+		if before != nil {
+			os.MkdirAll(filepath.Dir(file), 0o755)
+			if err := os.WriteFile(file, []byte(*before), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		state := func() string {
+			info, err := os.Stat(file)
+			if err != nil {
+				if _, derr := os.Stat(filepath.Dir(file)); derr != nil {
+					return "absent, and its directory"
+				}
+				return "absent"
+			}
+			b, _ := os.ReadFile(file)
+			return fmt.Sprintf("%v %q", info.Mode(), b)
+		}
+		was := state()
+		sh := func(script string) string {
+			t.Helper()
+			cmd := exec.Command("sh", "-s")
+			cmd.Stdin = strings.NewReader(script)
+			cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			return string(out)
+		}
+		out := sh(RenderNoFileOverridePush("nginx.service", file, paths.TuneWebJournal()))
+		if !strings.Contains(out, "changed: systemd drop-in "+file+": LimitNOFILE=65536 (at the next restart of nginx.service)") {
+			t.Errorf("push: %s", out)
+		}
+		if b, _ := os.ReadFile(file); !strings.Contains(string(b), "[Service]\nLimitNOFILE=65536\n") {
+			t.Errorf("the drop-in: %q", b)
+		}
+		out = sh(RenderTuneWebUndo(paths.TuneWebJournal()))
+		if !strings.Contains(out, "undone: systemd drop-in "+file) || state() != was {
+			t.Errorf("undo: %s; now %s, was %s", out, state(), was)
+		}
+		if b, _ := os.ReadFile(calls); string(b) != "daemon-reload\ndaemon-reload\n" {
+			t.Errorf("systemctl called %q", b)
+		}
 	}
 }

@@ -89,7 +89,7 @@ func (c *Core) auditTune(ctx context.Context, a Actor, op string, req RealServer
 		// The files written on the web servers, each named.
 		for _, r := range rep.Results {
 			for _, ch := range r.Changed {
-				if strings.HasPrefix(ch, "nginx ") {
+				if strings.HasPrefix(ch, "nginx ") || strings.HasPrefix(ch, "systemd ") {
 					detail += "; " + r.Target + ": " + ch
 				}
 			}

@@ -42,13 +42,14 @@ func runRealserverTune(env *cliEnv, args []string) int {
 			"check reads them (exit 1 unless all are fine); push raises the sysctls below their floor, now and in sysctl.d,\n"+
 			"recording what it replaced (idempotent), then reads everything back; push --apply also writes what may be written\n"+
 			"safely for the web servers (an nginx drop-in under the directory its http block includes, kept only if nginx -t\n"+
-			"passes, then a reload); the rest is advice. undo puts the recorded values and files back, byte for byte. Without\n"+
+			"passes, then a reload; where systemd runs the server in its own unit, LimitNOFILE= in a drop-in of it, for its\n"+
+			"next restart); the rest is advice. undo puts the recorded values and files back, byte for byte. Without\n"+
 			"--rip, every real server of the stored state. Each run is audited (realserver tune check|push|push --apply|undo);\n"+
 			"with --server the daemon logs in with its own SSH settings.")
 	rips := fs.String("rip", "", "real server address(es), comma-separated (default: every real server of the stored state)")
 	sshPort := fs.Int("ssh-port", 22, "SSH port of the real servers")
 	ports := fs.String("port", "", "the application's port(s) whose listen backlog is checked (default: every listener but SSH's)")
-	apply := fs.Bool("apply", false, "with push: also write the web servers' drop-ins (nginx -t before the reload); without it their findings are advice")
+	apply := fs.Bool("apply", false, "with push: also write the web servers' drop-ins (nginx's, validated by nginx -t before the reload; a systemd unit's LimitNOFILE=); without it their findings are advice")
 	sf := addSSHFlags(fs, env.getenv("HOME"))
 	asJSON := fs.Bool("json", false, "print JSON")
 	if st, ok := env.parseFlags(fs, args); !ok {
