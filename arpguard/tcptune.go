@@ -110,6 +110,7 @@ func RenderTuneCheck() string {
   fi
 done
 `)
+	b.WriteString(renderWebCheck())
 	return b.String()
 }
 
@@ -181,11 +182,17 @@ type TuneReading struct {
 	// ReadOnly are the host settings this namespace sees but may not write.
 	ReadOnly  map[string]bool
 	Listeners []Listener
+	// CPUs online, whether systemd runs there, and the web servers found.
+	CPUs    int
+	Systemd bool
+	Web     []WebServer
 }
 
 // ParseTuneCheck reads the check script's output.
 func ParseTuneCheck(out string) (*TuneReading, error) {
 	r := &TuneReading{Sysctls: map[string]string{}, ReadOnly: map[string]bool{}}
+	web, out := parseWebCheck(out)
+	r.CPUs, r.Systemd, r.Web = web.CPUs, web.Systemd, web.Web
 	nofile := map[int]string{}
 	for line := range strings.Lines(out) {
 		f := strings.Fields(line)
@@ -283,7 +290,7 @@ func TuneFindings(r *TuneReading, ports []int) []tune.Finding {
 			out = append(out, nf)
 		}
 	}
-	return out
+	return append(out, WebFindings(r)...)
 }
 
 // TuneResult is one real server's tune check, push or undo.
@@ -297,20 +304,30 @@ func (p *Pusher) TuneCheck(ctx context.Context, targets []Target, ports []int) [
 	return p.tuneEach(ctx, "tune check", targets, ports, nil)
 }
 
-// TunePush raises the settings below their floor, then reads them back.
-func (p *Pusher) TunePush(ctx context.Context, targets []Target, ports []int) []TuneResult {
+// TunePush raises the settings below their floor; with web it also writes
+// what may be written safely for the web servers (an nginx drop-in,
+// validated before a reload), then reads everything back.
+func (p *Pusher) TunePush(ctx context.Context, targets []Target, ports []int, web bool) []TuneResult {
 	return p.tuneEach(ctx, "tune push", targets, ports, func(ctx context.Context, c *ssh.Client, r *Result) error {
 		out, err := p.run(ctx, c, RenderTunePush(p.cfg.Paths))
 		r.Changed = prefixedLines(out, "changed: ")
-		return err
+		if err != nil || !web {
+			return err
+		}
+		return p.pushWeb(ctx, c, r)
 	})
 }
 
 // TuneUndo puts back what push replaced.
 func (p *Pusher) TuneUndo(ctx context.Context, targets []Target) []TuneResult {
 	return p.tuneEach(ctx, "tune undo", targets, nil, func(ctx context.Context, c *ssh.Client, r *Result) error {
-		out, err := p.run(ctx, c, RenderTuneUndo(p.cfg.Paths))
+		out, err := p.run(ctx, c, RenderTuneWebUndo(p.cfg.Paths.TuneWebJournal()))
 		r.Changed = prefixedLines(out, "undone: ")
+		if err != nil {
+			return err
+		}
+		out, err = p.run(ctx, c, RenderTuneUndo(p.cfg.Paths))
+		r.Changed = append(r.Changed, prefixedLines(out, "undone: ")...)
 		if err == nil {
 			r.State = StateUndone
 		}

@@ -217,7 +217,7 @@ func TestSSHTunePushCheckUndo(t *testing.T) {
 		t.Errorf("netdev_max_backlog, not in the namespace: %+v", f)
 	}
 
-	r = one(p.TunePush(ctx, target, []int{8080}))
+	r = one(p.TunePush(ctx, target, []int{8080}, false))
 	if len(r.Changed) < 2 {
 		t.Fatalf("push changed %v (%s)", r.Changed, r.Summary())
 	}
@@ -249,7 +249,7 @@ func TestSSHTunePushCheckUndo(t *testing.T) {
 	}
 	// The file loads with sysctl(8) in the namespace.
 	b.InRS(t, "sysctl -q -p "+paths.TuneSysctlConf())
-	if r2 := one(p.TunePush(ctx, target, []int{8080})); len(r2.Changed) != 0 {
+	if r2 := one(p.TunePush(ctx, target, []int{8080}, false)); len(r2.Changed) != 0 {
 		t.Errorf("a second push changed %v", r2.Changed)
 	}
 	if conf2, _ := os.ReadFile(paths.TuneSysctlConf()); string(conf2) != string(conf) {

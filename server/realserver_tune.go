@@ -27,6 +27,11 @@ const (
 type RealServerTuneRequest struct {
 	RealServerSelection
 	Ports []int `json:"ports,omitempty"`
+	// Apply, with push, also writes what may be written safely for the web
+	// servers (an nginx drop-in validated by nginx -t before a reload);
+	// without it push changes the sysctls only and the web servers'
+	// findings are advice.
+	Apply bool `json:"apply,omitempty"`
 }
 
 // RealServerTuneReport is a tune run: a result with its findings per real
@@ -66,7 +71,7 @@ func (c *Core) TuneRealServers(ctx context.Context, a Actor, op string, req Real
 	case RealServerTuneCheck:
 		rep.Results = p.TuneCheck(ctx, targets, req.Ports)
 	case RealServerTunePush:
-		rep.Results = p.TunePush(ctx, targets, req.Ports)
+		rep.Results = p.TunePush(ctx, targets, req.Ports, req.Apply)
 	case RealServerTuneUndo:
 		rep.Results = p.TuneUndo(ctx, targets)
 	}
@@ -81,6 +86,17 @@ func (c *Core) auditTune(ctx context.Context, a Actor, op string, req RealServer
 	detail := ""
 	if rep != nil {
 		detail = TuneSummary(rep)
+		// The files written on the web servers, each named.
+		for _, r := range rep.Results {
+			for _, ch := range r.Changed {
+				if strings.HasPrefix(ch, "nginx ") || strings.HasPrefix(ch, "systemd ") {
+					detail += "; " + r.Target + ": " + ch
+				}
+			}
+		}
+	}
+	if op == RealServerTunePush && req.Apply {
+		op += " --apply"
 	}
 	c.audit(ctx, a, "realserver tune "+op, realServersTarget(targets, req.RIPs), nil, err, detail)
 }

@@ -329,3 +329,112 @@ func (b *Bed) ListenRS(t testing.TB, port, backlog int) {
 	}
 	t.Cleanup(func() { syscall.Close(fd) })
 }
+
+// Daemon runs cmd in the real server's namespace, a server that forks into
+// the background and writes its pid to pidFile (nginx, haproxy -D), and
+// stops that process when the test ends.
+func (b *Bed) Daemon(t testing.TB, pidFile, cmd string) {
+	t.Helper()
+	b.InRS(t, cmd)
+	t.Cleanup(func() {
+		raw, err := os.ReadFile(pidFile)
+		if err != nil {
+			t.Errorf("stop %s: %v", cmd, err)
+			return
+		}
+		for _, f := range strings.Fields(string(raw)) {
+			var pid int
+			if _, err := fmt.Sscan(f, &pid); err != nil || pid <= 1 {
+				continue
+			}
+			syscall.Kill(pid, syscall.SIGTERM)
+			// Bounded: until it is gone, or 5 s.
+			for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	})
+}
+
+// Get fetches http://addr/ from the client namespace: the status line's
+// code, or an error.
+func (b *Bed) Get(ctx context.Context, addr string) (int, error) {
+	c, err := b.Dial(ctx, "tcp", addr)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	if d, ok := ctx.Deadline(); ok {
+		c.SetDeadline(d)
+	}
+	if _, err := fmt.Fprintf(c, "GET / HTTP/1.0\r\nHost: rs\r\n\r\n"); err != nil {
+		return 0, err
+	}
+	var proto string
+	var code int
+	if _, err := fmt.Fscan(c, &proto, &code); err != nil {
+		return 0, fmt.Errorf("read the status line: %w", err)
+	}
+	return code, nil
+}
+
+// StartNginx writes conf (each "DIR" in it replaced by a directory of the
+// test, "RIP" by the real server's address) to DIR/nginx.conf, with an
+// empty DIR/conf.d, runs Debian's nginx with it in the real server's
+// namespace until the test ends, and waits until http://RIP:port/ answers.
+// It skips the test without nginx; conf should write its pid to
+// DIR/nginx.pid.
+func (b *Bed) StartNginx(t testing.TB, conf string, port int) (dir, path string) {
+	t.Helper()
+	if _, err := exec.LookPath("nginx"); err != nil {
+		testenv.Needf(t, "needs Debian's nginx (apt-get install -y nginx): %v", err)
+	}
+	dir = t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "conf.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(path, []byte(strings.NewReplacer("DIR", dir, "RIP", RIP).Replace(conf)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.Daemon(t, filepath.Join(dir, "nginx.pid"), "nginx -c "+path)
+	b.waitHTTP(t, fmt.Sprintf("%s:%d", RIP, port))
+	return dir, path
+}
+
+// StartHAProxy is StartNginx for Debian's haproxy, in master-worker mode
+// as Debian's unit runs it (-W; its pid file DIR/haproxy.pid names the
+// master), started with an open-files limit of nofile.
+func (b *Bed) StartHAProxy(t testing.TB, conf string, port, nofile int) (dir, path string) {
+	t.Helper()
+	if _, err := exec.LookPath("haproxy"); err != nil {
+		testenv.Needf(t, "needs Debian's haproxy (apt-get install -y haproxy): %v", err)
+	}
+	dir = t.TempDir()
+	path = filepath.Join(dir, "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(strings.NewReplacer("DIR", dir, "RIP", RIP).Replace(conf)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pid := filepath.Join(dir, "haproxy.pid")
+	b.Daemon(t, pid, fmt.Sprintf("ulimit -n %d; haproxy -W -D -f %s -p %s", nofile, path, pid))
+	b.waitHTTP(t, fmt.Sprintf("%s:%d", RIP, port))
+	return dir, path
+}
+
+// waitHTTP waits, bounded, until http://addr/ answers 200.
+func (b *Bed) waitHTTP(t testing.TB, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		code, err := b.Get(ctx, addr)
+		cancel()
+		if err == nil && code == 200 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET http://%s/: %d %v", addr, code, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

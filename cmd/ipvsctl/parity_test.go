@@ -75,6 +75,7 @@ var panelParity = map[string]same{
 
 	"GET /realservers":         {api: []string{"GET /api/v1/status"}, cli: []string{"status"}},
 	"POST /realservers/verify": {api: []string{"POST /api/v1/realservers/{op}"}, cli: []string{"realserver verify"}},
+	"POST /tuning/realservers": {api: []string{"POST /api/v1/realservers/tune/{op}"}, cli: []string{"realserver tune"}},
 
 	"GET /account": {reason: "a page; its form posts to POST /account/password"},
 	"POST /account/password": {reason: "a user's own password, proved by the old one, is a panel session's; " +

@@ -15,12 +15,14 @@ import (
 	"github.com/ipvsctl/ipvsctl/server/realserver"
 )
 
-const realserverTuneUsage = "usage: ipvsctl realserver tune check|push|undo [--rip IP[,IP...]] [--port N[,N...]] [ssh flags]\n" +
+const realserverTuneUsage = "usage: ipvsctl realserver tune check|push|undo [--rip IP[,IP...]] [--port N[,N...]] [--apply] [ssh flags]\n" +
 	"\nThe real servers' settings for a busy director over SSH: their TCP settings (somaxconn, tcp_max_syn_backlog,\n" +
 	"ip_local_port_range, tcp_max_tw_buckets, tcp_rmem/tcp_wmem), the host-wide buffer caps, input queue and file\n" +
 	"limits (rmem_max/wmem_max, netdev_max_backlog, fs.file-max, fs.nr_open), the application's listen backlog and its\n" +
-	"open-files limit: check reads them, push raises those below their floor (now and in sysctl.d, recording what it\n" +
-	"replaced), undo puts that back; each run is audited. Run 'ipvsctl realserver tune --help' for the flags."
+	"open-files limit, and the nginx and HAProxy running there (their own dump of their configuration, against their\n" +
+	"manuals, each finding at its file and line): check reads them, push raises the sysctls below their floor (now and\n" +
+	"in sysctl.d, recording what it replaced) and with --apply writes an nginx drop-in (nginx -t, then a reload), undo\n" +
+	"puts that back; each run is audited. Run 'ipvsctl realserver tune --help' for the flags."
 
 func runRealserverTune(env *cliEnv, args []string) int {
 	args = moveGlobalFlags(args)
@@ -30,18 +32,24 @@ func runRealserverTune(env *cliEnv, args []string) int {
 		verb, args = args[0], args[1:]
 	}
 	const name = "realserver tune"
-	fs, g := env.newFlagSet(name, "check|push|undo [--rip IP[,IP...]] [--port N[,N...]] [--ssh-port N] [ssh flags]",
+	fs, g := env.newFlagSet(name, "check|push|undo [--rip IP[,IP...]] [--port N[,N...]] [--apply] [--ssh-port N] [ssh flags]",
 		"Over SSH, the real servers' settings for a busy director: their TCP settings (somaxconn,\n"+
 			"tcp_max_syn_backlog, ip_local_port_range, tcp_max_tw_buckets, tcp_rmem/tcp_wmem), the host-wide buffer caps,\n"+
 			"input queue and file limits (net.core.rmem_max/wmem_max, netdev_max_backlog, fs.file-max, fs.nr_open; a real\n"+
 			"server that is a namespace which does not see one is told it is its host's), the application's listen backlog\n"+
-			"(ss -lnt Send-Q) and its open-files limit. check reads them (exit 1 unless all are fine); push raises those below\n"+
-			"their floor, now and in sysctl.d, recording what it replaced (idempotent), then reads them back; undo puts the\n"+
-			"recorded values back and removes the files. Without --rip, every real server of the stored state. Each run is\n"+
-			"audited (realserver tune check|push|undo); with --server the daemon logs in with its own SSH settings.")
+			"(ss -lnt Send-Q) and its open-files limit; and each nginx and HAProxy running there, found by its process: nginx -T\n"+
+			"(haproxy -c and its -f files) held against nginx.org's and HAProxy's manuals, each finding at its file:line.\n"+
+			"check reads them (exit 1 unless all are fine); push raises the sysctls below their floor, now and in sysctl.d,\n"+
+			"recording what it replaced (idempotent), then reads everything back; push --apply also writes what may be written\n"+
+			"safely for the web servers (an nginx drop-in under the directory its http block includes, kept only if nginx -t\n"+
+			"passes, then a reload; where systemd runs the server in its own unit, LimitNOFILE= in a drop-in of it, for its\n"+
+			"next restart); the rest is advice. undo puts the recorded values and files back, byte for byte. Without\n"+
+			"--rip, every real server of the stored state. Each run is audited (realserver tune check|push|push --apply|undo);\n"+
+			"with --server the daemon logs in with its own SSH settings.")
 	rips := fs.String("rip", "", "real server address(es), comma-separated (default: every real server of the stored state)")
 	sshPort := fs.Int("ssh-port", 22, "SSH port of the real servers")
 	ports := fs.String("port", "", "the application's port(s) whose listen backlog is checked (default: every listener but SSH's)")
+	apply := fs.Bool("apply", false, "with push: also write the web servers' drop-ins (nginx's, validated by nginx -t before the reload; a systemd unit's LimitNOFILE=); without it their findings are advice")
 	sf := addSSHFlags(fs, env.getenv("HOME"))
 	asJSON := fs.Bool("json", false, "print JSON")
 	if st, ok := env.parseFlags(fs, args); !ok {
@@ -63,6 +71,10 @@ func runRealserverTune(env *cliEnv, args []string) int {
 	if err != nil {
 		return env.fail(name, err, true)
 	}
+	if *apply && verb != "push" {
+		return env.fail(name, fmt.Errorf("--apply goes with push only"), true)
+	}
+	req.Apply = *apply
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	actor := server.Actor{Name: env.author(), Via: "cli"}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -141,5 +142,89 @@ func TestRealserverTuneThroughTheDaemon(t *testing.T) {
 	es, _ := g.Store.Audit(context.Background(), store.AuditFilter{Action: "realserver tune push"})
 	if len(es) == 1 && !strings.Contains(es[0].Detail, "settings changed") {
 		t.Errorf("the push's audit detail says nothing of its changes: %q", es[0].Detail)
+	}
+}
+
+// TestRealserverTuneWebThroughTheDaemon (tier 2): the web server's
+// findings travel through the daemon's API to the CLI as the sysctls' do,
+// each with its manual and file:line (the text names it too); push without
+// --apply writes nothing for nginx, push --apply writes the drop-in (audited
+// as such, naming the file), undo removes it; --apply goes with push only.
+func TestRealserverTuneWebThroughTheDaemon(t *testing.T) {
+	b := sshtest.Start(t)
+	dir, conf := b.StartNginx(t, `pid DIR/nginx.pid;
+error_log DIR/error.log;
+events {
+    worker_connections 768;
+}
+http {
+    access_log off;
+    include DIR/conf.d/*.conf;
+    server {
+        listen RIP:80;
+        location / { return 200 "ok\n"; }
+    }
+}
+`, 80)
+	dropIn := filepath.Join(dir, "conf.d", "ipvsctl-tune.conf")
+	g := servertest.Start(t, servertest.WithRealServerSSH(server.RealServerSSH{SSHConfig: arpguard.SSHConfig{User: "root",
+		Signers: []ssh.Signer{b.Signer}, KnownHostsFile: b.KnownHosts(t, b.HostKey), Dial: b.Dial, Timeout: 30 * time.Second,
+		Paths: arpguard.DefaultPaths().UnderRoot(t.TempDir())}}))
+	run := func(args ...string) (cliRun, []arpguard.TuneResult) {
+		t.Helper()
+		r := runRealserverCLI(t, t.TempDir(), append([]string{"tune"}, append(args, "--server", g.URL, "--token", g.Tokens[auth.Admin], "--rip", sshtest.RIP)...)...)
+		var rs []arpguard.TuneResult
+		if strings.Contains(strings.Join(args, " "), "--json") && (json.Unmarshal([]byte(r.stdout), &rs) != nil || len(rs) != 1) {
+			t.Fatalf("tune %v: %+v", args, r)
+		}
+		return r, rs
+	}
+	finding := func(r arpguard.TuneResult, setting string) tune.Finding {
+		t.Helper()
+		for _, f := range r.Findings {
+			if f.Setting == setting {
+				return f
+			}
+		}
+		t.Fatalf("no %s in %+v", setting, r.Findings)
+		return tune.Finding{}
+	}
+	_, rs := run("check", "--json")
+	if f := finding(rs[0], "nginx worker_connections"); f.Status != tune.Change || f.Where != conf+":4" ||
+		f.Source != "https://nginx.org/en/docs/ngx_core_module.html#worker_connections" {
+		t.Errorf("check: worker_connections %+v", f)
+	}
+	if f := finding(rs[0], "nginx open_file_cache"); f.Kind != "nginx-dropin" || f.Where != conf+":6" {
+		t.Errorf("check: open_file_cache %+v", f)
+	}
+	if r, _ := run("check"); !strings.Contains(r.stdout, "  at: "+conf+":4\n") || !strings.Contains(r.stdout, "nginx worker_connections") {
+		t.Errorf("check's text does not name the file and line:\n%s", r.stdout)
+	}
+	run("push", "--json")
+	if _, err := os.Stat(dropIn); err == nil {
+		t.Fatal("push without --apply wrote the nginx drop-in")
+	}
+	_, rs = run("push", "--apply", "--json")
+	if !strings.Contains(strings.Join(rs[0].Changed, "\n"), "nginx drop-in "+dropIn) {
+		t.Errorf("push --apply: %+v", rs[0].Result)
+	}
+	if got, err := os.ReadFile(dropIn); err != nil || !strings.Contains(string(got), "open_file_cache max=10000 inactive=30s;") {
+		t.Errorf("the drop-in after push --apply: %q %v", got, err)
+	}
+	if f := finding(rs[0], "nginx open_file_cache"); f.Status != tune.OK || !strings.HasPrefix(f.Where, dropIn+":") {
+		t.Errorf("push --apply's read-back: %+v", f)
+	}
+	es, err := g.Store.Audit(context.Background(), store.AuditFilter{Action: "realserver tune push --apply"})
+	if err != nil || len(es) != 1 || !strings.Contains(es[0].Detail, "nginx drop-in "+dropIn) {
+		t.Errorf("audit of push --apply: %+v, err %v", es, err)
+	}
+	if r, rs := run("undo", "--json"); r.code != exitOK || !strings.Contains(strings.Join(rs[0].Changed, "\n"), "nginx drop-in "+dropIn) {
+		t.Errorf("undo: %+v", r)
+	}
+	if _, err := os.Stat(dropIn); err == nil {
+		t.Error("the drop-in is left after undo")
+	}
+	if r, _ := run("check", "--apply"); r.code != exitUsage || !strings.Contains(r.stderr, "--apply goes with push only") {
+		t.Errorf("check --apply: %+v", r)
 	}
 }

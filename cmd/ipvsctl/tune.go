@@ -141,6 +141,9 @@ func (e *cliEnv) printFindings(fs []tune.Finding) {
 			continue
 		}
 		fmt.Fprintf(e.stdout, "%s: %s\n  source: %s\n", f.Setting, f.Why, f.Source)
+		if f.Where != "" {
+			fmt.Fprintf(e.stdout, "  at: %s\n", f.Where)
+		}
 	}
 }
 

@@ -41,6 +41,9 @@ type Finding struct {
 	Kind        string `json:"kind"`
 	// Value is what Apply writes (empty: nothing to write).
 	Value string `json:"value,omitempty"`
+	// Where is the file and line a finding read from a configuration
+	// file came from ("/etc/nginx/nginx.conf:12"; empty for a sysctl).
+	Where string `json:"where,omitempty"`
 }
 
 // Load is the connection load the table is sized for.

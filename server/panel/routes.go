@@ -84,6 +84,7 @@ func (p *Panel) routes(handle func(pattern string, h http.HandlerFunc)) {
 	mux.HandleFunc("POST /bgp/drain", p.needTo("node set", p.bgpDrain(true)))
 	mux.HandleFunc("POST /bgp/undrain", p.needTo("node set", p.bgpDrain(false)))
 	mux.HandleFunc("POST /realservers/verify", p.needTo("realserver", p.realserversVerify))
+	mux.HandleFunc("POST /tuning/realservers", p.needTo("realserver tune", p.tuningRealServers))
 
 	mux.HandleFunc("GET /import", p.loggedIn(p.importShow))
 	mux.HandleFunc("POST /import", p.needTo("import", p.importPreview))
