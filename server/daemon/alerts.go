@@ -109,7 +109,7 @@ func (d *Daemon) runAlerts(ctx context.Context, after int64) {
 
 // take queues the alerts e calls for in the current desired state.
 func (a *alerter) take(e server.Event) {
-	_, des := a.d.sk.current()
+	_, des := a.d.sk.newest()
 	if des == nil || des.Settings.Alerts == nil {
 		return
 	}
@@ -176,7 +176,7 @@ func webhookKey(i int, url string) string { return "webhook " + strconv.Itoa(i) 
 // deliveries are the destinations settings.alerts names now, each with
 // how its alerts fared and how many wait (the core's AlertDeliveries).
 func (a *alerter) deliveries() []server.AlertDelivery {
-	_, des := a.d.sk.current()
+	_, des := a.d.sk.newest()
 	if des == nil || des.Settings.Alerts == nil {
 		return nil
 	}
@@ -240,8 +240,8 @@ func (s *deliveryStats) get(kind, dest string, queued int) server.AlertDelivery 
 
 // subjectIndex finds a real server's and a service's compiled form by the
 // subject of their events, in maps made once per desired state. The state
-// is known by its checks' and quorums' arrays: current() hands out a new
-// copy of the Desired (its health laid over) each time, sharing them.
+// is known by its checks' and quorums' arrays, which every copy of the
+// Desired (current()'s, its health laid over) shares.
 type subjectIndex struct {
 	checks   *ipvsmgr.ServerCheck
 	sorry    *ipvsmgr.SorryPolicy

@@ -90,7 +90,10 @@ func (r *bgpRunner) stop(wait time.Duration) {
 // node settings, and publishes what it announces.
 func (r *bgpRunner) step(ctx context.Context) {
 	sk := r.d.sk
-	rev, desired := sk.current()
+	rev, desired := sk.newest()
+	if desired != nil && desired.Settings.BGP != nil {
+		rev, desired = sk.current() // what is announced follows the checks
+	}
 	if desired == nil || desired.Settings.BGP == nil {
 		r.stop(BGPWithdrawWait)
 		r.d.side.SetBGPStatus(nil)

@@ -78,7 +78,7 @@ func (r *bgpRunner) askDirectors(ctx context.Context) {
 	tick := time.NewTicker(BGPPeerPoll)
 	defer tick.Stop()
 	for {
-		if _, desired := r.d.sk.current(); desired != nil && desired.Settings.BGP != nil {
+		if _, desired := r.d.sk.newest(); desired != nil && desired.Settings.BGP != nil {
 			r.askOnce(ctx, clients, heard)
 		}
 		select {

@@ -61,7 +61,7 @@ func (d *Daemon) runNotify(ctx context.Context, after int64) {
 
 // programsFor are the programs e calls for in the current desired state.
 func (n *notifier) programsFor(e server.Event) []notifyRun {
-	_, des := n.d.sk.current()
+	_, des := n.d.sk.newest()
 	if des == nil {
 		return nil
 	}

@@ -207,6 +207,17 @@ func (sk *sharedKernel) current() (int64, *ipvsmgr.Desired) {
 	return sk.rev, sk.withHealth(sk.desired)
 }
 
+// newest is the newest desired state known and its revision, without the
+// checks' health: for a reader of its settings or its checks. Laying the
+// health over copies every checked server's; the alerts and the notify
+// programs read the state once per event, and 1,000 servers coming up at
+// start made 2,000 such copies (400 MB allocated within seconds).
+func (sk *sharedKernel) newest() (int64, *ipvsmgr.Desired) {
+	sk.mu.Lock()
+	defer sk.mu.Unlock()
+	return sk.rev, sk.desired
+}
+
 // reconcile makes the kernel match the newest desired state known. With
 // known, it plans against the table the daemon knows the kernel has (the
 // snapshot: its last read with the changes made since), as a write does; the
