@@ -142,12 +142,29 @@ type probe struct {
 
 // member is one real server of one service checked by a probe.
 type member struct {
-	check    ipvsmgr.ServerCheck
+	check    memberCheck
 	probe    *probe
 	up       bool      // in (up, or unknown and start_healthy)
 	rampFrom time.Time // slow start began; zero when not ramping
 	sent     ipvsmgr.ServerHealth
 	sentFlt  string
+}
+
+// memberCheck is what a member keeps of its ServerCheck. The spec is its
+// probe's: a copy of it in each member was two thirds of the member's
+// size (1,000 checked servers, 0.5 MB).
+type memberCheck struct {
+	Ref                     ipvsmgr.ServerRef
+	ServiceName, ServerName string
+	Weight                  uint32 // configured
+	OnFailure               string
+	SlowStart               time.Duration
+	StartHealthy            bool
+}
+
+func memberCheckOf(c *ipvsmgr.ServerCheck) memberCheck {
+	return memberCheck{Ref: c.Ref, ServiceName: c.ServiceName, ServerName: c.ServerName, Weight: c.Weight,
+		OnFailure: c.OnFailure, SlowStart: c.SlowStart, StartHealthy: c.StartHealthy}
 }
 
 // NewRunner returns a runner with no checks; give it some with Update and
@@ -222,11 +239,11 @@ func (r *Runner) Update(checks []ipvsmgr.ServerCheck) {
 		if m == nil || m.probe != p {
 			p.joined = true
 			m = &member{probe: p}
-			m.check = c
+			m.check = memberCheckOf(&c)
 			m.up = m.in()
 			m.sent = m.health(now)
 		} else {
-			m.check = c
+			m.check = memberCheckOf(&c)
 		}
 		p.members[c.Ref] = m
 		p.slowStart = p.slowStart || c.SlowStart > 0
