@@ -18,6 +18,7 @@ type liveView struct {
 	m     *model
 	spark uint64
 	t     *template.Template
+	tErr  error // why t is nil
 	s     *sampler
 
 	mu     sync.Mutex
@@ -41,7 +42,11 @@ func (p *Panel) liveView(m *model) *liveView {
 	if lv := p.live; lv != nil && lv.m == m && lv.spark == gen {
 		return lv
 	}
-	lv := &liveView{m: m, spark: gen, t: p.views.t["live_row"], s: p.sampler, orders: map[string][]*svcRow{},
+	t, err := p.views.get("live_row")
+	if err != nil {
+		p.log.Error("panel: view", "view", "live_row", "err", err)
+	}
+	lv := &liveView{m: m, spark: gen, t: t, tErr: err, s: p.sampler, orders: map[string][]*svcRow{},
 		pages: map[livePageKey]livePage{}, frags: map[liveFragKey]*holed{}, hidden: map[hiddenKey]string{}}
 	for v := range lv.grp {
 		lv.grp[v] = make([]string, len(m.Rows))
@@ -211,6 +216,9 @@ func (lv *liveView) hiddenRow(buf *bytes.Buffer, row *svcRow, v, n int) string {
 // exec renders template name with data, or the row that says it cannot.
 func (lv *liveView) exec(buf *bytes.Buffer, name string, data any) string {
 	buf.Reset()
+	if lv.t == nil {
+		return template.HTMLEscapeString(lv.tErr.Error())
+	}
 	if err := lv.t.ExecuteTemplate(buf, name, data); err != nil {
 		buf.Reset()
 		if err2 := lv.t.ExecuteTemplate(buf, "live_error", err.Error()); err2 != nil {

@@ -45,7 +45,8 @@ type Panel struct {
 	overviews overviewCache
 }
 
-// New checks d and parses the templates (once).
+// New checks d and reads the assets; each view's template is parsed on its
+// first use.
 func New(d Deps) (*Panel, error) {
 	if d.Core == nil || d.Who == nil || d.Login == nil || d.Logout == nil {
 		return nil, errors.New("panel: Core, Who, Login and Logout are required")
@@ -65,9 +66,7 @@ func New(d Deps) (*Panel, error) {
 	if p.assets, err = loadAssets(); err != nil {
 		return nil, err
 	}
-	if p.views, err = parseViews(p.assets); err != nil {
-		return nil, err
-	}
+	p.views = parseViews(p.assets)
 	p.sampler = newSampler(p)
 	return p, nil
 }

@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/server"
@@ -58,11 +60,24 @@ var fragments = map[string]bool{"live_rows": true, "live_row": true, "events_row
 var sortLabels = map[string]string{"name": "configuration order", "state": "state (problems first)", "active": "active connections",
 	"cps": "connections/s", "bps": "bytes/s", "pps": "packets/s"}
 
+// views are the panel's templates, each view parsed on its first use: all
+// of them parsed are 2.4 MB of heap that a director whose panel nobody
+// opens would keep (and the collector's headroom as much again).
 type views struct {
-	t map[string]*template.Template
+	t      map[string]func() (*template.Template, error)
+	parsed atomic.Int32 // views parsed so far (tests)
 }
 
-func parseViews(a *assets) (*views, error) {
+// get is view name's template, parsed on its first use.
+func (v *views) get(name string) (*template.Template, error) {
+	parse := v.t[name]
+	if parse == nil {
+		return nil, fmt.Errorf("panel: no view %s", name)
+	}
+	return parse()
+}
+
+func parseViews(a *assets) *views {
 	funcs := template.FuncMap{
 		"asset":    a.url,
 		"path":     pathOf,
@@ -92,7 +107,7 @@ func parseViews(a *assets) (*views, error) {
 		"sortLabel": func(k string) string { return sortLabels[k] },
 		"slug":      func(s string) string { return strings.ReplaceAll(s, " ", "-") },
 	}
-	v := &views{t: map[string]*template.Template{}}
+	v := &views{t: make(map[string]func() (*template.Template, error), len(viewPartials))}
 	for name, partials := range viewPartials {
 		files := []string{"templates/layout.html", "templates/partials/common.html"}
 		for _, p := range partials {
@@ -101,13 +116,16 @@ func parseViews(a *assets) (*views, error) {
 		if !fragments[name] {
 			files = append(files, "templates/views/"+name+".html")
 		}
-		t, err := template.New(name).Funcs(funcs).ParseFS(web.Templates, files...)
-		if err != nil {
-			return nil, fmt.Errorf("panel: parse view %s: %w", name, err)
-		}
-		v.t[name] = t
+		v.t[name] = sync.OnceValues(func() (*template.Template, error) {
+			v.parsed.Add(1)
+			t, err := template.New(name).Funcs(funcs).ParseFS(web.Templates, files...)
+			if err != nil {
+				return nil, fmt.Errorf("panel: parse view %s: %w", name, err)
+			}
+			return t, nil
+		})
 	}
-	return v, nil
+	return v
 }
 
 // page is what every view gets: the layout's data and the view's own.
@@ -151,10 +169,10 @@ func (p *Panel) renderBytes(r *http.Request, view, tmpl string, data any) ([]byt
 }
 
 func (p *Panel) execute(buf *bytes.Buffer, r *http.Request, view, tmpl string, data any) error {
-	t := p.views.t[view]
-	if t == nil {
-		p.log.Error("panel: no such view", "view", view)
-		return fmt.Errorf("panel: no view %s", view)
+	t, err := p.views.get(view)
+	if err != nil {
+		p.log.Error("panel: view", "view", view, "err", err)
+		return err
 	}
 	if pg, ok := data.(*page); ok {
 		pg.Path = r.URL.RequestURI()
