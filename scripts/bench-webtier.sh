@@ -16,7 +16,8 @@
 # services). Rounds are taken in turns, default then tuned, setup by setup, ROUNDS times; each round is one
 # bounded wrk run (`wrk -t2 -cCONNS -dSECONDSs --latency`, under `timeout`). It prints every round's line, then
 # per setup the median and min-max of requests/s and of p99 latency, the ratio tuned/default of the medians, and
-# says plainly when the ranges overlap: "tuning bought nothing measurable here".
+# says plainly when the ranges overlap: "tuning bought nothing measurable here"; then the paired ratios (each tuned
+# round over the default round just before it), which the machine's drift between rounds disturbs least.
 #
 # Usage: scripts/bench-webtier.sh [-r ROUNDS] [-d SECONDS] [-c CONNS] [-s SETUPS]
 #   -r ROUNDS   rounds per configuration and setup (BENCH_WEBTIER_ROUNDS, default 5, at most 20)
@@ -371,5 +372,13 @@ END {
 	else if (pmin["tuned"] > pmax["default"]) w = "p99 higher in every tuned round"
 	else w = "p99: the ranges overlap, nothing measurable"
 	printf "%-8s %s; %s.\n", s, v, w
+	# Each tuned round ran right after its default one: their ratio is what the drift of the machine between rounds
+	# (other load easing or growing) disturbs least.
+	m = n["default"] < n["tuned"] ? n["default"] : n["tuned"]; faster = 0; delete q
+	for (i = 1; i <= m; i++) { q[i] = r["tuned", i] / r["default", i]; if (q[i] > 1) faster++
+		if (i == 1 || q[i] < qmin) qmin = q[i]; if (i == 1 || q[i] > qmax) qmax = q[i] }
+	printf "%-8s paired rounds (tuned / the default just before it): requests/s ratio median %.2f (%.2f-%.2f), tuned faster in %d of %d", s, med(q, m), qmin, qmax, faster, m
+	if (faster == m || faster == 0) printf " (all %d one way: by chance 1 in %d)", m, 2 ^ (m - 1)
+	printf ".\n"
 }' "$results"
 done
