@@ -132,16 +132,7 @@ type haproxyCheck struct {
 	out      []tune.Finding
 }
 
-func (c *haproxyCheck) add(f tune.Finding) {
-	f.Setting = "haproxy " + f.Setting
-	if f.Status == "" {
-		f.Status = tune.OK
-	}
-	if f.Kind == "" {
-		f.Kind = tune.KindManual
-	}
-	c.out = append(c.out, f)
-}
+func (c *haproxyCheck) add(f tune.Finding) { c.out = append(c.out, finding("haproxy", f)) }
 
 func (c *haproxyCheck) where(d *Directive) string {
 	if d != nil {

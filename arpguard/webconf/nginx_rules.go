@@ -91,15 +91,19 @@ type nginxCheck struct {
 	out                    []tune.Finding
 }
 
-func (c *nginxCheck) add(f tune.Finding) {
-	f.Setting = "nginx " + f.Setting
+func (c *nginxCheck) add(f tune.Finding) { c.out = append(c.out, finding("nginx", f)) }
+
+// finding is f as one of server's (nginx, haproxy): its setting named with
+// the server, ok and a manual change unless it says otherwise.
+func finding(server string, f tune.Finding) tune.Finding {
+	f.Setting = server + " " + f.Setting
 	if f.Status == "" {
 		f.Status = tune.OK
 	}
 	if f.Kind == "" {
 		f.Kind = tune.KindManual
 	}
-	c.out = append(c.out, f)
+	return f
 }
 
 // where is d's file:line, or fallback for a directive that is unset.
