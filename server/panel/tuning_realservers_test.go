@@ -59,12 +59,12 @@ func TestTuningRealServersCheck(t *testing.T) {
 	}
 }
 
-// TestTuningRealServersWebFindings (tier 2): a real sshd and nginx in a
-// namespace; the Tuning page's check shows nginx's findings with the
-// manual's entry and the file and line each came from.
-func TestTuningRealServersWebFindings(t *testing.T) {
+// nginxRealServer is a panel whose one real server is a real sshd with
+// nginx (at worker_connections 768, its config file conf) in a namespace.
+func nginxRealServer(t *testing.T) (e *env, conf string) {
+	t.Helper()
 	b := sshtest.Start(t)
-	_, conf := b.StartNginx(t, `pid DIR/nginx.pid;
+	_, conf = b.StartNginx(t, `pid DIR/nginx.pid;
 error_log DIR/error.log;
 events {
     worker_connections 768;
@@ -78,12 +78,20 @@ http {
 }
 `, 80)
 	h := tuningHost(t)
-	e := newEnvTimed(t, false, withSSH(server.RealServerSSH{SSHConfig: arpguard.SSHConfig{User: "root",
+	e = newEnvTimed(t, false, withSSH(server.RealServerSSH{SSHConfig: arpguard.SSHConfig{User: "root",
 		Signers: []ssh.Signer{b.Signer}, KnownHostsFile: b.KnownHosts(t, b.HostKey), Dial: b.Dial, Timeout: 30 * time.Second,
 		Paths: arpguard.DefaultPaths().UnderRoot(t.TempDir())}}), func(c *server.Config) { c.TuneHost = h })
 	one := 1
 	e.seed(t, &ipvsmgr.State{Services: []ipvsmgr.Service{{Name: "web", Protocol: "tcp", Address: "198.18.7.100", Port: 80, Scheduler: "wrr",
 		Servers: []ipvsmgr.Server{{Name: "r1", Address: sshtest.RIP, Weight: &one}}}}})
+	return e, conf
+}
+
+// TestTuningRealServersWebFindings (tier 2): a real sshd and nginx in a
+// namespace; the Tuning page's check shows nginx's findings with the
+// manual's entry and the file and line each came from.
+func TestTuningRealServersWebFindings(t *testing.T) {
+	e, conf := nginxRealServer(t)
 	w := e.post(t, "alice", "/tuning/realservers", nil)
 	body := w.Body
 	if i := strings.Index(body, `id="rs-tuning"`); i >= 0 {
@@ -107,27 +115,7 @@ func TestBrowserTuningRealServers(t *testing.T) {
 	if testing.Short() {
 		testenv.OptIn(t, "browser test skipped in -short mode")
 	}
-	b := sshtest.Start(t)
-	_, conf := b.StartNginx(t, `pid DIR/nginx.pid;
-error_log DIR/error.log;
-events {
-    worker_connections 768;
-}
-http {
-    access_log off;
-    server {
-        listen RIP:80;
-        location / { return 200 "ok\n"; }
-    }
-}
-`, 80)
-	h := tuningHost(t)
-	e := newEnvTimed(t, false, withSSH(server.RealServerSSH{SSHConfig: arpguard.SSHConfig{User: "root",
-		Signers: []ssh.Signer{b.Signer}, KnownHostsFile: b.KnownHosts(t, b.HostKey), Dial: b.Dial, Timeout: 30 * time.Second,
-		Paths: arpguard.DefaultPaths().UnderRoot(t.TempDir())}}), func(c *server.Config) { c.TuneHost = h })
-	one := 1
-	e.seed(t, &ipvsmgr.State{Services: []ipvsmgr.Service{{Name: "web", Protocol: "tcp", Address: "198.18.7.100", Port: 80, Scheduler: "wrr",
-		Servers: []ipvsmgr.Server{{Name: "r1", Address: sshtest.RIP, Weight: &one}}}}})
+	e, conf := nginxRealServer(t)
 	srv := httptest.NewServer(e.h)
 	t.Cleanup(srv.Close)
 	br := browsertest.Start(t, 60*time.Second)
