@@ -94,7 +94,7 @@ func TestFailbackKeepsConnections(t *testing.T) {
 	to, reason := lastTransition(t, A)
 	t.Logf("A back -> master in %s: %s", time.Since(back).Round(time.Millisecond), reason)
 	if to != "master" || !strings.Contains(reason, "preempting a master of lower priority 100 after waiting") ||
-		!strings.Contains(reason, "the sync daemon's connections") {
+		!strings.Contains(reason, "for the sync daemon") {
 		t.Errorf("A's preemption did not wait for its sync daemon: to %s, %q", to, reason)
 	}
 	if logs := dA.logs.String(); !strings.Contains(logs, "a preemption waits for the sync daemon") {

@@ -67,14 +67,14 @@ func (c *catchUp) waitFor(now time.Time) string {
 		if c.own >= c.master {
 			return ""
 		}
-		return fmt.Sprintf("the sync daemon's connections: %d of the master's %d active", c.own, c.master)
+		return fmt.Sprintf("the sync daemon to have the master's %d active connections (%d at the last count)", c.master, c.own)
 	case now.Sub(c.syncSince) < catchUpQuiet || now.Sub(c.rose) < catchUpQuiet:
 		why := c.masterErr
 		if why == "" {
 			why = "not asked yet"
 		}
-		return fmt.Sprintf("the sync daemon's connections: %d active, until they stop rising for %s (the master's count: %s)",
-			c.own, catchUpQuiet, why)
+		return fmt.Sprintf("the sync daemon's count of active connections to stop rising for %s (%d at the last count; the master's count: %s)",
+			catchUpQuiet, c.own, why)
 	}
 	return ""
 }

@@ -63,7 +63,7 @@ func failbackPair(t *testing.T, doc string) (a, b *director) {
 func TestFailbackWaitsForTheSyncDaemon(t *testing.T) {
 	a, b := failbackPair(t, pairState)
 	eventually(t, 5*time.Second, "a's preemption waiting for the master's 100 connections", func() bool {
-		return strings.Contains(a.family().PreemptWait, "0 of the master's 100 active")
+		return strings.Contains(a.family().PreemptWait, "the master's 100 active connections (0 at the last count)")
 	})
 	time.Sleep(time.Second) // ten advert intervals, three master down intervals
 	if a.role() != "backup" || a.hasVIP() || b.role() != "master" || !b.hasVIP() {
@@ -75,7 +75,7 @@ func TestFailbackWaitsForTheSyncDaemon(t *testing.T) {
 
 	a.setActive(60) // partly caught up: still waiting
 	eventually(t, 5*time.Second, "a waiting for 60 of 100", func() bool {
-		return strings.Contains(a.family().PreemptWait, "60 of the master's 100 active")
+		return strings.Contains(a.family().PreemptWait, "the master's 100 active connections (60 at the last count)")
 	})
 	a.setActive(100)
 	eventually(t, 5*time.Second, "a master with the VIP, b backup without it", func() bool {
@@ -84,7 +84,7 @@ func TestFailbackWaitsForTheSyncDaemon(t *testing.T) {
 	tr := a.status().Transitions
 	if last := tr[len(tr)-1]; last.To != "master" ||
 		!strings.HasPrefix(last.Reason, "preempting a master of lower priority 100 after waiting ") ||
-		!strings.HasSuffix(last.Reason, "for the sync daemon's connections: 60 of the master's 100 active") {
+		!strings.HasSuffix(last.Reason, "for the sync daemon to have the master's 100 active connections (60 at the last count)") {
 		t.Errorf("a's takeover: %+v", last)
 	}
 	if w := a.family().PreemptWait; w != "" {
@@ -106,7 +106,7 @@ func TestFailbackWaitIsBounded(t *testing.T) {
 	// How long it waited is the machine's to say (timed by its clock from
 	// when the preemption was due), not this test's.
 	tr := a.status().Transitions
-	if last := tr[len(tr)-1]; !strings.Contains(last.Reason, "after waiting 1.5s (preempt_sync_wait) for the sync daemon's connections: 0 of the master's 100 active") {
+	if last := tr[len(tr)-1]; !strings.Contains(last.Reason, "after waiting 1.5s (preempt_sync_wait) for the sync daemon to have the master's 100 active connections (0 at the last count)") {
 		t.Errorf("a's takeover: %+v", last)
 	}
 }
