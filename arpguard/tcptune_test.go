@@ -178,53 +178,36 @@ func TestSSHTunePushCheckUndo(t *testing.T) {
 		KnownHostsFile: b.KnownHosts(t, b.HostKey)})
 	target := []Target{{Name: "r1", RIP: netip.MustParseAddr(sshtest.RIP)}}
 
-	one := func(rs []TuneResult) TuneResult {
-		t.Helper()
-		if len(rs) != 1 {
-			t.Fatalf("%d results", len(rs))
-		}
-		return rs[0]
-	}
-	find := func(r TuneResult, setting string) tune.Finding {
-		t.Helper()
-		for _, f := range r.Findings {
-			if f.Setting == setting {
-				return f
-			}
-		}
-		t.Fatalf("no %s in %+v", setting, r.Findings)
-		return tune.Finding{}
-	}
-	r := one(p.TuneCheck(ctx, target, []int{8080}))
+	r := oneResult(t, p.TuneCheck(ctx, target, []int{8080}))
 	if r.State != StateDrift {
 		t.Fatalf("check of a default namespace: %s", r.Summary())
 	}
 	for _, s := range TCPSettings() {
-		if f := find(r, s.Key); f.Current != before[s.Key] {
+		if f := findingOf(t, r, s.Key); f.Current != before[s.Key] {
 			t.Errorf("%s: check read %q, sysctl -n %q", s.Key, f.Current, before[s.Key])
 		}
 	}
-	if f := find(r, fmt.Sprintf("listen backlog of %s:8080", sshtest.RIP)); f.Current != "100" || f.Status != tune.Change {
+	if f := findingOf(t, r, fmt.Sprintf("listen backlog of %s:8080", sshtest.RIP)); f.Current != "100" || f.Status != tune.Change {
 		t.Errorf("the listener's backlog (100, capped by nothing): %+v", f)
 	}
-	if f := find(r, "net.core.somaxconn"); f.Status != tune.Change {
+	if f := findingOf(t, r, "net.core.somaxconn"); f.Status != tune.Change {
 		t.Errorf("somaxconn 128: %+v", f)
 	}
-	if f := find(r, "fs.file-max"); f.Status != tune.Change || f.Source != srcFSSysctl {
+	if f := findingOf(t, r, "fs.file-max"); f.Status != tune.Change || f.Source != srcFSSysctl {
 		t.Errorf("fs.file-max 65536: %+v", f)
 	}
-	if f := find(r, "net.core.netdev_max_backlog"); f.Status != tune.Info || !strings.Contains(f.Why, "change it on the host") {
+	if f := findingOf(t, r, "net.core.netdev_max_backlog"); f.Status != tune.Info || !strings.Contains(f.Why, "change it on the host") {
 		t.Errorf("netdev_max_backlog, not in the namespace: %+v", f)
 	}
 
-	r = one(p.TunePush(ctx, target, []int{8080}, false))
+	r = oneResult(t, p.TunePush(ctx, target, []int{8080}, false))
 	if len(r.Changed) < 2 {
 		t.Fatalf("push changed %v (%s)", r.Changed, r.Summary())
 	}
 	for _, s := range TCPSettings() {
 		got := read(s.Key)
 		if got == "-" || s.Host && strings.Contains(b.InRS(t, "test -w /proc/sys/"+strings.ReplaceAll(s.Key, ".", "/")+" || echo readonly"), "readonly") {
-			if f := find(r, s.Key); f.Status != tune.Info {
+			if f := findingOf(t, r, s.Key); f.Status != tune.Info {
 				t.Errorf("push's read-back of %s, not in the namespace: %+v", s.Key, f)
 			}
 			continue
@@ -232,7 +215,7 @@ func TestSSHTunePushCheckUndo(t *testing.T) {
 		if !s.ok(got) {
 			t.Errorf("after push %s = %s (sysctl -n), below %s", s.Key, got, s.Want)
 		}
-		if f := find(r, s.Key); f.Status != tune.OK {
+		if f := findingOf(t, r, s.Key); f.Status != tune.OK {
 			t.Errorf("push's read-back of %s: %+v", s.Key, f)
 		}
 	}
@@ -240,7 +223,7 @@ func TestSSHTunePushCheckUndo(t *testing.T) {
 		t.Errorf("push's changes lack fs.file-max: %v", r.Changed)
 	}
 	// The application's own backlog stays: only it can raise it.
-	if f := find(r, fmt.Sprintf("listen backlog of %s:8080", sshtest.RIP)); f.Status != tune.Change || !strings.Contains(f.Why, "asked for 100") {
+	if f := findingOf(t, r, fmt.Sprintf("listen backlog of %s:8080", sshtest.RIP)); f.Status != tune.Change || !strings.Contains(f.Why, "asked for 100") {
 		t.Errorf("after push the listener: %+v", f)
 	}
 	conf, err := os.ReadFile(paths.TuneSysctlConf())
@@ -249,14 +232,14 @@ func TestSSHTunePushCheckUndo(t *testing.T) {
 	}
 	// The file loads with sysctl(8) in the namespace.
 	b.InRS(t, "sysctl -q -p "+paths.TuneSysctlConf())
-	if r2 := one(p.TunePush(ctx, target, []int{8080}, false)); len(r2.Changed) != 0 {
+	if r2 := oneResult(t, p.TunePush(ctx, target, []int{8080}, false)); len(r2.Changed) != 0 {
 		t.Errorf("a second push changed %v", r2.Changed)
 	}
 	if conf2, _ := os.ReadFile(paths.TuneSysctlConf()); string(conf2) != string(conf) {
 		t.Errorf("a second push rewrote the file:\n%s\nwas\n%s", conf2, conf)
 	}
 
-	r = one(p.TuneUndo(ctx, target))
+	r = oneResult(t, p.TuneUndo(ctx, target))
 	if r.State != StateUndone || len(r.Changed) < 2 {
 		t.Fatalf("undo: %s, %v", r.Summary(), r.Changed)
 	}
@@ -270,4 +253,25 @@ func TestSSHTunePushCheckUndo(t *testing.T) {
 			t.Errorf("%s left after undo", f)
 		}
 	}
+}
+
+// oneResult is the one real server's result of a tune verb.
+func oneResult(t *testing.T, rs []TuneResult) TuneResult {
+	t.Helper()
+	if len(rs) != 1 {
+		t.Fatalf("%d results", len(rs))
+	}
+	return rs[0]
+}
+
+// findingOf is r's finding on setting.
+func findingOf(t *testing.T, r TuneResult, setting string) tune.Finding {
+	t.Helper()
+	for _, f := range r.Findings {
+		if f.Setting == setting {
+			return f
+		}
+	}
+	t.Fatalf("no %s in %+v", setting, r.Findings)
+	return tune.Finding{}
 }

@@ -207,23 +207,6 @@ func TestSSHTuneWebPushUndo(t *testing.T) {
 	p := newTestPusher(t, SSHConfig{Signers: []ssh.Signer{b.Signer}, Dial: b.Dial, Paths: paths,
 		KnownHostsFile: b.KnownHosts(t, b.HostKey)})
 	target := []Target{{Name: "r1", RIP: netip.MustParseAddr(sshtest.RIP)}}
-	one := func(rs []TuneResult) TuneResult {
-		t.Helper()
-		if len(rs) != 1 {
-			t.Fatalf("%d results", len(rs))
-		}
-		return rs[0]
-	}
-	finding := func(r TuneResult, name string) tune.Finding {
-		t.Helper()
-		for _, f := range r.Findings {
-			if f.Setting == name {
-				return f
-			}
-		}
-		t.Fatalf("no finding %s", name)
-		return tune.Finding{}
-	}
 
 	// A bounded request loop to nginx through every push and reload.
 	loopCtx, stopLoop := context.WithCancel(ctx)
@@ -251,11 +234,11 @@ func TestSSHTuneWebPushUndo(t *testing.T) {
 		done <- n
 	}()
 
-	r := one(p.TunePush(ctx, target, nil, false))
+	r := oneResult(t, p.TunePush(ctx, target, nil, false))
 	if got := confFiles(t, dir); !maps.Equal(got, before) {
 		t.Fatalf("push without --apply changed the web server's files: %v", r.Changed)
 	}
-	r = one(p.TunePush(ctx, target, nil, true))
+	r = oneResult(t, p.TunePush(ctx, target, nil, true))
 	if r.State == StateFailed || !strings.Contains(strings.Join(r.Changed, "\n"), "nginx drop-in "+dropIn) {
 		t.Fatalf("push --apply: %s, changed %v", r.Summary(), r.Changed)
 	}
@@ -266,14 +249,14 @@ func TestSSHTuneWebPushUndo(t *testing.T) {
 		}
 	}
 	// The read-back is nginx's own dump: the directives are there now, at the drop-in's lines.
-	if f := finding(r, "nginx open_file_cache"); f.Status != tune.OK || !strings.HasPrefix(f.Where, dropIn+":") {
+	if f := findingOf(t, r, "nginx open_file_cache"); f.Status != tune.OK || !strings.HasPrefix(f.Where, dropIn+":") {
 		t.Errorf("after push, open_file_cache: %+v", f)
 	}
 	// Reloaded: the workers serving now were started after the drop-in.
 	if out := b.InRS(t, "cat "+dir+"/error.log"); !strings.Contains(out, "reconfiguring") {
 		t.Errorf("nginx was not reloaded; its log:\n%s", out)
 	}
-	if r2 := one(p.TunePush(ctx, target, nil, true)); len(r2.Changed) != 0 && strings.Contains(strings.Join(r2.Changed, "\n"), "nginx") {
+	if r2 := oneResult(t, p.TunePush(ctx, target, nil, true)); len(r2.Changed) != 0 && strings.Contains(strings.Join(r2.Changed, "\n"), "nginx") {
 		t.Errorf("a second push --apply changed %v", r2.Changed)
 	}
 
@@ -301,7 +284,7 @@ func TestSSHTuneWebPushUndo(t *testing.T) {
 		t.Errorf("nginx after a refused drop-in: %d %v", code, err)
 	}
 
-	r = one(p.TuneUndo(ctx, target))
+	r = oneResult(t, p.TuneUndo(ctx, target))
 	if r.State != StateUndone || !strings.Contains(strings.Join(r.Changed, "\n"), "nginx drop-in "+dropIn) {
 		t.Fatalf("undo: %s, %v", r.Summary(), r.Changed)
 	}
@@ -311,7 +294,7 @@ func TestSSHTuneWebPushUndo(t *testing.T) {
 	if _, err := os.Stat(paths.TuneWebJournal()); err == nil {
 		t.Error("the web journal is left after undo")
 	}
-	if f := finding(one(p.TuneCheck(ctx, target, nil)), "nginx open_file_cache"); f.Status != tune.Change {
+	if f := findingOf(t, oneResult(t, p.TuneCheck(ctx, target, nil)), "nginx open_file_cache"); f.Status != tune.Change {
 		t.Errorf("after undo, open_file_cache: %+v", f)
 	}
 	stopLoop()
