@@ -73,9 +73,7 @@ func TestRealserverTuneCLI(t *testing.T) {
 func TestRealserverTuneThroughTheDaemon(t *testing.T) {
 	b := sshtest.StartWith(t, sshtest.Options{HostSysctls: map[string]string{"fs.file-max": "65536", "fs.nr_open": "1048576"}})
 	b.InRS(t, "sysctl -qw net.core.somaxconn=128")
-	g := servertest.Start(t, servertest.WithRealServerSSH(server.RealServerSSH{SSHConfig: arpguard.SSHConfig{User: "root",
-		Signers: []ssh.Signer{b.Signer}, KnownHostsFile: b.KnownHosts(t, b.HostKey), Dial: b.Dial, Timeout: 30 * time.Second,
-		Paths: arpguard.DefaultPaths().UnderRoot(t.TempDir())}}))
+	g := sshDaemon(t, b)
 	run := func(verb string, role auth.Role) (cliRun, []arpguard.TuneResult) {
 		t.Helper()
 		r := runRealserverCLI(t, t.TempDir(), "tune", verb, "--server", g.URL, "--token", g.Tokens[role], "--rip", sshtest.RIP, "--json")
@@ -85,21 +83,11 @@ func TestRealserverTuneThroughTheDaemon(t *testing.T) {
 		}
 		return r, rs
 	}
-	finding := func(r arpguard.TuneResult, setting string) tune.Finding {
-		t.Helper()
-		for _, f := range r.Findings {
-			if f.Setting == setting {
-				return f
-			}
-		}
-		t.Fatalf("no %s in %+v", setting, r.Findings)
-		return tune.Finding{}
-	}
 	r, rs := run("check", auth.Admin)
 	if r.code != exitFail || rs[0].State != arpguard.StateDrift {
 		t.Fatalf("check: exit %d, %+v", r.code, rs[0].Result)
 	}
-	if f := finding(rs[0], "fs.file-max"); f.Current != "65536" || f.Status != tune.Change || f.Source != "Documentation/admin-guide/sysctl/fs.rst" {
+	if f := tuneFinding(t, rs[0], "fs.file-max"); f.Current != "65536" || f.Status != tune.Change || f.Source != "Documentation/admin-guide/sysctl/fs.rst" {
 		t.Errorf("check: fs.file-max %+v", f)
 	}
 	r, rs = run("push", auth.Admin)
@@ -167,9 +155,7 @@ http {
 }
 `, 80)
 	dropIn := filepath.Join(dir, "conf.d", "ipvsctl-tune.conf")
-	g := servertest.Start(t, servertest.WithRealServerSSH(server.RealServerSSH{SSHConfig: arpguard.SSHConfig{User: "root",
-		Signers: []ssh.Signer{b.Signer}, KnownHostsFile: b.KnownHosts(t, b.HostKey), Dial: b.Dial, Timeout: 30 * time.Second,
-		Paths: arpguard.DefaultPaths().UnderRoot(t.TempDir())}}))
+	g := sshDaemon(t, b)
 	run := func(args ...string) (cliRun, []arpguard.TuneResult) {
 		t.Helper()
 		r := runRealserverCLI(t, t.TempDir(), append([]string{"tune"}, append(args, "--server", g.URL, "--token", g.Tokens[auth.Admin], "--rip", sshtest.RIP)...)...)
@@ -179,22 +165,12 @@ http {
 		}
 		return r, rs
 	}
-	finding := func(r arpguard.TuneResult, setting string) tune.Finding {
-		t.Helper()
-		for _, f := range r.Findings {
-			if f.Setting == setting {
-				return f
-			}
-		}
-		t.Fatalf("no %s in %+v", setting, r.Findings)
-		return tune.Finding{}
-	}
 	_, rs := run("check", "--json")
-	if f := finding(rs[0], "nginx worker_connections"); f.Status != tune.Change || f.Where != conf+":4" ||
+	if f := tuneFinding(t, rs[0], "nginx worker_connections"); f.Status != tune.Change || f.Where != conf+":4" ||
 		f.Source != "https://nginx.org/en/docs/ngx_core_module.html#worker_connections" {
 		t.Errorf("check: worker_connections %+v", f)
 	}
-	if f := finding(rs[0], "nginx open_file_cache"); f.Kind != "nginx-dropin" || f.Where != conf+":6" {
+	if f := tuneFinding(t, rs[0], "nginx open_file_cache"); f.Kind != "nginx-dropin" || f.Where != conf+":6" {
 		t.Errorf("check: open_file_cache %+v", f)
 	}
 	if r, _ := run("check"); !strings.Contains(r.stdout, "  at: "+conf+":4\n") || !strings.Contains(r.stdout, "nginx worker_connections") {
@@ -211,7 +187,7 @@ http {
 	if got, err := os.ReadFile(dropIn); err != nil || !strings.Contains(string(got), "open_file_cache max=10000 inactive=30s;") {
 		t.Errorf("the drop-in after push --apply: %q %v", got, err)
 	}
-	if f := finding(rs[0], "nginx open_file_cache"); f.Status != tune.OK || !strings.HasPrefix(f.Where, dropIn+":") {
+	if f := tuneFinding(t, rs[0], "nginx open_file_cache"); f.Status != tune.OK || !strings.HasPrefix(f.Where, dropIn+":") {
 		t.Errorf("push --apply's read-back: %+v", f)
 	}
 	es, err := g.Store.Audit(context.Background(), store.AuditFilter{Action: "realserver tune push --apply"})
@@ -227,4 +203,24 @@ http {
 	if r, _ := run("check", "--apply"); r.code != exitUsage || !strings.Contains(r.stderr, "--apply goes with push only") {
 		t.Errorf("check --apply: %+v", r)
 	}
+}
+
+// sshDaemon is a daemon whose real-server pushes log in to b's sshd as root.
+func sshDaemon(t *testing.T, b *sshtest.Bed) *servertest.Rig {
+	t.Helper()
+	return servertest.Start(t, servertest.WithRealServerSSH(server.RealServerSSH{SSHConfig: arpguard.SSHConfig{User: "root",
+		Signers: []ssh.Signer{b.Signer}, KnownHostsFile: b.KnownHosts(t, b.HostKey), Dial: b.Dial, Timeout: 30 * time.Second,
+		Paths: arpguard.DefaultPaths().UnderRoot(t.TempDir())}}))
+}
+
+// tuneFinding is r's finding on setting.
+func tuneFinding(t *testing.T, r arpguard.TuneResult, setting string) tune.Finding {
+	t.Helper()
+	for _, f := range r.Findings {
+		if f.Setting == setting {
+			return f
+		}
+	}
+	t.Fatalf("no %s in %+v", setting, r.Findings)
+	return tune.Finding{}
 }
