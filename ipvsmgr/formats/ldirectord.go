@@ -82,6 +82,7 @@ type ldFallback struct {
 type ldVirtual struct {
 	line, svc                      int
 	scope                          string
+	keptFrom                       int // p.st.Imported's length at the virtual's line: what is kept for it follows
 	family                         string // "4" or "6"
 	host, port                     string
 	fwmark                         bool
@@ -202,6 +203,7 @@ func (p *ldParser) virtual(text []string, i int, six bool, vattr string) (int, e
 	p.st.Services = append(p.st.Services, ipvsmgr.Service{Protocol: protocol, Scheduler: "wrr", Servers: []ipvsmgr.Server{}})
 	p.lines[fmt.Sprintf("services[%d]", v.svc)] = line
 	p.vs = append(p.vs, v)
+	v.keptFrom = len(p.st.Imported)
 	for i++; i < len(text); i++ {
 		raw := text[i]
 		if strings.HasPrefix(strings.TrimLeft(raw, " \t\r\v\f"), "#") {
@@ -939,12 +941,11 @@ func (p *ldParser) resolve(v *ldVirtual, endLine int) error {
 			}
 		}
 	}
-	// Kept keys name the virtual as an export writes it, resolved.
-	scope := "virtual " + ldHostPort(svc.Address, svc.Port)
-	if v.fwmark {
-		scope = "virtual " + v.port
-	}
-	for i := range p.st.Imported {
+	// Kept keys name the virtual as an export writes it, resolved: only
+	// this virtual's (a tcp and a udp virtual may share its text), and a udp
+	// virtual's as shared until rescope knows.
+	scope := ldScope(svc, map[string]bool{ldHostPort(svc.Address, svc.Port): true})
+	for i := v.keptFrom; i < len(p.st.Imported); i++ {
 		if p.st.Imported[i].Scope == v.scope {
 			p.st.Imported[i].Scope = scope
 		}
@@ -1101,6 +1102,7 @@ func ipv4Int(a netip.Addr) int {
 // reads it at start-up, after the whole file): timeouts, interval, failure
 // count, quiescent and the global fallback, and makes each virtual's check.
 func (p *ldParser) finish() error {
+	p.rescope()
 	for _, v := range p.vs {
 		svc := &p.st.Services[v.svc]
 		if v.netmask != "" {
@@ -1458,6 +1460,48 @@ func (p *ldParser) keepCheck(v *ldVirtual, key, val string) {
 		return
 	}
 	p.keep(v.line, v.scope, key, `"`+val+`"`)
+}
+
+// ldScope names a virtual in the keys kept for it: its virtual= as an
+// export writes it, and protocol=udp after it for a udp virtual that shares
+// its address and port with a tcp virtual (tcp in ldTCP), so that the two
+// keep their keys apart.
+func ldScope(svc *ipvsmgr.Service, tcp map[string]bool) string {
+	if svc.FWMark > 0 {
+		return "virtual " + strconv.FormatUint(uint64(svc.FWMark), 10)
+	}
+	hp := ldHostPort(svc.Address, svc.Port)
+	if svc.Protocol == "udp" && tcp[hp] {
+		return "virtual " + hp + " protocol=udp"
+	}
+	return "virtual " + hp
+}
+
+// ldTCP holds the address and port of every tcp virtual.
+func ldTCP(services []ipvsmgr.Service) map[string]bool {
+	tcp := map[string]bool{}
+	for _, svc := range services {
+		if svc.FWMark == 0 && svc.Protocol != "udp" {
+			tcp[ldHostPort(svc.Address, svc.Port)] = true
+		}
+	}
+	return tcp
+}
+
+// rescope names each virtual's kept keys by ldScope once every virtual is
+// read (resolve named every udp virtual's as shared, which kept them apart).
+func (p *ldParser) rescope() {
+	tcp := ldTCP(p.st.Services)
+	for _, v := range p.vs {
+		scope := ldScope(&p.st.Services[v.svc], tcp)
+		for i := range p.st.Imported {
+			k := &p.st.Imported[i]
+			if k.Scope == v.scope || strings.HasPrefix(k.Scope, v.scope+" real ") {
+				k.Scope = scope + strings.TrimPrefix(k.Scope, v.scope)
+			}
+		}
+		v.scope = scope
+	}
 }
 
 // ldServiceToPort is read_config's ld_service_to_port.

@@ -31,6 +31,7 @@ func exportLdirectord(st *ipvsmgr.State, w io.Writer) error {
 			fork = k.Value
 		}
 	}
+	tcp := ldTCP(st.Services)
 	intervals := map[float64]bool{}
 	for _, svc := range st.Services {
 		if svc.Check != nil {
@@ -57,7 +58,7 @@ func exportLdirectord(st *ipvsmgr.State, w io.Writer) error {
 		fmt.Fprintf(bw, "maintenancedir=%s\n", d)
 	}
 	for i := range st.Services {
-		if err := ldExportService(bw, &st.Services[i], kept, perVirtual); err != nil {
+		if err := ldExportService(bw, &st.Services[i], kept, tcp, perVirtual); err != nil {
 			return err
 		}
 	}
@@ -79,10 +80,10 @@ func ldHostPort(addr string, port int) string {
 	return addr + ":" + strconv.Itoa(port)
 }
 
-func ldExportService(bw *bufio.Writer, svc *ipvsmgr.Service, kept map[string][]ipvsmgr.ImportedKey, perVirtual bool) error {
+func ldExportService(bw *bufio.Writer, svc *ipvsmgr.Service, kept map[string][]ipvsmgr.ImportedKey, tcp map[string]bool, perVirtual bool) error {
 	six := strings.Contains(svc.Address, ":")
 	head := ldVirtualHead(svc, kept, six)
-	scope := "virtual " + strings.TrimPrefix(strings.TrimPrefix(head, "virtual6="), "virtual=")
+	scope := ldScope(svc, tcp)
 	mine := map[string]string{}
 	for _, k := range kept[scope] {
 		mine[k.Key] = k.Value

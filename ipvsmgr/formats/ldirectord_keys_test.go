@@ -280,3 +280,34 @@ func TestLdirectordExportRefusesWhatItCannotSay(t *testing.T) {
 		t.Errorf("export with tls_verify false: %v", err)
 	}
 }
+
+// A tcp and a udp virtual on one address and port keep their own keys,
+// through an export and back (the fuzzer's find: both receives were written
+// to both virtuals, and the last one read won in each).
+func TestLdirectordTCPAndUDPVirtualsKeepTheirKeys(t *testing.T) {
+	const cf = "virtual=198.18.0.1:53\n    real=198.18.0.8:53 gate 1\n    protocol=tcp\n    service=dns\n    request=\"a.example\"\n    receive=\"198.18.0.2\"\n" +
+		"virtual=198.18.0.1:53\n    real=198.18.0.8:53 gate 1\n    protocol=udp\n    service=dns\n    request=\"a.example\"\n    receive=\"198.18.0.3\"\n"
+	st, err := Import(FormatLdirectord, strings.NewReader(cf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, k := range st.Imported {
+		got[k.Scope+" "+k.Key] = k.Value
+	}
+	if got["virtual 198.18.0.1:53 receive"] != `"198.18.0.2"` || got["virtual 198.18.0.1:53 protocol=udp receive"] != `"198.18.0.3"` || len(got) != 2 {
+		t.Errorf("kept %v", got)
+	}
+	roundTrip(t, FormatLdirectord, st)
+
+	// A udp virtual alone on its address and port is named without its
+	// protocol, as before.
+	alone := &ipvsmgr.State{Services: st.Services[1:], Imported: []ipvsmgr.ImportedKey{{Source: FormatLdirectord, Scope: "virtual 198.18.0.1:53", Key: "receive", Value: `"198.18.0.3"`}}}
+	var out bytes.Buffer
+	if err := Export(FormatLdirectord, alone, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `receive="198.18.0.3"`) {
+		t.Errorf("the udp virtual's kept receive was not exported:\n%s", out.String())
+	}
+}
