@@ -100,6 +100,10 @@ func (k *kaImporter) syncGroup(g *kaNode, members []string, vi *kaNode, r *ipvsm
 	k.lines["settings.redundancy.sync_group"] = g.line
 	var left []string // the members kept, not run
 	for _, m := range members {
+		if m == "" {
+			k.warnf(g.line, "vrrp_sync_group %s: group names an empty word, which is no instance (keepalived ignores it) - dropped", name)
+			continue
+		}
 		if m == vi.word(1) || handled[m] {
 			continue
 		}

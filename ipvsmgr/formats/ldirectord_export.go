@@ -251,7 +251,7 @@ func bracket(a string) string {
 func ldExportCheck(bw *bufio.Writer, svc *ipvsmgr.Service, mine map[string]string, perVirtual bool) {
 	c := svc.Check
 	_, keptType := mine["checktype"]
-	_, keptService := mine["service"]
+	keptService := mine["service"]
 	ct := func(t string) {
 		if t == "negotiate" && c != nil && c.ConnectChecks > 0 {
 			t = strconv.Itoa(c.ConnectChecks) // N connects, then one negotiate
@@ -297,22 +297,23 @@ func ldExportCheck(bw *bufio.Writer, svc *ipvsmgr.Service, mine map[string]strin
 	fmt.Fprintf(bw, "    quiescent=%s\n", q)
 }
 
+// ldSpoken are the services of ldirectord's negotiate check that ipvsctl's
+// checks speak, each as the check type of its name.
+var ldSpoken = []string{"http", "https", "dns", "smtp", "mysql", "pgsql", "ldap", "ldaps", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip", "nntp"}
+
 // ldCheckType is the checktype a check goes out as, and the key of its
-// timeout; a tcp check read from a service ipvsctl does not speak goes
-// back as negotiate.
-func ldCheckType(c *ipvsmgr.Check, keptService bool) (checktype, timeout string) {
-	switch c.Type {
-	case "tcp":
-		if keptService {
-			return "negotiate", "negotiatetimeout"
-		}
-		return "connect", "checktimeout"
-	case "ping":
+// timeout; a tcp check read from a negotiate check of a service ipvsctl
+// does not speak (kept) goes back as negotiate. A kept service ipvsctl
+// speaks was read beside another checktype, which no negotiate used.
+func ldCheckType(c *ipvsmgr.Check, keptService string) (checktype, timeout string) {
+	switch {
+	case c.Type == "tcp" && keptService != "" && keptService != "none" && !slices.Contains(ldSpoken, keptService):
+		return "negotiate", "negotiatetimeout"
+	case c.Type == "ping":
 		return "ping", "checktimeout"
-	case "exec":
+	case c.Type == "exec":
 		return "external", "checktimeout"
-	case "http", "https", "dns", "smtp",
-		"mysql", "pgsql", "ldap", "ldaps", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip", "nntp":
+	case slices.Contains(ldSpoken, c.Type):
 		return "negotiate", "negotiatetimeout"
 	}
 	return "connect", "checktimeout"
