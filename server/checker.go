@@ -30,6 +30,26 @@ type CheckerStatus struct {
 	LateRounds uint64 `json:"late_rounds"`
 	// OldestRunAge is the age of the oldest last result, in seconds.
 	OldestRunAge float64 `json:"oldest_run_age_seconds"`
+	// StartDelay is how late the checks started against their schedule,
+	// every run since the daemon started.
+	StartDelay StartDelay `json:"start_delay"`
+}
+
+// StartDelay is a histogram of how late checks started, in seconds, with
+// its median and 99th percentile estimated as histogram_quantile does.
+type StartDelay struct {
+	Count      uint64  `json:"count"`
+	SumSeconds float64 `json:"sum_seconds"`
+	P50        float64 `json:"p50_seconds"`
+	P99        float64 `json:"p99_seconds"`
+	// Buckets are cumulative: the runs that started at most LE seconds late.
+	Buckets []DelayBucket `json:"buckets"`
+}
+
+// DelayBucket is one of StartDelay's buckets.
+type DelayBucket struct {
+	LE    float64 `json:"le"`
+	Count uint64  `json:"count"`
 }
 
 // checkerState is where the daemon's watchdog reports (SetChecker).

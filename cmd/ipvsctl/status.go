@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
+	"github.com/ipvsctl/ipvsctl/ipvsmgr/health"
 	"github.com/ipvsctl/ipvsctl/server"
 )
 
@@ -201,7 +202,19 @@ func checkerLine(c *server.CheckerStatus) string {
 	if c.LateRounds > 0 {
 		s += fmt.Sprintf("; %d rounds late since the start", c.LateRounds)
 	}
+	switch d := c.StartDelay; {
+	case d.Count == 0:
+	case d.P99 <= health.DelayBounds[0]:
+		s += "; runs start on time (99% within 1ms)"
+	default:
+		s += fmt.Sprintf("; runs start %s late at the median, %s at p99", delay(d.P50), delay(d.P99))
+	}
 	return s
+}
+
+// delay is a short lateness for a person: 0s, 3ms, 1.2s.
+func delay(s float64) string {
+	return secondsDuration(s).Round(time.Millisecond).String()
 }
 
 func secondsDuration(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

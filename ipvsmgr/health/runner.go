@@ -94,6 +94,7 @@ type Runner struct {
 	wakeAt time.Time
 
 	lateRounds uint64 // rounds found late (watchdog.go)
+	startDelay Delays // how late each check started
 
 	afterResult func() // tests: called after each result is recorded
 	noConnector bool   // tests and benchmarks: tcp checks dial

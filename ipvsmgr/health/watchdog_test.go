@@ -66,8 +66,46 @@ func TestProgressLateRoundAndFirstRuns(t *testing.T) {
 			t.Fatal("r2's result did not come within 5 s")
 		}
 	}
-	if p := h.r.Progress(); p.Late != 0 || p.NotRun != 0 || p.Worst != 0 || p.LateRounds != 1 {
+	p = h.r.Progress()
+	if p.Late != 0 || p.NotRun != 0 || p.Worst != 0 || p.LateRounds != 1 {
 		t.Errorf("after r2 returned: %+v", p)
+	}
+	// The start delay is the scheduler's: a run after one that overran is
+	// due when that one's result came, and starts then. The first two runs
+	// were due at random within the first second (the fake clock stepped
+	// over it); the others started on time.
+	d := p.StartDelay
+	var withinASecond uint64 // DelayBounds[9] is 1 s
+	for _, c := range d.Counts[:10] {
+		withinASecond += c
+	}
+	if d.Count != 6 || d.Counts[0] != 4 || withinASecond != 6 {
+		t.Errorf("start delays %+v: want 6 runs, 4 on time and 2 up to a second late", d)
+	}
+}
+
+// Delays puts each duration in the first bucket whose bound holds it, and
+// its quantiles interpolate within a bucket as histogram_quantile does.
+func TestDelaysQuantile(t *testing.T) {
+	var d Delays
+	if d.Quantile(0.99) != 0 {
+		t.Errorf("an empty histogram's p99: %v", d.Quantile(0.99))
+	}
+	for range 98 {
+		d.add(-time.Millisecond) // early: counted as on time
+	}
+	d.add(1500 * time.Microsecond) // (1 ms, 2 ms]
+	d.add(time.Minute)             // beyond 5 s
+	if d.Counts[0] != 98 || d.Counts[1] != 1 || d.Counts[len(DelayBounds)] != 1 || d.Count != 100 || d.Sum != time.Minute+1500*time.Microsecond {
+		t.Fatalf("buckets %+v", d)
+	}
+	for _, c := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.49, 500 * time.Microsecond}, {0.98, time.Millisecond}, {0.985, 1500 * time.Microsecond}, {0.995, 5 * time.Second}} {
+		if got := d.Quantile(c.q); (got - c.want).Abs() > time.Microsecond {
+			t.Errorf("quantile %v: %v, want %v", c.q, got, c.want)
+		}
 	}
 }
 

@@ -139,6 +139,18 @@ func (d *Daemon) readiness(ctx context.Context, p health.Progress) string {
 	return ""
 }
 
+// startDelay is the status's form of the runner's start delays.
+func startDelay(d *health.Delays) server.StartDelay {
+	sd := server.StartDelay{Count: d.Count, SumSeconds: d.Sum.Seconds(), P50: d.Quantile(0.5).Seconds(), P99: d.Quantile(0.99).Seconds(),
+		Buckets: make([]server.DelayBucket, len(health.DelayBounds))}
+	var n uint64
+	for i, le := range health.DelayBounds {
+		n += d.Counts[i]
+		sd.Buckets[i] = server.DelayBucket{LE: le, Count: n}
+	}
+	return sd
+}
+
 // checkerStatus is the core's CheckerStatus.
 func (d *Daemon) checkerStatus() *server.CheckerStatus {
 	p := d.sk.health.Progress()
@@ -148,7 +160,7 @@ func (d *Daemon) checkerStatus() *server.CheckerStatus {
 	w.mu.Unlock()
 	st := &server.CheckerStatus{Ready: !readyAt.IsZero(), Waiting: waiting, Checks: p.Checks, Distinct: p.Probes,
 		NotRun: p.NotRun, Late: p.Late, WorstLate: p.Worst.Seconds(), WorstTarget: p.WorstTarget,
-		LateRounds: p.LateRounds, OldestRunAge: p.OldestRun.Seconds()}
+		LateRounds: p.LateRounds, OldestRunAge: p.OldestRun.Seconds(), StartDelay: startDelay(&p.StartDelay)}
 	if st.Ready {
 		st.ReadyAt = &readyAt
 	} else if st.Waiting == "" {

@@ -23,12 +23,14 @@ var (
 		"How far the latest round of checks is behind its schedule (0: none is).", nil, nil)
 	descRoundsLate = prometheus.NewDesc("ipvsctl_check_rounds_late_total",
 		"Rounds of a check found late by more than its interval since the daemon started.", nil, nil)
+	descStartDelay = prometheus.NewDesc("ipvsctl_check_start_delay_seconds",
+		"How late each check run started against its schedule, every run since the daemon started.", nil, nil)
 	descOldestResult = prometheus.NewDesc("ipvsctl_checks_oldest_result_age_seconds",
 		"Age of the oldest last result of any check (0: none has run yet).", nil, nil)
 )
 
 func (c *checker) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descChecksReady, descChecksNotRun, descChecksLate, descChecksWorst, descRoundsLate, descOldestResult} {
+	for _, d := range []*prometheus.Desc{descChecksReady, descChecksNotRun, descChecksLate, descChecksWorst, descRoundsLate, descOldestResult, descStartDelay} {
 		ch <- d
 	}
 }
@@ -49,4 +51,9 @@ func (c *checker) Collect(ch chan<- prometheus.Metric) {
 	gauge(descChecksWorst, st.WorstLate)
 	gauge(descOldestResult, st.OldestRunAge)
 	ch <- prometheus.MustNewConstMetric(descRoundsLate, prometheus.CounterValue, float64(st.LateRounds))
+	buckets := make(map[float64]uint64, len(st.StartDelay.Buckets))
+	for _, b := range st.StartDelay.Buckets {
+		buckets[b.LE] = b.Count
+	}
+	ch <- prometheus.MustNewConstHistogram(descStartDelay, st.StartDelay.Count, st.StartDelay.SumSeconds, buckets)
 }
