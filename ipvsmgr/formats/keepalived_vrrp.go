@@ -369,20 +369,19 @@ func kaRewrite(text string, mapped map[string]bool, lines []string, other func(b
 		return text // as the import kept it
 	}
 	// The virtual addresses left come first, where the export writes
-	// its virtual_ipaddress: a round trip keeps the text as it is.
-	var vips, rest strings.Builder
+	// its virtual_ipaddress: a round trip keeps the text as it is. Two
+	// blocks of one keyword are one (keepalived reads both alike), as the
+	// export writes them.
+	var rest strings.Builder
+	left := map[string][]string{}
 	for _, c := range nodes[0].children {
 		kw := c.word(0)
 		switch {
 		case mapped[kw] && other != nil && (kw == "virtual_ipaddress" || kw == "virtual_ipaddress_excluded"):
-			var left []string
 			for _, v := range c.children {
 				if other(kw, v) {
-					left = append(left, "        "+strings.Join(kaWords(v), " ")+"\n")
+					left[kw] = append(left[kw], "        "+strings.Join(kaWords(v), " ")+"\n")
 				}
-			}
-			if len(left) > 0 {
-				vips.WriteString("    " + kw + " {\n" + strings.Join(left, "") + "    }\n")
 			}
 		case mapped[kw]:
 		case c.movedToLineStart():
@@ -399,7 +398,12 @@ func kaRewrite(text string, mapped map[string]bool, lines []string, other func(b
 	for _, l := range lines {
 		b.WriteString("    " + l + "\n")
 	}
-	b.WriteString(vips.String() + rest.String())
+	for _, kw := range []string{"virtual_ipaddress", "virtual_ipaddress_excluded"} {
+		if len(left[kw]) > 0 {
+			b.WriteString("    " + kw + " {\n" + strings.Join(left[kw], "") + "    }\n")
+		}
+	}
+	b.WriteString(rest.String())
 	b.WriteString("}")
 	return b.String()
 }

@@ -44,7 +44,7 @@ func exportLdirectord(st *ipvsmgr.State, w io.Writer) error {
 		if k.Key == "fork" && perVirtual && len(intervals) > 1 {
 			continue
 		}
-		fmt.Fprintf(bw, "%s=%s\n", k.Key, k.Value)
+		fmt.Fprintf(bw, "%s=%s\n", k.Key, ldKeptValue(k))
 	}
 	if perVirtual && fork != "yes" {
 		fmt.Fprintln(bw, "fork=yes")
@@ -113,13 +113,21 @@ func ldExportService(bw *bufio.Writer, svc *ipvsmgr.Service, kept map[string][]i
 		if k.Key == "fallback-forward" || k.Key == "virtual6" || strings.HasPrefix(k.Key, "request-receive") {
 			continue
 		}
-		v := k.Value
-		if ldSecretKeys[k.Key] {
-			v = `"` + v + `"`
-		}
-		fmt.Fprintf(bw, "    %s=%s\n", k.Key, v)
+		fmt.Fprintf(bw, "    %s=%s\n", k.Key, ldKeptValue(k))
 	}
 	return nil
+}
+
+// ldKeptValue is a kept key's value as it goes out: a secret's placeholder
+// and a virtual's fallbackcommand in double quotes (the import kept the
+// command without them, and read_config takes what is between the first and
+// the last, spaces at either end included; the global one it takes as
+// written, quotes and all).
+func ldKeptValue(k ipvsmgr.ImportedKey) string {
+	if ldSecretKeys[k.Key] || k.Key == "fallbackcommand" && k.Scope != "" {
+		return `"` + k.Value + `"`
+	}
+	return k.Value
 }
 
 // ldVerifies refuses a check that verifies its server's certificate:

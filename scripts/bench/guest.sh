@@ -162,6 +162,12 @@ echo "BENCH table: $entries entries (services + real servers); medians of $full_
 echo "BENCH ipvsctl apply from empty:   ${full} ms ($(spread "${full_ms[@]}")) = $(ratio "$full" "$keep")x keepalived (${keep} ms, $(spread "${keep_ms[@]}")), $(ratio "$full" "$restore")x ipvsadm -R (${restore} ms, $(spread "${restore_ms[@]}"))"
 echo "BENCH ipvsctl one weight change:  ${weight} ms ($(spread "${weight_ms[@]}")) = $(ratio "$weight" "$save")x ipvsadm -Sn (${save} ms, $(spread "${save_ms[@]}"))"
 echo "BENCH ipvsctl no-op reconcile:    ${noop} ms ($(spread "${noop_ms[@]}")) = $(ratio "$noop" "$save")x ipvsadm -Sn (${save} ms)"
+# goal WHAT RATIO TARGET: issue 28's goal line, the ratio beside its target.
+goal() { awk -v w="$1" -v r="$2" -v t="$3" 'BEGIN { printf "BENCH-GOAL %s: %.2fx; target <= %sx: %s\n", w, r, t, (r <= t ? "met" : "NOT met") }'; }
+goal "full apply of $entries entries vs ipvsadm -R (VM)" "$(ratio "$full" "$restore")" 0.2
+goal "full apply of $entries entries vs keepalived (VM)" "$(ratio "$full" "$keep")" 0.3
+goal "one weight change vs ipvsadm -Sn (VM)" "$(ratio "$weight" "$save")" 0.7
+goal "no-op reconcile vs ipvsadm -Sn (VM)" "$(ratio "$noop" "$save")" 0.7
 rsset=$(median "${rsset_ms[@]}") help=$(median "${help_ms[@]}")
 cat /tmp/api.out
 echo "BENCH serve: ipvsctl rs set through the daemon's socket: ${rsset} ms ($(spread "${rsset_ms[@]}")) = $(ratio "$rsset" "$help")x ipvsctl --help (${help} ms, $(spread "${help_ms[@]}"), the cost of starting the process)"

@@ -79,6 +79,22 @@ syns() { ip netns exec tg iptables -w -nvxL INPUT | awk 'NR == 3 { print $1 }'; 
 # few hundred ms under emulation, so the sleep between them is not the window (the rates came out 3-15% high).
 window() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }'; }
 servers_up() { ip netns exec dir ipvsadm -Ln | grep -c -- '-> 198.19' || true; }
+# start_delay: the daemon's histogram of how late its checks started (the checker's status, GET /readyz).
+start_delay() { ip netns exec dir curl -s --max-time 20 http://127.0.0.1:3636/readyz | jq -c '.start_delay // empty' || true; }
+# delay_between A B: the runs counted between two start_delay readings, and their p50 and p99 in ms, estimated
+# within a bucket as histogram_quantile does ("0 0 0" without both readings).
+delay_between() {
+	[ -n "$1" ] && [ -n "$2" ] || { echo "0 0 0"; return; }
+	jq -rn --argjson a "$1" --argjson b "$2" '
+		[range(0; $b.buckets | length) | {le: $b.buckets[.].le, c: ($b.buckets[.].count - $a.buckets[.].count)}] as $k
+		| ($b.count - $a.count) as $n
+		| def q($p): ($p * $n) as $r
+			| (first(range(0; $k | length) | select($k[.].c >= $r)) // -1) as $i
+			| if $n == 0 then 0 elif $i < 0 then $k[-1].le * 1000
+			  else (if $i == 0 then 0 else $k[$i - 1].le end) as $lo | (if $i == 0 then 0 else $k[$i - 1].c end) as $below
+			  | ($lo + ($k[$i].le - $lo) * ($r - $below) / ($k[$i].c - $below)) * 1000 end;
+		"\($n) \(q(0.5)) \(q(0.99))"'
+}
 
 # configs_one N: both contenders' tables for one service of N real servers.
 configs_one() {
@@ -144,12 +160,18 @@ serve() {
 	setup "$targets"
 	rm -f /tmp/bh.db*
 	ip netns exec dir "$bin" --db /tmp/bh.db apply --no-apply -f "$1" >/dev/null
-	ip netns exec dir "${pin[@]}" env "${goenv[@]}" "$bin" --db /tmp/bh.db serve --listen "" >/tmp/bh-serve.log 2>&1 &
-	local pid=$! syn0 t0
+	# Its HTTP on the namespace's loopback only for /readyz, read twice (a few hundred bytes).
+	ip netns exec dir "${pin[@]}" env "${goenv[@]}" "$bin" --db /tmp/bh.db serve --listen 127.0.0.1:3636 >/tmp/bh-serve.log 2>&1 &
+	local pid=$! syn0 t0 sd0 sd1 a0 a1 b0 b1
 	sleep "$warm"
+	a0=$EPOCHREALTIME sd0=$(start_delay) a1=$EPOCHREALTIME
 	swarm=$(cpu "$pid") syn0=$(syns) t0=$EPOCHREALTIME
 	sleep $((secs - warm))
-	scpu=$(cpu "$pid") ssyn=$(($(syns) - syn0)) swin=$(window "$t0") suser=$(utime "$pid") srss=$(rss "$pid") sup=$(servers_up) ssink=$(cpu "$sinkpid")
+	scpu=$(cpu "$pid")
+	b0=$EPOCHREALTIME sd1=$(start_delay) b1=$EPOCHREALTIME
+	# The runs counted between the two readings, and the time between them (the middles of the two reads).
+	sdelay="$(delay_between "$sd0" "$sd1") $(awk -v a0="$a0" -v a1="$a1" -v b0="$b0" -v b1="$b1" 'BEGIN { printf "%.3f", (b0 + b1 - a0 - a1) / 2 }')"
+	ssyn=$(($(syns) - syn0)) swin=$(window "$t0") suser=$(utime "$pid") srss=$(rss "$pid") sup=$(servers_up) ssink=$(cpu "$sinkpid")
 	if [ "$1" = "$dir/state-$n.json" ]; then
 		grep -c "health changed" /tmp/bh-serve.log >/tmp/bh-transitions || true
 	fi
@@ -191,6 +213,7 @@ for n in "$@"; do
 
 		serve "$dir/state-$n.json"
 		icpu=$scpu iwarm=$swarm isyn=$ssyn iwin=$swin iuser=$suser irss=$srss iup=$sup isink=$ssink
+		read -r iruns ip50 ip99 idwin <<<"$sdelay"
 		bcpu=0 bwarm=0 brss=0 bup=0
 		if [ "$svcs" -gt 1 ]; then
 			# The same table without checks: what the daemon costs besides them (its 2 s read of the kernel's
@@ -203,7 +226,9 @@ for n in "$@"; do
 			 -v label="$label" -v svcs="$svcs" -v pairs="$pairs" -v targets="$targets" -v s="$secs" -v rx="$rx" -v hz="$hz" -v ic="$icpu" -v kc="$kcpu" -v ir="$irss" -v kr="$krss" -v iu="$iup" -v ku="$kup" \
 			-v iusr="$iuser" -v kusr="$kuser" -v is="$isink" -v ks="$ksink" \
 			-v w="$warm" -v iw="$iwarm" -v kw="$kwarm" -v isyn="$isyn" -v ksyn="$ksyn" \
-			-v iwin="$iwin" -v kwin="$kwin" 'BEGIN {
+			-v iwin="$iwin" -v kwin="$kwin" -v iruns="$iruns" -v ip50="$ip50" -v ip99="$ip99" -v idwin="$idwin" '
+			function goal(what, r, t) { printf "BENCH-GOAL %s: %.2fx; target <= %sx: %s\n", what, r, t, (r <= t ? "met" : "NOT met") }
+			BEGIN {
 			printf "BENCH-HEALTH %s, tcp check every 1 s, %d s, %s: ipvsctl serve %.2f CPU-s, RSS %.1f MB (%d in the table) | keepalived %.2f CPU-s, RSS %.1f MB (%d in the table) | ratio %.2fx\n",
 				label, s, rx, ic / hz, ir / 1024, iu, kc / hz, kr / 1024, ku, (kc > 0 ? ic / kc : 0)
 			printf "BENCH-HEALTH   user/system CPU-s: ipvsctl %.2f/%.2f, keepalived %.2f/%.2f; the real servers (sink, whose handshake work the checker pays for in part on a veth) %.2f beside ipvsctl, %.2f beside keepalived\n",
@@ -215,6 +240,20 @@ for n in "$@"; do
 			if (svcs == 1) {
 				printf "BENCH-HEALTH   in those %d s: checks made (SYNs that reached the real servers) ipvsctl %d a second, keepalived %d; CPU per check ipvsctl %.0f us, keepalived %.0f us | ratio %.2fx\n",
 					s - w, isyn / iwin, ksyn / kwin, ipk, kpk, (kpk > 0 ? ipk / kpk : 0)
+				printf "BENCH-HEALTH   ipvsctl by its own count (checker.start_delay): %d runs in %.1f s, %.3f a second per real server; runs started %.1f ms late at the median, %.1f ms at p99\n",
+					iruns, idwin, (idwin > 0 ? iruns / idwin / targets : 0), ip50, ip99
+				if (rx != "remote")
+					exit
+				if (targets == 1000) {
+					goal(sprintf("%d tcp targets at 1 s, CPU of ipvsctl serve vs keepalived (VM, %s)", targets, rx), (kc > 0 ? ic / kc : 0), 0.2)
+					goal(sprintf("RSS with %d checked real servers vs keepalived (VM, %s: %.1f MB vs %.1f MB)", targets, rx, ir / 1024, kr / 1024), (kr > 0 ? ir / kr : 0), 1)
+				}
+				# Kept up: every target checked each second, by the count of runs the daemon keeps (the SYNs counted at
+				# the real servers say the same within the error of their window), its runs starting within the
+				# twentieth of the interval its scheduler batches by.
+				kept = idwin > 0 ? iruns / idwin / targets : 0
+				printf "BENCH-GOAL %d targets at 1 s kept up on one emulated CPU (VM, %s): %.3f runs a second per target (SYNs counted: %d a second), runs started %.0f ms late at the median, %.0f ms at p99; target: 0.98 or more, p99 within 50 ms: %s\n",
+					targets, rx, kept, isyn / iwin, ip50, ip99, (kept >= 0.98 && ip99 <= 50 ? "met" : "NOT met")
 				exit
 			}
 			# Shared: a probe of ipvsctl answers for every pair of its target (pairs / targets of them), one of
@@ -227,6 +266,9 @@ for n in "$@"; do
 				s - w, ipr, kpr, iwin, kwin, pairs, targets, pairs, (kpr > 0 ? ipr / kpr : 0)
 			printf "BENCH-HEALTH   pairs answered a second: ipvsctl %d, keepalived %d (of %d); CPU per pair answered ipvsctl %.2f us, keepalived %.0f us | ratio %.4fx\n",
 				ians, kans, pairs, ipa, kpa, (kpa > 0 ? ipa / kpa : 0)
+			if (rx == "remote")
+				printf "BENCH-GOAL shared probes, %s (VM, %s): %.1f probes a second for %d due (%.4fx the %.1f of keepalived), CPU per pair answered %.4fx that of keepalived; target: one probe per real server and round: %s\n",
+					label, rx, ipr, targets, (kpr > 0 ? ipr / kpr : 0), kpr, (kpa > 0 ? ipa / kpa : 0), (ipr <= targets * 1.05 && ipr >= targets * 0.95 ? "met" : "NOT met")
 			printf "BENCH-HEALTH   ipvsctl serve over the same table without checks: %.2f CPU-s (the last %d s %.2f), RSS %.1f MB (%d in the table); the checks%s own share %.2f CPU-s (the last %d s %.2f) vs keepalived %.2f (%.2f) | ratio %.2fx (%.2fx)\n",
 				bc / hz, s - w, (bc - bw) / hz, br / 1024, bu, "\047", (ic - bc) / hz, s - w, ((ic - iw) - (bc - bw)) / hz, kc / hz, (kc - kw) / hz,
 				(kc > 0 ? (ic - bc) / kc : 0), (kc > kw ? ((ic - iw) - (bc - bw)) / (kc - kw) : 0) }'
