@@ -23,7 +23,8 @@ func runStatus(env *cliEnv, args []string) int {
 			"settings.alerts (the mail relay, each webhook), how its deliveries fare: last sent, last\n"+
 			"failure and why, queued, sent, failed, dropped.\n"+
 			"With a daemon and checks, a Checks line says whether the director is ready (every check has run once\n"+
-			"since the start: GET /readyz) and which rounds are late, and each checked server when it was last checked.")
+			"since the start: GET /readyz), which rounds are late and how late the runs start against their schedule\n"+
+			"(median and p99), and each checked server when it was last checked.")
 	asJSON := fs.Bool("json", false, "print JSON")
 	states := fs.Bool("states", false, "the desired state's services and real servers in the panel's words, with why")
 	if st, ok := env.parseFlags(fs, args); !ok {
