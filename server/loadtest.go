@@ -18,7 +18,9 @@ import (
 // can draw the sampler's charts of the same span, each run shaded with its
 // phase, beside the figures the load generator printed.
 
-// Load-test phases: the kernel's settings during a run.
+// Load-test phases: the kernel's settings during a run (Phase), and its
+// real servers' web servers' (WebPhase: nginx or HAProxy as shipped, or
+// after realserver tune push --apply; optional).
 const (
 	PhaseDefault = "default"
 	PhaseTuned   = "tuned"
@@ -27,10 +29,11 @@ const (
 // LoadRunStart is a run that starts now: which test it belongs to, its
 // phase, the virtual service the load goes through and the load generator.
 type LoadRunStart struct {
-	Test    string `json:"test"`
-	Phase   string `json:"phase"`
-	Service string `json:"service"`
-	Tool    string `json:"tool,omitempty"`
+	Test     string `json:"test"`
+	Phase    string `json:"phase"`
+	WebPhase string `json:"web_phase,omitempty"`
+	Service  string `json:"service"`
+	Tool     string `json:"tool,omitempty"`
 }
 
 // LoadResult is what the load generator measured over a run, with the
@@ -62,6 +65,9 @@ type LoadRun struct {
 func (c *Core) StartLoadRun(ctx context.Context, a Actor, s LoadRunStart) (run *LoadRun, err error) {
 	defer func() {
 		target := s.Test + " " + s.Phase + " " + s.Service
+		if s.WebPhase != "" {
+			target += " web " + s.WebPhase
+		}
 		detail := ""
 		if run != nil {
 			detail = fmt.Sprintf("run %d", run.ID)
@@ -74,7 +80,7 @@ func (c *Core) StartLoadRun(ctx context.Context, a Actor, s LoadRunStart) (run *
 	if s.Service, err = c.checkLoadRunStart(ctx, s); err != nil {
 		return nil, err
 	}
-	r := store.LoadRun{Test: s.Test, Phase: s.Phase, Service: s.Service, Tool: s.Tool, StartedAt: c.now()}
+	r := store.LoadRun{Test: s.Test, Phase: s.Phase, WebPhase: s.WebPhase, Service: s.Service, Tool: s.Tool, StartedAt: c.now()}
 	id, err := c.store.StartLoadRun(ctx, r)
 	if err != nil {
 		return nil, err
@@ -93,6 +99,9 @@ func (c *Core) checkLoadRunStart(ctx context.Context, s LoadRunStart) (string, e
 	}
 	if s.Phase != PhaseDefault && s.Phase != PhaseTuned {
 		return "", errorf(CodeBadInput, "phase: %q is not default or tuned", s.Phase)
+	}
+	if s.WebPhase != "" && s.WebPhase != PhaseDefault && s.WebPhase != PhaseTuned {
+		return "", errorf(CodeBadInput, "web_phase: %q is not default or tuned (or left out)", s.WebPhase)
 	}
 	if len(s.Tool) > 200 {
 		return "", errorf(CodeBadInput, "tool: %d characters, at most 200", len(s.Tool))
@@ -181,7 +190,7 @@ func (c *Core) LoadRuns(ctx context.Context, test string) ([]LoadRun, error) {
 }
 
 func loadRunOf(r store.LoadRun) *LoadRun {
-	run := &LoadRun{ID: r.ID, LoadRunStart: LoadRunStart{Test: r.Test, Phase: r.Phase, Service: r.Service, Tool: r.Tool},
+	run := &LoadRun{ID: r.ID, LoadRunStart: LoadRunStart{Test: r.Test, Phase: r.Phase, WebPhase: r.WebPhase, Service: r.Service, Tool: r.Tool},
 		StartedAt: r.StartedAt, EndedAt: r.EndedAt}
 	if r.Result != "" {
 		var res LoadResult

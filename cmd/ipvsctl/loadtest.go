@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -10,7 +11,7 @@ import (
 	"github.com/ipvsctl/ipvsctl/server"
 )
 
-const loadtestUsage = "usage: ipvsctl loadtest start --test NAME --phase default|tuned --service SERVICE [--tool TEXT]\n" +
+const loadtestUsage = "usage: ipvsctl loadtest start --test NAME --phase default|tuned [--web-phase default|tuned] --service SERVICE [--tool TEXT]\n" +
 	"       ipvsctl loadtest end ID --rps N [--p50 D] [--p99 D] [--cpu PCT] [--softirq PCT] [--entries N] [--buckets N] [--errors TEXT]\n" +
 	"       ipvsctl loadtest list [--test NAME] [--json]\n" +
 	"\nMark a load test's runs (scripts/loadtest.sh --lab does) so that the panel's Tuning page draws the\n" +
@@ -33,10 +34,11 @@ func runLoadtest(env *cliEnv, args []string) int {
 }
 
 func loadtestStart(env *cliEnv, args []string) int {
-	fs, g := env.newFlagSet("loadtest start", "--test NAME --phase default|tuned --service SERVICE [--tool TEXT]",
+	fs, g := env.newFlagSet("loadtest start", "--test NAME --phase default|tuned [--web-phase default|tuned] --service SERVICE [--tool TEXT]",
 		"Mark the start of a load run through a virtual service, now; prints the run's number for loadtest end.")
 	test := fs.String("test", "", "the load test this run belongs to (its runs are shown together)")
 	phase := fs.String("phase", "", "default (the kernel's defaults) or tuned (after ipvsctl tune apply)")
+	web := fs.String("web-phase", "", "the real servers' web servers: default (as shipped) or tuned (after realserver tune push --apply)")
 	svc := fs.String("service", "", "the virtual service the load goes through (name, PROTO:ADDRESS:PORT or fwmark:N)")
 	tool := fs.String("tool", "", "the load generator and its arguments, as shown with the run")
 	if st, ok := env.parseFlags(fs, args); !ok {
@@ -51,7 +53,7 @@ func loadtestStart(env *cliEnv, args []string) int {
 		return env.fail("loadtest start", err, false)
 	}
 	defer b.close()
-	run, err := b.StartLoadRun(ctx, b.actor, server.LoadRunStart{Test: *test, Phase: *phase, Service: *svc, Tool: *tool})
+	run, err := b.StartLoadRun(ctx, b.actor, server.LoadRunStart{Test: *test, Phase: *phase, WebPhase: *web, Service: *svc, Tool: *tool})
 	if err != nil {
 		return env.fail("loadtest start", err, false)
 	}
@@ -129,7 +131,7 @@ func loadtestList(env *cliEnv, args []string) int {
 		return env.printJSON("loadtest list", rs)
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tTEST\tPHASE\tSERVICE\tSTARTED\tSECONDS\tREQ/S\tP50\tP99\tCPU\tSOFTIRQ\tENTRIES/BUCKETS")
+	fmt.Fprintln(tw, "RUN\tTEST\tPHASE\tWEB\tSERVICE\tSTARTED\tSECONDS\tREQ/S\tP50\tP99\tCPU\tSOFTIRQ\tENTRIES/BUCKETS")
 	for _, r := range rs {
 		secs, fig := "-", "-\t-\t-\t-\t-\t-"
 		if r.EndedAt != nil {
@@ -138,7 +140,7 @@ func loadtestList(env *cliEnv, args []string) int {
 		if x := r.Result; x != nil {
 			fig = fmt.Sprintf("%.0f\t%.1f ms\t%.1f ms\t%.0f%%\t%.0f%%\t%d / %d", x.RPS, x.P50ms, x.P99ms, 100*x.CPU, 100*x.Softirq, x.Entries, x.Buckets)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Test, r.Phase, r.Service, r.StartedAt.Local().Format("2006-01-02 15:04:05"), secs, fig)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Test, r.Phase, cmp.Or(r.WebPhase, "-"), r.Service, r.StartedAt.Local().Format("2006-01-02 15:04:05"), secs, fig)
 	}
 	tw.Flush()
 	if len(rs) == 0 {

@@ -23,11 +23,12 @@ type loadTestView struct {
 }
 
 type loadRunRow struct {
-	ID                                  int64
-	Phase, Service, Tool, Started, Secs string
-	RPS, P50, P99, CPU, Softirq, Table  string
-	Errors                              string
-	Ended                               bool
+	ID                                 int64
+	Phase, WebPhase                    string
+	Service, Tool, Started, Secs       string
+	RPS, P50, P99, CPU, Softirq, Table string
+	Errors                             string
+	Ended                              bool
 }
 
 // loadChart is one series over the test's span (x from Left to 600, y 10
@@ -66,7 +67,7 @@ func (p *Panel) loadTest(ctx context.Context) *loadTestView {
 	last := runs[0].StartedAt
 	v := &loadTestView{Test: runs[0].Test}
 	for _, r := range runs {
-		row := loadRunRow{ID: r.ID, Phase: r.Phase, Service: r.Service, Tool: r.Tool, Started: r.StartedAt.Local().Format("15:04:05"),
+		row := loadRunRow{ID: r.ID, Phase: r.Phase, WebPhase: r.WebPhase, Service: r.Service, Tool: r.Tool, Started: r.StartedAt.Local().Format("15:04:05"),
 			Secs: "running", RPS: "-", P50: "-", P99: "-", CPU: "-", Softirq: "-", Table: "-"}
 		end := now
 		if r.EndedAt != nil {
@@ -151,7 +152,7 @@ func loadCharts(svc string, cs *server.ChartSeries, runs []server.LoadRun, from,
 			x0 := float64(c.Left) + float64(r.StartedAt.Unix()-from.Unix())/span*w
 			x1 := float64(c.Left) + float64(end.Unix()-from.Unix())/span*w
 			b := loadBand{X: strconv.FormatFloat(x0, 'f', 1, 64), W: strconv.FormatFloat(max(x1-x0, 1), 'f', 1, 64), Phase: r.Phase,
-				Text: fmt.Sprintf("run %d %s", r.ID, r.Phase), Fill: "#9aa5b1", TextY: textY}
+				Text: loadBandText(&r), Fill: "#9aa5b1", TextY: textY}
 			if r.Phase == server.PhaseTuned {
 				b.Fill = "#2f6fdf"
 			}
@@ -166,4 +167,13 @@ func fmtMs(ms float64) string {
 		return strconv.FormatFloat(ms/1000, 'f', 2, 64) + " s"
 	}
 	return strconv.FormatFloat(ms, 'f', 1, 64) + " ms"
+}
+
+// loadBandText labels a run's band: its number and phase, and its web
+// tier's when the run said it.
+func loadBandText(r *server.LoadRun) string {
+	if r.WebPhase == "" {
+		return fmt.Sprintf("run %d %s", r.ID, r.Phase)
+	}
+	return fmt.Sprintf("run %d %s, web %s", r.ID, r.Phase, r.WebPhase)
 }

@@ -131,14 +131,16 @@ func TestBrowserTuning(t *testing.T) {
 }
 
 // markLoadTest records a load test of two runs through web, default then
-// tuned, each long enough for the sampler (every 50 ms here) to store
-// points inside it.
+// tuned (the second with its web tier tuned as well, the first not saying),
+// each long enough for the sampler (every 50 ms here) to store points
+// inside it.
 func markLoadTest(t testing.TB, e *env, each time.Duration) {
 	t.Helper()
 	ctx := context.Background()
 	a := server.Actor{Name: "loadtest", Via: "test"}
 	for i, phase := range []string{server.PhaseDefault, server.PhaseTuned} {
-		run, err := e.core.StartLoadRun(ctx, a, server.LoadRunStart{Test: "lab 01:00", Phase: phase, Service: "web", Tool: "wrk -t2 -c64 -H 'Connection: close'"})
+		web := map[string]string{server.PhaseTuned: server.PhaseTuned}[phase]
+		run, err := e.core.StartLoadRun(ctx, a, server.LoadRunStart{Test: "lab 01:00", Phase: phase, WebPhase: web, Service: "web", Tool: "wrk -t2 -c64 -H 'Connection: close'"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +168,8 @@ func TestTuningPageLoadTest(t *testing.T) {
 	}
 	for _, want := range []string{`id="loadtest"`, "Load test lab 01:00", `<td>800</td>`, `<td>900</td>`, "61.5 ms", "1.25 s", "93%", "21%",
 		"1,019 / 4,096", "1,019 / 8,192", "wrk -t2 -c64", `class="band band-default"`, `class="band band-tuned"`, "New connections of web",
-		"Active connections of web", "run 1 default", "run 2 tuned"} {
+		"Active connections of web", "run 1 default<", "run 2 tuned, web tuned", `<th scope="col">Web tier</th>`,
+		`<td><span class="muted">-</span></td>`, `<td><span class="state st-up">tuned</span></td>`} {
 		if !strings.Contains(r.Body, want) {
 			t.Errorf("/tuning lacks %q", want)
 		}

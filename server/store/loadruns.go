@@ -14,6 +14,7 @@ type LoadRun struct {
 	ID        int64
 	Test      string
 	Phase     string
+	WebPhase  string
 	Service   string
 	Tool      string
 	StartedAt time.Time
@@ -23,8 +24,8 @@ type LoadRun struct {
 
 // StartLoadRun stores a run that starts now (r.StartedAt) and returns its id.
 func (s *Store) StartLoadRun(ctx context.Context, r LoadRun) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `INSERT INTO load_runs (test, phase, service, tool, started_at) VALUES (?, ?, ?, ?, ?)`,
-		r.Test, r.Phase, r.Service, r.Tool, dbTime(r.StartedAt))
+	res, err := s.db.ExecContext(ctx, `INSERT INTO load_runs (test, phase, web_phase, service, tool, started_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		r.Test, r.Phase, r.WebPhase, r.Service, r.Tool, dbTime(r.StartedAt))
 	if err != nil {
 		return 0, fmt.Errorf("store load run %s/%s: %w", r.Test, r.Phase, busy(err))
 	}
@@ -72,7 +73,7 @@ func (s *Store) LoadRuns(ctx context.Context, test string) ([]LoadRun, error) {
 }
 
 func (s *Store) loadRuns(ctx context.Context, where string, args ...any) ([]LoadRun, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, test, phase, service, tool, started_at, ended_at, result FROM load_runs `+where, args...)
+	rows, err := s.db.QueryContext(ctx, `SELECT id, test, phase, web_phase, service, tool, started_at, ended_at, result FROM load_runs `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read load runs: %w", busy(err))
 	}
@@ -82,7 +83,7 @@ func (s *Store) loadRuns(ctx context.Context, where string, args ...any) ([]Load
 		var r LoadRun
 		var started string
 		var ended sql.NullString
-		if err := rows.Scan(&r.ID, &r.Test, &r.Phase, &r.Service, &r.Tool, &started, &ended, &r.Result); err != nil {
+		if err := rows.Scan(&r.ID, &r.Test, &r.Phase, &r.WebPhase, &r.Service, &r.Tool, &started, &ended, &r.Result); err != nil {
 			return nil, fmt.Errorf("read load runs: %w", err)
 		}
 		r.StartedAt, r.EndedAt = parseTime(started), parseNullTime(ended)
