@@ -45,7 +45,9 @@ func TestRenderedOncePerSnapshot(t *testing.T) {
 
 // Only a newer snapshot is worth not waiting for: while a rendering is
 // made, a key whose revision, reconciles, health, results or staleness
-// moved gets its own rendering, never the last one.
+// moved waits for it, and gets a rendering of data at least as new, never
+// the last one: that one if it covers the key (a newer snapshot of the
+// same counts covers a stale one), else its own, made after it.
 func TestRenderedWaitsForEveryOtherChange(t *testing.T) {
 	s := &Snapshot{At: time.Now()}
 	base := RenderKey{Snap: s, Rev: 3, Reconciles: 5, Health: 7, Results: 9}
@@ -71,11 +73,26 @@ func TestRenderedWaitsForEveryOtherChange(t *testing.T) {
 				func() (string, error) { close(started); <-release; return "newer snapshot", nil })
 		})
 		<-started
-		if b, _ := r.Get(k, func() (string, error) { return "new", nil }); b != "new" {
-			t.Errorf("%s moved while another rendering was made: got %q", name, b)
+		got := make(chan string, 1)
+		builds := 0
+		go func() {
+			b, _ := r.Get(k, func() (string, error) { builds++; return "new", nil })
+			got <- b
+		}()
+		select {
+		case b := <-got:
+			t.Errorf("%s moved while another rendering was made: got %q at once, want a wait", name, b)
+		case <-time.After(50 * time.Millisecond):
 		}
 		close(release)
 		wg.Wait()
+		want, wantBuilds := "new", 1
+		if name == "stale" {
+			want, wantBuilds = "newer snapshot", 0
+		}
+		if b := <-got; b != want || builds != wantBuilds {
+			t.Errorf("%s moved while another rendering was made: got %q after %d builds of its own, want %q after %d", name, b, builds, want, wantBuilds)
+		}
 	}
 	var r Rendered[string]
 	for i := range 3 {
@@ -86,3 +103,39 @@ func TestRenderedWaitsForEveryOtherChange(t *testing.T) {
 }
 
 func itoaTest(i int) string { return string(rune('0' + i)) }
+
+// Twenty requests of a key that moved while nothing is kept yet, or after a
+// change, make one rendering between them, not twenty: each waits for the
+// one under way and takes it when it covers its key.
+func TestRenderedOneBuildAtATime(t *testing.T) {
+	var r Rendered[int]
+	var mu sync.Mutex
+	building, most, builds := 0, 0, 0
+	build := func() (int, error) {
+		mu.Lock()
+		building++
+		builds++
+		most = max(most, building)
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+		mu.Lock()
+		building--
+		mu.Unlock()
+		return builds, nil
+	}
+	s := &Snapshot{At: time.Now()}
+	for round, key := range []RenderKey{{Snap: s, Reconciles: 1}, {Snap: s, Reconciles: 2}} {
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Go(func() {
+				if _, err := r.Get(key, build); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if most != 1 || builds != round+1 {
+			t.Errorf("round %d: %d renderings at once at most, %d in all; want 1 at a time, %d in all", round, most, builds, round+1)
+		}
+	}
+}
