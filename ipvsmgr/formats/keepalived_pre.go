@@ -99,8 +99,12 @@ func defaultConfigID() string {
 	return name
 }
 
+// emit writes one line of the preprocessed text. A carriage return at its
+// end goes, as a file's line loses it when read: one that a multi-line
+// definition put there would otherwise come back from a kept block's text
+// and be lost on the next read (keepalived reads it as a blank).
 func (p *kaPre) emit(s string, ref int) {
-	p.out.WriteString(s)
+	p.out.WriteString(strings.TrimRight(s, "\r"))
 	p.out.WriteByte('\n')
 	p.lines = append(p.lines, ref)
 }

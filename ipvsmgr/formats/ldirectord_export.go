@@ -310,12 +310,14 @@ func ldExportCheck(bw *bufio.Writer, svc *ipvsmgr.Service, mine map[string]strin
 var ldSpoken = []string{"http", "https", "dns", "smtp", "mysql", "pgsql", "ldap", "ldaps", "imap", "imaps", "pop", "pops", "ftp", "radius", "sip", "nntp"}
 
 // ldCheckType is the checktype a check goes out as, and the key of its
-// timeout; a tcp check read from a negotiate check of a service ipvsctl
-// does not speak (kept) goes back as negotiate. A kept service ipvsctl
-// speaks was read beside another checktype, which no negotiate used.
+// timeout. A tcp check with a kept service was read from a negotiate check
+// of a service ipvsctl does not speak, or of mysql or pgsql without a login
+// or a request (check_sql's refusal): it goes back as negotiate. Another
+// service kept was read beside another checktype, which no negotiate used.
 func ldCheckType(c *ipvsmgr.Check, keptService string) (checktype, timeout string) {
+	negotiated := keptService == "mysql" || keptService == "pgsql" || !slices.Contains(ldSpoken, keptService)
 	switch {
-	case c.Type == "tcp" && keptService != "" && keptService != "none" && !slices.Contains(ldSpoken, keptService):
+	case c.Type == "tcp" && keptService != "" && keptService != "none" && negotiated:
 		return "negotiate", "negotiatetimeout"
 	case c.Type == "ping":
 		return "ping", "checktimeout"
