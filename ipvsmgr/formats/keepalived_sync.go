@@ -37,6 +37,9 @@ func (k *kaImporter) syncGroups(top []*kaNode, vi *kaNode, r *ipvsmgr.Redundancy
 		}
 		members := kaGroupMembers(g)
 		switch {
+		case g.word(2) != "":
+			// keepalived 2.2.7: "vrrp_sync_group must have a name - skipping".
+			k.warnf(g.line, "vrrp_sync_group %s: a name of more than one word, which keepalived skips: kept as written, not run", strings.Join(kaWords(g)[1:], " "))
 		case vi == nil || !slices.Contains(members, vi.word(1)):
 			k.warnf(g.line, "vrrp_sync_group %s: names no instance ipvsctl runs: kept as written, not run", g.word(1))
 		case r.SyncGroup != nil:

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -216,4 +217,31 @@ func TestKeepalivedSyncGroupPassesKeepalivedConfigTest(t *testing.T) {
 			t.Errorf("%s: the redundancy round trip (-exported +re-imported):\n%s", name, d)
 		}
 	}
+}
+
+// keepalived 2.2.7 skips a vrrp_instance or vrrp_sync_group whose name is
+// more than one word ("must have a name"): the import runs neither, keeps
+// both as written and says why at their lines.
+func TestKeepalivedNameOfTwoWordsIsSkipped(t *testing.T) {
+	const conf = "vrrp_sync_group G1 Q {\n  group {\n    VI_1\n  }\n}\n" +
+		"vrrp_instance VI_1 {\n  interface eth0\n  virtual_router_id 51\n  virtual_ipaddress {\n    198.18.0.1\n  }\n}\n" +
+		"vrrp_instance VI_2 X {\n  interface eth0\n  virtual_router_id 52\n  virtual_ipaddress {\n    198.18.0.2\n  }\n}\n"
+	st, rep, err := ImportWith(FormatKeepalived, strings.NewReader(conf), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := st.Settings.Redundancy; r == nil || r.VRID != 51 || r.SyncGroup != nil {
+		t.Errorf("redundancy %+v: want VI_1 run, in no sync group", r)
+	}
+	var said []string
+	for _, w := range rep.Warnings {
+		said = append(said, w.String())
+	}
+	for _, want := range []string{"line 1: vrrp_sync_group G1 Q: a name of more than one word, which keepalived skips: kept as written, not run",
+		"line 13: vrrp_instance VI_2 X: a name of more than one word, which keepalived skips: kept as written, not run"} {
+		if !slices.Contains(said, want) {
+			t.Errorf("no warning %q in %q", want, said)
+		}
+	}
+	roundTrip(t, FormatKeepalived, st)
 }

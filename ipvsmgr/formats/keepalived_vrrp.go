@@ -109,6 +109,11 @@ func (k *kaImporter) firstInstance(top []*kaNode) (vi *kaNode, others []*kaNode)
 			k.warnf(n.line, "vrrp_instance: no name: kept as written, not run")
 			continue
 		}
+		if n.word(2) != "" {
+			// keepalived 2.2.7: "vrrp_instance must have a name", and skips it.
+			k.warnf(n.line, "vrrp_instance %s: a name of more than one word, which keepalived skips: kept as written, not run", strings.Join(kaWords(n)[1:], " "))
+			continue
+		}
 		if seen[n.word(1)] {
 			// Only the first block of a name may be the one run: the
 			// export rewrites the first it kept under that name.

@@ -1249,7 +1249,7 @@ func (p *ldParser) check(v *ldVirtual, svc *ipvsmgr.Service) {
 		// ldirectord runs it with the virtual's and the real server's address and port.
 		vip, vport := svc.Address, strconv.Itoa(svc.Port)
 		if v.fwmark {
-			vip, vport = v.port, "0"
+			vip, vport = strconv.FormatUint(uint64(svc.FWMark), 10), "0" // the mark as a number: 02 is 2
 		}
 		c.Command = ipvsmgr.Argv{v.checkcommand, vip, vport, "%h", "%p"}
 	case "negotiate":
