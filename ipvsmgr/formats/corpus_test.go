@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -84,7 +85,9 @@ func corpusFiles(t *testing.T, dir string) []string {
 // roundTrip exports st in format and imports it again: the same document
 // must come back. A keepalived export is one file: the keys kept from an
 // included file come back without its name, and in the order the export
-// writes them (globals first, then each block's).
+// writes them (globals first, then each block's). An ldirectord export
+// writes the globals first too, then each virtual's: its kept keys come
+// back in that order, each scope's in its own.
 func roundTrip(t *testing.T, format string, st *ipvsmgr.State) {
 	t.Helper()
 	var out bytes.Buffer
@@ -103,6 +106,14 @@ func roundTrip(t *testing.T, format string, st *ipvsmgr.State) {
 			k.Scope = kaPlainScope(k.Scope)
 			return k
 		}))
+	}
+	if format == FormatLdirectord {
+		opts = append(opts, cmp.FilterValues(func(x, y []ipvsmgr.ImportedKey) bool { return len(x) > 0 && len(y) > 0 },
+			cmp.Transformer("byScope", func(ks []ipvsmgr.ImportedKey) []ipvsmgr.ImportedKey {
+				out := slices.Clone(ks)
+				slices.SortStableFunc(out, func(a, b ipvsmgr.ImportedKey) int { return strings.Compare(a.Scope, b.Scope) })
+				return out
+			})))
 	}
 	if d := cmp.Diff(st, back, opts...); d != "" {
 		t.Errorf("%s round trip (-imported +re-imported):\n%s\nexported:\n%s", format, d, out.String())

@@ -70,7 +70,9 @@ type kaPre struct {
 	out      bytes.Buffer
 	lines    []int // the line (with its file's base) of each output line
 	// pending are the lines of multi-line definitions still to read, the
-	// next one first.
+	// next one last: a stack, so that a definition's lines go before the
+	// others at the cost of their own number (put at the front, they cost
+	// a copy of every line still pending: 100,000 expanded lines took 9 s).
 	pending  []string
 	expanded int
 }
@@ -125,8 +127,8 @@ func (p *kaPre) file(data []byte, path string, base, depth int) error {
 			return err
 		}
 		for len(p.pending) > 0 {
-			next := p.pending[0]
-			p.pending = p.pending[1:]
+			next := p.pending[len(p.pending)-1]
+			p.pending = p.pending[:len(p.pending)-1]
 			if err := p.line(next, ref, path, depth, false); err != nil {
 				return err
 			}
@@ -314,7 +316,9 @@ func (p *kaPre) replace(line string, ref int, path string) (string, bool, error)
 				if p.expanded += len(more); p.expanded > kaMaxExpandedLines {
 					return "", false, p.k.errf(ref, "$%s: multi-line definitions make more than %d lines", d.name, kaMaxExpandedLines)
 				}
-				p.pending = append(more, p.pending...)
+				for i := len(more) - 1; i >= 0; i-- {
+					p.pending = append(p.pending, more[i])
+				}
 			}
 			value = first
 		}

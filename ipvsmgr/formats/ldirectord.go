@@ -82,7 +82,7 @@ type ldFallback struct {
 type ldVirtual struct {
 	line, svc                      int
 	scope                          string
-	keptFrom                       int // p.st.Imported's length at the virtual's line: what is kept for it follows
+	keptFrom                       int    // p.st.Imported's length at the virtual's line: what is kept for it follows
 	family                         string // "4" or "6"
 	host, port                     string
 	fwmark                         bool
