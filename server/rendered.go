@@ -76,6 +76,8 @@ func (k RenderKey) covers(o RenderKey) bool {
 
 // Get returns the rendering for key, made by build when there is none that
 // covers it (one build at a time: a request waits for the one under way).
+// A key without a snapshot (no daemon, or before its first poll) is never
+// kept.
 func (r *Rendered[T]) Get(key RenderKey, build func() (T, error)) (T, error) {
 	r.mu.Lock()
 	if r.done == nil {
