@@ -809,7 +809,9 @@ func kaSeconds(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 // kaWord writes s as one word of keepalived's syntax: quoted when it holds
 // a blank (keepalived's: space, tab, \r, \f, \v), a brace, # or !.
 func kaWord(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\r\f\v{}#!\"") {
+	// A word starting with @ would start a conditional line where it is the
+	// line's first (a group's member is written on its own line).
+	if s != "" && !strings.ContainsAny(s, " \t\r\f\v{}#!\"") && !strings.HasPrefix(s, "@") {
 		return s
 	}
 	return `"` + s + `"`

@@ -393,8 +393,9 @@ func ldExportFallbackCommand(bw *bufio.Writer, svc *ipvsmgr.Service, scope strin
 	where, proto := ldFallbackArgs(svc)
 	n := len(down) - 3
 	if n < 1 || len(up) != len(down) || !slices.Equal(down[:n], up[:n]) || !slices.Equal(down[n:], []string{"start", where, proto}) ||
-		!slices.Equal(up[n:], []string{"stop", where, proto}) || slices.ContainsFunc(down, func(w string) bool { return strings.ContainsAny(w, "#\"\n") }) {
-		return fmt.Errorf("service %s: ldirectord runs no quorum_up/quorum_down but its fallbackcommand (the same program, then start or stop, %s and %s; no # or double quote in a word)", scope, where, proto)
+		!slices.Equal(up[n:], []string{"stop", where, proto}) || slices.ContainsFunc(down, func(w string) bool { return strings.ContainsAny(w, "#\"\n\t") }) {
+		// A tab too: read_config reads a virtual's lines with each tab made four spaces.
+		return fmt.Errorf("service %s: ldirectord runs no quorum_up/quorum_down but its fallbackcommand (the same program, then start or stop, %s and %s; no #, double quote or tab in a word)", scope, where, proto)
 	}
 	words := make([]string, n)
 	for i, w := range down[:n] {
