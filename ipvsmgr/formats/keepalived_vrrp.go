@@ -274,6 +274,16 @@ func kaServiceAt(v *kaNode, services []ipvsmgr.Service, carried bool) bool {
 	})
 }
 
+// kaLine writes n's words again, one line, each as kaWord writes it (a
+// quoted word with a blank stays one word).
+func kaLine(n *kaNode) string {
+	words := kaWords(n)
+	for i, w := range words {
+		words[i] = kaWord(w)
+	}
+	return strings.Join(words, " ")
+}
+
 func kaWords(n *kaNode) []string {
 	out := make([]string, len(n.words))
 	for i, w := range n.words {
@@ -385,7 +395,7 @@ func kaRewrite(text string, mapped map[string]bool, lines []string, other func(b
 		case mapped[kw] && other != nil && (kw == "virtual_ipaddress" || kw == "virtual_ipaddress_excluded"):
 			for _, v := range c.children {
 				if other(kw, v) {
-					left[kw] = append(left[kw], "        "+strings.Join(kaWords(v), " ")+"\n")
+					left[kw] = append(left[kw], "        "+kaLine(v)+"\n")
 				}
 			}
 		case mapped[kw]:
@@ -602,9 +612,9 @@ func (x *kaExporter) vipLines(r *ipvsmgr.Redundancy, kept string) (vips, exclude
 						excluded = append(excluded, line(svc))
 					}
 				case c.word(0) == "virtual_ipaddress_excluded":
-					excluded = append(excluded, strings.Join(kaWords(v), " "))
+					excluded = append(excluded, kaLine(v))
 				case c.word(0) == "virtual_ipaddress" && !ok:
-					other = append(other, strings.Join(kaWords(v), " "))
+					other = append(other, kaLine(v))
 				}
 			}
 		}
