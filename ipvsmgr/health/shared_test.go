@@ -2,6 +2,7 @@ package health
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -190,7 +191,7 @@ func TestSharedProbeFeedsEveryService(t *testing.T) {
 	}
 	h.events = nil
 	h.mu.Unlock()
-	if want := map[string]bool{"ra": false, "rb": true, "rc": false}; !maps(quiesced, want) {
+	if want := map[string]bool{"ra": false, "rb": true, "rc": false}; !maps.Equal(quiesced, want) {
 		t.Errorf("down events (server: quiesce) %v, want %v", quiesced, want)
 	}
 	var last []time.Time
@@ -200,18 +201,6 @@ func TestSharedProbeFeedsEveryService(t *testing.T) {
 	if len(last) != 3 || !last[0].Equal(last[1]) || !last[1].Equal(last[2]) {
 		t.Errorf("last checks %v: want the one shared run for all three", last)
 	}
-}
-
-func maps(a, b map[string]bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // An edit that changes one service's check splits that service off (its

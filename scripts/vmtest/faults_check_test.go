@@ -5,6 +5,7 @@ package vmtest
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"strconv"
@@ -126,7 +127,7 @@ func TestFaultRealServersMisbehave(t *testing.T) {
 	l.apply(doc)
 	svc := vip + ":80"
 	all := map[string]int{"198.18.0.11:80": 10, "198.18.0.12:80": 10, "198.18.0.13:80": 10, "198.18.0.14:80": 10}
-	waitFor(t, "four servers up at full weight", 30*time.Second, func() bool { return equalInts(l.weightsOf(svc), all) })
+	waitFor(t, "four servers up at full weight", 30*time.Second, func() bool { return maps.Equal(l.weightsOf(svc), all) })
 	stop := make(chan struct{})
 	results := l.stream(svc, 50*time.Millisecond, 1000, stop)
 	time.Sleep(time.Second)
@@ -206,7 +207,7 @@ func TestFaultClockJumps(t *testing.T) {
 	l.apply(doc)
 	svc := vip + ":80"
 	all := map[string]int{"198.18.0.11:80": 10, "198.18.0.12:80": 10}
-	waitFor(t, "both servers up at full weight", 30*time.Second, func() bool { return equalInts(l.weightsOf(svc), all) })
+	waitFor(t, "both servers up at full weight", 30*time.Second, func() bool { return maps.Equal(l.weightsOf(svc), all) })
 	stop := make(chan struct{})
 	results := l.stream(svc, 100*time.Millisecond, 600, stop)
 	restore := func() { run(t, "date", "-s", "-1 hour") }
@@ -227,7 +228,7 @@ func TestFaultClockJumps(t *testing.T) {
 		}
 		for range 30 { // 6 s
 			time.Sleep(200 * time.Millisecond)
-			changed = changed || !equalInts(l.procWeights(), all)
+			changed = changed || !maps.Equal(l.procWeights(), all)
 		}
 		got, elapsed := ms[0].checks.Load()-before, time.Since(start)
 		pace = append(pace, fmt.Sprintf("%s: %d checks in %s", jump, got, elapsed.Round(time.Millisecond)))

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -428,7 +429,7 @@ func TestFaultDiskFull(t *testing.T) {
 	l, d := newFaultLabWith(t, func(l *lab) { l.db = dir + "/ipvsctl.db" }, faultDocWith(check))
 	web := vip + ":80"
 	up := map[string]int{"198.18.0.11:80": 1, "198.18.0.12:80": 1}
-	waitFor(t, "both web servers up", 60*time.Second, func() bool { return equalInts(l.weightsOf(web), up) })
+	waitFor(t, "both web servers up", 60*time.Second, func() bool { return maps.Equal(l.weightsOf(web), up) })
 	tr := l.startTraffic()
 	before := sortedLines(l.saved())
 
@@ -461,7 +462,7 @@ func TestFaultDiskFull(t *testing.T) {
 		t.Errorf("rs1 failing its check on a full disk: not quiesced after %s: %v", took, l.weightsOf(web))
 	}
 	l.ns(l.rs[0], "iptables -D INPUT -p tcp --dport 8080 -j REJECT --reject-with tcp-reset")
-	if took, ok := waitUntil(30*time.Second, func() bool { return equalInts(l.weightsOf(web), up) }); !ok {
+	if took, ok := waitUntil(30*time.Second, func() bool { return maps.Equal(l.weightsOf(web), up) }); !ok {
 		t.Errorf("rs1 answering its check again on a full disk: not back after %s: %v", took, l.weightsOf(web))
 	}
 	select {

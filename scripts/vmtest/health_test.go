@@ -5,6 +5,7 @@ package vmtest
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -179,7 +180,7 @@ func checkTakesDeadServersOut(t *testing.T, check, passed string) {
 	           {"name":"rs3","address":"198.18.0.13","weight":10}]}]}`, vip, healthPort, check, interval, timeout, rise, fall)
 	l.apply(doc)
 	all := map[string]int{"198.18.0.11:8081": 10, "198.18.0.12:8081": 10, "198.18.0.13:8081": 10}
-	waitFor(t, "three servers up at full weight", 20*time.Second, func() bool { return equalInts(l.weightsOf(svc), all) })
+	waitFor(t, "three servers up at full weight", 20*time.Second, func() bool { return maps.Equal(l.weightsOf(svc), all) })
 
 	stop := make(chan struct{})
 	results := l.stream(svc, 20*time.Millisecond, 3000, stop)
@@ -268,16 +269,4 @@ func checkTakesDeadServersOut(t *testing.T, check, passed string) {
 	}
 	t.Logf("all down: ipvsadm -Ln\n%s", l.ns(l.dir, "ipvsadm -Ln -t "+svc))
 	stopDaemon()
-}
-
-func equalInts(a, b map[string]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }

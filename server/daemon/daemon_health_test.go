@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -95,24 +96,12 @@ func (r *healthRig) waitWeights(what string, want map[string]uint32) {
 	var got map[string]uint32
 	for r.ctx.Err() == nil {
 		got = r.weights()
-		if equalWeights(got, want) {
+		if maps.Equal(got, want) {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	r.t.Fatalf("timed out waiting for %s: kernel has %v, want %v", what, got, want)
-}
-
-func equalWeights(a, b map[string]uint32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 const checkedDoc = `{"services": [{"name": "web", "address": "198.18.0.100", "port": 80,
@@ -146,7 +135,7 @@ func TestDaemonAppliesHealthAtOnceAndKeepsIt(t *testing.T) {
 	if _, err := r.core.PatchServer(ctx, server.Actor{Name: "t", Via: "test"}, "web", "r1", server.ServerPatch{Weight: &w}, server.WriteOptions{NoWait: true}); err != nil {
 		t.Fatal(err)
 	}
-	if got := r.weights(); !equalWeights(got, map[string]uint32{"198.18.0.11": 4}) {
+	if got := r.weights(); !maps.Equal(got, map[string]uint32{"198.18.0.11": 4}) {
 		t.Fatalf("after an edit the kernel has %v: a down server came back", got)
 	}
 
@@ -179,7 +168,7 @@ func TestDaemonAppliesHealthAtOnceAndKeepsIt(t *testing.T) {
 	r = startHealthDaemon(t, ctx, st, k, checks)
 	deadline := time.Now().Add(500 * time.Millisecond)
 	for time.Now().Before(deadline) {
-		if got := r.weights(); !equalWeights(got, map[string]uint32{"198.18.0.11": 4}) {
+		if got := r.weights(); !maps.Equal(got, map[string]uint32{"198.18.0.11": 4}) {
 			t.Fatalf("after a restart the kernel has %v", got)
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -214,7 +203,7 @@ func TestReconcileWithoutDaemonKeepsCheckedServersIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &healthRig{t: t, ctx: ctx, k: k}
-	if got := r.weights(); !equalWeights(got, map[string]uint32{"198.18.0.11": 3}) {
+	if got := r.weights(); !maps.Equal(got, map[string]uint32{"198.18.0.11": 3}) {
 		t.Errorf("kernel has %v, want r1 as configured and the forced-down r2 out", got)
 	}
 	d, err := core.Diff(ctx, nil)
