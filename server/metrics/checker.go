@@ -1,8 +1,6 @@
 package metrics
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/ipvsctl/ipvsctl/server"
 )
 
@@ -12,30 +10,7 @@ import (
 // ipvsctl_backend_check_last_run_timestamp_seconds.
 type checker struct{ core *server.Core }
 
-var (
-	descChecksReady = prometheus.NewDesc("ipvsctl_checks_ready",
-		"1 once every health check has run once since the daemon started and a reconcile has applied the results (with no checks: the first reconcile).", nil, nil)
-	descChecksNotRun = prometheus.NewDesc("ipvsctl_checks_not_run",
-		"Checked real servers (of a service) whose check has no result since the daemon started.", nil, nil)
-	descChecksLate = prometheus.NewDesc("ipvsctl_checks_late",
-		"Distinct checks whose round is late by more than their interval now.", nil, nil)
-	descChecksWorst = prometheus.NewDesc("ipvsctl_checks_worst_lateness_seconds",
-		"How far the latest round of checks is behind its schedule (0: none is).", nil, nil)
-	descRoundsLate = prometheus.NewDesc("ipvsctl_check_rounds_late_total",
-		"Rounds of a check found late by more than its interval since the daemon started.", nil, nil)
-	descStartDelay = prometheus.NewDesc("ipvsctl_check_start_delay_seconds",
-		"How late each check run started against its schedule, every run since the daemon started.", nil, nil)
-	descOldestResult = prometheus.NewDesc("ipvsctl_checks_oldest_result_age_seconds",
-		"Age of the oldest last result of any check (0: none has run yet).", nil, nil)
-)
-
-func (c *checker) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descChecksReady, descChecksNotRun, descChecksLate, descChecksWorst, descRoundsLate, descOldestResult, descStartDelay} {
-		ch <- d
-	}
-}
-
-func (c *checker) Collect(ch chan<- prometheus.Metric) {
+func (c *checker) write(e *expo) {
 	st := c.core.CheckerStatus()
 	if st == nil {
 		return
@@ -44,16 +19,17 @@ func (c *checker) Collect(ch chan<- prometheus.Metric) {
 	if st.Ready {
 		ready = 1
 	}
-	gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
-	gauge(descChecksReady, ready)
-	gauge(descChecksNotRun, float64(st.NotRun))
-	gauge(descChecksLate, float64(st.Late))
-	gauge(descChecksWorst, st.WorstLate)
-	gauge(descOldestResult, st.OldestRunAge)
-	ch <- prometheus.MustNewConstMetric(descRoundsLate, prometheus.CounterValue, float64(st.LateRounds))
-	buckets := make(map[float64]uint64, len(st.StartDelay.Buckets))
+	gauge := func(name, help string, v float64) { e.family(name, "gauge", help).add(v) }
+	gauge("ipvsctl_checks_ready", "1 once every health check has run once since the daemon started and a reconcile has applied the results (with no checks: the first reconcile).", ready)
+	gauge("ipvsctl_checks_not_run", "Checked real servers (of a service) whose check has no result since the daemon started.", float64(st.NotRun))
+	gauge("ipvsctl_checks_late", "Distinct checks whose round is late by more than their interval now.", float64(st.Late))
+	gauge("ipvsctl_checks_worst_lateness_seconds", "How far the latest round of checks is behind its schedule (0: none is).", st.WorstLate)
+	gauge("ipvsctl_checks_oldest_result_age_seconds", "Age of the oldest last result of any check (0: none has run yet).", st.OldestRunAge)
+	e.family("ipvsctl_check_rounds_late_total", "counter", "Rounds of a check found late by more than its interval since the daemon started.").add(float64(st.LateRounds))
+	bounds, counts := make([]float64, 0, len(st.StartDelay.Buckets)), make([]uint64, 0, len(st.StartDelay.Buckets))
 	for _, b := range st.StartDelay.Buckets {
-		buckets[b.LE] = b.Count
+		bounds, counts = append(bounds, b.LE), append(counts, b.Count)
 	}
-	ch <- prometheus.MustNewConstHistogram(descStartDelay, st.StartDelay.Count, st.StartDelay.SumSeconds, buckets)
+	e.family("ipvsctl_check_start_delay_seconds", "histogram", "How late each check run started against its schedule, every run since the daemon started.").
+		histogram(bounds, counts, st.StartDelay.SumSeconds, st.StartDelay.Count)
 }
