@@ -156,7 +156,6 @@ func (d *Daemon) startEventFollowers(ctx context.Context) (stop func()) {
 func (d *Daemon) loop(ctx context.Context) {
 	sk := d.sk
 	interval, poll := orDuration(d.Interval, 10*time.Second), orDuration(d.Poll, time.Second)
-	go d.pollKernel(ctx, orDuration(d.Snapshot, server.PollInterval))
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	var lastTry, lastRun time.Time

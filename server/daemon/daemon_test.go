@@ -151,6 +151,39 @@ func TestStatusReadersShareOneKernelRead(t *testing.T) {
 	}
 }
 
+// The snapshot is polled by one loop: a running daemon with nothing to
+// reconcile reads the kernel's table once per snapshot interval (plus its
+// opening's and its first reconcile's reads), never twice (two pollers
+// did, from 858c933: each read of a table of 10,000 entries is some 50 ms
+// of a CPU in the VM; here 20 polls against 40).
+func TestOnePollerReadsTheSnapshot(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st := testStore(t, ctx)
+	core := server.New(server.Config{Store: st, OpenKernel: openFake(fakekernel.New(), nil)})
+	d := New(core, st, slog.New(slog.DiscardHandler))
+	const every = 50 * time.Millisecond
+	d.Interval, d.Poll, d.Snapshot = time.Hour, time.Hour, every
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- d.Run(runCtx) }()
+	time.Sleep(time.Second)
+	stop()
+	<-done
+	elapsed := time.Since(start)
+	reads := server.DaemonSideOf(core).KernelReads()
+	// A ticker drops the ticks a busy machine misses and never adds one.
+	limit := int64(elapsed/every) + 1 + 5 // the poll at the start; the opening, the first reconcile and a margin
+	t.Logf("%d kernel reads in %s at one poll every %s (at most %d)", reads, elapsed.Round(time.Millisecond), every, limit)
+	if reads > limit {
+		t.Errorf("%d kernel reads in %s: more than one poller (at most %d)", reads, elapsed.Round(time.Millisecond), limit)
+	}
+	if reads < 3 {
+		t.Errorf("%d kernel reads in %s: the snapshot is not polled", reads, elapsed.Round(time.Millisecond))
+	}
+}
+
 // The daemon counts its reads through a wrapper: the driver behind it is
 // still found (its sync daemons: package redundancy unwraps it).
 func TestReadCounterUnwrapsToTheDriver(t *testing.T) {
