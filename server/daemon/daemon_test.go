@@ -154,8 +154,7 @@ func TestStatusReadersShareOneKernelRead(t *testing.T) {
 // The snapshot is polled by one loop: a running daemon with nothing to
 // reconcile reads the kernel's table once per snapshot interval (plus its
 // opening's and its first reconcile's reads), never twice (two pollers
-// did, from 858c933: each read of a table of 10,000 entries is some 50 ms
-// of a CPU in the VM; here 20 polls against 40).
+// did, from 858c933; here 20 polls against 40).
 func TestOnePollerReadsTheSnapshot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
