@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -450,5 +451,37 @@ func TestFastAndDownIntervals(t *testing.T) {
 	h.step(time.Second, 1)
 	if calls, _ := h.s.count(r1); calls != 7 {
 		t.Errorf("%d checks, want 7", calls)
+	}
+}
+
+// The run heap gives its probes back soonest first, however they came,
+// with pops between the pushes.
+func TestProbeHeapPopsSoonestFirst(t *testing.T) {
+	var h probeHeap
+	at := map[*probe]int64{}
+	var waiting []int64
+	pop := func() {
+		t.Helper()
+		slices.Sort(waiting)
+		p := h.pop()
+		if at[p] != waiting[0] {
+			t.Fatalf("popped a probe at %d, the soonest is at %d", at[p], waiting[0])
+		}
+		waiting = waiting[1:]
+	}
+	for i := range 1000 {
+		p := &probe{key: strconv.Itoa(i)}
+		at[p] = rand.Int64N(500) // many equal times among them
+		waiting = append(waiting, at[p])
+		h.push(queued{at[p], p})
+		if i%7 == 0 {
+			pop()
+		}
+	}
+	for len(waiting) > 0 {
+		pop()
+	}
+	if len(h) != 0 {
+		t.Fatalf("%d left on the heap", len(h))
 	}
 }

@@ -133,3 +133,13 @@ func TestExpositionPassesPromtool(t *testing.T) {
 
 // packageInit is when this package's init ran: after the process started.
 var packageInit = time.Now()
+
+// A result's observation allocates nothing once its cell exists: the
+// daemon makes one per check, 10,000 a second at 10,000 targets.
+func TestObserveDoesNotAllocate(t *testing.T) {
+	h := newHistogram("x_seconds", "Durations.", []float64{0.1, 1}, "type", "outcome")
+	h.observe(0.01, "tcp", "pass")
+	if n := testing.AllocsPerRun(100, func() { h.observe(0.02, "tcp", "pass") }); n != 0 {
+		t.Errorf("observe allocates %.1f times a call", n)
+	}
+}
