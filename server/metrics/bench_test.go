@@ -5,13 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
-	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
 	"github.com/ipvsctl/ipvsctl/server"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 // BenchmarkExposition11000 renders the whole exposition of 1,000 services
@@ -19,15 +16,7 @@ import (
 // change of what the daemon knows does.
 func BenchmarkExposition11000(b *testing.B) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(b.TempDir(), "ipvsctl.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	k := fakekernel.New()
-	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) {
-		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
-	}})
+	core, _ := testCore(b, ctx)
 	var s ipvsmgr.State
 	for i := range 1000 {
 		svc := ipvsmgr.Service{Name: fmt.Sprintf("s%d", i), Protocol: "tcp", Address: fmt.Sprintf("198.18.%d.%d", 100+i/250, i%250+1), Port: 80}

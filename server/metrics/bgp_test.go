@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,10 +14,8 @@ import (
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/bgp"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/bgp/bgptest"
-	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
 	"github.com/ipvsctl/ipvsctl/server"
 	"github.com/ipvsctl/ipvsctl/server/daemon"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 // TestBGPMetrics scrapes a daemon in BGP mode whose session is with a real
@@ -27,15 +24,7 @@ func TestBGPMetrics(t *testing.T) {
 	r := bgptest.StartRouter(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	k := fakekernel.New()
-	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) {
-		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
-	}})
+	core, st := testCore(t, ctx)
 	d := daemon.New(core, st, slog.New(slog.DiscardHandler))
 	d.Interval, d.Poll, d.Snapshot = 50*time.Millisecond, 10*time.Millisecond, 50*time.Millisecond
 	m := New(core)

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,10 +14,8 @@ import (
 
 	"github.com/ipvsctl/ipvsctl/internal/testenv"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr"
-	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
 	"github.com/ipvsctl/ipvsctl/ipvsmgr/health"
 	"github.com/ipvsctl/ipvsctl/server"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 // TestExpositionText: the text format as client_golang's encoder wrote
@@ -67,15 +64,7 @@ func TestExpositionPassesPromtool(t *testing.T) {
 		testenv.Needf(t, "needs promtool (Debian's prometheus): %v", err)
 	}
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	k := fakekernel.New()
-	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) {
-		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
-	}})
+	core, _ := testCore(t, ctx)
 	doc := `{"services":[{"name":"web","address":"198.18.0.100","port":80,"servers":[{"address":"198.18.0.11"},{"address":"198.18.0.12"}]},
 		{"name":"mark","fwmark":5,"servers":[{"address":"198.18.0.13"}]}]}`
 	if _, err := core.Apply(ctx, server.Actor{Name: "t", Via: "test"}, strings.NewReader(doc), "test", server.WriteOptions{}); err != nil {

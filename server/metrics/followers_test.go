@@ -5,28 +5,17 @@ import (
 	"errors"
 	"io"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/ipvsctl/ipvsctl/ipvsmgr/fakekernel"
 	"github.com/ipvsctl/ipvsctl/server"
-	"github.com/ipvsctl/ipvsctl/server/store"
 )
 
 // On a source, each follower's lag and connection, and the refused
 // callers, are in /metrics.
 func TestFollowerMetrics(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "ipvsctl.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	k := fakekernel.New()
-	core := server.New(server.Config{Store: st, OpenKernel: func() (*server.KernelConn, error) {
-		return &server.KernelConn{Kernel: k, Close: func() {}}, nil
-	}})
+	core, st := testCore(t, ctx)
 	a := server.Actor{Name: "t", Via: "test"}
 	doc := `{"services":[{"name":"web","address":"198.18.0.100","port":80,"servers":[{"address":"198.18.0.11"}]}]}`
 	if _, err := core.Apply(ctx, a, strings.NewReader(doc), "test", server.WriteOptions{NoApply: true}); err != nil {
