@@ -512,7 +512,7 @@ func (x *kaExporter) vrrpLines(r *ipvsmgr.Redundancy, kept string) []string {
 	if len(r.TrackInterfaces) > 0 {
 		out = append(out, "track_interface {")
 		for _, t := range r.TrackInterfaces {
-			out = append(out, "    "+t)
+			out = append(out, "    "+kaWord(t))
 		}
 		out = append(out, "}")
 	}
