@@ -11,7 +11,8 @@
 # `scripts/bench-health.sh 1000x10` is issue 28's: 1,000 services x the same 10 real servers.
 # Each SIZE runs twice: BENCH_HEALTH_RX=remote (the real servers' TCP stack on the other CPU, as on a network) and
 # inline (a veth runs it inside the checker's own sends); BENCH_HEALTH_RX=remote or =inline runs one of them.
-# BENCH_HEALTH_SECONDS sets the 30 s.
+# BENCH_HEALTH_SECONDS sets the 30 s; BENCH_HEALTH_GOMAXPROCS (remote only) ipvsctl's GOMAXPROCS: 2 by default,
+# what the Go runtime takes unpinned on this machine, or `go`: Go's own choice, 1 on the one CPU it is pinned to.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mktemp -d /tmp/ipvsctl-bench-health.XXXXXX)
@@ -26,5 +27,5 @@ for size in $sizes; do # bounded: at most 20,000 real servers, or service x real
 done
 go build -o "$out/ipvsctl" ./cmd/ipvsctl
 go build -o "$out/sink" ./scripts/bench/sink
-export IPVSCTL_VM_ENV="${IPVSCTL_VM_ENV:-} BENCH_HEALTH_RX BENCH_HEALTH_SECONDS"
+export IPVSCTL_VM_ENV="${IPVSCTL_VM_ENV:-} BENCH_HEALTH_RX BENCH_HEALTH_SECONDS BENCH_HEALTH_GOMAXPROCS"
 "$root/scripts/vm/run.sh" --timeout 3000 -- "$root/scripts/bench/health-guest.sh" "$out" $sizes

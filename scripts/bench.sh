@@ -81,7 +81,7 @@ if [[ -z $goals ]]; then
 	exit
 fi
 go build -o "$out/sink" ./scripts/bench/sink
-BENCH_HEALTH_RX=remote IPVSCTL_VM_ENV="BENCH_FULL_REPS BENCH_EDIT_REPS BENCH_HEALTH_RX BENCH_HEALTH_SECONDS" "$root/scripts/vm/run.sh" --mem 4096 --timeout 7200 -- \
+BENCH_HEALTH_RX=remote IPVSCTL_VM_ENV="BENCH_FULL_REPS BENCH_EDIT_REPS BENCH_HEALTH_RX BENCH_HEALTH_SECONDS BENCH_HEALTH_GOMAXPROCS" "$root/scripts/vm/run.sh" --mem 4096 --timeout 7200 -- \
 	sh -c '"$1" "$2" "$3" && "$4" "$3" 1000 10000 1000x10' sh "$root/scripts/bench/guest.sh" "$out/ipvsctl" "$out" "$root/scripts/bench/health-guest.sh" | tee "$out/vm.log"
 echo "Every goal of this run, beside its target:"
 grep -h '^BENCH-GOAL' "$out/startup.log" "$out/vm.log"

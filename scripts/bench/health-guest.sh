@@ -11,7 +11,8 @@ warm=$((secs / 3)) # the CPU is read at this point too: what the steady state co
 hz=$(getconf CLK_TCK)
 # remote: the real servers' TCP stack runs on CPU 1 (RPS on both veth ends), each contender pinned to CPU 0, so
 #   that a checker pays for its own system calls and not for the real servers' receive path, as on a network where
-#   they are other machines; ipvsctl gets GOMAXPROCS=2, what the Go runtime takes unpinned on this machine.
+#   they are other machines; ipvsctl gets GOMAXPROCS=2, what the Go runtime takes unpinned on this machine
+#   (BENCH_HEALTH_GOMAXPROCS=N sets another, =go leaves it to Go, which takes 1 on the one CPU it is pinned to).
 # inline: nothing pinned, and a veth runs its peer's receive path inside the sender's system call: each SYN's
 #   sendmsg also pays for the real server's SYN processing, its SYN-ACK and the director's reset.
 modes=${BENCH_HEALTH_RX:-remote inline}
@@ -197,7 +198,10 @@ for n in "$@"; do
 
 	for rx in $modes; do
 		pin=() goenv=()
-		[ "$rx" = remote ] && pin=(taskset -c 0) goenv=(GOMAXPROCS=2)
+		[ "$rx" = remote ] && pin=(taskset -c 0) goenv=(GOMAXPROCS="${BENCH_HEALTH_GOMAXPROCS:-2}")
+		[ "$rx" = remote ] && [ "${BENCH_HEALTH_GOMAXPROCS:-2}" = go ] && goenv=(-u GOMAXPROCS) # Go's own: 1 on one CPU
+		rxl=$rx
+		[ "$rx" = remote ] && rxl="remote, ipvsctl's GOMAXPROCS ${BENCH_HEALTH_GOMAXPROCS:-2}"
 		setup "$targets"
 		ip netns exec dir "${pin[@]}" keepalived --dont-fork --check --log-console -f "$dir/ka-$n.conf" \
 			-p /run/bh-keepalived.pid -c /run/bh-checkers.pid >/tmp/bh-keepalived.log 2>&1 &
@@ -223,14 +227,14 @@ for n in "$@"; do
 		fi
 
 		awk -v bc="$bcpu" -v bw="$bwarm" -v br="$brss" -v bu="$bup" \
-			 -v label="$label" -v svcs="$svcs" -v pairs="$pairs" -v targets="$targets" -v s="$secs" -v rx="$rx" -v hz="$hz" -v ic="$icpu" -v kc="$kcpu" -v ir="$irss" -v kr="$krss" -v iu="$iup" -v ku="$kup" \
+			 -v label="$label" -v svcs="$svcs" -v pairs="$pairs" -v targets="$targets" -v s="$secs" -v rx="$rx" -v rxl="$rxl" -v hz="$hz" -v ic="$icpu" -v kc="$kcpu" -v ir="$irss" -v kr="$krss" -v iu="$iup" -v ku="$kup" \
 			-v iusr="$iuser" -v kusr="$kuser" -v is="$isink" -v ks="$ksink" \
 			-v w="$warm" -v iw="$iwarm" -v kw="$kwarm" -v isyn="$isyn" -v ksyn="$ksyn" \
 			-v iwin="$iwin" -v kwin="$kwin" -v iruns="$iruns" -v ip50="$ip50" -v ip99="$ip99" -v idwin="$idwin" '
 			function goal(what, r, t) { printf "BENCH-GOAL %s: %.2fx; target <= %sx: %s\n", what, r, t, (r <= t ? "met" : "NOT met") }
 			BEGIN {
 			printf "BENCH-HEALTH %s, tcp check every 1 s, %d s, %s: ipvsctl serve %.2f CPU-s, RSS %.1f MB (%d in the table) | keepalived %.2f CPU-s, RSS %.1f MB (%d in the table) | ratio %.2fx\n",
-				label, s, rx, ic / hz, ir / 1024, iu, kc / hz, kr / 1024, ku, (kc > 0 ? ic / kc : 0)
+				label, s, rxl, ic / hz, ir / 1024, iu, kc / hz, kr / 1024, ku, (kc > 0 ? ic / kc : 0)
 			printf "BENCH-HEALTH   user/system CPU-s: ipvsctl %.2f/%.2f, keepalived %.2f/%.2f; the real servers (sink, whose handshake work the checker pays for in part on a veth) %.2f beside ipvsctl, %.2f beside keepalived\n",
 				iusr / hz, (ic - iusr) / hz, kusr / hz, (kc - kusr) / hz, is / hz, ks / hz
 			printf "BENCH-HEALTH   the last %d s alone (started, first results in): ipvsctl %.2f CPU-s, keepalived %.2f | ratio %.2fx\n",
