@@ -12,7 +12,8 @@
 # Each SIZE runs twice: BENCH_HEALTH_RX=remote (the real servers' TCP stack on the other CPU, as on a network) and
 # inline (a veth runs it inside the checker's own sends); BENCH_HEALTH_RX=remote or =inline runs one of them.
 # BENCH_HEALTH_SECONDS sets the 30 s; BENCH_HEALTH_GOMAXPROCS (remote only) ipvsctl's GOMAXPROCS: 2 by default,
-# what the Go runtime takes unpinned on this machine, or `go`: Go's own choice, 1 on the one CPU it is pinned to.
+# what the Go runtime takes unpinned on this machine, or `go`: unset, as a unit leaves it (Go alone would take 1 on
+# the one CPU it is pinned to; `serve` takes 2 where Go would take 1).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mktemp -d /tmp/ipvsctl-bench-health.XXXXXX)

@@ -12,7 +12,8 @@ hz=$(getconf CLK_TCK)
 # remote: the real servers' TCP stack runs on CPU 1 (RPS on both veth ends), each contender pinned to CPU 0, so
 #   that a checker pays for its own system calls and not for the real servers' receive path, as on a network where
 #   they are other machines; ipvsctl gets GOMAXPROCS=2, what the Go runtime takes unpinned on this machine
-#   (BENCH_HEALTH_GOMAXPROCS=N sets another, =go leaves it to Go, which takes 1 on the one CPU it is pinned to).
+#   (BENCH_HEALTH_GOMAXPROCS=N sets another; =go leaves it unset, as a unit does: serve then takes 2 Ps where Go
+#   alone would take 1 on the one CPU it is pinned to).
 # inline: nothing pinned, and a veth runs its peer's receive path inside the sender's system call: each SYN's
 #   sendmsg also pays for the real server's SYN processing, its SYN-ACK and the director's reset.
 modes=${BENCH_HEALTH_RX:-remote inline}
@@ -199,7 +200,7 @@ for n in "$@"; do
 	for rx in $modes; do
 		pin=() goenv=()
 		[ "$rx" = remote ] && pin=(taskset -c 0) goenv=(GOMAXPROCS="${BENCH_HEALTH_GOMAXPROCS:-2}")
-		[ "$rx" = remote ] && [ "${BENCH_HEALTH_GOMAXPROCS:-2}" = go ] && goenv=(-u GOMAXPROCS) # Go's own: 1 on one CPU
+		[ "$rx" = remote ] && [ "${BENCH_HEALTH_GOMAXPROCS:-2}" = go ] && goenv=(-u GOMAXPROCS) # as a unit leaves it
 		rxl=$rx
 		[ "$rx" = remote ] && rxl="remote, ipvsctl's GOMAXPROCS ${BENCH_HEALTH_GOMAXPROCS:-2}"
 		setup "$targets"
